@@ -1,0 +1,80 @@
+"""The typer app. Commands are thin: parse, call the core, render. One error boundary in run()."""
+
+import os
+import sys
+from typing import List, Optional
+
+import typer
+
+from cudaswitch import render
+from cudaswitch.errors import CudaSwitchError, UsageError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Find, switch and verify CUDA toolkits.")
+config_app = typer.Typer(help="The config file.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+VERBOSE = {"on": False}
+
+
+@app.callback()
+def _options(verbose: bool = typer.Option(False, "--verbose", "-v", help="Tracebacks on errors.")):
+    VERBOSE["on"] = verbose
+
+
+def _context(refresh=False):
+    from cudaswitch import registry
+    from cudaswitch.paths import Paths
+
+    paths = Paths()
+    return paths, registry.load(paths, dict(os.environ), refresh=refresh)
+
+
+@app.command("list")
+def list_(as_json: bool = typer.Option(False, "--json"), refresh: bool = typer.Option(False, "--refresh")):
+    """Every toolkit found: version, sources, root, status, active and default."""
+    from cudaswitch import core
+
+    _, reg = _context(refresh)
+    items = core.list_items(reg, os.environ)
+    render.emit_json(items) if as_json else render.toolkit_table(items)
+
+
+@app.command()
+def which(request: Optional[str] = typer.Argument(None), tool: Optional[str] = typer.Argument(None)):
+    """Path of a toolkit's root, or of a tool in it (nvcc, ptxas, ...)."""
+    from cudaswitch import core
+
+    _, reg = _context()
+    render.emit_lines([core.which(reg, os.environ, request, tool)])
+
+
+@app.command("global")
+def global_(request: Optional[str] = typer.Argument(None), unset: bool = typer.Option(False, "--unset")):
+    """Set or remove the default toolkit in config.toml."""
+    from cudaswitch import core
+
+    paths, reg = _context()
+    if unset == (request is not None):
+        raise UsageError("give a REQUEST or --unset")
+    render.message(core.set_global(paths, reg, request))
+
+
+@config_app.command("path")
+def config_path():
+    """Where config.toml lives."""
+    from cudaswitch.paths import Paths
+
+    render.emit_lines([Paths().config_file])
+
+
+def run(argv: Optional[List[str]] = None):
+    """The error boundary: CudaSwitchError -> one line on stderr and its exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        app(args=argv, prog_name="cudaswitch", standalone_mode=True)
+    except CudaSwitchError as exc:
+        if VERBOSE["on"] or "--verbose" in argv or "-v" in argv:
+            raise
+        render.message(exc.render())
+        return exc.exit_code
+    return 0

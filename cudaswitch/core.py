@@ -1,0 +1,58 @@
+"""Core operations of the registry commands. They return data; cli.py renders it."""
+
+import os
+
+from cudaswitch import envdiff
+from cudaswitch.errors import CudaSwitchError, UsageError
+from cudaswitch.resolve import resolve
+from cudaswitch.toolkit import Toolkit
+
+
+def active_root(env):
+    state = envdiff.read_state(env)
+    return state["root"] if state else None
+
+
+def list_items(registry, env):
+    active = active_root(env)
+    return [
+        Toolkit(r).public(default=r["real"] == registry["default_real"], active=r["root"] == active)
+        for r in registry["records"]
+    ]
+
+
+def current_record(registry, env):
+    """The toolkit in effect without a request: this shell's, else the default."""
+    active = active_root(env)
+    for record in registry["records"]:
+        if record["root"] == active or (active is None and record["real"] == registry["default_real"]):
+            return record
+    raise CudaSwitchError("no toolkit is active and there is no default",
+                          "give a request, or set one with `cudaswitch global VERSION`")
+
+
+def which(registry, env, request=None, tool=None):
+    record = current_record(registry, env) if request in (None, "current") else resolve(registry, request)
+    if tool is None:
+        return record["root"]
+    if "/" in tool or tool in (".", ".."):
+        raise UsageError("a tool is a plain name such as nvcc or ptxas, not %r" % tool)
+    for directory in record["bin_dirs"] + record["lib_dirs"]:
+        path = os.path.join(directory, tool)
+        if os.path.exists(path):
+            return path
+    raise CudaSwitchError("%s has no %s" % (record["root"], tool),
+                          "its status is %s: %s" % (record["status"], "; ".join(record["problems"]) or "ok"))
+
+
+def set_global(paths, registry, request):
+    from cudaswitch import config
+
+    if request is None:
+        config.update(paths, default=None)
+        return "default toolkit removed from %s" % paths.config_file
+    record = resolve(registry, request)
+    if request.startswith(("/", ".", "~")):
+        raise UsageError("the default is a version request, not a path", "register paths under `toolkits`")
+    config.update(paths, default=request)
+    return "default toolkit: %s (%s at %s)" % (request, record["version"], record["root"])

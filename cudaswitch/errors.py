@@ -1,0 +1,41 @@
+"""One error family, caught at one boundary (fastpath.main / cli.run) and printed as one line."""
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class CudaSwitchError(Exception):
+    """A failure the user can act on: `message` is one line, `hint` says what to do."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message, hint=None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def render(self):
+        text = "cudaswitch: error: " + self.message
+        if self.hint:
+            text += " (" + self.hint + ")"
+        return text
+
+
+class UsageError(CudaSwitchError):
+    exit_code = EXIT_USAGE
+
+
+class BadRequest(CudaSwitchError):
+    """A version request that cannot be parsed, or that a project file may not make."""
+
+
+class ToolkitNotFound(CudaSwitchError):
+    """No known toolkit matches a request; the message names every source searched."""
+
+
+class ConfigError(CudaSwitchError):
+    """config.toml cannot be read or written; the message names the file and line."""
+
+
+class ProjectFileError(CudaSwitchError):
+    """A project file (.cudaversion, .tool-versions, pyproject.toml) is refused as data."""

@@ -1,0 +1,119 @@
+"""Turn a candidate root into a record: where its tools and libraries are, its version and status.
+
+Three layouts exist in the wild: the classic tree (`bin/`, `lib64/`, `include/`; NVIDIA's
+installers, distro packages, managed installs, `nvidia/cu13` wheels), a conda env (`targets/<triple>/`,
+shared with the env's python and libstdc++), and CUDA 11/12 pip wheels (`nvidia/<component>/`).
+"""
+
+import glob
+import os
+
+from cudaswitch import probe
+from cudaswitch.toolkit import version_tuple
+
+# Layouts whose bin/ and lib/ also hold non-CUDA things (python, pip, libstdc++, libssl):
+# switching to them goes through a view directory of CUDA-only links.
+ISOLATED_LAYOUTS = ("conda",)
+
+
+def _is_dir(path):
+    return os.path.isdir(path)
+
+
+def _lib_dirs_with(root, patterns):
+    found, seen = [], set()
+    for pattern in patterns:
+        for directory in sorted(glob.glob(os.path.join(root, pattern))):
+            real = os.path.realpath(directory)
+            if real not in seen and glob.glob(os.path.join(directory, "libcudart.so*")):
+                seen.add(real)
+                found.append(directory)
+    return found
+
+
+def tool_dirs(root, layout):
+    """(bin_dirs, lib_dirs) of a root in its layout."""
+    if layout == "pip-split":
+        bins = [d for d in (os.path.join(root, "cuda_nvcc", "bin"),) if _is_dir(d)]
+        libs = [d for d in sorted(glob.glob(os.path.join(root, "*", "lib"))) if glob.glob(d + "/lib*.so*")]
+        return bins, libs
+    bins = [os.path.join(root, "bin")] if _is_dir(os.path.join(root, "bin")) else []
+    libs = _lib_dirs_with(root, ("lib64", "lib", "targets/*/lib"))
+    return bins, libs
+
+
+def describe(root, layout, timeout, nvcc_cache, hint_version=None):
+    """The record of one root. `nvcc_cache` maps probe.nvcc_key -> run_nvcc result (updated here)."""
+    problems = []
+    bins, libs = tool_dirs(root, layout)
+    nvcc = next((os.path.join(b, "nvcc") for b in bins if os.access(os.path.join(b, "nvcc"), os.X_OK)), None)
+    file_version, components, problem = probe.read_version_json(root)
+    if problem:
+        problems.append(problem)
+    file_version = (
+        file_version
+        or probe.read_version_txt(root)
+        or probe.read_dist_info(os.path.dirname(root), root, os.path.join(root, "dist-info"))
+    )
+    cudart = probe.cudart_version(libs)
+    if cudart:
+        components.setdefault("cudart_soname", cudart)
+    nvcc_version = _nvcc_version(nvcc, timeout, nvcc_cache, problems)
+    version = file_version or nvcc_version or hint_version or cudart
+    if nvcc_version and file_version and version_tuple(nvcc_version)[:2] != version_tuple(file_version)[:2]:
+        problems.append("nvcc reports %s but the toolkit's files say %s" % (nvcc_version, file_version))
+    if not version:
+        problems.append("no version found (no version.json, version.txt, nvcc or libcudart)")
+    if nvcc is None:
+        problems.append(_no_nvcc_problem(root, bins))
+    return {
+        "version": version,
+        "root": root,
+        "nvcc": nvcc,
+        "status": _status(problems, nvcc),
+        "problems": problems,
+        "bin_dirs": bins,
+        "lib_dirs": libs,
+        "isolated": layout in ISOLATED_LAYOUTS,
+        "components": components,
+        "layout": layout,
+    }
+
+
+def broken(root, reason):
+    """The record of a root that cannot be read at all (dangling link, permission, empty)."""
+    return {
+        "version": None, "root": root, "nvcc": None, "status": "broken", "problems": [reason],
+        "bin_dirs": [], "lib_dirs": [], "isolated": False, "components": {}, "layout": "classic",
+    }
+
+
+def _nvcc_version(nvcc, timeout, cache, problems):
+    if nvcc is None:
+        return None
+    try:
+        key = probe.nvcc_key(nvcc)
+    except OSError as exc:
+        problems.append("nvcc cannot be read: %s" % exc.strerror)
+        return None
+    result = cache.get(key)
+    if result is None:
+        result = cache[key] = probe.run_nvcc(nvcc, timeout)
+    if "error" in result:
+        problems.append(result["error"])
+        return None
+    return result["version"]
+
+
+def _no_nvcc_problem(root, bins):
+    ptxas = any(os.path.exists(os.path.join(b, "ptxas")) for b in bins)
+    what = "ptxas, headers and libraries" if ptxas else "libraries and headers"
+    return "no nvcc in %s: a runtime-only toolkit (%s), it cannot compile .cu files" % (
+        os.path.join(root, "bin") if bins == [] else bins[0], what)
+
+
+def _status(problems, nvcc):
+    hard = [p for p in problems if not p.startswith("no nvcc in ")]
+    if hard:
+        return "broken"
+    return "ok" if nvcc else "incomplete"

@@ -1,0 +1,126 @@
+"""Where cudaswitch keeps things, and the root prefix every filesystem source looks under.
+
+platformdirs is the source of truth, but importing it costs ~15 ms, more than the whole budget of
+`use`. The fast path therefore computes the Linux/XDG answer itself (`_xdg`), and a test checks it
+equals platformdirs' answer; other platforms go through platformdirs.
+"""
+
+import os
+import sys
+
+APP = "cudaswitch"
+
+
+def _xdg(env, var, default_rel):
+    base = env.get(var, "").strip()
+    if not base:
+        base = os.path.join(os.path.expanduser("~"), default_rel)
+    return os.path.join(base, APP)
+
+
+def _platform_dirs(env):
+    if sys.platform.startswith("linux"):
+        return (
+            _xdg(env, "XDG_CONFIG_HOME", ".config"),
+            _xdg(env, "XDG_CACHE_HOME", ".cache"),
+            _xdg(env, "XDG_DATA_HOME", ".local/share"),
+        )
+    import platformdirs  # only off Linux, where the XDG rule is wrong
+
+    return (
+        platformdirs.user_config_dir(APP),
+        platformdirs.user_cache_dir(APP),
+        platformdirs.user_data_dir(APP),
+    )
+
+
+class Paths:
+    """One object for every directory; CUDASWITCH_* variables override each."""
+
+    __slots__ = ("config_dir", "cache_dir", "data_dir", "root")
+
+    def __init__(self, env=None):
+        env = os.environ if env is None else env
+        config, cache, data = _platform_dirs(env)
+        self.config_dir = env.get("CUDASWITCH_CONFIG_DIR") or config
+        self.cache_dir = env.get("CUDASWITCH_CACHE_DIR") or cache
+        self.data_dir = env.get("CUDASWITCH_DATA_DIR") or data
+        self.root = os.path.abspath(env.get("CUDASWITCH_ROOT") or "/")
+
+    @property
+    def config_file(self):
+        return os.path.join(self.config_dir, "config.toml")
+
+    @property
+    def registry_cache(self):
+        return os.path.join(self.cache_dir, "registry.marshal")
+
+    @property
+    def managed_dir(self):
+        return os.path.join(self.data_dir, "toolkits")
+
+    def host(self, path):
+        """`path` as seen on the audited host: /usr/local/cuda -> ROOT/usr/local/cuda."""
+        if self.root == "/":
+            return path
+        return os.path.join(self.root, path.lstrip("/"))
+
+    def unhost(self, path):
+        """Inverse of host(): a symlink target read under ROOT is absolute on that host."""
+        if self.root == "/" or not path.startswith(self.root + "/"):
+            return path
+        return path[len(self.root):]
+
+
+def atomic_write(path, data):
+    """Write bytes so readers see the old file or the new one, never half of either."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def resolve_in_root(paths, path, limit=40):
+    """Real path of a host path, following links as if ROOT were `/`.
+
+    An image's `/usr/local/cuda -> /usr/local/cuda-12.4` must not escape to the auditing host's
+    own /usr/local/cuda-12.4, so absolute link targets are re-rooted. Returns (real, error):
+    error is a one-line reason when a link dangles or loops.
+    """
+    root = paths.root
+    parts = [p for p in path.split("/") if p]
+    current = root if root != "/" else ""
+    hops = 0
+    while parts:
+        part = parts.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            current = os.path.dirname(current) if len(current) > len(root.rstrip("/")) else current
+            continue
+        candidate = current + "/" + part
+        try:
+            target = os.readlink(candidate)
+        except OSError:
+            if not os.path.lexists(candidate):
+                return candidate, "missing: " + paths.unhost(candidate)
+            current = candidate
+            continue
+        hops += 1
+        if hops > limit:
+            return candidate, "too many levels of links at " + paths.unhost(candidate)
+        if target.startswith("/"):
+            current = root if root != "/" else ""
+        parts = [p for p in target.split("/") if p] + parts
+    return current or "/", None

@@ -1,0 +1,120 @@
+"""Read what a toolkit root says about itself: version files, nvcc, library sonames.
+
+Trust order for the version (issue #2): version.json components, version.txt, the nvcc wheel's
+dist-info, `nvcc --version`, the libcudart soname. Running nvcc is the only subprocess; its result
+is cached by (path, mtime, size) in the registry cache, failures included.
+"""
+
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+
+NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+DIST_INFO = re.compile(r"nvidia_cuda_nvcc(?:_cu\d+)?-(\d+\.\d+\.\d+)[^/]*\.dist-info$")
+CUDART_SONAME = re.compile(r"libcudart\.so\.(\d+(?:\.\d+){1,2})$")
+DATE_STAMP_MINOR = 10000  # version.json "cuda" of 11.8 may read 11.8.20220929: not a patch level
+
+
+def read_version_json(root):
+    """(version, components, problem) from version.json; version None when absent or unusable."""
+    path = os.path.join(root, "version.json")
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read(1 << 20))
+    except FileNotFoundError:
+        return None, {}, None
+    except (OSError, ValueError) as exc:
+        return None, {}, "version.json is unreadable or not JSON (%s)" % _one_line(exc)
+    if not isinstance(data, dict):
+        return None, {}, "version.json is not a JSON object"
+    components = {
+        key: value["version"]
+        for key, value in data.items()
+        if isinstance(value, dict) and isinstance(value.get("version"), str)
+    }
+    for key in ("cuda_nvcc", "cuda_cudart"):
+        if key in components:
+            return components[key], components, None
+    sdk = components.get("cuda", "")
+    pieces = sdk.split(".")
+    if len(pieces) == 3 and pieces[2].isdigit() and int(pieces[2]) >= DATE_STAMP_MINOR:
+        sdk = ".".join(pieces[:2])
+    return sdk or None, components, None
+
+
+def read_version_txt(root):
+    try:
+        with open(os.path.join(root, "version.txt"), encoding="utf-8", errors="replace") as handle:
+            text = handle.read(4096)
+    except OSError:
+        return None
+    match = re.search(r"CUDA Version (\d+(?:\.\d+){1,2})", text)
+    return match.group(1) if match else None
+
+
+def read_dist_info(*dirs):
+    """Toolkits assembled from NVIDIA wheels keep the nvcc wheel's dist-info: its version is nvcc's."""
+    for directory in dirs:
+        for path in glob.glob(os.path.join(directory, "nvidia_cuda_nvcc*.dist-info")):
+            match = DIST_INFO.search(path)
+            if match:
+                return match.group(1)
+    return None
+
+
+def cudart_version(lib_dirs):
+    """Newest libcudart soname version in the given dirs: 'libcudart.so.12.4.127' -> '12.4.127'."""
+    best = None
+    for directory in lib_dirs:
+        for path in glob.glob(os.path.join(directory, "libcudart.so.*")):
+            match = CUDART_SONAME.search(os.path.basename(path))
+            if match and (best is None or _key(match.group(1)) > _key(best)):
+                best = match.group(1)
+    return best
+
+
+def run_nvcc(nvcc, timeout):
+    """{'version': 'x.y.z'} or {'error': one line}; never raises, never waits past `timeout`."""
+    try:
+        proc = subprocess.run(
+            [nvcc, "--version"], capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": "nvcc did not answer within %g s" % timeout}
+    except OSError as exc:
+        return {"error": "nvcc cannot run: " + _one_line(exc)}
+    if proc.returncode != 0:
+        return {"error": "nvcc --version " + _exit_reason(proc.returncode)}
+    match = NVCC_RELEASE.search(proc.stdout.decode("utf-8", "replace"))
+    if not match:
+        return {"error": "nvcc --version printed no release line"}
+    return {"version": match.group(2)}
+
+
+def nvcc_key(nvcc):
+    """What an nvcc probe result depends on: the binary's real path, mtime and size."""
+    real = os.path.realpath(nvcc)
+    st = os.stat(real)
+    return "%s|%d|%d" % (real, st.st_mtime_ns, st.st_size)
+
+
+def _exit_reason(code):
+    if code < 0 or code > 128:
+        number = -code if code < 0 else code - 128
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = "signal %d" % number
+        return "exited with %d (%s)" % (code if code > 0 else 128 + number, name)
+    return "exited with %d" % code
+
+
+def _key(text):
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+
+def _one_line(exc):
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

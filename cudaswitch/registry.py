@@ -1,0 +1,130 @@
+"""Discover every toolkit, dedupe by real path, cache the result; resolve requests.
+
+The cache (marshal, in the cache dir) is valid while the same discovery inputs hold: the root
+prefix and the environment variables sources read (taken from the environment as it was before
+cudaswitch touched it, so a `use` does not invalidate it), the config file's mtime, and the mtime
+of every directory and file a source looked at. A corrupt or foreign cache is rebuilt.
+"""
+
+import marshal
+import os
+
+from cudaswitch import config as configmod
+from cudaswitch import envdiff
+from cudaswitch.paths import atomic_write, resolve_in_root
+from cudaswitch.toolkit import version_tuple
+
+CACHE_FORMAT = 3
+ENV_KEYS = ("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
+            "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR")
+
+
+def cache_key(env):
+    base = envdiff.pristine(env)
+    return tuple(base.get(k) for k in ENV_KEYS)
+
+
+def read_cache(paths, env):
+    """The cached registry if every input it depends on is unchanged, else None."""
+    try:
+        with open(paths.registry_cache, "rb") as handle:
+            cache = marshal.load(handle)
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT:
+        return None
+    if cache.get("key") != cache_key(env) or cache.get("config_mtime") != configmod.mtime(paths):
+        return None
+    for path, mtime in cache["watched"].items():
+        try:
+            current = os.stat(path).st_mtime_ns
+        except OSError:
+            current = -1
+        if current != mtime:
+            return None
+    return cache
+
+
+def load(paths, env, refresh=False, config=None):
+    """The registry as a dict: records (newest first), system_real, default_real, source_order."""
+    cache = None if refresh else read_cache(paths, env)
+    if cache is not None:
+        return cache
+    config = configmod.load(paths) if config is None else config
+    cache = discover(paths, env, config, _old_probes(paths))
+    try:
+        atomic_write(paths.registry_cache, marshal.dumps(cache))
+    except OSError:
+        pass  # a read-only cache dir costs speed, not correctness
+    return cache
+
+
+def _old_probes(paths):
+    try:
+        with open(paths.registry_cache, "rb") as handle:
+            probes = marshal.load(handle).get("nvcc_probes", {})
+        return probes if isinstance(probes, dict) else {}
+    except Exception:  # any garbage: start with no probe results
+        return {}
+
+
+def discover(paths, env, config, nvcc_probes):
+    from cudaswitch import layouts, views
+    from cudaswitch.request import SOURCES, select, ToolkitRequest
+    from cudaswitch.sources import Scan, source_modules, system
+
+    scan = Scan(paths, envdiff.pristine(env), config, float(config.get("probe_timeout", 5.0)))
+    order = [s for s in config.get("source_order", SOURCES) if s in SOURCES]
+    order += [s for s in SOURCES if s not in order]
+    by_real = {}
+    modules = source_modules()
+    for name in order:
+        for candidate in modules[name].find(scan):
+            _merge(by_real, candidate, scan, nvcc_probes, layouts)
+    records = sorted(by_real.values(), key=lambda r: version_tuple(r["version"]), reverse=True)
+    for record in records:
+        if record["isolated"] and record["status"] != "broken":
+            view_bin, view_lib = views.build(paths.cache_dir, record)
+            record["env_bin"], record["env_lib"] = [view_bin], [view_lib]
+    system_real = system.system_default(scan)
+    default_real = system_real
+    if config.get("default"):
+        chosen = select(ToolkitRequest.parse(config["default"]), records, order, system_real)
+        default_real = chosen["real"] if chosen else None
+    return {
+        "format": CACHE_FORMAT, "key": cache_key(env), "config_mtime": configmod.mtime(paths),
+        "watched": scan.watched, "records": records, "nvcc_probes": nvcc_probes,
+        "system_real": system_real, "default_real": default_real, "source_order": order,
+        "default_request": config.get("default"),
+    }
+
+
+def _merge(by_real, candidate, scan, nvcc_probes, layouts):
+    if candidate.dangling:
+        real = "dangling:" + candidate.root
+        record = by_real.get(real) or layouts.broken(candidate.root, candidate.dangling)
+    else:
+        real, error = resolve_in_root(scan.paths, scan.paths.unhost(candidate.root))
+        record = by_real.get(real)
+        if record is None:
+            record = _describe(candidate, real, error, scan, nvcc_probes, layouts)
+    record["real"] = real
+    record.setdefault("sources", [])
+    record.setdefault("origins", {})
+    if candidate.source not in record["sources"]:
+        record["sources"].append(candidate.source)
+    record["origins"].setdefault(candidate.source, candidate.origin)
+    by_real[real] = record
+
+
+def _describe(candidate, real, error, scan, nvcc_probes, layouts):
+    if error:
+        return layouts.broken(candidate.root, error)
+    try:
+        entries = os.listdir(real)
+    except OSError as exc:
+        return layouts.broken(candidate.root, "cannot read %s: %s" % (candidate.root, exc.strerror))
+    if not entries:
+        return layouts.broken(candidate.root, "empty directory (remains of an uninstalled toolkit?)")
+    return layouts.describe(candidate.root, candidate.layout,
+                            scan.timeout, nvcc_probes, candidate.hint_version)

@@ -1,0 +1,42 @@
+"""The one place that prints: JSON to stdout, tables to stdout, messages to stderr."""
+
+import json
+import sys
+
+
+def emit_json(data):
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def emit_lines(lines):
+    for line in lines:
+        sys.stdout.write(line + "\n")
+
+
+def message(text):
+    sys.stderr.write(text + "\n")
+
+
+def table(rows, headers):
+    """A plain aligned table (no colour: it is often piped or pasted into tickets)."""
+    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
+    lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    for row in rows:
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    emit_lines(lines)
+
+
+def toolkit_table(items):
+    """`list` as a human reads it: one line per toolkit, problems indented below."""
+    rows = []
+    for item in items:
+        mark = ("*" if item["active"] else " ") + ("d" if item["default"] else " ")
+        rows.append([mark, item["version"] or "?", item["status"], ",".join(item["sources"]), item["root"]])
+    if not rows:
+        message("no CUDA toolkits found (see `cudaswitch list --help` for where cudaswitch looks)")
+        return
+    table(rows, ["", "VERSION", "STATUS", "SOURCES", "ROOT"])
+    for item in items:
+        for problem in item["problems"]:
+            message("%s: %s" % (item["root"], problem))
+    message("* active in this shell, d default")

@@ -1,0 +1,96 @@
+"""ToolkitRequest: what the user asked for. Matching is a flat list of guards over records.
+
+Kept free of heavy imports: `packaging` (~10 ms) is imported only for PEP 440 specifiers, which
+the fast path hands to the slow path anyway.
+"""
+
+import os
+
+from cudaswitch.errors import BadRequest
+from cudaswitch.toolkit import version_tuple
+
+SOURCES = ("user", "managed", "system", "module", "conda", "pip")
+SPECIFIER_START = "<>=!~"
+MAX_LENGTH = 200
+
+
+def _is_version(text):
+    pieces = text.split(".")
+    return 1 <= len(pieces) <= 3 and all(p.isdigit() and len(p) <= 6 for p in pieces)
+
+
+class ToolkitRequest:
+    """A parsed request: `kind` is version | specifier | latest | system | path."""
+
+    __slots__ = ("text", "kind", "value", "source")
+
+    def __init__(self, text, kind, value, source=None):
+        self.text, self.kind, self.value, self.source = text, kind, value, source
+
+    def __repr__(self):
+        return "ToolkitRequest(%r)" % self.text
+
+    @classmethod
+    def parse(cls, text, allow_path=False):
+        raw = text
+        text = text.strip()
+        if not text or len(text) > MAX_LENGTH or any(ord(c) < 32 or ord(c) == 127 for c in text):
+            raise BadRequest("not a toolkit request: %r" % raw[:60], "try 12.4, 13, '>=12.1,<13' or latest")
+        if allow_path and (text.startswith(("/", "./", "../", "~")) or text in (".", "..")):
+            return cls(raw, "path", os.path.realpath(os.path.expanduser(text)))
+        source, _, rest = text.rpartition(":") if ":" in text else ("", "", text)
+        if source and source not in SOURCES:
+            raise BadRequest("unknown source %r in %r" % (source, raw), "sources: " + ", ".join(SOURCES))
+        request = cls._parse_bare(rest, raw)
+        request.source = source or None
+        return request
+
+    @classmethod
+    def _parse_bare(cls, text, raw):
+        if text in ("latest", "system"):
+            return cls(raw, text, None)
+        if _is_version(text):
+            return cls(raw, "version", version_tuple(text))
+        if text[0] in SPECIFIER_START:
+            from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+            try:
+                return cls(raw, "specifier", SpecifierSet(text))
+            except InvalidSpecifier:
+                pass
+        raise BadRequest(
+            "not a toolkit request: %r" % raw, "try 12.4, 13, '>=12.1,<13', conda:12.1 or latest"
+        )
+
+    def guards(self, system_real=None):
+        """The flat list of (name, predicate over a record) that a candidate must pass."""
+        guards = []
+        if self.source:
+            guards.append(("source", lambda r: self.source in r["sources"]))
+        if self.kind == "version":
+            n = len(self.value)
+            guards.append(("version", lambda r: version_tuple(r["version"])[:n] == self.value))
+        elif self.kind == "specifier":
+            guards.append(("specifier", lambda r: bool(r["version"]) and self.value.contains(
+                r["version"], prereleases=True)))
+        elif self.kind == "system":
+            guards.append(("system", lambda r: r["real"] == system_real))
+        elif self.kind == "path":
+            guards.append(("path", lambda r: self.value in (r["real"], os.path.realpath(r["root"]))))
+        if self.kind != "path":
+            guards.append(("usable", lambda r: r["status"] != "broken"))
+        return guards
+
+
+def select(request, records, source_order=SOURCES, system_real=None):
+    """Highest matching version wins; ties go by the configured source order."""
+    guards = request.guards(system_real)
+    matches = [r for r in records if all(check(r) for _, check in guards)]
+    if not matches:
+        return None
+
+    def rank(record):
+        order = min((source_order.index(s) for s in record["sources"] if s in source_order), default=99)
+        return (version_tuple(record["version"]), -order)
+
+    return max(matches, key=rank)

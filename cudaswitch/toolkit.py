@@ -1,0 +1,70 @@
+"""A candidate toolkit found on the host (as opposed to a ToolkitRequest, which says what is wanted).
+
+Toolkits travel through the registry cache as plain dicts ("records") because the fast path
+unmarshals them and must not import dataclasses (which pulls in inspect, ~10 ms). `Toolkit` is a
+small frozen view over one record for the slow path and for renderers.
+"""
+
+STATUSES = ("ok", "incomplete", "broken")
+
+# Keys of the public JSON shape of `list --json` (DESIGN.md); other record keys are internal.
+PUBLIC_KEYS = ("version", "short", "root", "sources", "nvcc", "status", "problems")
+
+
+def version_tuple(text):
+    """'12.4.131' -> (12, 4, 131); anything unparsable -> () so it sorts lowest."""
+    out = []
+    for piece in (text or "").split("."):
+        if not piece.isdigit():
+            break
+        out.append(int(piece))
+    return tuple(out)
+
+
+def short_version(text):
+    return ".".join(str(n) for n in version_tuple(text)[:2])
+
+
+class Toolkit:
+    """Read-only view of a registry record: root, version, sources, components, status."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record):
+        object.__setattr__(self, "record", record)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Toolkit is read-only")
+
+    def __getattr__(self, name):
+        try:
+            return self.record[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __eq__(self, other):
+        return isinstance(other, Toolkit) and self.record["real"] == other.record["real"]
+
+    def __hash__(self):
+        return hash(self.record["real"])
+
+    def __repr__(self):
+        return "Toolkit(%s at %s, %s)" % (self.version, self.root, self.status)
+
+    @property
+    def version_tuple(self):
+        return version_tuple(self.record["version"])
+
+    @property
+    def short(self):
+        return short_version(self.record["version"])
+
+    def public(self, default=False, active=False):
+        """The stable JSON shape of `list --json`, plus extra keys (never renamed)."""
+        out = {key: self.record.get(key) for key in PUBLIC_KEYS}
+        out["short"] = self.short
+        out["default"] = default
+        out["active"] = active
+        out["origins"] = self.record.get("origins", {})
+        out["components"] = self.record.get("components", {})
+        return out
