@@ -67,6 +67,16 @@ def config_path():
     render.emit_lines([Paths().config_file])
 
 
+def _register_command_groups():
+    from cudaswitch.commands import audit_cmds, install_cmds, verify_cmds
+
+    for module in (verify_cmds, audit_cmds, install_cmds):
+        module.register(app)
+
+
+_register_command_groups()
+
+
 def run(argv: Optional[List[str]] = None):
     """The error boundary: CudaSwitchError -> one line on stderr and its exit code."""
     argv = sys.argv[1:] if argv is None else argv

@@ -1,0 +1,5 @@
+"""Commands registered on the typer app by cli.py (filled in by its issue)."""
+
+
+def register(app):
+    pass
