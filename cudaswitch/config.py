@@ -76,10 +76,3 @@ def update(paths, **changes):
     _validate(path, data)
     atomic_write(path, tomli_w.dumps(data).encode("utf-8"))
     return data
-
-
-def mtime(paths):
-    try:
-        return os.stat(paths.config_file).st_mtime_ns
-    except OSError:
-        return -1

@@ -63,8 +63,8 @@ def pristine(env, state=None):
         if not added:
             continue
         remaining = _remove_first(_split(env.get(name)), added)
-        prev = state["prev"].get(name)
-        _assign(out, name, os.pathsep.join(remaining) if remaining else prev)
+        prev = state["prev"].get(name)  # None (unset), "" (empty) or 1 (had entries)
+        _assign(out, name, os.pathsep.join(remaining) if remaining else (None if prev is None else ""))
     return out
 
 
@@ -84,7 +84,8 @@ def switched(env, record, origin, source_file=None):
     added = {"PATH": list(bins), "LD_LIBRARY_PATH": list(libs)}
     prev = {}
     for name in LISTS:
-        prev[name] = base.get(name)
+        value = base.get(name)
+        prev[name] = 1 if value else value  # the entries themselves stay in the variable
         if added[name]:
             new[name] = os.pathsep.join(added[name] + _split(base.get(name)))
     values = {

@@ -1,15 +1,174 @@
-"""Entry point. `use`, `off`, `hook-env` and `current` run here without importing typer, rich,
-json or packaging (see DESIGN.md budgets); every other command goes to the typer app."""
+"""Entry point. `use`, `off`, `hook-env`, `current` and `exec` run here without importing typer,
+rich, json or packaging (DESIGN.md budgets: `use` has ~13 ms beyond interpreter start); every other
+command, and any `--help`, goes to the typer app in cli.py."""
 
+import os
 import sys
 
-FAST_COMMANDS = ()
+from cudaswitch.errors import CudaSwitchError, UsageError
+
+FLAGS = {"--no-verify", "--strict", "--json", "--verbose", "-v"}
+VALUED = {"--shell", "--python"}
+
+
+def parse(args):
+    """(positionals, options) for the fast commands: flags, `--opt value`, `--opt=value`."""
+    positionals, options = [], {}
+    args = list(args)
+    while args:
+        arg = args.pop(0)
+        name, eq, value = arg.partition("=")
+        if name in VALUED:
+            if not eq:
+                if not args:
+                    raise UsageError("%s needs a value" % name)
+                value = args.pop(0)
+            options[name] = value
+        elif arg in FLAGS:
+            options[arg] = True
+        elif arg.startswith("-") and arg != "-":
+            raise UsageError("unknown option %s" % arg, "see `cudaswitch %s --help`" % "COMMAND")
+        else:
+            positionals.append(arg)
+    return positionals, options
+
+
+def _paths():
+    from cudaswitch.paths import Paths
+
+    return Paths()
+
+
+def _render(options, diff):
+    from cudaswitch import shells
+
+    name = options.get("--shell") or shells.parent_shell()
+    render = shells.renderer(name)
+    return render(diff) if diff else ""
+
+
+def cmd_use(args):
+    from cudaswitch import switch
+
+    positionals, options = parse(args)
+    if len(positionals) != 1:
+        raise UsageError("use takes one REQUEST, e.g. `cudaswitch use 12.4`")
+    paths, env = _paths(), dict(os.environ)
+    reg = switch.load(paths, env)
+    record, diff = switch.use(reg, env, positionals[0])
+    text = _render(options, diff)
+    _report_switch(paths, record, env, diff, options)
+    sys.stdout.write(text)
+    return 0
+
+
+def _report_switch(paths, record, env, diff, options):
+    """One short line on stderr: what is now active (verification joins here)."""
+    line = "cudaswitch: using CUDA %s (%s)" % (record["version"], record["root"])
+    if record["status"] != "ok":
+        line += " [%s: %s]" % (record["status"], "; ".join(record["problems"]))
+    sys.stderr.write(line + "\n")
+
+
+def cmd_off(args):
+    from cudaswitch import switch
+
+    _, options = parse(args)
+    diff = switch.off(dict(os.environ))
+    if diff is None:
+        sys.stderr.write("cudaswitch: no toolkit was switched in this shell; nothing to undo\n")
+        return 0
+    sys.stdout.write(_render(options, diff))
+    return 0
+
+
+def cmd_hook_env(args):
+    from cudaswitch import switch
+
+    _, options = parse(args)
+    paths, env = _paths(), dict(os.environ)
+    record, diff = switch.hook_env(lambda: switch.load(paths, env), env, os.getcwd())
+    if diff:
+        text = _render(options, diff)
+        if record:
+            sys.stderr.write("cudaswitch: CUDA %s (%s)\n" % (record["version"], record["root"]))
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_current(args):
+    from cudaswitch import switch
+
+    _, options = parse(args)
+    paths, env = _paths(), dict(os.environ)
+    info = switch.current(lambda: switch.load(paths, env), env, os.getcwd())
+    if options.get("--json"):
+        import json
+
+        sys.stdout.write(json.dumps(info, ensure_ascii=False) + "\n")
+    elif info["root"] is None:
+        sys.stdout.write("none (no toolkit active, no project file, no default)\n")
+    else:
+        why = info["reason"] + (" " + info["file"] if info.get("file") else "")
+        if info.get("applied") is False:
+            why += " (not applied in this shell: is the hook loaded?)"
+        sys.stdout.write("%s %s (%s)\n" % (info["version"], info["root"], why))
+    return 0
+
+
+def cmd_exec(args):
+    """exec REQUEST -- CMD ...: replace this process with CMD in the switched environment."""
+    from cudaswitch import envdiff, switch
+
+    if "--" not in args:
+        raise UsageError("usage: cudaswitch exec REQUEST -- CMD [ARGS...]")
+    split = args.index("--")
+    positionals, _ = parse(args[:split])
+    command = args[split + 1:]
+    if len(positionals) != 1 or not command:
+        raise UsageError("usage: cudaswitch exec REQUEST -- CMD [ARGS...]")
+    paths, env = _paths(), dict(os.environ)
+    reg = switch.load(paths, env)
+    record, diff = switch.use(reg, env, positionals[0])
+    new = dict(env)
+    new.update(diff["set"])
+    for name in diff["unset"]:
+        new.pop(name, None)
+    sys.stdout.flush()
+    try:
+        os.execvpe(command[0], command, new)
+    except OSError as exc:
+        raise CudaSwitchError("cannot run %s: %s" % (command[0], exc.strerror)) from None
+
+
+HOOK_SHELLS = ("bash", "zsh", "fish")
+
+
+def cmd_init(args):
+    """Print the hook for SHELL: a real file under shell/, shipped in the package."""
+    positionals, _ = parse(args)
+    if len(positionals) != 1 or positionals[0] not in HOOK_SHELLS:
+        raise UsageError("usage: cudaswitch init bash|zsh|fish")
+    from importlib.resources import files
+
+    sys.stdout.write(files("cudaswitch.shell").joinpath("cudaswitch." + positionals[0]).read_text())
+    return 0
+
+
+FAST = {"use": cmd_use, "off": cmd_off, "hook-env": cmd_hook_env, "current": cmd_current, "exec": cmd_exec,
+        "init": cmd_init}
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in FAST_COMMANDS:
-        pass
+    if argv and argv[0] in FAST and "--help" not in argv[1:2] and "-h" not in argv[1:2]:
+        try:
+            return FAST[argv[0]](argv[1:])
+        except CudaSwitchError as exc:
+            if "--verbose" in argv:
+                raise
+            sys.stderr.write(exc.render() + "\n")
+            return exc.exit_code
     from cudaswitch.cli import run
 
     return run(argv)

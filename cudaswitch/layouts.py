@@ -42,8 +42,9 @@ def tool_dirs(root, layout):
     return bins, libs
 
 
-def describe(root, layout, timeout, nvcc_cache, hint_version=None):
-    """The record of one root. `nvcc_cache` maps probe.nvcc_key -> run_nvcc result (updated here)."""
+def describe(root, layout, timeout, nvcc_cache, hint_version=None, run_nvcc=True):
+    """The record of one root. `nvcc_cache` maps probe.nvcc_key -> run_nvcc result (updated here).
+    With run_nvcc False nothing under `root` is executed (nvcc's version is then not known)."""
     problems = []
     bins, libs = tool_dirs(root, layout)
     nvcc = next((os.path.join(b, "nvcc") for b in bins if os.access(os.path.join(b, "nvcc"), os.X_OK)), None)
@@ -58,7 +59,7 @@ def describe(root, layout, timeout, nvcc_cache, hint_version=None):
     cudart = probe.cudart_version(libs)
     if cudart:
         components.setdefault("cudart_soname", cudart)
-    nvcc_version = _nvcc_version(nvcc, timeout, nvcc_cache, problems)
+    nvcc_version = _nvcc_version(nvcc, timeout, nvcc_cache, problems) if run_nvcc else None
     version = file_version or nvcc_version or hint_version or cudart
     if nvcc_version and file_version and version_tuple(nvcc_version)[:2] != version_tuple(file_version)[:2]:
         problems.append("nvcc reports %s but the toolkit's files say %s" % (nvcc_version, file_version))

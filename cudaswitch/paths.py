@@ -51,6 +51,12 @@ class Paths:
     def config_file(self):
         return os.path.join(self.config_dir, "config.toml")
 
+    def config_mtime(self):
+        try:
+            return os.stat(self.config_file).st_mtime_ns
+        except OSError:
+            return -1
+
     @property
     def registry_cache(self):
         return os.path.join(self.cache_dir, "registry.marshal")

@@ -9,7 +9,6 @@ of every directory and file a source looked at. A corrupt or foreign cache is re
 import marshal
 import os
 
-from cudaswitch import config as configmod
 from cudaswitch import envdiff
 from cudaswitch.paths import atomic_write, resolve_in_root
 from cudaswitch.toolkit import version_tuple
@@ -33,7 +32,7 @@ def read_cache(paths, env):
         return None
     if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT:
         return None
-    if cache.get("key") != cache_key(env) or cache.get("config_mtime") != configmod.mtime(paths):
+    if cache.get("key") != cache_key(env) or cache.get("config_mtime") != paths.config_mtime():
         return None
     for path, mtime in cache["watched"].items():
         try:
@@ -50,7 +49,10 @@ def load(paths, env, refresh=False, config=None):
     cache = None if refresh else read_cache(paths, env)
     if cache is not None:
         return cache
-    config = configmod.load(paths) if config is None else config
+    if config is None:
+        from cudaswitch import config as configmod
+
+        config = configmod.load(paths)
     cache = discover(paths, env, config, _old_probes(paths))
     try:
         atomic_write(paths.registry_cache, marshal.dumps(cache))
@@ -92,7 +94,7 @@ def discover(paths, env, config, nvcc_probes):
         chosen = select(ToolkitRequest.parse(config["default"]), records, order, system_real)
         default_real = chosen["real"] if chosen else None
     return {
-        "format": CACHE_FORMAT, "key": cache_key(env), "config_mtime": configmod.mtime(paths),
+        "format": CACHE_FORMAT, "key": cache_key(env), "config_mtime": paths.config_mtime(),
         "watched": scan.watched, "records": records, "nvcc_probes": nvcc_probes,
         "system_real": system_real, "default_real": default_real, "source_order": order,
         "default_request": config.get("default"),
@@ -126,5 +128,6 @@ def _describe(candidate, real, error, scan, nvcc_probes, layouts):
         return layouts.broken(candidate.root, "cannot read %s: %s" % (candidate.root, exc.strerror))
     if not entries:
         return layouts.broken(candidate.root, "empty directory (remains of an uninstalled toolkit?)")
-    return layouts.describe(candidate.root, candidate.layout,
-                            scan.timeout, nvcc_probes, candidate.hint_version)
+    # config `probe_exec = false` (audit --root): binaries in an image may be for another host
+    return layouts.describe(candidate.root, candidate.layout, scan.timeout, nvcc_probes,
+                            candidate.hint_version, run_nvcc=scan.config.get("probe_exec", True))

@@ -1,0 +1,105 @@
+"""The nearest project file: `.cudaversion`, then `cuda` in `.tool-versions`, then
+`[tool.cudaswitch] cuda` in pyproject.toml, in the nearest directory that has one, walking up.
+
+A project file is data from a possibly untrusted repository. It may only *select* among toolkits
+the registry already knows: its request goes through ToolkitRequest.parse without paths, which
+accepts versions, specifiers, latest, system and SOURCE:... and nothing else. Anything odd is
+refused with one line naming the file.
+"""
+
+import os
+
+from cudaswitch.errors import BadRequest, ProjectFileError
+from cudaswitch.request import ToolkitRequest
+
+MAX_BYTES = 4096
+NAMES = (".cudaversion", ".tool-versions", "pyproject.toml")
+
+
+def find(start):
+    """(path, request text) of the nearest project file, or None. Raises ProjectFileError."""
+    directory = os.path.abspath(start)
+    while True:
+        for name in NAMES:
+            path = os.path.join(directory, name)
+            if os.path.lexists(path):
+                text = _request_in(path, name)
+                if text is not None:
+                    return path, text
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def parse_request(path, text):
+    """The ToolkitRequest a project file makes; paths and anything but a request are refused."""
+    try:
+        return ToolkitRequest.parse(text, allow_path=False)
+    except BadRequest:
+        raise ProjectFileError("refusing %s: %r is not a toolkit version request" % (path, text[:40]),
+                               "project files may hold e.g. 12.4, 13 or '>=12.1,<13' only") from None
+
+
+def _request_in(path, name):
+    if name == "pyproject.toml":
+        return _from_pyproject(path)
+    lines = _read_text(path).splitlines()
+    if name == ".tool-versions":
+        for line in lines:
+            fields = line.split("#", 1)[0].split()
+            if len(fields) >= 2 and fields[0] == "cuda":
+                return fields[1]
+        return None
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        if line:
+            return line
+    raise ProjectFileError("refusing %s: it holds no version" % path, "write e.g. 12.4 into it")
+
+
+def _read_text(path):
+    if os.path.isdir(path):
+        raise ProjectFileError("refusing %s: it is a directory, not a file" % path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ProjectFileError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+    if len(data) > MAX_BYTES:
+        raise ProjectFileError("refusing %s: larger than %d bytes" % (path, MAX_BYTES))
+    if b"\0" in data:
+        raise ProjectFileError("refusing %s: it is binary (holds NUL bytes)" % path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProjectFileError("refusing %s: it is not UTF-8 text" % path) from None
+    bad = [c for c in text if (ord(c) < 32 and c not in "\n\r\t") or ord(c) == 127]
+    if bad:
+        raise ProjectFileError("refusing %s: it holds control character %r" % (path, bad[0]))
+    return text
+
+
+def _from_pyproject(path):
+    """[tool.cudaswitch] cuda = "12.4". The file is only parsed when it mentions cudaswitch, so the
+    common pyproject.toml costs one read and no tomllib import."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(1 << 20)
+    except OSError:
+        return None
+    if b"cudaswitch" not in data:
+        return None
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    try:
+        table = tomllib.loads(data.decode("utf-8")).get("tool", {}).get("cudaswitch", {})
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ProjectFileError("refusing %s: not valid TOML (%s)" % (path, exc)) from None
+    value = table.get("cuda") if isinstance(table, dict) else None
+    if value is not None and not isinstance(value, str):
+        raise ProjectFileError("refusing %s: [tool.cudaswitch] cuda must be a string" % path)
+    return value

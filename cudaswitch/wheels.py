@@ -1,0 +1,200 @@
+"""NVIDIA's CUDA wheels as data: the `cuda-toolkit` metapackage's pins, and unpacking component
+wheels into the classic toolkit tree (`bin/`, `include/`, `lib64/`, `nvvm/`, `version.json`).
+
+Wheel layouts: CUDA 13 wheels all share `nvidia/cu13/{bin,include,lib,nvvm}`; CUDA 11/12 wheels
+each have their own `nvidia/<component>/{bin,include,lib}`. Either way the part after
+`nvidia/<dir>/` is the classic tree, except that `lib/` becomes `lib64/` (with `lib -> lib64`).
+"""
+
+import email.parser
+import json
+import os
+import re
+import shutil
+import zipfile
+
+META_PACKAGE = "cuda-toolkit"
+DEFAULT_COMPONENTS = ("nvcc", "cudart", "cccl")
+WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-")
+SONAME = re.compile(r"^(lib[\w+.-]*?\.so)\.(\d+)$")
+
+# version.json keys NVIDIA uses for the wheels' packages (redistrib JSON names); the rest map
+# by rule: nvidia-cuda-X -> cuda_X, nvidia-X -> libX.
+VERSION_JSON_KEYS = {"cuda-runtime": "cuda_cudart", "nvvm": "libnvvm", "nvtx": "cuda_nvtx",
+                     "nvml-dev": "cuda_nvml_dev"}
+VERSION_JSON_NAMES = {"cuda_cudart": "CUDA Runtime (cudart)", "cuda_nvcc": "CUDA NVCC",
+                      "cuda_cccl": "CUDA C++ Core Compute Libraries", "cuda_crt": "CUDA CRT headers",
+                      "libnvvm": "CUDA NVVM"}
+
+
+class WheelError(Exception):
+    """A wheel that is not what its name says (corrupt zip, unsafe path, missing metadata)."""
+
+
+def canonical(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def wheel_identity(path):
+    """(canonical project name, version) from a wheel file name."""
+    match = WHEEL_NAME.match(os.path.basename(path))
+    if not match:
+        raise WheelError("not a wheel file name: %s" % os.path.basename(path))
+    return canonical(match.group("name")), match.group("version")
+
+
+def read_metadata(wheel):
+    """The METADATA of a wheel as an email.message.Message."""
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            name = next((n for n in archive.namelist()
+                         if n.count("/") == 1 and n.endswith(".dist-info/METADATA")), None)
+            if name is None:
+                raise WheelError("%s has no METADATA" % os.path.basename(wheel))
+            text = archive.read(name).decode("utf-8", "replace")
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise WheelError("%s is not a readable wheel (%s)" % (os.path.basename(wheel), exc)) from None
+    return email.parser.HeaderParser().parsestr(text)
+
+
+def component_pins(meta_wheel):
+    """{extra: [requirement string, ...]} of the cuda-toolkit metapackage, for this platform."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    message = read_metadata(meta_wheel)
+    extras = {extra: [] for extra in message.get_all("Provides-Extra") or []}
+    for text in message.get_all("Requires-Dist") or []:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        for extra in extras:
+            if requirement.marker is None or requirement.marker.evaluate({"extra": extra}):
+                extras[extra].append(_pin_text(requirement))
+    return {extra: pins for extra, pins in extras.items() if pins}
+
+
+def _pin_text(requirement):
+    return "%s%s" % (requirement.name, requirement.specifier)
+
+
+def requirements_for(pins, components):
+    """Unique requirement strings for the chosen extras, in a stable order."""
+    unknown = [c for c in components if c not in pins]
+    if unknown:
+        raise KeyError(unknown)
+    chosen = {}
+    for component in components:
+        for requirement in pins[component]:
+            chosen.setdefault(canonical(re.split(r"[<>=!~ ]", requirement, 1)[0]), requirement)
+    return [chosen[name] for name in sorted(chosen)]
+
+
+def unpack(wheel, dest, pause=None):
+    """Extract one component wheel into the classic tree at `dest`; returns the file count.
+
+    `pause` (a callable) runs after the first file is written: the test hook that holds an
+    install midway (CUDASWITCH_TEST_PAUSE_UNPACK)."""
+    count = 0
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            for info in archive.infolist():
+                relative = classic_path(info.filename)
+                if relative is None or info.is_dir():
+                    continue
+                _extract(archive, info, os.path.join(dest, relative))
+                count += 1
+                if pause and count == 1:
+                    pause()
+    except zipfile.BadZipFile as exc:
+        raise WheelError("%s is not a readable wheel (%s)" % (os.path.basename(wheel), exc)) from None
+    return count
+
+
+def classic_path(name):
+    """Where a wheel member goes in the classic tree, or None for packaging-only files."""
+    parts = name.split("/")
+    if any(p in ("", ".", "..") for p in parts) or name.startswith("/") or "\\" in name:
+        if not name.endswith("/"):
+            raise WheelError("unsafe path in wheel: %r" % name)
+        return None
+    if len(parts) < 3 or parts[0] != "nvidia":
+        return None  # dist-info, nvidia/__init__.py
+    rest = parts[2:]
+    if rest[-1] == "__init__.py" or "__pycache__" in rest or rest[0] == ".metadata":
+        return None
+    if rest[0] == "lib":
+        rest[0] = "lib64"
+    return os.path.join(*rest)
+
+
+def _extract(archive, info, target):
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with archive.open(info) as source, open(target, "wb") as sink:
+        shutil.copyfileobj(source, sink, 1 << 20)
+    executable = (info.external_attr >> 16) & 0o111
+    os.chmod(target, 0o755 if executable else 0o644)
+
+
+def finish_tree(root, versions, release):
+    """Make the unpacked tree look like NVIDIA's installer made it: lib -> lib64, versioned
+    libcudart with its soname links, `libX.so` development links, and version.json.
+
+    `versions`: {canonical wheel name: version}; `release`: the cuda-toolkit release."""
+    lib64 = os.path.join(root, "lib64")
+    if os.path.isdir(lib64) and not os.path.lexists(os.path.join(root, "lib")):
+        os.symlink("lib64", os.path.join(root, "lib"))
+    cudart = next((v for n, v in versions.items() if n.startswith("nvidia-cuda-runtime")), None)
+    if os.path.isdir(lib64):
+        _link_libraries(lib64, cudart)
+    document = version_json(versions, release)
+    with open(os.path.join(root, "version.json"), "w", encoding="utf-8") as handle:
+        json.dump(document, handle, indent=3, sort_keys=True)
+        handle.write("\n")
+    return document
+
+
+def _link_libraries(lib64, cudart_version):
+    """libcudart.so.13 -> libcudart.so.13.0.96 (what the installer ships, and what tells a
+    reader the runtime's exact version), then libX.so -> libX.so.N for linking with -lX."""
+    for name in sorted(os.listdir(lib64)):
+        match = SONAME.match(name)
+        path = os.path.join(lib64, name)
+        if not match or os.path.islink(path):
+            continue
+        stem, major = match.groups()
+        if stem == "libcudart.so" and cudart_version and cudart_version.split(".")[0] == major:
+            full = "%s.%s" % (stem, _release_triple(cudart_version))
+            os.rename(path, os.path.join(lib64, full))
+            os.symlink(full, path)
+        if not os.path.lexists(os.path.join(lib64, stem)):
+            os.symlink(name, os.path.join(lib64, stem))
+
+
+def _release_triple(version):
+    return ".".join(plain_version(version).split(".")[:3])
+
+
+def plain_version(version):
+    """12.4.127.post1 -> 12.4.127: a repackaging suffix is no part of the component's version."""
+    return re.sub(r"(\.post\d+|\+.*)$", "", version)
+
+
+def version_json(versions, release):
+    """NVIDIA's version.json shape: {"cuda": {"name", "version"}, "cuda_nvcc": {...}, ...}."""
+    document = {"cuda": {"name": "CUDA SDK", "version": release}}
+    for name, version in sorted(versions.items()):
+        key = version_json_key(name)
+        document[key] = {"name": VERSION_JSON_NAMES.get(key, name), "version": plain_version(version)}
+    return document
+
+
+def version_json_key(wheel_name):
+    """nvidia-cuda-nvcc-cu12 -> cuda_nvcc; nvidia-cuda-runtime -> cuda_cudart; nvidia-cublas -> libcublas."""
+    base = re.sub(r"-cu\d+$", "", canonical(wheel_name))
+    base = base[len("nvidia-"):] if base.startswith("nvidia-") else base
+    if base in VERSION_JSON_KEYS:
+        return VERSION_JSON_KEYS[base]
+    if base.startswith("cuda-"):
+        return base.replace("-", "_")
+    return "lib" + base.replace("-", "_")

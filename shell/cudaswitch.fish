@@ -1,0 +1,59 @@
+# cudaswitch hook for fish. Load it from ~/.config/fish/config.fish with:
+#     cudaswitch init fish | source
+#
+# Before each prompt the hook computes, with fish builtins only (no process started), a
+# fingerprint of the nearest project file: its path and content. Only when it differs from the
+# last one applied does it run `cudaswitch hook-env`. Event handlers leave $status alone.
+
+function cudaswitch --description 'switch CUDA toolkits'
+    switch "$argv[1]"
+        case use off
+            set -l out (command cudaswitch $argv --shell fish | string collect)
+            or return $status
+            eval $out
+        case '*'
+            command cudaswitch $argv
+    end
+end
+
+function __cudaswitch_fingerprint
+    set -l dir $PWD
+    set -l fp ''
+    while true
+        for f in $dir/.cudaversion $dir/.tool-versions $dir/pyproject.toml
+            test -e $f; or test -L $f; or continue
+            set -l content ''
+            if test -f $f -a -r $f
+                read -z content <$f
+            end
+            switch $f
+                case '*/.cudaversion'
+                    set -g __cudaswitch_fp_now "$fp$f"\x1f"$content"
+                    return 0
+                case '*/.tool-versions'
+                    string match -q '*cuda*' -- $content; or continue
+                case '*'
+                    string match -q '*cudaswitch*' -- $content; or continue
+            end
+            set fp "$fp$f"\x1f"$content"\x1e
+        end
+        test -z "$dir" -o "$dir" = /; and break
+        set dir (string replace -r '/[^/]*$' '' -- $dir)
+    end
+    set -g __cudaswitch_fp_now $fp
+end
+
+function __cudaswitch_hook --on-event fish_prompt
+    __cudaswitch_fingerprint
+    if test "$__cudaswitch_fp_now" != "$__cudaswitch_fp"
+        set -g __cudaswitch_fp $__cudaswitch_fp_now
+        if not command -q cudaswitch
+            echo 'cudaswitch: not found on PATH; project CUDA versions are not applied' >&2
+        else
+            set -l out (command cudaswitch hook-env --shell fish | string collect)
+            and eval $out
+        end
+    end
+end
+
+set -g __cudaswitch_fp \x1d
