@@ -1,0 +1,209 @@
+"""What `audit` reads from a toolkit's files without running anything: component versions,
+the version nvcc carries in its own binary, and size on disk. Plus the opt-in compile check.
+
+Every component version is read, never inferred: version.json, the wheels' dist-info, headers
+(`#define`s), library file names (sonames). Each answer keeps where it came from, so a report
+can be checked by hand.
+"""
+
+import glob
+import mmap
+import os
+import re
+import subprocess
+import tempfile
+
+COMPONENTS = ("cudart", "nvcc", "cudnn", "nccl", "cupti", "cublas")
+# version.json keys and wheel (dist-info) names per component
+VERSION_JSON_KEYS = {"cudart": "cuda_cudart", "nvcc": "cuda_nvcc", "cupti": "cuda_cupti", "cublas": "libcublas"}
+WHEELS = {"cudart": "nvidia_cuda_runtime", "nvcc": "nvidia_cuda_nvcc", "cupti": "nvidia_cuda_cupti",
+          "cublas": "nvidia_cublas", "cudnn": "nvidia_cudnn", "nccl": "nvidia_nccl"}
+# header, and the macros that make up major.minor.patch
+HEADERS = {
+    "cudnn": (("cudnn_version.h", "cudnn.h"), ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL")),
+    "nccl": (("nccl.h",), ("NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH")),
+    "cublas": (("cublas_api.h",), ("CUBLAS_VER_MAJOR", "CUBLAS_VER_MINOR", "CUBLAS_VER_PATCH")),
+}
+LIBRARIES = {"cudart": "libcudart", "cudnn": "libcudnn", "nccl": "libnccl", "cupti": "libcupti",
+             "cublas": "libcublas"}
+WHEEL_DIST = re.compile(r"^(nvidia_[a-z_]+?)(?:_cu\d+)?-(\d+(?:\.\d+)+)[^/]*\.dist-info$")
+NVCC_BANNER = re.compile(rb"Cuda compilation tools, release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+KERNEL = (
+    "__global__ void add_one(int *x) { x[threadIdx.x] += 1; }\n"
+    "int main() { int *d = 0; cudaMalloc(&d, sizeof(int)); add_one<<<1, 1>>>(d);"
+    " cudaFree(d); return 0; }\n"
+)
+
+
+def search_dirs(record):
+    """(include dirs, library dirs) of a record, in every layout (classic, conda, pip-split)."""
+    root = record["root"]
+    if record.get("layout") == "pip-split":
+        return sorted(glob.glob(os.path.join(root, "*", "include"))), sorted(glob.glob(os.path.join(root, "*", "lib")))
+    includes = [os.path.join(root, "include")] + sorted(glob.glob(os.path.join(root, "targets", "*", "include")))
+    libs = [os.path.join(root, d) for d in ("lib64", "lib", "extras/CUPTI/lib64")]
+    libs += sorted(glob.glob(os.path.join(root, "targets", "*", "lib")))
+    return [d for d in includes if os.path.isdir(d)], [d for d in libs if os.path.isdir(d)]
+
+
+def header_version(include_dirs, names, macros):
+    """'9.1.0' from #define MAJOR/MINOR/PATCH in the first of `names` found; (version, path)."""
+    for directory in include_dirs:
+        for name in names:
+            path = os.path.join(directory, name)
+            try:
+                with open(path, "rb") as handle:
+                    text = handle.read(1 << 20).decode("latin-1")
+            except OSError:
+                continue
+            values = [re.search(r"^\s*#\s*define\s+%s\s+(\d+)" % m, text, re.M) for m in macros]
+            if all(values):
+                return ".".join(v.group(1) for v in values), path
+    return None, None
+
+
+def cudart_header_version(include_dirs):
+    """CUDART_VERSION 13000 in cuda_runtime_api.h -> '13.0' (major*1000 + minor*10)."""
+    for directory in include_dirs:
+        path = os.path.join(directory, "cuda_runtime_api.h")
+        try:
+            with open(path, "rb") as handle:
+                match = re.search(rb"#\s*define\s+CUDART_VERSION\s+(\d+)", handle.read(1 << 20))
+        except OSError:
+            continue
+        if match:
+            value = int(match.group(1))
+            return "%d.%d" % (value // 1000, (value % 1000) // 10), path
+    return None, None
+
+
+def soname_version(lib_dirs, stem):
+    """Longest version in the library file names: libcudnn.so.9.1.0 -> '9.1.0'; (version, path)."""
+    best, where = None, None
+    pattern = re.compile(re.escape(stem) + r"\.so\.(\d+(?:\.\d+)*)$")
+    for directory in lib_dirs:
+        for path in glob.glob(os.path.join(directory, stem + ".so.*")):
+            match = pattern.search(path)
+            if match and (best is None or _numbers(match.group(1)) > _numbers(best)):
+                best, where = match.group(1), path
+    return best, where
+
+
+def dist_info_versions(record):
+    """{component: (version, dist-info path)} from the wheels' metadata beside the toolkit."""
+    root = record["root"]
+    dirs = [os.path.join(root, "dist-info")]
+    if os.path.basename(root) == "nvidia":  # pip-split: ROOT is site-packages/nvidia
+        dirs.append(os.path.dirname(root))
+    elif os.path.basename(os.path.dirname(root)) == "nvidia":  # site-packages/nvidia/cu13
+        dirs.append(os.path.dirname(os.path.dirname(root)))
+    found = {}
+    for directory in dirs:
+        for path in sorted(glob.glob(os.path.join(directory, "nvidia_*.dist-info"))):
+            match = WHEEL_DIST.match(os.path.basename(path))
+            for component, wheel in WHEELS.items():
+                if match and match.group(1) == wheel:
+                    found.setdefault(component, (match.group(2), path))
+    return found
+
+
+def nvcc_binary_version(nvcc):
+    """The version nvcc prints for --version, read from the binary's bytes (nothing is run)."""
+    try:
+        with open(nvcc, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            match = NVCC_BANNER.search(data)
+    except (OSError, ValueError):  # ValueError: empty file
+        return None
+    return match.group(2).decode() if match else None
+
+
+def components(record, nvcc_version=None):
+    """({component: version | None}, {component: where it was read}) for one record.
+
+    Trust order: version.json, dist-info, headers, sonames; nvcc's own word (its --version, or the
+    banner in its binary) first for nvcc. A bare major soname ('libcudart.so.13') is used last."""
+    includes, libs = search_dirs(record)
+    version_json = {k: v for k, v in record.get("components", {}).items() if k != "cudart_soname"}
+    wheels = dist_info_versions(record)
+    found = {}
+    for name in COMPONENTS:
+        found[name] = _first(
+            (version_json.get(VERSION_JSON_KEYS.get(name, "")), os.path.join(record["root"], "version.json")),
+            wheels.get(name, (None, None)),
+            header_version(includes, *HEADERS[name]) if name in HEADERS else (None, None),
+            _full_soname(libs, LIBRARIES.get(name)),
+        )
+    if record.get("nvcc"):
+        own = nvcc_version or nvcc_binary_version(record["nvcc"])
+        if own:
+            found["nvcc"] = (own, record["nvcc"])
+    if found["cudart"][0] is None:
+        found["cudart"] = _first(cudart_header_version(includes), soname_version(libs, "libcudart"))
+    return {k: v[0] for k, v in found.items()}, {k: v[1] for k, v in found.items() if v[0]}
+
+
+def _full_soname(libs, stem):
+    if not stem:
+        return None, None
+    version, path = soname_version(libs, stem)
+    return (version, path) if version and version.count(".") >= 1 else (None, None)
+
+
+def _first(*pairs):
+    return next((p for p in pairs if p and p[0]), (None, None))
+
+
+def tree_size(path):
+    """Bytes on disk as `du -sb` counts them: apparent sizes of files, links and directories,
+    each inode once (toolkits are often hardlinked copies), without following links."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return 0
+    seen = {(st.st_dev, st.st_ino)}
+    total = st.st_size
+    stack = [path] if os.path.isdir(path) and not os.path.islink(path) else []
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+    return total
+
+
+def compile_kernel(nvcc, timeout):
+    """(True, None) when nvcc builds a one-kernel program with the host compiler, else
+    (False, nvcc's own error line)."""
+    with tempfile.TemporaryDirectory(prefix="cudaswitch-audit-") as work:
+        with open(os.path.join(work, "k.cu"), "w") as handle:
+            handle.write(KERNEL)
+        try:
+            proc = subprocess.run([nvcc, "k.cu", "-o", "k"], cwd=work, capture_output=True,
+                                  timeout=timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return False, "nvcc did not finish within %g s" % timeout
+        except OSError as exc:
+            return False, "nvcc cannot run: %s" % (exc.strerror or exc)
+    if proc.returncode == 0:
+        return True, None
+    return False, _error_line(proc.stderr.decode("utf-8", "replace") or proc.stdout.decode("utf-8", "replace"))
+
+
+def _error_line(text):
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    return (errors or lines or ["nvcc failed with no message"])[0][:300]
+
+
+def _numbers(text):
+    return tuple(int(p) for p in text.split(".") if p.isdigit())

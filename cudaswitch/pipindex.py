@@ -1,0 +1,95 @@
+"""Ask pip, as the user has configured it (pip.conf, PIP_* variables, index URLs, certificates),
+for wheels. cudaswitch never talks to an index itself: whatever pip sees is what it installs.
+
+`CUDASWITCH_PIP` names a pip executable to use instead of `python -m pip` of cudaswitch's own
+Python (e.g. when cudaswitch lives in a pipx venv without pip).
+"""
+
+import importlib.util
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+
+FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
+RESOLVE_TIMEOUT = 300.0
+DOWNLOAD_TIMEOUT = 3600.0
+SHOWN_PREFIXES = ("Collecting", "Downloading", "Processing", "Saved", "File was already downloaded")
+
+
+class PipError(Exception):
+    """pip failed: `lines` is what it printed, `versions` what the index offered (if it said)."""
+
+    def __init__(self, message, lines=(), versions=None):
+        super().__init__(message)
+        self.message, self.lines, self.versions = message, list(lines), versions
+
+
+def pip_command(env):
+    override = env.get("CUDASWITCH_PIP")
+    if override:
+        return shlex.split(override)
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip"]
+    found = shutil.which("pip3") or shutil.which("pip")
+    if found:
+        return [found]
+    raise PipError("pip is not available to download NVIDIA's wheels",
+                   ["install pip, or set CUDASWITCH_PIP to a pip executable"])
+
+
+def download(requirements, dest, env, timeout, on_line=None):
+    """`pip download --no-deps` the requirements into dest; returns the wheel paths pip saved.
+
+    on_line(text) receives pip's progress lines (Collecting / Downloading / Saved) as they come."""
+    command = pip_command(env) + [
+        "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
+        "--disable-pip-version-check", "--no-input", "-d", dest,
+    ] + list(requirements)
+    lines = _run(command, env, timeout, on_line)
+    wheels = sorted(os.path.join(dest, n) for n in os.listdir(dest) if n.endswith(".whl"))
+    if not wheels:
+        raise PipError("pip saved no wheel for %s" % " ".join(requirements), lines)
+    return wheels
+
+
+def _run(command, env, timeout, on_line):
+    """Run pip, stream its output, kill it at the deadline or when we are interrupted."""
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=dict(env, PYTHONUNBUFFERED="1"))
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    lines = []
+    try:
+        for raw in proc.stdout:
+            line = raw.decode("utf-8", "replace").rstrip()
+            lines.append(line)
+            if on_line and line.strip().startswith(SHOWN_PREFIXES):
+                on_line(line.strip())
+        code = proc.wait()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        timer.cancel()
+        proc.stdout.close()
+    if code != 0:
+        raise _failure(command, code, lines, timeout)
+    return lines
+
+
+def _failure(command, code, lines, timeout):
+    text = "\n".join(lines)
+    match = FROM_VERSIONS.search(text)
+    versions = None
+    if match:
+        versions = [v.strip() for v in match.group(1).split(",") if v.strip() and v.strip() != "none"]
+    if code in (-9, 137) and not match:
+        return PipError("pip did not finish within %d s" % timeout, lines)
+    errors = [line.strip() for line in lines if line.strip().startswith("ERROR:")]
+    reason = errors[-1][len("ERROR:"):].strip() if errors else "pip exited with %d" % code
+    return PipError(reason, lines, versions)

@@ -1,0 +1,26 @@
+"""`local`: write or remove .cudaversion in the current directory, validated and atomically."""
+
+import os
+
+from cudaswitch.errors import UsageError
+from cudaswitch.paths import Paths, atomic_write
+
+FILE = ".cudaversion"
+
+
+def set_local(request, unset):
+    from cudaswitch import projectfile, registry
+    from cudaswitch.resolve import resolve
+
+    path = os.path.join(os.getcwd(), FILE)
+    if unset == (request is not None):
+        raise UsageError("give a REQUEST or --unset")
+    if unset:
+        if not os.path.isfile(path):
+            return "no %s here; nothing removed" % path
+        os.unlink(path)
+        return "removed %s" % path
+    parsed = projectfile.parse_request(path, request)
+    record = resolve(registry.load(Paths(), dict(os.environ)), parsed)
+    atomic_write(path, (request.strip() + "\n").encode("utf-8"))
+    return "wrote %s: %s (now %s at %s)" % (path, request.strip(), record["version"], record["root"])
