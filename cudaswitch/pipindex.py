@@ -17,7 +17,7 @@ import threading
 FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
 RESOLVE_TIMEOUT = 300.0
 DOWNLOAD_TIMEOUT = 3600.0
-SHOWN_PREFIXES = ("Collecting", "Downloading", "Processing", "Saved", "File was already downloaded")
+SHOWN_PREFIXES = ("Collecting", "Downloading", "Processing", "File was already downloaded")
 
 
 class PipError(Exception):
@@ -44,7 +44,7 @@ def pip_command(env):
 def download(requirements, dest, env, timeout, on_line=None):
     """`pip download --no-deps` the requirements into dest; returns the wheel paths pip saved.
 
-    on_line(text) receives pip's progress lines (Collecting / Downloading / Saved) as they come."""
+    on_line(text) receives pip's progress lines (Collecting / Downloading / Processing) as they come."""
     command = pip_command(env) + [
         "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
         "--disable-pip-version-check", "--no-input", "-d", dest,
