@@ -112,16 +112,16 @@ def nvcc_binary_version(nvcc):
     try:
         with open(nvcc, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
             match = NVCC_BANNER.search(data)
+            return match.group(2).decode() if match else None
     except (OSError, ValueError):  # ValueError: empty file
         return None
-    return match.group(2).decode() if match else None
 
 
 def components(record, nvcc_version=None):
     """({component: version | None}, {component: where it was read}) for one record.
 
     Trust order: version.json, dist-info, headers, sonames; nvcc's own word (its --version, or the
-    banner in its binary) first for nvcc. A bare major soname ('libcudart.so.13') is used last."""
+    banner in its binary) first for nvcc; cudart falls back to CUDART_VERSION (major.minor)."""
     includes, libs = search_dirs(record)
     version_json = {k: v for k, v in record.get("components", {}).items() if k != "cudart_soname"}
     wheels = dist_info_versions(record)
@@ -137,8 +137,10 @@ def components(record, nvcc_version=None):
         own = nvcc_version or nvcc_binary_version(record["nvcc"])
         if own:
             found["nvcc"] = (own, record["nvcc"])
+    else:  # version.json lists cuda_nvcc for a runtime-only tree too (ptxas is in that package)
+        found["nvcc"] = (None, None)
     if found["cudart"][0] is None:
-        found["cudart"] = _first(cudart_header_version(includes), soname_version(libs, "libcudart"))
+        found["cudart"] = cudart_header_version(includes)
     return {k: v[0] for k, v in found.items()}, {k: v[1] for k, v in found.items() if v[0]}
 
 
@@ -146,7 +148,8 @@ def _full_soname(libs, stem):
     if not stem:
         return None, None
     version, path = soname_version(libs, stem)
-    return (version, path) if version and version.count(".") >= 1 else (None, None)
+    # only a full x.y.z: the soname libcudart.so.11.0 is shared by every 11.x release
+    return (version, path) if version and version.count(".") >= 2 else (None, None)
 
 
 def _first(*pairs):
