@@ -106,7 +106,11 @@ def _merge(by_real, candidate, scan, nvcc_probes, layouts):
         real = "dangling:" + candidate.root
         record = by_real.get(real) or layouts.broken(candidate.root, candidate.dangling)
     else:
-        real, error = resolve_in_root(scan.paths, scan.paths.unhost(candidate.root))
+        if candidate.source == "managed":
+            # the data dir is this user's on this machine, never re-rooted under CUDASWITCH_ROOT
+            real, error = os.path.realpath(candidate.root), None
+        else:
+            real, error = resolve_in_root(scan.paths, scan.paths.unhost(candidate.root))
         record = by_real.get(real)
         if record is None:
             record = _describe(candidate, real, error, scan, nvcc_probes, layouts)

@@ -39,7 +39,7 @@ def install_command(
     for note in result["notes"]:
         render.message("note: " + note)
     if result["nvcc"]:
-        render.message("use it with: eval \"$(cudaswitch use %s)\"" % _short(result["version"]))
+        render.message("use it with: eval \"$(cudaswitch use managed:%s)\"" % _short(result["version"]))
 
 
 def _short(version):

@@ -1,0 +1,171 @@
+"""Issue #5 acceptance 1, 2 and 4: `cudaswitch install` builds real toolkits from NVIDIA's wheels
+(through the pip the user has, with its index configuration) that nvcc, gcc, CMake and `use` accept;
+the CUDA 12 wheels give an incomplete toolkit and say why; bad requests write nothing.
+
+Every test runs the real CLI with the data dir in tmp; toolkit trees are removed after each module
+to keep the disk use of a test run small."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests import kits
+
+KERNEL = """
+__global__ void add(float *a, float b) { a[threadIdx.x] += b; }
+int main() { float *d; cudaMalloc(&d, 4); add<<<1, 1>>>(d, 1.0f); return cudaDeviceSynchronize(); }
+"""
+CMAKE_PROJECT = "cmake_minimum_required(VERSION 3.18)\nproject(x LANGUAGES CUDA)\n"
+
+
+def toolkits_dir(host):
+    return host.work / "data" / "toolkits"
+
+
+def managed_items(host):
+    return [item for item in host.list_json().values() if "managed" in item["sources"]]
+
+
+def give_up_without_index(proc, what):
+    """The CUDA 12 wheels come from the network index (PyPI); without it skip, or fail under CI."""
+    if proc.returncode != 0 and "offers no cuda-toolkit release" in proc.stderr:
+        kits._give_up("%s: the package index pip uses has no cuda-toolkit (%s)" % (what, proc.stderr.strip()))
+
+
+@pytest.fixture(scope="module")
+def installed13(tmp_path_factory):
+    from tests.conftest import Host
+
+    base = tmp_path_factory.mktemp("install13")
+    (base / "root").mkdir()
+    host = Host(base / "root", base / "work")
+    proc = host.run("install", "13.0", "--json", timeout=600)
+    yield host, proc
+    shutil.rmtree(host.work / "data", ignore_errors=True)
+
+
+def test_install_13_0_is_listed_as_managed_and_ok(installed13):
+    host, proc = installed13
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert re.fullmatch(r"13\.0\.\d+", result["version"])
+    assert "installed CUDA %s at %s" % (result["version"], result["root"]) in proc.stderr
+    assert "unpacked nvidia-cuda-nvcc 13.0." in proc.stderr  # progress on stderr
+    [item] = managed_items(host)
+    assert item["root"] == result["root"] == str(toolkits_dir(host) / result["version"])
+    assert (item["status"], item["sources"], item["problems"]) == ("ok", ["managed"], [])
+    assert item["short"] == "13.0" and item["nvcc"] == result["root"] + "/bin/nvcc"
+    # nothing but the toolkit and its lock file is left in the managed dir
+    assert sorted(os.listdir(toolkits_dir(host))) == [".lock-" + result["version"], result["version"]]
+
+
+def test_version_json_carries_the_wheels_versions(installed13):
+    host, proc = installed13
+    root = json.loads(proc.stdout)["root"]
+    with open(os.path.join(root, "version.json")) as handle:
+        document = json.load(handle)
+    dist = {}  # what pip itself would record: the versions in the wheels' file names
+    for name in ("nvidia-cuda-nvcc", "nvidia-cuda-runtime", "nvidia-cuda-cccl", "nvidia-nvvm"):
+        out = subprocess.run(["python3", "-m", "pip", "download", "--no-deps", "-q", "-d", str(host.work / "w"),
+                              "%s==%s.*" % (name, document["cuda_nvcc"]["version"][:4])],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+    for wheel in os.listdir(host.work / "w"):
+        name, version = wheel.split("-")[:2]
+        dist[name] = version
+    assert document["cuda_nvcc"]["version"] == dist["nvidia_cuda_nvcc"]
+    assert document["cuda_cudart"]["version"] == dist["nvidia_cuda_runtime"]
+    assert document["cuda_cccl"]["version"] == dist["nvidia_cuda_cccl"]
+    assert document["libnvvm"]["version"] == dist["nvidia_nvvm"]
+    assert os.path.islink(os.path.join(root, "lib64", "libcudart.so"))
+    assert os.path.isfile(os.path.join(root, "lib64", "libcudart.so." + document["cuda_cudart"]["version"]))
+
+
+def test_installed_nvcc_compiles_and_links_with_host_gcc(installed13, tmp_path):
+    kits.require("gcc")
+    host, proc = installed13
+    nvcc = json.loads(proc.stdout)["nvcc"]
+    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
+    assert "release 13.0," in version.stdout
+    (tmp_path / "k.cu").write_text(KERNEL)
+    built = subprocess.run([nvcc, "-c", "k.cu", "-o", "k.o"], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=300)
+    assert built.returncode == 0, built.stderr
+    linked = subprocess.run([nvcc, "k.o", "-o", "k"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert linked.returncode == 0, linked.stderr
+    assert (tmp_path / "k").stat().st_size > 0
+
+
+def test_cmake_cuda_language_accepts_the_tree(installed13, tmp_path):
+    cmake = kits.require("cmake")
+    host, proc = installed13
+    root = json.loads(proc.stdout)["root"]
+    (tmp_path / "CMakeLists.txt").write_text(
+        CMAKE_PROJECT + "find_package(CUDAToolkit REQUIRED)\n"
+        "message(STATUS \"toolkit ${CUDAToolkit_VERSION} at ${CUDAToolkit_BIN_DIR}\")\n")
+    out = subprocess.run([cmake, "-S", str(tmp_path), "-B", str(tmp_path / "build"),
+                          "-DCMAKE_CUDA_COMPILER=%s/bin/nvcc" % root],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "The CUDA compiler identification is NVIDIA 13.0" in out.stdout
+    assert "toolkit 13.0." in out.stdout and "at %s/bin" % root in out.stdout
+
+
+def test_use_switches_a_bash_to_the_managed_toolkit(installed13, tmp_path):
+    bash = kits.require("bash")
+    host, proc = installed13
+    root = json.loads(proc.stdout)["root"]
+    (tmp_path / "k.cu").write_text(KERNEL)
+    script = 'eval "$(cudaswitch use managed:13.0 --shell bash)" && command -v nvcc && nvcc --version ' \
+             '&& nvcc -c k.cu -o k.o && echo "CUDA_HOME=$CUDA_HOME"'
+    env = dict(host.env, PATH="/usr/bin:/bin:" + os.path.dirname(shutil.which("cudaswitch")))
+    out = subprocess.run([bash, "--noprofile", "--norc", "-c", script], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == root + "/bin/nvcc"
+    assert "release 13.0," in out.stdout and "CUDA_HOME=" + root in out.stdout
+
+
+def test_install_again_says_already_installed(installed13):
+    host, proc = installed13
+    again = host.run("install", "13.0", timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert "is already installed at %s" % json.loads(proc.stdout)["root"] in again.stderr
+
+
+def test_install_12_4_is_incomplete_and_says_why(host):
+    proc = host.run("install", "12.4", "--json", timeout=600)
+    give_up_without_index(proc, "install 12.4")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    root = result["root"]
+    assert result["status"] == "incomplete" and result["nvcc"] is None
+    assert re.search(r"note: NVIDIA publishes no nvcc in its CUDA 12 wheels: .*ptxas.*libcudart 12\.4\.\d+.*"
+                     r"cannot compile \.cu files", proc.stderr)
+    cudart = [n for n in os.listdir(root + "/lib64") if re.fullmatch(r"libcudart\.so\.12\.4\.\d+", n)]
+    assert cudart, os.listdir(root + "/lib64")
+    ptxas = subprocess.run([root + "/bin/ptxas", "--version"], capture_output=True, text=True, timeout=60)
+    assert "release 12.4," in ptxas.stdout
+    [item] = managed_items(host)
+    assert item["root"] == root and item["status"] == "incomplete" and item["short"] == "12.4"
+    assert any("no nvcc" in p and "cannot compile .cu" in p for p in item["problems"])
+    shutil.rmtree(host.work / "data")
+
+
+@pytest.mark.parametrize("request_text, says", [
+    ("99.1", "no CUDA release matches '99.1' on the package index pip uses (releases there: "),
+    ("banana", "not a toolkit request: 'banana'"),
+    ("system", "install takes a CUDA version, not 'system'"),
+    ("conda:12.4", "install makes managed toolkits; 'conda:12.4' names the conda source"),
+])
+def test_bad_requests_fail_with_one_line_and_write_nothing(host, request_text, says):
+    proc = host.run("install", request_text, timeout=300)
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cudaswitch: error: ") and says in lines[0], proc.stderr
+    assert not (host.work / "data").exists()
