@@ -1,5 +1,90 @@
-"""Commands registered on the typer app by cli.py (filled in by its issue)."""
+"""verify / doctor / explain: thin typer commands over cudaswitch.verify (core returns data)."""
+
+import os
+from typing import Optional
+
+import typer
+
+from cudaswitch import render
+
+
+def _context():
+    from cudaswitch import registry
+    from cudaswitch.paths import Paths
+
+    paths = Paths()
+    return paths, registry.load(paths, dict(os.environ))
+
+
+def _record(reg, request):
+    from cudaswitch import core
+    from cudaswitch.resolve import resolve
+
+    if request in (None, "current"):
+        return core.current_record(reg, os.environ)
+    return resolve(reg, request)
+
+
+def _emit(report, as_json, group_key=None):
+    from cudaswitch.verify import present
+
+    if as_json:
+        render.emit_json(report)
+        return
+    render.emit_lines([present.toolkit_line(report.get("toolkit"))])
+    render.emit_lines(present.check_lines(report["checks"], group_key))
+    render.emit_lines([present.summary_line(report["checks"])])
+
+
+def verify(request: Optional[str] = typer.Argument(None, help="Toolkit to verify (default: the active one)."),
+           python: Optional[str] = typer.Option(None, "--python", help="The Python whose torch to check."),
+           compile_: bool = typer.Option(False, "--compile", help="Build (and with a GPU run) a one-kernel program."),
+           timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the Python probe may take."),
+           as_json: bool = typer.Option(False, "--json")):
+    """Verify a toolkit against nvcc, the host gcc, the driver and your torch. Exit 1 on an error check."""
+    from cudaswitch import envdiff
+    from cudaswitch.verify.report import verify_toolkit
+
+    paths, reg = _context()
+    record = _record(reg, request)
+    new_env = envdiff.switched(dict(os.environ), record, "verify")
+    report = verify_toolkit(paths, reg, record, new_env, python=python, compile=compile_, timeout=timeout,
+                            current_env=dict(os.environ))
+    _emit(report, as_json)
+    if any(c["level"] == "error" for c in report["checks"]):
+        raise typer.Exit(1)
+
+
+def doctor(as_json: bool = typer.Option(False, "--json"),
+           python: Optional[str] = typer.Option(None, "--python", help="The Python whose torch to check."),
+           timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the Python probe may take.")):
+    """Layered diagnosis of this host: hardware, driver, toolkit, framework, project deps, environment."""
+    from cudaswitch.verify.doctor import doctor as run_doctor
+
+    paths, reg = _context()
+    report = run_doctor(paths, reg, dict(os.environ), python=python, timeout=timeout)
+    _emit(report, as_json, group_key="layer")
+
+
+def explain(text: str = typer.Argument(..., help="The error message (quote it)."),
+            as_json: bool = typer.Option(False, "--json"),
+            python: Optional[str] = typer.Option(None, "--python", help="The Python whose torch to check."),
+            timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the Python probe may take.")):
+    """The known cause of a CUDA / PyTorch error message, checked on this host. Exit 1 if unknown."""
+    from cudaswitch.verify import present
+    from cudaswitch.verify.explain import explain as run_explain
+
+    paths, reg = _context()
+    result = run_explain(text, paths, reg, dict(os.environ), python=python, timeout=timeout)
+    if as_json:
+        render.emit_json(result)
+    else:
+        render.emit_lines(present.explain_lines(result))
+    if not result["matches"]:
+        raise typer.Exit(1)
 
 
 def register(app):
-    pass
+    app.command("verify")(verify)
+    app.command("doctor")(doctor)
+    app.command("explain")(explain)

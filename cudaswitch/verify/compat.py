@@ -1,0 +1,108 @@
+"""Verdict rules: facts about the host in, checks out.
+
+A check is {"id", "level" (ok|info|warning|error), "message", "hint", "facts"}. Rules never run
+anything; the callers (report.py, doctor.py, explain.py, quick.py) gather the facts.
+"""
+
+import os
+
+from cudaswitch.toolkit import short_version, version_tuple
+from cudaswitch.verify import facts as table
+
+LEVELS = ("ok", "info", "warning", "error")
+
+
+def check(check_id, level, message, hint=None, **facts):
+    return {"id": check_id, "level": level, "message": message, "hint": hint, "facts": facts}
+
+
+def worst(checks):
+    return max((c["level"] for c in checks), key=LEVELS.index, default="ok")
+
+
+def nvcc_runs(record, result):
+    """`nvcc --version` runs and says the version the registry recorded."""
+    if not record.get("nvcc"):
+        return check("nvcc.runs", "warning", "%s has no nvcc: it can run programs but not build CUDA code"
+                     % record["root"], "use a toolkit with nvcc to build extensions", nvcc=None)
+    if "error" in result:
+        return check("nvcc.runs", "error", result["error"], "reinstall the toolkit or fix its permissions",
+                     nvcc=record["nvcc"])
+    if short_version(result["version"]) != short_version(record["version"]):
+        return check("nvcc.runs", "warning", "nvcc reports %s but the toolkit says %s"
+                     % (result["version"], record["version"]), "a mixed install: reinstall the toolkit",
+                     nvcc=record["nvcc"], nvcc_version=result["version"])
+    return check("nvcc.runs", "ok", "nvcc %s runs" % result["version"], nvcc=record["nvcc"],
+                 nvcc_version=result["version"])
+
+
+def driver_supports(driver, cuda, check_id, subject):
+    """Can this driver run code built with CUDA `cuda` ('12.4')? Minor-version compat included."""
+    facts = {"driver_cuda": driver.get("cuda"), "driver_release": driver.get("release"), "cuda": cuda}
+    if not driver.get("present"):
+        return check(check_id, "info", "no NVIDIA driver on this host: %s can build code but not run it"
+                     % subject, "install the NVIDIA driver on a machine with a GPU to run", **facts)
+    if not driver.get("cuda"):
+        return check(check_id, "info", "driver %s found, but the CUDA version it supports is unknown"
+                     % driver.get("release"), None, **facts)
+    have, want = version_tuple(driver["cuda"])[:2], version_tuple(cuda)[:2]
+    if have >= want:
+        return check(check_id, "ok", "driver supports CUDA %s, enough for %s" % (driver["cuda"], subject), **facts)
+    return _older_driver(driver, have, want, check_id, subject, facts)
+
+
+def _older_driver(driver, have, want, check_id, subject, facts):
+    minimum = table.driver_minimum("%d.%d" % want)
+    facts["needs_driver"] = minimum["driver"] if minimum else None
+    upgrade = "update the NVIDIA driver to %s or newer" % facts["needs_driver"] if minimum else "update the NVIDIA driver"
+    mvc = table.minor_compat(want[0])
+    release_ok = not driver.get("release") or (mvc and table.release_tuple(driver["release"]) >= table.release_tuple(mvc["driver"]))
+    if have[0] == want[0] and mvc and want[1] >= mvc["first_minor"] and release_ok:
+        caveat = table.load()["minor_compat_caveat"]["text"]
+        facts.update(minor_version_compatibility=True, source="NV-mvc")
+        return check(check_id, "ok", "driver supports CUDA %s; %s (CUDA %d.%d) runs through minor-version "
+                     "compatibility, but %s" % (driver["cuda"], subject, want[0], want[1], caveat),
+                     upgrade + " for full support", **facts)
+    facts["source"] = "NV-rn"
+    return check(check_id, "error", "driver supports CUDA %s only, older than %s needs (CUDA %d.%d)"
+                 % (driver["cuda"], subject, want[0], want[1]), upgrade + ", or use an older CUDA " +
+                 "%d.x" % have[0], **facts)
+
+
+def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda):
+    """Host gcc above the toolkit's ceiling -> nvcc refuses with `#error -- unsupported GNU version!`."""
+    facts = {"gcc": version, "compiler": compiler, "ceiling": ceiling, "ceiling_from": ceiling_from, "cuda": cuda}
+    if not compiler or not version:
+        return check("gcc.supported", "info", "no host gcc found: nvcc needs one to compile",
+                     "install gcc or set NVCC_CCBIN", **facts)
+    if ceiling is None:
+        return check("gcc.supported", "info", "the gcc ceiling of CUDA %s is not known; host gcc is %s"
+                     % (cuda, version), None, **facts)
+    major = version_tuple(version)[0]
+    if major > ceiling:
+        return check("gcc.supported", "warning", "host gcc %s is newer than CUDA %s accepts (gcc %d at most)"
+                     % (version, cuda, ceiling), "set NVCC_CCBIN (or -ccbin / CUDAHOSTCXX) to gcc-%d or "
+                     "older, or use a newer CUDA" % ceiling, **facts)
+    return check("gcc.supported", "ok", "host gcc %s is within CUDA %s's limit (gcc %d)" % (version, cuda, ceiling),
+                 **facts)
+
+
+def torch_home(env):
+    """(CUDA_HOME torch's cpp_extension would take, how): $CUDA_HOME, $CUDA_PATH, which nvcc's parent
+    (symlinks NOT resolved), then /usr/local/cuda."""
+    from cudaswitch.verify.runner import which
+
+    for name in ("CUDA_HOME", "CUDA_PATH"):
+        if env.get(name):
+            return env[name], name
+    nvcc = which("nvcc", env)
+    if nvcc:
+        return os.path.dirname(os.path.dirname(nvcc)), "parent of %s (first nvcc on PATH)" % nvcc
+    if os.path.exists("/usr/local/cuda"):
+        return "/usr/local/cuda", "the /usr/local/cuda fallback"
+    return None, "nothing"
+
+
+def looks_like_toolkit(root):
+    return any(os.path.exists(os.path.join(root, p)) for p in
+               ("version.json", "version.txt", "include/cuda_runtime.h", "include/cuda.h"))

@@ -1,0 +1,180 @@
+"""What the NVIDIA driver on this host supports: release and CUDA version, GPUs.
+
+Sources, in order: libcuda's `cuDriverGetVersion` (after `cuInit(0)`, as conda does: in a child
+process with a timeout and CUDA_VISIBLE_DEVICES removed, because an invalid value makes cuInit
+fail), `/proc/driver/nvidia/version` read under the root prefix, NVML, `nvidia-smi`, and WSL's
+`/usr/lib/wsl/lib`. `CUDASWITCH_LIBCUDA=/path/libcuda.so` replaces the host's libcuda (and then
+NVML and nvidia-smi are not asked, so the answer is the override's alone). No driver at all is a
+normal answer: {"present": False, ...}.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+from cudaswitch.verify.runner import PROBE_LOG, run_framed, which
+
+LIBCUDA_OVERRIDE = "CUDASWITCH_LIBCUDA"
+WSL_LIBCUDA = "/usr/lib/wsl/lib/libcuda.so.1"
+PROC_VERSION = "/proc/driver/nvidia/version"
+RELEASE = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+
+# Runs in a child Python (ours): loading libcuda may hang or crash; neither may take us along.
+_SCRIPT = r'''
+import ctypes, json, os, sys
+libpath, nvmlpath, marker = sys.argv[1], sys.argv[2], sys.argv[3]
+if os.environ.get("%(log)s"):
+    with open(os.environ["%(log)s"], "a") as h:
+        h.write("driver_probe %%d\n" %% os.getpid())
+out = {}
+try:
+    cuda = ctypes.CDLL(libpath)
+except OSError as exc:
+    out["load_error"] = str(exc)
+else:
+    v = ctypes.c_int(0)
+    out["version_rc"] = cuda.cuDriverGetVersion(ctypes.byref(v))
+    out["version"] = v.value
+    out["init_rc"] = cuda.cuInit(0)
+    gpus = []
+    try:
+        if out["init_rc"] == 0:
+            n = ctypes.c_int(0)
+            cuda.cuDeviceGetCount(ctypes.byref(n))
+            for i in range(n.value):
+                name = ctypes.create_string_buffer(256)
+                cuda.cuDeviceGetName(name, 256, i)
+                major, minor = ctypes.c_int(0), ctypes.c_int(0)
+                cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, i)
+                cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, i)
+                gpus.append({"index": i, "name": name.value.decode("utf-8", "replace"),
+                             "capability": "%%d.%%d" %% (major.value, minor.value)})
+    except AttributeError as exc:
+        out["device_error"] = str(exc)
+    out["gpus"] = gpus
+    with open("/proc/self/maps") as h:
+        out["loaded"] = sorted({l.split()[-1] for l in h if "libcuda.so" in l and "/" in l})
+if nvmlpath:
+    try:
+        nvml = ctypes.CDLL(nvmlpath)
+        if nvml.nvmlInit_v2() == 0:
+            buf = ctypes.create_string_buffer(96)
+            if nvml.nvmlSystemGetDriverVersion(buf, 96) == 0:
+                out["nvml_release"] = buf.value.decode()
+    except (OSError, AttributeError) as exc:
+        out["nvml_error"] = str(exc)
+sys.stdout.write(marker + json.dumps(out) + marker + "\n")
+''' % {"log": PROBE_LOG}
+
+
+def read_proc_release(paths):
+    """(release, first line) from /proc/driver/nvidia/version under the root prefix, or (None, None)."""
+    try:
+        with open(paths.host(PROC_VERSION), encoding="utf-8", errors="replace") as handle:
+            first = handle.readline().strip()
+    except OSError:
+        return None, None
+    match = RELEASE.search(first)
+    return (match.group(1) if match else None), first
+
+
+def libcuda_choice(paths, env):
+    """(library to load or None, how it was chosen). Only the live host's libcuda can be loaded."""
+    override = env.get(LIBCUDA_OVERRIDE)
+    if override:
+        return override, "override"
+    if paths.root != "/":
+        return None, "root prefix"  # an image's libcuda is not this kernel's driver
+    if os.path.exists(WSL_LIBCUDA):
+        return WSL_LIBCUDA, "wsl"
+    return "libcuda.so.1", "loader"
+
+
+def cuda_string(value):
+    """12040 -> '12.4' (major = v // 1000, minor = (v % 1000) // 10)."""
+    return "%d.%d" % (value // 1000, (value % 1000) // 10)
+
+
+def driver_facts(paths, env, timeout=20.0):
+    """{"present", "release", "cuda", "cuda_source", "libcuda", "gpus", "wsl", "problems", ...}."""
+    release, proc_line = read_proc_release(paths)
+    lib, how = libcuda_choice(paths, env)
+    facts = {"present": False, "release": release, "release_source": "proc" if release else None,
+             "proc_line": proc_line, "cuda": None, "cuda_int": None, "cuda_source": None,
+             "libcuda": lib, "libcuda_choice": how, "loaded": [], "gpus": [], "problems": [],
+             "wsl": how == "wsl"}
+    if lib:
+        _ask_libcuda(facts, lib, how, env, timeout)
+    if how == "loader" and not facts["gpus"]:
+        _ask_nvidia_smi(facts, env, timeout)
+    if facts["cuda"] is None and facts["release"]:
+        from cudaswitch.verify import facts as table
+        derived = table.cuda_for_driver(facts["release"])
+        if derived:
+            facts["cuda"], facts["cuda_source"] = derived, "derived from the driver release (table 1)"
+    facts["present"] = bool(facts["cuda"] or facts["release"])
+    return facts
+
+
+def _ask_libcuda(facts, lib, how, env, timeout):
+    child_env = {k: v for k, v in env.items() if k != "CUDA_VISIBLE_DEVICES"}
+    nvml = "" if how == "override" else "libnvidia-ml.so.1"
+    payload, error = run_framed([sys.executable, "-c", _SCRIPT, lib, nvml], child_env, timeout)
+    if payload is None:
+        facts["problems"].append("libcuda probe: " + error)
+        return
+    if "load_error" in payload:
+        if how != "loader":  # the plain loader missing libcuda just means: no driver here
+            facts["problems"].append("cannot load %s: %s" % (lib, payload["load_error"]))
+        return
+    if payload.get("version_rc") == 0 and payload.get("version"):
+        facts["cuda_int"] = payload["version"]
+        facts["cuda"], facts["cuda_source"] = cuda_string(payload["version"]), "cuDriverGetVersion"
+    if payload.get("init_rc"):
+        facts["problems"].append("cuInit(0) returned %s (100 = no CUDA-capable device)" % payload["init_rc"])
+    facts["gpus"] = payload.get("gpus") or []
+    facts["loaded"] = payload.get("loaded") or []
+    if payload.get("nvml_release") and not facts["release"]:
+        facts["release"], facts["release_source"] = payload["nvml_release"], "nvml"
+
+
+def _ask_nvidia_smi(facts, env, timeout):
+    smi = which("nvidia-smi", env)
+    if not smi:
+        return
+    query = ["--query-gpu=index,name,compute_cap,driver_version", "--format=csv,noheader"]
+    try:
+        proc = subprocess.run([smi] + query, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        facts["problems"].append("nvidia-smi: %s" % (exc.__class__.__name__,))
+        return
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) == 4 and cells[0].isdigit():
+            facts["gpus"].append({"index": int(cells[0]), "name": cells[1], "capability": cells[2]})
+            if not facts["release"]:
+                facts["release"], facts["release_source"] = cells[3], "nvidia-smi"
+
+
+def nvidia_pci_devices(paths):
+    """NVIDIA display/3D controllers in sysfs (vendor 0x10de, class 0x03xxxx), even with no driver."""
+    base = paths.host("/sys/bus/pci/devices")
+    found = []
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return found
+    for name in names:
+        vendor, klass = _read(os.path.join(base, name, "vendor")), _read(os.path.join(base, name, "class"))
+        if vendor == "0x10de" and klass.startswith("0x03"):
+            found.append(name)
+    return found
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""

@@ -1,0 +1,81 @@
+"""cudaswitch/data/compat.toml, loaded once, and the lookups verdicts need from it."""
+
+import functools
+import sys
+from importlib import resources
+
+from cudaswitch.toolkit import version_tuple
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+
+@functools.lru_cache(maxsize=1)
+def load():
+    return tomllib.loads(resources.files("cudaswitch.data").joinpath("compat.toml").read_text("utf-8"))
+
+
+def release_tuple(text):
+    """'535.129.03' -> (535, 129, 3); a driver release compares numerically part by part."""
+    return tuple(int(p) for p in (text or "").split(".") if p.isdigit())
+
+
+def driver_minimum(cuda):
+    """The table-1 row for CUDA 'x.y' (minimum Linux driver of its GA release), or None."""
+    short = version_tuple(cuda)[:2]
+    for row in load()["driver_minimum"]:
+        if version_tuple(row["cuda"]) == short:
+            return row
+    return None
+
+
+def cuda_for_driver(release):
+    """Newest CUDA 'x.y' whose GA minimum the driver release meets (when libcuda cannot say)."""
+    have = release_tuple(release)
+    fits = [r["cuda"] for r in load()["driver_minimum"] if release_tuple(r["driver"]) <= have]
+    return max(fits, key=version_tuple) if fits else None
+
+
+def minor_compat(major):
+    for row in load()["minor_compat"]:
+        if row["major"] == major:
+            return row
+    return None
+
+
+def gcc_ceiling(cuda):
+    """(newest gcc major, row) from table 3 for a toolkit version, or (None, None)."""
+    have = version_tuple(cuda)
+    for row in load()["gcc_ceiling"]:
+        low, high = version_tuple(row["cuda_from"]), version_tuple(row["cuda_to"])
+        if low <= have[:len(low)] and have[:len(high)] <= high:
+            return row["gcc"], row
+    return None, None
+
+
+def torch_builds(torch_version):
+    """The table-5 row for a torch release ('2.4.1+cu124' -> the 2.4 row), or None."""
+    short = ".".join(str(n) for n in version_tuple(torch_version.split("+")[0])[:2])
+    for row in load()["torch_build"]:
+        if short in row["torch"]:
+            return row
+    return None
+
+
+def arch_row(sm):
+    """The table-6 row for 'sm_86' / '86' / '8.6'."""
+    key = sm.replace("sm_", "").replace("compute_", "").replace(".", "")
+    for row in load()["arch"]:
+        if key in row["sm"]:
+            return row
+    return None
+
+
+def error_rules():
+    return load()["error"]
+
+
+def source_name(key):
+    return load()["sources"].get(key, key)

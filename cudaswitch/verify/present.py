@@ -1,0 +1,43 @@
+"""Human-readable lines for check reports (render.py prints them; JSON goes out as is)."""
+
+MARKS = {"ok": "ok  ", "info": "info", "warning": "WARN", "error": "FAIL"}
+
+
+def check_lines(checks, group_key=None):
+    """One line per check (`ok   message`), its hint indented below; optional group headers."""
+    lines, group = [], None
+    for item in checks:
+        if group_key and item.get(group_key) != group:
+            group = item.get(group_key)
+            lines.append("%s:" % group)
+        lines.append("  %s  %s" % (MARKS.get(item["level"], item["level"]), item["message"]))
+        if item.get("hint") and item["level"] != "ok":
+            lines.append("          -> %s" % item["hint"])
+    return lines
+
+
+def toolkit_line(public):
+    if not public:
+        return "toolkit: none"
+    return "toolkit: CUDA %s at %s (%s)" % (public.get("version") or "?", public["root"], public["status"])
+
+
+def summary_line(checks):
+    counts = {}
+    for item in checks:
+        counts[item["level"]] = counts.get(item["level"], 0) + 1
+    order = ("error", "warning", "info", "ok")
+    return "summary: " + ", ".join("%d %s" % (counts[k], k) for k in order if counts.get(k))
+
+
+def explain_lines(result):
+    if not result["matches"]:
+        return [result["message"]]
+    lines = []
+    for match in result["matches"]:
+        lines.append("%s  (matched: %r)" % (match["id"], match["matched"]))
+        lines.append("  cause: " + match["cause"])
+        lines.append("  do:    " + match["todo"])
+        lines.append("  on this host:")
+        lines += ["  " + line for line in check_lines(match["checks"])]
+    return lines

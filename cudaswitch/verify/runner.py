@@ -1,0 +1,84 @@
+"""Run a helper script in another interpreter (the user's Python, or ours for ctypes probes).
+
+Every run has a timeout and its own process group, so a hung import (an NFS home, a
+sitecustomize that blocks) is killed with everything it started. Output is framed by a random
+marker; whatever else the process prints (torch warnings, banners) is ignored.
+"""
+
+import json
+import os
+import signal
+import subprocess
+
+PROBE_LOG = "CUDASWITCH_PROBE_LOG"  # tests: probe scripts append one line per run to this file
+
+
+def which(name, env):
+    """First executable `name` on env's PATH (shutil.which without importing shutil)."""
+    for directory in (env.get("PATH") or "").split(os.pathsep):
+        candidate = os.path.join(directory or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def find_python(env, explicit=None, configured=None):
+    """The Python whose torch matters: --python, else config `python`, else python3 on PATH."""
+    for choice in (explicit, configured):
+        if choice:
+            return choice if "/" in choice else (which(choice, env) or choice)
+    return which("python3", env) or which("python", env)
+
+
+def run_framed(argv, env, timeout, cwd=None):
+    """(payload dict | None, error str | None) from a script printing MARKER<json>MARKER."""
+    marker = "@@cudaswitch-%s@@" % os.urandom(6).hex()
+    try:
+        proc = subprocess.Popen(argv + [marker], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        return None, "cannot run %s: %s" % (argv[0], exc.strerror or exc)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return None, "%s did not answer within %g s (a hung import or file system?)" % (argv[0], timeout)
+    return _parse(out, err, marker, proc.returncode, argv[0])
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _parse(out, err, marker, code, program):
+    text = out.decode("utf-8", "replace")
+    end = text.rfind(marker)
+    start = text.rfind(marker, 0, end) if end > 0 else -1
+    if start < 0:
+        tail = [l for l in err.decode("utf-8", "replace").splitlines() if l.strip()]
+        reason = tail[-1].strip() if tail else "no output"
+        return None, "%s exited with %s before reporting: %s" % (program, code, reason[:300])
+    try:
+        return json.loads(text[start + len(marker):end]), None
+    except ValueError:
+        return None, "%s printed a report that is not JSON" % program
+
+
+def probe_torch(python, env, timeout):
+    """What the user's Python reports about torch, or {"error": why it could not say}."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_probe.py")
+    with open(path, encoding="utf-8") as handle:
+        source = handle.read()
+    payload, error = run_framed([python, "-c", source], env, timeout)
+    if payload is None:
+        return {"error": error, "python": python}
+    payload.setdefault("python", python)
+    payload["python_requested"] = python
+    return payload

@@ -1,0 +1,133 @@
+"""Run by the USER's Python (any 3.x) to report what its torch really is. Stdlib only.
+
+Started as `python -c <this source> MARKER` with the switched environment and a timeout; it
+prints exactly one line `MARKER<json>MARKER` last, so whatever torch, sitecustomize or a warning
+prints around it is ignored by the parser. Every step is guarded: a broken torch is a finding,
+not a crash. Nothing here may import cudaswitch (it is not installed in the user's Python).
+"""
+
+import json
+import os
+import sys
+
+LIB_PREFIXES = ("libcudart", "libcudnn", "libnccl", "libcuda.so", "libcublas", "libnvrtc")
+
+
+def mapped_libraries():
+    """{"libcudart": [paths], ...}: the CUDA libraries this process actually mapped."""
+    found = {}
+    try:
+        with open("/proc/self/maps") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        path = line.split(None, 5)[5] if len(line.split(None, 5)) == 6 else ""
+        base = os.path.basename(path)
+        for prefix in LIB_PREFIXES:
+            if base.startswith(prefix) and ".so" in base:
+                key = prefix.split(".")[0]
+                if path not in found.setdefault(key, []):
+                    found[key].append(path)
+    return found
+
+
+def guarded(out, key, func):
+    try:
+        out[key] = func()
+    except Exception as exc:  # torch raises many kinds here; each is a fact to report
+        out[key] = None
+        out.setdefault("errors", {})[key] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+
+
+def devices(torch):
+    out = []
+    for index in range(torch.cuda.device_count()):
+        major, minor = torch.cuda.get_device_capability(index)
+        out.append({"index": index, "name": torch.cuda.get_device_name(index),
+                    "capability": "%d.%d" % (major, minor)})
+    return out
+
+
+def matmul(torch):
+    """A tiny matmul on the GPU: launches a real kernel, so 'no kernel image' shows up here."""
+    a = torch.ones(16, 16, device="cuda")
+    value = float((a @ a).sum().item())
+    torch.cuda.synchronize()
+    return {"ok": value == 16.0 * 16 * 16, "value": value}
+
+
+def site_dirs():
+    """sys.path directories that exist: the caller watches their mtimes to know when to re-probe."""
+    return [p for p in sys.path if p and os.path.isdir(p)]
+
+
+def installed_distributions():
+    """Names of torch and NVIDIA wheels, with the tool that installed them (pip, conda, uv...)."""
+    try:
+        from importlib import metadata
+    except ImportError:
+        return None
+    out = []
+    for dist in metadata.distributions():
+        name = (dist.metadata.get("Name") or "").lower()
+        if name in ("torch", "pytorch") or name.startswith("nvidia-"):
+            installer = (dist.read_text("INSTALLER") or "").strip() or None
+            out.append({"name": name, "version": dist.version, "installer": installer})
+    return out
+
+
+def conda_torch():
+    """The conda-meta record of pytorch in this prefix, if conda also installed it."""
+    meta = os.path.join(sys.prefix, "conda-meta")
+    try:
+        names = os.listdir(meta)
+    except OSError:
+        return None
+    return sorted(n for n in names if n.startswith(("pytorch-", "torch-")) and n.endswith(".json")) or None
+
+
+def probe():
+    out = {"python": sys.executable, "python_version": "%d.%d.%d" % sys.version_info[:3],
+           "prefix": sys.prefix, "site_dirs": site_dirs(), "torch": None}
+    guarded(out, "distributions", installed_distributions)
+    guarded(out, "conda_torch", conda_torch)
+    try:
+        import torch
+    except ImportError as exc:
+        out["torch_error"] = "ImportError: %s" % exc
+        return out
+    except Exception as exc:
+        out["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
+        return out
+    out["torch"] = str(torch.__version__)
+    out["torch_file"] = os.path.dirname(torch.__file__)
+    out["cuda"] = getattr(torch.version, "cuda", None)
+    out["hip"] = getattr(torch.version, "hip", None)
+    guarded(out, "arch_list", torch.cuda.get_arch_list)
+    guarded(out, "available", torch.cuda.is_available)
+    guarded(out, "devices", lambda: devices(torch) if out.get("available") else [])
+    guarded(out, "cudnn", lambda: torch.backends.cudnn.version() if out["cuda"] else None)
+    guarded(out, "nccl", lambda: ".".join(map(str, torch.cuda.nccl.version())) if out.get("available") else None)
+    if out.get("available") and os.environ.get("CUDASWITCH_PROBE_MATMUL", "1") != "0":
+        guarded(out, "matmul", lambda: matmul(torch))
+    return out
+
+
+def main():
+    marker = sys.argv[1] if len(sys.argv) > 1 else "@@CUDASWITCH@@"
+    log = os.environ.get("CUDASWITCH_PROBE_LOG")
+    if log:  # tests count probe runs through this file (a repeated `use` must start none)
+        with open(log, "a") as handle:
+            handle.write("torch_probe %d\n" % os.getpid())
+    try:
+        result = probe()
+    except BaseException as exc:  # even SystemExit from a hostile import: report it
+        result = {"fatal": "%s: %s" % (type(exc).__name__, exc)}
+    result["maps"] = mapped_libraries()
+    sys.stdout.flush()
+    sys.stdout.write("\n" + marker + json.dumps(result) + marker + "\n")
+    sys.stdout.flush()
+
+
+main()
