@@ -8,6 +8,7 @@ refused with one line naming the file.
 """
 
 import os
+import stat
 
 from cudaswitch.errors import BadRequest, ProjectFileError
 from cudaswitch.request import ToolkitRequest
@@ -62,10 +63,14 @@ def _read_text(path):
     if os.path.isdir(path):
         raise ProjectFileError("refusing %s: it is a directory, not a file" % path)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_BYTES + 1)
+        # O_NONBLOCK and the fstat on the open file: a FIFO swapped in cannot block us.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as exc:
         raise ProjectFileError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ProjectFileError("refusing %s: not a regular file (a FIFO or device)" % path)
+        data = handle.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
         raise ProjectFileError("refusing %s: larger than %d bytes" % (path, MAX_BYTES))
     if b"\0" in data:

@@ -11,6 +11,9 @@ cudaswitch() {
             local __cudaswitch_out
             __cudaswitch_out=$(command cudaswitch "$@" --shell bash) || return $?
             eval "$__cudaswitch_out"
+            # After `off` the project file (if any) applies again at the next prompt.
+            [[ $1 == off ]] && __cudaswitch_fp=$'\x1d'
+            return 0
             ;;
         *) command cudaswitch "$@" ;;
     esac
@@ -46,7 +49,7 @@ __cudaswitch_hook() {
     if [[ $__cudaswitch_fp_now != "${__cudaswitch_fp-}" ]]; then
         # Record first: a failing hook-env reports once, not at every prompt.
         __cudaswitch_fp=$__cudaswitch_fp_now
-        if ! command -v cudaswitch >/dev/null 2>&1; then
+        if ! type -P cudaswitch >/dev/null; then  # -P: the program, not our function
             printf 'cudaswitch: not found on PATH; project CUDA versions are not applied\n' >&2
         else
             local __cudaswitch_out

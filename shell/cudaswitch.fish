@@ -11,6 +11,9 @@ function cudaswitch --description 'switch CUDA toolkits'
             set -l out (command cudaswitch $argv --shell fish | string collect)
             or return $status
             eval $out
+            # After `off` the project file (if any) applies again at the next prompt.
+            test "$argv[1]" = off; and set -g __cudaswitch_fp \x1d
+            return 0
         case '*'
             command cudaswitch $argv
     end

@@ -10,6 +10,9 @@ cudaswitch() {
             local __cudaswitch_out
             __cudaswitch_out=$(command cudaswitch "$@" --shell zsh) || return $?
             eval "$__cudaswitch_out"
+            # After `off` the project file (if any) applies again at the next prompt.
+            [[ $1 == off ]] && __cudaswitch_fp=$'\x1d'
+            return 0
             ;;
         *) command cudaswitch "$@" ;;
     esac

@@ -1,0 +1,157 @@
+"""Issue #3 acceptance 4 and 5: the hook in real interactive bash, zsh and fish on a pty, and every
+hostile project file refused with one line, nothing on stdout, the environment unchanged."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from tests.shellrun import SHELLS, Interactive
+
+INIT = {"bash": 'eval "$(cudaswitch init bash)"', "zsh": 'eval "$(cudaswitch init zsh)"',
+        "fish": "cudaswitch init fish | source"}
+SHOW = {"bash": 'printf "HOME=<%s>\\n" "$CUDA_HOME"', "zsh": 'printf "HOME=<%s>\\n" "$CUDA_HOME"',
+        "fish": 'printf "HOME=<%s>\\n" "$CUDA_HOME"'}
+STATUS = {"bash": 'echo "ST=$?"', "zsh": 'echo "ST=$?"', "fish": 'echo "ST=$status"'}
+
+
+@pytest.fixture
+def projects(tmp_path):
+    """outer/.cudaversion = 13.0, outer/inner/.cudaversion = 13.1, plain/ without any."""
+    (tmp_path / "outer" / "inner").mkdir(parents=True)
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "outer" / ".cudaversion").write_text("# the project's toolkit\n13.0\n")
+    (tmp_path / "outer" / "inner" / ".cudaversion").write_text("13.1\n")
+    return tmp_path
+
+
+def shown_home(output):
+    lines = [l for l in output.splitlines() if l.startswith("HOME=<")]
+    return lines[-1][len("HOME=<"):-1]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_hook_switches_on_cd_and_restores_on_leaving(standard_host, projects, shell):
+    root = lambda v: str(standard_host.path("/usr/local/cuda-" + v))
+    sh = Interactive(shell, standard_host.env, cwd=str(projects / "plain"))
+    try:
+        sh.run(INIT[shell])
+        assert shown_home(sh.run(SHOW[shell])) == ""
+        sh.run("cd %s" % (projects / "outer"))
+        assert shown_home(sh.run(SHOW[shell])) == root("13.0")
+        assert "release 13.0" in sh.run("nvcc --version")
+        sh.run("cd inner")
+        assert shown_home(sh.run(SHOW[shell])) == root("13.1")
+        sh.run("cd %s" % (projects / "plain"))
+        assert shown_home(sh.run(SHOW[shell])) == ""
+        # Editing the file takes effect at the next prompt.
+        sh.run("cd %s" % (projects / "outer"))
+        (projects / "outer" / ".cudaversion").write_text("13.1\n")
+        sh.run("true")
+        assert shown_home(sh.run(SHOW[shell])) == root("13.1")
+        # $? survives the hook even on a prompt where hook-env runs.
+        assert "ST=3" in sh.run("cd %s; sh -c 'exit 3'" % (projects / "plain") + "\n" + STATUS[shell])
+        # An explicit use wins over project files until off.
+        sh.run("cudaswitch use 13.0")
+        sh.run("cd %s" % (projects / "outer" / "inner"))
+        assert shown_home(sh.run(SHOW[shell])) == root("13.0")
+        sh.run("cudaswitch off")
+        sh.run("true")
+        assert shown_home(sh.run(SHOW[shell])) == root("13.1")
+    finally:
+        sh.close()
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_prompt_survives_missing_or_failing_cudaswitch(standard_host, projects, shell, tmp_path):
+    (projects / "outer" / ".cudaversion").write_text("11.8\n")  # no such toolkit: hook-env fails
+    sh = Interactive(shell, standard_host.env, cwd=str(projects / "plain"))
+    try:
+        sh.run(INIT[shell])
+        out = sh.run("cd %s" % (projects / "outer"))
+        out += sh.run("echo alive")
+        assert "alive" in out
+        assert sum("cudaswitch: error:" in l and "11.8" in l for l in out.splitlines()) == 1
+        # cudaswitch gone from PATH: one line says so, the prompt carries on.
+        empty = tmp_path / "emptybin"
+        empty.mkdir()
+        for tool in ("python3", "sh", "true", "printf", "cat"):
+            if shutil.which(tool):
+                os.symlink(shutil.which(tool), empty / tool)
+        sh.run({"fish": "set -gx PATH %s" % empty}.get(shell, "export PATH=%s" % empty))
+        out = sh.run("cd %s" % (projects / "outer" / "inner"))
+        out += sh.run("echo still-alive")
+        assert "still-alive" in out
+        assert sum("not found on PATH" in l for l in out.splitlines()) == 1
+    finally:
+        sh.close()
+
+
+HOSTILE = {
+    "path": "/usr/local/cuda-13.1\n",
+    "dotdot": "../../../usr/local/cuda-13.1\n",
+    "command-substitution": "$(touch {canary})\n",
+    "backticks": "`touch {canary}`\n",
+    "semicolon": "13.0; touch {canary}\n",
+    "control-chars": "13.0\x1b]0;pwned\x07\n",
+    "nul": "13.0\x00\n",
+    "huge": "13.0\n" + "#" * (1 << 20),
+    "binary": None,
+    "fifo": None,
+    "directory": None,
+    "unreadable": None,
+}
+
+
+def make_hostile(directory, case, canary):
+    path = directory / ".cudaversion"
+    if case == "binary":
+        path.write_bytes(bytes(range(256)) * 4)
+    elif case == "fifo":  # would block a reader forever
+        os.mkfifo(path)
+    elif case == "directory":
+        path.mkdir()
+    elif case == "unreadable":
+        path.write_text("13.0\n")
+        path.chmod(0)
+    else:
+        path.write_text(HOSTILE[case].format(canary=canary))
+
+
+def as_nobody(args, env, work):
+    """argv/env running cudaswitch as user nobody from a world-readable copy of the package
+    (the installed one may sit under root's 0700 home)."""
+    import cudaswitch
+
+    shutil.copytree(os.path.dirname(cudaswitch.__file__), os.path.join(work, "pkg", "cudaswitch"))
+    env = {**env, "PYTHONPATH": os.path.join(work, "pkg"), "CUDASWITCH_CACHE_DIR": os.path.join(work, "c")}
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "cudaswitch"]
+    return argv + list(args), env
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_project_file_is_refused(standard_host, case):
+    """Each mirrors a .cudaversion a stranger's repository could hold."""
+    work = tempfile.mkdtemp(prefix="hostile-")
+    try:
+        os.chmod(work, 0o755)
+        project = os.path.join(work, "repo")
+        os.mkdir(project)
+        canary = os.path.join(work, "canary")
+        from pathlib import Path
+
+        make_hostile(Path(project), case, canary)
+        env = {**standard_host.env, "CUDA_HOME": "/before"}
+        argv = ["cudaswitch", "hook-env", "--shell", "bash"]
+        if case == "unreadable":  # root reads anything: ask as an ordinary user
+            argv, env = as_nobody(argv[1:], env, work)
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=project, timeout=60)
+        assert proc.returncode != 0
+        assert proc.stdout == ""
+        assert proc.stderr.count("\n") == 1 and ".cudaversion" in proc.stderr, proc.stderr
+        assert not os.path.exists(canary)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
