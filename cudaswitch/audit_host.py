@@ -87,5 +87,7 @@ def driver_support(driver, version, compat=None):
             driver["release"], minor["driver"], short[0], caveat)
     if minimum is None and minor is None:
         return None, "no driver facts for CUDA %s in compat.toml" % ".".join(map(str, short))
-    needed = minimum["driver"] if minimum else minor["driver"]
-    return False, "driver %s is older than %s, needed for CUDA %s" % (driver["release"], needed, version)
+    if minor and short[1] >= minor["first_minor"]:
+        return False, "driver %s is older than %s, the minor-version-compatibility floor for CUDA %d.x%s" % (
+            driver["release"], minor["driver"], short[0], " (%s is CUDA %s's own minimum)" % (minimum["driver"], minimum["cuda"]) if minimum else "")
+    return False, "driver %s is older than %s, the minimum for CUDA %s" % (driver["release"], minimum["driver"], minimum["cuda"])

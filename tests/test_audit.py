@@ -1,0 +1,209 @@
+"""`cudaswitch audit --root`: the inventory of an image's root built from real toolkits (kits.py),
+checked the way an admin would check it: against `du -sb`, the wheels' own versions, and nvcc."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests import kits
+from tests.conftest import Host
+
+# What /proc/driver/nvidia/version says on a node with the 575 (CUDA 12.9-era) driver.
+DRIVER_575 = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  575.51.03  Wed Apr 16 23:08:44 UTC 2025\n"
+
+
+def write_driver(root: Path, line: str, gpus=("NVIDIA H200",)):
+    proc = root / "proc/driver/nvidia"
+    proc.mkdir(parents=True, exist_ok=True)
+    (proc / "version").write_text(line)
+    for index, model in enumerate(gpus):
+        info = proc / "gpus" / ("0000:%02x:00.0" % (index + 1)) / "information"
+        info.parent.mkdir(parents=True)
+        info.write_text("Model: \t\t %s\nIRQ:   \t\t 42\nBus Location: \t 0000:%02x:00.0\n" % (model, index + 1))
+
+
+def set_version_json(root: Path, **versions):
+    """Rewrite version.json (a fresh file: never write through a hardlink into the kit cache)."""
+    data = {"cuda": {"name": "CUDA SDK", "version": versions.pop("sdk")}}
+    data.update({key: {"name": key, "version": value} for key, value in versions.items()})
+    (root / "version.json").unlink(missing_ok=True)
+    (root / "version.json").write_text(json.dumps(data))
+
+
+def build_image(root: Path, hostname: str):
+    """Acceptance 1's image: real 13.0 and 13.1 (plus a second copy of 13.1), a runtime-only
+    12.4, a conda env with cuda-nvcc 13.0, a dangling cuda-12.9 link, an empty cuda-11.0 dir."""
+    kits.install_classic(kits.cuda13("13.0"), root / "usr/local/cuda-13.0", "13.0")
+    kits.install_classic(kits.cuda13("13.1"), root / "usr/local/cuda-13.1", "13.1")
+    kits.install_classic(kits.cuda13("13.1"), root / "opt/cuda-13.1-copy", "13.1")
+    kits.install_classic_runtime12(root / "usr/local/cuda-12.4")
+    kits.conda_env(root / "opt/conda/envs/cu13", "cuda-nvcc-13")
+    os.symlink("/usr/local/cuda-12.9.28", root / "usr/local/cuda-12.9")  # uninstalled, link left
+    (root / "usr/local/cuda-11.0").mkdir()
+    os.symlink("/usr/local/cuda-13.1", root / "usr/local/cuda")
+    (root / "etc").mkdir()
+    (root / "etc/hostname").write_text(hostname + "\n")
+    write_driver(root, DRIVER_575)
+
+
+def du_sb(path: Path) -> int:
+    out = subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True, timeout=120, check=True)
+    return int(out.stdout.split()[0])
+
+
+def wheel_versions(minor):
+    versions = kits.dist_versions(kits.cuda13(minor).parent.parent)
+    return versions["nvidia-cuda-nvcc"], versions["nvidia-cuda-runtime"]
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    base = tmp_path_factory.mktemp("audit-image")
+    (base / "root").mkdir()
+    build_image(base / "root", "node01")
+    return Host(base / "root", base / "work")
+
+
+def audit_json(host, *args):
+    proc = host.run("audit", "--json", "--root", str(host.root), *args, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_audit_root_reports_each_toolkit_exactly(image):
+    report = audit_json(image)
+    by_root = {Path(t["root"]).relative_to(image.root).as_posix(): t for t in report["toolkits"]}
+    assert sorted(by_root) == sorted(["usr/local/cuda-13.0", "usr/local/cuda-13.1", "opt/cuda-13.1-copy",
+                                      "usr/local/cuda-12.4", "opt/conda/envs/cu13", "usr/local/cuda-12.9",
+                                      "usr/local/cuda-11.0"])
+    assert report["host"] == "node01" and report["root"] == str(image.root) and report["executed"] is False
+    assert report["driver"]["release"] == "575.51.03"
+    assert report["gpus"] == [{"model": "NVIDIA H200", "bus": "0000:01:00.0"}]
+
+    nvcc130, cudart130 = wheel_versions("13.0")
+    nvcc131, cudart131 = wheel_versions("13.1")
+    for name, nvcc, cudart in (("usr/local/cuda-13.1", nvcc131, cudart131), ("opt/cuda-13.1-copy", nvcc131, cudart131),
+                               ("usr/local/cuda-13.0", nvcc130, cudart130), ("opt/conda/envs/cu13", nvcc130, cudart130)):
+        entry = by_root[name]
+        assert (entry["version"], entry["status"], entry["problems"]) == (nvcc, "ok", []), name
+        assert entry["components"] == {"cudart": cudart, "nvcc": nvcc, "cudnn": None, "nccl": None,
+                                       "cupti": None, "cublas": None}, name
+        # a 575 driver is older than CUDA 13's minimum and than 13.x's minor-compat floor (580)
+        assert entry["driver_supported"] is False and "580" in entry["driver_support"]
+    assert by_root["opt/conda/envs/cu13"]["sources"] == ["conda"]
+    assert by_root["usr/local/cuda-13.1"]["system_default"] is True
+    assert [t["root"] for t in report["toolkits"] if t["system_default"]] == [str(image.root / "usr/local/cuda-13.1")]
+    assert by_root["usr/local/cuda-13.1"]["duplicates"] == [str(image.root / "opt/cuda-13.1-copy")]
+
+    runtime = by_root["usr/local/cuda-12.4"]
+    assert (runtime["version"], runtime["status"], runtime["nvcc"]) == ("12.4.131", "incomplete", None)
+    assert runtime["components"]["cudart"] == "12.4.127" and runtime["components"]["nvcc"] is None
+    assert "no nvcc" in runtime["problems"][0] and runtime["driver_supported"] is True
+
+    dangling, empty = by_root["usr/local/cuda-12.9"], by_root["usr/local/cuda-11.0"]
+    assert (dangling["status"], dangling["version"]) == ("broken", None)
+    assert dangling["problems"] == ["dangling link: missing: /usr/local/cuda-12.9.28"]
+    assert (empty["status"], empty["version"]) == ("broken", None)
+    assert "empty directory" in empty["problems"][0]
+
+    for name, entry in by_root.items():
+        if name != "usr/local/cuda-12.9":
+            assert abs(entry["size_bytes"] - du_sb(image.root / name)) <= du_sb(image.root / name) / 100, name
+    assert dangling["size_bytes"] == len("/usr/local/cuda-12.9.28")  # the link itself, as du -sb says
+
+    checks = {(c["id"], c["level"], c["facts"].get("root") or c["facts"].get("version")) for c in report["checks"]}
+    assert ("toolkit.duplicate", "warning", nvcc131) in checks
+    assert ("toolkit.duplicate", "info", nvcc130) in checks  # a conda env beside a system install
+    assert ("toolkit.broken", "error", str(image.root / "usr/local/cuda-12.9")) in checks
+    assert ("driver.supports_toolkit", "error", str(image.root / "usr/local/cuda-13.0")) in checks
+
+
+def test_audit_root_table_sorted_by_version_with_problems(image):
+    proc = image.run("audit", "--root", str(image.root))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("host node01") and "575.51.03" in lines[0] and "NVIDIA H200" in lines[0]
+    rows = [line.split("│")[0].split()[0] for line in lines if "│" in line]
+    assert rows == ["13.1.115", "13.1.115", "13.0.88", "13.0.88", "12.4.131", "?", "?"]
+    assert any("error:" in line and "dangling link" in line for line in lines)
+    assert proc.stderr == ""  # not a terminal: no progress bar
+
+
+def make_fake_nvcc_root(root: Path, marker: Path):
+    """A 13.1 tree whose bin/nvcc is a script that leaves a marker when run (an image's nvcc
+    built for another host would likewise do something unwanted here)."""
+    kits.install_classic(kits.cuda13("13.1"), root / "usr/local/cuda-13.1", "13.1")
+    nvcc = root / "usr/local/cuda-13.1/bin/nvcc"
+    nvcc.unlink()
+    nvcc.write_text("#!/bin/sh\ntouch %s\necho 'Cuda compilation tools, release 13.1, V13.1.115'\n" % marker)
+    nvcc.chmod(0o755)
+
+
+def test_audit_root_runs_nothing_from_the_image_unless_exec(host):
+    marker = host.work / "nvcc-was-run"
+    host.work.mkdir()
+    make_fake_nvcc_root(host.root, marker)
+    report = audit_json(host)
+    assert not marker.exists()
+    assert report["toolkits"][0]["version"] == "13.1.115"
+    report = audit_json(host, "--exec")
+    assert marker.exists() and report["executed"] is True
+
+
+def test_nvcc_disagreeing_with_version_json_is_broken_with_and_without_exec(host):
+    """Mirrors a toolkit dir whose bin/ was overwritten by another release's installer."""
+    root = host.root / "usr/local/cuda-13.0"
+    kits.install_classic(kits.cuda13("13.1"), root, "13.1")
+    nvcc131, _ = wheel_versions("13.1")
+    set_version_json(root, sdk="13.0.0", cuda_nvcc="13.0.88", cuda_cudart="13.0.96")
+    for args, said in (((), "nvcc's binary says"), (("--exec",), "nvcc reports")):
+        entry = audit_json(host, *args)["toolkits"][0]
+        assert entry["status"] == "broken", args
+        assert entry["problems"] == ["%s %s but the toolkit's files say 13.0.88" % (said, nvcc131)]
+        assert entry["components"]["nvcc"] == nvcc131
+
+
+def test_compile_marks_which_toolkits_compile(host):
+    kits.require("gcc")
+    kits.install_classic(kits.cuda13("13.1"), host.root / "usr/local/cuda-13.1", "13.1")
+    kits.install_classic_runtime12(host.root / "usr/local/cuda-12.4")
+    strict = kits.install_classic(kits.cuda13("13.0"), host.root / "usr/local/cuda-13.0", "13.0")
+    # Mirrors a toolkit older than the host gcc: its host_config.h refuses gcc > 11.
+    header = kits.detach(strict / "targets/x86_64-linux/include/crt/host_config.h")
+    header.write_text(header.read_text().replace("#if __GNUC__ > 15", "#if __GNUC__ > 11"))
+    refused = host.run("audit", "--json", "--root", str(host.root), "--compile")
+    assert refused.returncode == 2 and "--exec" in refused.stderr and refused.stdout == ""
+    by_version = {t["short"]: t for t in audit_json(host, "--compile", "--exec")["toolkits"]}
+    assert by_version["13.1"]["compiles"] is True
+    assert by_version["13.0"]["compiles"] is False
+    assert "unsupported GNU version" in by_version["13.0"]["compile_error"]
+    assert by_version["12.4"]["compiles"] is False and by_version["12.4"]["compile_error"] == "no nvcc"
+    assert all(t["compiles"] is None for t in audit_json(host)["toolkits"])
+
+
+def test_audit_root_that_is_not_a_directory(host):
+    proc = host.run("audit", "--root", str(host.root / "nope"))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().count("\n") == 0 and "is not a directory" in proc.stderr
+
+
+def test_audit_of_this_host_names_modules_and_conda_envs(standard_host):
+    """Without --root the audit is of the host as `list` sees it (here issue #2's host through
+    CUDASWITCH_ROOT): Lmod's cuda/13.1 and the conda env are named where they point."""
+    kits.require("lmod")
+    proc = standard_host.run("audit", "--json", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["executed"] is True
+    by_root = {Path(t["root"]).relative_to(standard_host.root).as_posix(): t for t in report["toolkits"]}
+    assert by_root["usr/local/cuda-13.1"]["origins"]["module"] == "cuda/13.1"
+    assert by_root["usr/local/cuda-13.0"]["system_default"] is True
+    conda = by_root["home/tester/miniconda3/envs/cu13"]
+    assert conda["sources"] == ["conda"] and conda["layout"] == "conda"
+    venv_cu13 = kits.site_packages(standard_host.path("/opt/venv")) / "nvidia/cu13"
+    assert by_root[venv_cu13.relative_to(standard_host.root).as_posix()]["sources"] == ["pip"]
+    table = standard_host.run("audit").stdout
+    assert "module cuda/13.1" in table
