@@ -5,7 +5,7 @@ import os
 import re
 
 from cudaswitch.toolkit import version_tuple
-from cudaswitch.verify.compat import check, driver_supports, torch_home
+from cudaswitch.verify.compat import check, driver_supports, looks_like_toolkit, nvcc_target, torch_home
 
 TORCH_MISMATCH = ("The detected CUDA version ({nvcc}) mismatches the version that was used to compile "
                   "PyTorch ({torch}). Please make sure to use the same CUDA versions.")
@@ -113,17 +113,18 @@ def three_toolkits(env, probe):
     places = {}
     nvcc = which("nvcc", env)
     if nvcc:
-        places["nvcc on PATH"] = toolkit_root_of(nvcc)
+        places["nvcc on PATH"] = toolkit_root_of(nvcc_target(nvcc))
     home, how = torch_home(env)
-    if home:
-        places["CUDA_HOME (" + how + ")"] = os.path.realpath(home)
+    if home and looks_like_toolkit(home):  # a non-toolkit CUDA_HOME is env.torch_cuda_home's finding
+        places["CUDA_HOME"] = os.path.realpath(home)
     wheel_dir = os.path.dirname(probe.get("torch_file") or "/nonexistent")
     for path in ((probe.get("maps") or {}).get("libcudart") or [])[:1]:
         if not path.startswith(wheel_dir + "/"):  # torch's own wheel runtime is expected to differ
             places["libcudart loaded by torch"] = toolkit_root_of(path)
     distinct = sorted(set(places.values()))
     if len(distinct) <= 1 or len(places) < 2:
-        return check("env.one_toolkit", "ok", "nvcc, CUDA_HOME and the loaded libcudart agree", places=places)
+        text = "; ".join("%s -> %s" % kv for kv in places.items()) or "no nvcc, CUDA_HOME or libcudart in use"
+        return check("env.one_toolkit", "ok", "one toolkit in use: " + text, places=places)
     return check("env.one_toolkit", "warning", "%d different toolkits are in use: %s" % (len(distinct),
                  "; ".join("%s -> %s" % kv for kv in places.items())),
                  "`cudaswitch use` one toolkit so PATH, CUDA_HOME and LD_LIBRARY_PATH agree", places=places)

@@ -5,6 +5,7 @@ anything; the callers (report.py, doctor.py, explain.py, quick.py) gather the fa
 """
 
 import os
+import re
 
 from cudaswitch.toolkit import short_version, version_tuple
 from cudaswitch.verify import facts as table
@@ -97,7 +98,7 @@ def torch_home(env):
             return env[name], name
     nvcc = which("nvcc", env)
     if nvcc:
-        return os.path.dirname(os.path.dirname(nvcc)), "parent of %s (first nvcc on PATH)" % nvcc
+        return os.path.dirname(os.path.dirname(nvcc)), "the parent of the first nvcc on PATH, %s" % nvcc
     if os.path.exists("/usr/local/cuda"):
         return "/usr/local/cuda", "the /usr/local/cuda fallback"
     return None, "nothing"
@@ -106,3 +107,18 @@ def torch_home(env):
 def looks_like_toolkit(root):
     return any(os.path.exists(os.path.join(root, p)) for p in
                ("version.json", "version.txt", "include/cuda_runtime.h", "include/cuda.h"))
+
+
+def nvcc_target(path):
+    """Where an nvcc on PATH really leads: a symlink's target, or the nvcc a small wrapper script execs."""
+    real = os.path.realpath(path)
+    try:
+        with open(real, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return real
+    if head.startswith(b"#!"):
+        found = re.findall(rb"(/[^\s\"']+/nvcc)\b", head)
+        if found:
+            return os.path.realpath(found[0].decode("utf-8", "replace"))
+    return real

@@ -1,0 +1,173 @@
+"""`doctor`: the layered diagnosis of this host, bottom up. Each check carries its `layer`:
+hardware, driver, toolkit, framework, deps (project dependencies), env (environment hygiene)."""
+
+import os
+import re
+
+from cudaswitch.toolkit import Toolkit, short_version
+from cudaswitch.verify import driver as drivermod
+from cudaswitch.verify.checks import cudnn_copies, three_toolkits, torch_checks
+from cudaswitch.verify.compat import check, looks_like_toolkit, nvcc_target, torch_home
+from cudaswitch.verify.report import settings, toolkit_checks
+from cudaswitch.verify.runner import find_python, probe_torch, which
+
+WHEEL_MAJOR = re.compile(r"^nvidia-.+-cu(\d+)$")
+
+
+def doctor(paths, registry, env, python=None, timeout=None):
+    """{"toolkit": list-shape | None, "checks": [...], "driver": {...}, "torch": {...}}."""
+    conf = settings(paths)
+    timeout = float(timeout or conf["torch_timeout"])
+    drv = drivermod.driver_facts(paths, env, timeout=timeout)
+    record = _current(registry, env)
+    python = find_python(env, python, conf["python"])
+    probe = probe_torch(python, env, timeout) if python else {"error": "no python3 on PATH"}
+    layers = [
+        ("hardware", hardware_checks(paths, drv)),
+        ("driver", driver_checks(drv)),
+        ("toolkit", toolkit_layer(registry, record, env, drv, conf["probe_timeout"])),
+        ("framework", torch_checks(probe, short_version(record["version"] or "") if record else None, drv)),
+        ("deps", deps_checks(probe)),
+        ("env", env_checks(env, probe)),
+    ]
+    checks = [dict(c, layer=name) for name, items in layers for c in items]
+    public = Toolkit(record).public(default=record["real"] == registry.get("default_real"),
+                                    active=_active(env) == record["root"]) if record else None
+    return {"toolkit": public, "checks": checks, "driver": drv, "torch": probe}
+
+
+def _current(registry, env):
+    from cudaswitch import core
+    from cudaswitch.errors import CudaSwitchError
+
+    try:
+        return core.current_record(registry, env)
+    except CudaSwitchError:
+        return None
+
+
+def _active(env):
+    from cudaswitch import envdiff
+
+    state = envdiff.read_state(env)
+    return state["root"] if state else None
+
+
+def hardware_checks(paths, drv):
+    if drv["gpus"]:
+        names = ", ".join("%s (sm_%s)" % (g["name"], g["capability"].replace(".", "")) for g in drv["gpus"])
+        return [check("hardware.gpus", "ok", "%d NVIDIA GPU(s): %s" % (len(drv["gpus"]), names), gpus=drv["gpus"])]
+    pci = drivermod.nvidia_pci_devices(paths)
+    if pci and not drv["present"]:
+        return [check("hardware.gpus", "warning", "NVIDIA GPU(s) at PCI %s but no driver is loaded" % ", ".join(pci),
+                      "install the NVIDIA driver (or load its kernel module)", pci=pci)]
+    if pci:
+        return [check("hardware.gpus", "info", "NVIDIA device(s) at PCI %s; the driver lists no usable GPU"
+                      % ", ".join(pci), None, pci=pci)]
+    return [check("hardware.gpus", "info", "no NVIDIA GPU found on this host", None, pci=[])]
+
+
+def driver_checks(drv):
+    facts = {k: drv[k] for k in ("release", "release_source", "cuda", "cuda_source", "libcuda", "loaded", "wsl")}
+    out = []
+    if not drv["present"]:
+        out.append(check("driver.present", "info", "no NVIDIA driver on this host", None, **facts))
+    else:
+        out.append(check("driver.present", "ok", "driver %s supports CUDA %s (%s)%s" % (
+            drv["release"] or "(release unknown)", drv["cuda"] or "?", drv["cuda_source"] or "no libcuda",
+            " under WSL" if drv["wsl"] else ""), **facts))
+    for problem in drv["problems"]:
+        level = "info" if problem.startswith("cuInit") and not drv["gpus"] else "warning"
+        out.append(check("driver.problem", level, problem, None, **facts))
+    return out
+
+
+def toolkit_layer(registry, record, env, drv, probe_timeout):
+    if not registry["records"]:
+        return [check("toolkit.found", "info", "no CUDA toolkits found", "`cudaswitch install VERSION`")]
+    if record is None:
+        return [check("toolkit.active", "info", "%d toolkit(s) found, none active and no default"
+                      % len(registry["records"]), "`cudaswitch use VERSION` or `cudaswitch global VERSION`")]
+    how = "active in this shell" if _active(env) == record["root"] else "the default"
+    head = check("toolkit.active", "ok", "CUDA %s at %s is %s" % (record["version"], record["root"], how),
+                 root=record["root"])
+    return [head] + toolkit_checks(record, env, drv, probe_timeout)[1:] if record["status"] != "broken" \
+        else [head] + toolkit_checks(record, env, drv, probe_timeout)
+
+
+def deps_checks(probe):
+    """nvidia-*-cuNN wheels of another CUDA major than torch's; torch owned by both pip and conda."""
+    dists = probe.get("distributions") or []
+    out = []
+    torch_major = (probe.get("cuda") or "").split(".")[0]
+    if torch_major:
+        strays = ["%s %s" % (d["name"], d["version"]) for d in dists
+                  if WHEEL_MAJOR.match(d["name"]) and WHEEL_MAJOR.match(d["name"]).group(1) != torch_major]
+        if strays:
+            out.append(check("deps.cuda_wheels", "warning", "NVIDIA wheels for another CUDA major than torch's "
+                             "(CUDA %s): %s" % (probe["cuda"], ", ".join(strays)),
+                             "pip uninstall them unless another package needs them", wheels=strays))
+    torch_dists = [d for d in dists if d["name"] in ("torch", "pytorch")]
+    if probe.get("conda_torch") and any((d.get("installer") or "") != "conda" for d in torch_dists):
+        out.append(check("deps.torch_owners", "warning", "torch is installed by both conda (%s) and pip"
+                         % ", ".join(probe["conda_torch"]), "remove one: `pip uninstall torch` or "
+                         "`conda remove pytorch`", conda=probe["conda_torch"], pip=torch_dists))
+    if not out:
+        out.append(check("deps.consistent", "ok", "no conflicting CUDA wheels or torch owners", dists=dists))
+    return out
+
+
+def env_checks(env, probe):
+    out = stale_entries(env) + [several_nvcc(env), torch_cuda_home(env), three_toolkits(env, probe),
+                                cudnn_copies(env, probe)]
+    compat = [d for d in (env.get("LD_LIBRARY_PATH") or "").split(":") if d.rstrip("/").endswith("/compat")]
+    if compat:
+        out.append(check("env.compat_libcuda", "warning", "a cuda-compat libcuda is on LD_LIBRARY_PATH: %s"
+                         % ", ".join(compat), "only for forward compatibility on data-center GPUs; it causes "
+                         "CUDA error 803/804 elsewhere", dirs=compat))
+    return out
+
+
+def stale_entries(env):
+    """CUDA entries on PATH / LD_LIBRARY_PATH whose directory no longer exists."""
+    out = []
+    for name in ("PATH", "LD_LIBRARY_PATH"):
+        stale = [d for d in (env.get(name) or "").split(":") if d and "cuda" in d.lower() and not os.path.isdir(d)]
+        if stale:
+            out.append(check("env.stale_entries", "warning", "%s has CUDA entries that no longer exist: %s"
+                             % (name, ", ".join(stale)), "remove them from your shell rc files", variable=name,
+                             entries=stale))
+    if not out:
+        out.append(check("env.stale_entries", "ok", "no stale CUDA entries on PATH or LD_LIBRARY_PATH"))
+    return out
+
+
+def several_nvcc(env):
+    entries = [d for d in (env.get("PATH") or "").split(":") if d and os.access(os.path.join(d, "nvcc"), os.X_OK)]
+    places = {d: nvcc_target(os.path.join(d, "nvcc")) for d in dict.fromkeys(entries)}
+    roots = sorted({os.path.dirname(os.path.dirname(t)) for t in places.values()})
+    if len(roots) > 1:
+        return check("env.several_nvcc", "warning", "PATH has nvcc from %d toolkits: %s (the first wins)" % (
+            len(roots), ", ".join("%s -> %s" % kv for kv in places.items())),
+            "`cudaswitch use` one toolkit, and drop CUDA bin dirs from your shell rc files", nvcc=places)
+    return check("env.several_nvcc", "ok", "one toolkit's nvcc on PATH" if places else "no nvcc on PATH", nvcc=places)
+
+
+def torch_cuda_home(env):
+    """The CUDA_HOME torch's cpp_extension would take (section 4): is it a toolkit root?"""
+    home, how = torch_home(env)
+    if home is None:
+        return check("env.torch_cuda_home", "info", "torch would find no CUDA_HOME (no nvcc on PATH)",
+                     "`cudaswitch use VERSION` before building extensions", cuda_home=None)
+    if looks_like_toolkit(home):
+        return check("env.torch_cuda_home", "ok", "torch would take CUDA_HOME=%s (%s)" % (home, how),
+                     cuda_home=home, how=how)
+    nvcc = which("nvcc", env)
+    target = nvcc_target(nvcc) if nvcc and "nvcc on PATH" in how else None
+    wrapper = target and target != os.path.realpath(nvcc)
+    detail = "%s, a wrapper for %s" % (how, target) if wrapper else how
+    fix = os.path.dirname(os.path.dirname(target)) if target else None
+    return check("env.torch_cuda_home", "warning", "torch would take CUDA_HOME=%s (%s), which is not a "
+                 "toolkit root: extension builds will not find CUDA headers or libraries" % (home, detail),
+                 "export CUDA_HOME=%s or `cudaswitch use`" % (fix or "<toolkit root>"), cuda_home=home, how=how,
+                 nvcc_target=target)

@@ -1,0 +1,234 @@
+"""`explain "TEXT"`: match an error message against the rules of compat.toml (section 9 of the
+facts), then run the checks that confirm or rule out each cause on this host.
+
+Messages are matched with whitespace folded and case ignored, against several wordings per rule
+(torch rewords messages between releases and wraps them in tracebacks)."""
+
+import functools
+import os
+import re
+import subprocess
+
+from cudaswitch.toolkit import short_version, version_tuple
+from cudaswitch.verify import driver as drivermod, facts as table, nvcc as nvccmod
+from cudaswitch.verify.checks import arch_in_build, cudnn_copies, torch_checks
+from cudaswitch.verify.compat import check, driver_supports, torch_home
+from cudaswitch.verify.report import gcc_check, settings
+from cudaswitch.verify.runner import find_python, probe_torch, which
+
+UNKNOWN = ("cudaswitch does not know this message: no rule in its compat.toml matches it "
+           "(`cudaswitch doctor` checks this host in general)")
+
+
+def match_rules(text):
+    """[(rule, matched text)] in the order the messages appear in `text`."""
+    folded = " ".join(text.split())
+    hits = []
+    for rule in table.error_rules():
+        found = [m for m in (re.search(p, folded, re.IGNORECASE) for p in rule["patterns"]) if m]
+        if found:
+            first = min(found, key=lambda m: m.start())
+            hits.append((first.start(), rule, first.group(0)))
+    return [(rule, matched) for _, rule, matched in sorted(hits, key=lambda h: h[0])]
+
+
+def explain(text, paths, registry, env, python=None, timeout=None):
+    """{"known": bool, "matches": [{"id", "cause", "todo", "matched", "source", "checks"}], "message"}."""
+    host = Host(paths, registry, env, python, timeout)
+    matches = []
+    for rule, matched in match_rules(text):
+        checks = []
+        for name in rule["checks"]:
+            checks += CONFIRMERS[name](host, text)
+        matches.append({"id": rule["id"], "cause": rule["cause"], "todo": rule["todo"], "matched": matched,
+                        "source": rule["source"], "verified": rule.get("verified", True), "checks": checks})
+    message = UNKNOWN if not matches else "%d known cause(s)" % len(matches)
+    return {"known": bool(matches), "matches": matches, "message": message}
+
+
+class Host:
+    """Facts about this host, each gathered at most once and only when a rule asks for it."""
+
+    def __init__(self, paths, registry, env, python, timeout):
+        self.paths, self.registry, self.env = paths, registry, env
+        self.conf = settings(paths)
+        self.timeout = float(timeout or self.conf["torch_timeout"])
+        self.python = find_python(env, python, self.conf["python"])
+
+    @functools.cached_property
+    def driver(self):
+        return drivermod.driver_facts(self.paths, self.env, timeout=self.timeout)
+
+    @functools.cached_property
+    def torch(self):
+        return probe_torch(self.python, self.env, self.timeout) if self.python else {"error": "no python3 on PATH"}
+
+    @functools.cached_property
+    def record(self):
+        from cudaswitch import core
+        from cudaswitch.errors import CudaSwitchError
+
+        try:
+            return core.current_record(self.registry, self.env)
+        except CudaSwitchError:
+            return None
+
+    @property
+    def toolkit_cuda(self):
+        return short_version(self.record["version"]) if self.record and self.record.get("version") else None
+
+
+def confirm_gpu_arch(host, text):
+    out = []
+    probe = host.torch
+    for device in host.driver["gpus"] or probe.get("devices") or []:
+        out.append(arch_in_build(device, probe.get("arch_list") or [], {"torch": probe.get("torch")}))
+    for sm in sorted(set(re.findall(r"sm_(\d+a?)", text))):
+        row = table.arch_row(sm)
+        if row:
+            out.append(check("explain.arch_table", "info", "sm_%s needs CUDA %s or newer%s" % (
+                sm, row["first"], (", and was dropped after %s" % row["last"]) if row["last"] else ""), None,
+                sm=sm, source=row["source"]))
+    if not out:
+        out.append(check("explain.gpu_arch", "info", "no GPU visible on this host: cannot compare its "
+                         "architecture with torch's arch list here", "run `cudaswitch explain` on the GPU machine"))
+    return out
+
+
+def confirm_driver(host, text):
+    drv = host.driver
+    if not drv["present"]:
+        return [check("driver.present", "info", "no NVIDIA driver on this host", None)]
+    out = [check("driver.present", "ok", "driver %s supports CUDA %s" % (drv["release"] or "?", drv["cuda"] or "?"),
+                 release=drv["release"], cuda=drv["cuda"])]
+    if host.toolkit_cuda:
+        out.append(driver_supports(drv, host.toolkit_cuda, "driver.supports_toolkit", "the CUDA %s toolkit"
+                                   % host.toolkit_cuda))
+    return out
+
+
+def confirm_torch_driver(host, text):
+    probe = host.torch
+    if not probe.get("cuda"):
+        return []  # confirm_torch reports a CPU-only or missing torch
+    return [driver_supports(host.driver, probe["cuda"], "torch.driver", "torch %s (CUDA %s)"
+                            % (probe["torch"], probe["cuda"]))]
+
+
+def confirm_torch(host, text):
+    return torch_checks(host.torch, host.toolkit_cuda, host.driver)
+
+
+def confirm_cuda_home(host, text):
+    home, how = torch_home(host.env)
+    if not home:
+        return [check("env.torch_cuda_home", "info", "torch would find no CUDA_HOME here", None)]
+    nvcc = os.path.join(home, "bin", "nvcc")
+    from cudaswitch.probe import run_nvcc
+
+    result = run_nvcc(nvcc, 15.0) if os.path.exists(nvcc) else {"error": "no bin/nvcc"}
+    found = result.get("version")
+    torch_cuda = host.torch.get("cuda")
+    same = found and torch_cuda and version_tuple(found)[0] == version_tuple(torch_cuda)[0]
+    level = "ok" if same else ("error" if found and torch_cuda else "info")
+    return [check("env.torch_cuda_home", level, "torch takes CUDA_HOME=%s (%s); its nvcc is %s; torch was built "
+                  "with CUDA %s" % (home, how, found or result.get("error"), torch_cuda or "none (CPU build)"),
+                  None if same else "`cudaswitch use %s`" % (short_version(torch_cuda) if torch_cuda else "VERSION"),
+                  cuda_home=home, nvcc_version=found, torch_cuda=torch_cuda)]
+
+
+def confirm_loader_path(host, text):
+    wanted = re.search(r"(lib[A-Za-z_]+\.so(?:\.[\d.]*\d)?)", text)
+    name = wanted.group(1) if wanted else "libcudart.so"
+    dirs = [d for d in (host.env.get("LD_LIBRARY_PATH") or "").split(":") if d]
+    on_path = [d for d in dirs if os.path.exists(os.path.join(d, name))]
+    cached = _ldconfig_has(name) if host.paths.root == "/" else None
+    kits = [r["version"] for r in host.registry["records"]
+            if any(os.path.exists(os.path.join(d, name)) for d in r.get("lib_dirs") or [])]
+    found = bool(on_path or cached)
+    return [check("env.loader_path", "ok" if found else "warning", "%s is %s (LD_LIBRARY_PATH: %s; ldconfig: %s); "
+                  "toolkits that have it: %s" % (name, "on the loader path" if found else "NOT on the loader path",
+                  ", ".join(on_path) or "no", {True: "yes", False: "no", None: "not asked"}[cached],
+                  ", ".join(kits) or "none found"), None if found else (
+                  "`cudaswitch use %s`" % short_version(kits[0]) if kits else "install that CUDA major's runtime"),
+                  library=name, on_path=on_path, ldconfig=cached, toolkits=kits)]
+
+
+def _ldconfig_has(name):
+    try:
+        proc = subprocess.run(["ldconfig", "-p"], capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (" " + name + " ").encode() in proc.stdout or (name + " (").encode() in proc.stdout
+
+
+def confirm_cudnn(host, text):
+    return [cudnn_copies(host.env, host.torch)]
+
+
+def confirm_nccl(host, text):
+    try:
+        st = os.statvfs("/dev/shm")
+        shm = st.f_frsize * st.f_blocks
+    except OSError:
+        shm = None
+    small = shm is not None and shm < 512 * 1024 * 1024
+    ifname = host.env.get("NCCL_SOCKET_IFNAME")
+    text_ = "/dev/shm is %s" % ("%d MiB" % (shm // (1024 * 1024)) if shm is not None else "missing")
+    return [check("nccl.shm", "warning" if small or shm is None else "ok", text_ + ("; too small for NCCL"
+                  if small else ""), "docker run --shm-size=1g (or --ipc=host)" if small else None, shm_bytes=shm),
+            check("nccl.interface", "info", "NCCL_SOCKET_IFNAME is %s" % (ifname or "unset (NCCL picks one)"),
+                  "run with NCCL_DEBUG=INFO to see the failing call", ifname=ifname)]
+
+
+def confirm_nvcc_arch(host, text):
+    out = []
+    record = host.record
+    archs = nvccmod.gpu_archs(record["nvcc"], host.env, 15.0) if record and record.get("nvcc") else None
+    for arch in sorted(set(re.findall(r"(?:compute|sm)_(\d+[a-z]?)", text))):
+        row = table.arch_row(arch)
+        known = "compute_" + arch.rstrip("af") in (archs or [])
+        span = "CUDA %s%s" % (row["first"], " to " + row["last"] if row["last"] else " and newer") if row else "unknown"
+        level = "ok" if known else ("warning" if archs is not None else "info")
+        out.append(check("nvcc.gpu_arch", level, "sm_%s: %s by the active nvcc (%s); table 6: %s" % (
+            arch, "accepted" if known else "not accepted", host.toolkit_cuda or "none",
+            span), None if known else "use a toolkit in that range", arch=arch, archs=archs))
+    return out
+
+
+def confirm_gcc(host, text):
+    out = []
+    if host.record and host.record.get("version"):
+        out.append(gcc_check(host.record, host.env, 10.0))
+    said = re.search(r"later than (\d+)", text)
+    compiler = nvccmod.host_compiler(host.env)
+    version = nvccmod.compiler_version(compiler, host.env, 10.0) if compiler else None
+    if said and version:
+        ceiling = int(said.group(1))
+        above = version_tuple(version)[0] > ceiling
+        refusing = [r["version"] for r in host.registry["records"] if r.get("version")
+                    and nvccmod.gcc_ceiling_from_host(r)[0] == ceiling]
+        out.append(check("gcc.message", "warning" if above else "info", "the message's toolkit accepts gcc %d at most; "
+                         "the host gcc is %s%s; toolkits here with that ceiling: %s" % (ceiling, version,
+                         " (above it)" if above else "", ", ".join(refusing) or "none"),
+                         "set NVCC_CCBIN=gcc-%d, or use a newer toolkit" % ceiling if above else None,
+                         gcc=version, ceiling=ceiling, toolkits=refusing))
+    return out
+
+
+def confirm_libcuda(host, text):
+    drv = host.driver
+    compat = [d for d in (host.env.get("LD_LIBRARY_PATH") or "").split(":") if d.rstrip("/").endswith("compat")]
+    loaded = ", ".join(drv["loaded"]) or "none"
+    return [check("driver.libcuda", "warning" if compat else "info", "libcuda loaded: %s; kernel module: %s; "
+                  "cuda-compat dirs on LD_LIBRARY_PATH: %s" % (loaded, drv["release"] or "none",
+                  ", ".join(compat) or "none"), "remove the compat dir from LD_LIBRARY_PATH" if compat else None,
+                  loaded=drv["loaded"], compat=compat)]
+
+
+CONFIRMERS = {
+    "gpu_arch": confirm_gpu_arch, "driver": confirm_driver, "torch_driver": confirm_torch_driver,
+    "torch": confirm_torch, "cuda_home": confirm_cuda_home, "loader_path": confirm_loader_path,
+    "cudnn_copies": confirm_cudnn, "nccl": confirm_nccl, "nvcc_arch": confirm_nvcc_arch, "gcc": confirm_gcc,
+    "libcuda": confirm_libcuda,
+}
