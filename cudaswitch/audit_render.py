@@ -104,12 +104,12 @@ def merge_report(merged, max_matrix_hosts=12):
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     table.add_column("VERSION", no_wrap=True)
     matrix = len(hosts) <= max_matrix_hosts
-    for name in (hosts if matrix else ("OK ON", "BROKEN ON", "MISSING ON")):
+    for name in (hosts if matrix else ("OK", "INCOMPLETE", "BROKEN ON", "MISSING ON")):
         table.add_column(escape(name))
     for row in merged["toolkits"]:
         cells = [_cell(row["hosts"].get(h)) for h in hosts] if matrix else [
-            str(len(row["ok_on"])) + " hosts", escape(", ".join(row["broken_on"]) or "-"),
-            escape(", ".join(row["missing_on"]) or "-")]
+            "%d hosts" % len(row["ok_on"]), "%d hosts" % len(row["incomplete_on"]),
+            escape(", ".join(row["broken_on"]) or "-"), escape(", ".join(row["missing_on"]) or "-")]
         table.add_row(escape(row["version"] or "? (no version)"), *cells)
     console.print(table)
     console.print("%d hosts merged" % len(hosts) + (", %d reports refused" % len(merged["errors"]) if merged["errors"] else ""))

@@ -123,3 +123,21 @@ def test_compact_report_is_one_line(reports):
     proc = runner.run("audit", "--compact", "--root", str(runner.root))
     assert proc.returncode == 0 and proc.stdout.count("\n") == 1
     assert json.loads(proc.stdout)["host"] == "node01"
+
+
+def test_many_hosts_get_one_line_per_version(reports):
+    """Mirrors a 16-node partition: a 16-column matrix helps nobody, so the table names the nodes
+    where each version is broken or missing."""
+    runner, files = reports
+    base = json.loads(files["node03"].read_text())
+    lines = [json.dumps({**base, "host": "gpu%02d" % n}) for n in range(1, 16)]
+    lines.append(json.dumps(json.loads(files["node02"].read_text())))
+    proc = merge(runner, stdin="\n".join(lines))
+    assert proc.returncode == 0, proc.stderr
+    rows = {r[0]: r[1:] for r in ([c.strip() for c in re.split("[│┃]", line)]
+                                   for line in proc.stdout.splitlines() if re.search("[│┃]", line))}
+    nvcc131, nvcc130 = expected_rows()
+    assert rows["VERSION"] == ["OK", "INCOMPLETE", "BROKEN ON", "MISSING ON"]
+    assert rows["12.4.131"] == ["0 hosts", "15 hosts", "-", "node02"]
+    assert rows[nvcc130] == ["0 hosts", "0 hosts", "node02", ", ".join("gpu%02d" % n for n in range(1, 16))]
+    assert rows[nvcc131][:2] == ["1 hosts", "0 hosts"]

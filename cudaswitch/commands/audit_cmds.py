@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from cudaswitch import render
-from cudaswitch.errors import CudaSwitchError
+from cudaswitch.errors import CudaSwitchError, UsageError
 
 audit_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
                         help="Inventory of the CUDA toolkits on this host, or under --root.")
@@ -50,6 +50,8 @@ def merge(files: Optional[List[str]] = typer.Argument(None, metavar="[FILE]...",
     0 when at least one report merged (1 with --strict and any refused), 1 when none did."""
     from cudaswitch import audit_merge, audit_render
 
+    if not files and sys.stdin.isatty():
+        raise UsageError("give report FILEs, or pipe JSON lines to stdin", "see `cudaswitch audit merge --help`")
     reports, errors = [], []
     for label, text, unreadable in _inputs(files or ["-"]):
         found, failed = audit_merge.parse_documents(label, text) if unreadable is None else ([], [(label, unreadable)])
