@@ -1,0 +1,63 @@
+"""The verdict cache of `use`: marshal file in the cache dir, read with built-in modules only.
+
+An entry is valid while its key (computed by quick.dependency_key) is equal and every watched
+path keeps its mtime (sys.path dirs of the probed Python, torch's dir: `pip install` changes them).
+"""
+
+import marshal
+import os
+
+FORMAT = 1
+MAX_ENTRIES = 32
+
+
+def cache_file(paths):
+    return os.path.join(paths.cache_dir, "verdicts.marshal")
+
+
+def load(path):
+    """{key: entry}; a missing, corrupt or foreign file is an empty cache."""
+    try:
+        with open(path, "rb") as handle:
+            data = marshal.load(handle)
+    except (OSError, ValueError, EOFError, TypeError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), dict):
+        return {}
+    return data["entries"]
+
+
+def unchanged(watch):
+    for path, mtime in watch.items():
+        try:
+            if os.stat(path).st_mtime_ns != mtime:
+                return False
+        except OSError:
+            if mtime is not None:
+                return False
+    return True
+
+
+def mtimes(paths_):
+    out = {}
+    for path in paths_:
+        try:
+            out[path] = os.stat(path).st_mtime_ns
+        except OSError:
+            out[path] = None
+    return out
+
+
+def store(path, entries, key, entry):
+    """Add one entry (dropping the oldest beyond MAX_ENTRIES) and write atomically; never raises."""
+    from cudaswitch.paths import atomic_write
+
+    entries = dict(entries)
+    entries.pop(key, None)
+    entries[key] = entry
+    while len(entries) > MAX_ENTRIES:
+        entries.pop(next(iter(entries)))
+    try:
+        atomic_write(path, marshal.dumps({"format": FORMAT, "entries": entries}))
+    except (OSError, ValueError):
+        pass  # a read-only cache dir costs a probe next time, not correctness
