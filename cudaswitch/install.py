@@ -105,9 +105,8 @@ def _index_error(exc, requirements, request):
                                    "offline, or another index? see `pip config list`")
         return ToolkitNotFound("no CUDA release matches %r on the package index pip uses" % request,
                                "releases there: " + minor_ranges(exc.versions))
-    hint = exc.lines[0] if exc.lines and not exc.lines[0].startswith(("Looking", "WARNING")) else None
     return CudaSwitchError("pip could not download %s: %s" % (" ".join(requirements), exc.message),
-                           hint or "see `pip config list`; nothing was installed")
+                           "see `pip config list`; nothing was installed")
 
 
 def minor_ranges(versions):
@@ -264,11 +263,14 @@ def no_nvcc_note(root, components):
     parts = (["ptxas"] if has_ptxas else []) + ["the headers"]
     if components.get("cuda_cudart"):
         parts.append("libcudart %s" % components["cuda_cudart"])
-    major = (components.get("cuda") or "").split(".")[0] or "11/12"
-    return ("NVIDIA publishes no nvcc in its CUDA %s wheels: this toolkit has %s, so programs can link "
-            "against it and run with it, but it cannot compile .cu files (status incomplete). "
-            "To compile, use an nvcc from NVIDIA's installer or conda's cuda-nvcc, "
-            "or install CUDA 13 or newer." % (major, ", ".join(parts)))
+    major = (components.get("cuda") or "0").split(".")[0]
+    has = "this toolkit has %s, so programs can link against it and run with it, but it cannot " \
+          "compile .cu files (status incomplete)" % ", ".join(parts)
+    if major.isdigit() and int(major) >= 13:
+        return "nvcc was not among the components installed: %s. Add nvcc to --components for a " \
+               "compiler." % has
+    return ("NVIDIA publishes no nvcc in its CUDA %s wheels: %s. To compile, use an nvcc from "
+            "NVIDIA's installer or conda's cuda-nvcc, or install CUDA 13 or newer." % (major, has))
 
 
 def tree_size(root):

@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 
+from cudaswitch import wheels
 from tests import kits
 
 KERNEL = """
@@ -169,3 +170,64 @@ def test_bad_requests_fail_with_one_line_and_write_nothing(host, request_text, s
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("cudaswitch: error: ") and says in lines[0], proc.stderr
     assert not (host.work / "data").exists()
+
+
+def test_components_choose_the_wheels(host):
+    proc = host.run("install", "13.0", "--components", "cudart", "--json", timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["requirements"] == [r for r in result["requirements"] if r.startswith("nvidia-cuda-runtime==")]
+    assert result["status"] == "incomplete" and not os.path.exists(result["root"] + "/bin/nvcc")
+    assert "note: nvcc was not among the components installed" in proc.stderr
+    assert "Add nvcc to --components" in proc.stderr
+    [item] = managed_items(host)
+    assert item["status"] == "incomplete" and item["components"]["cuda_cudart"].startswith("13.0.")
+
+
+def test_unknown_component_fails_with_one_line_and_writes_nothing(host):
+    proc = host.run("install", "13.0", "--components", "nvcc,banana", timeout=300)
+    assert proc.returncode == 2
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("cudaswitch: error: CUDA 13.0.") and "has no component banana (components: " in line
+    assert "cublas" in line and "nvcc" in line
+    assert not (host.work / "data").exists()
+
+
+def pip_env_with_only(links):
+    """pip with no config files and no index: only the wheels in `links` exist (PIP_* as a user sets them)."""
+    return {"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(links),
+            "PIP_INDEX_URL": "", "PIP_EXTRA_INDEX_URL": ""}
+
+
+def test_offline_index_fails_with_one_line(host, tmp_path):
+    (tmp_path / "empty").mkdir()
+    proc = host.run("install", "13.0", env=pip_env_with_only(tmp_path / "empty"), timeout=300)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "cudaswitch: error: the package index pip uses offers no cuda-toolkit release "
+        "(offline, or another index? see `pip config list`)"]
+    assert not (host.work / "data").exists()
+
+
+def test_corrupt_wheel_leaves_nothing(host, tmp_path):
+    """Mirrors a mirror (or a proxy) serving a truncated wheel: the real metapackage and component
+    wheels, with nvidia-nvvm cut off after 1 MB."""
+    links = tmp_path / "links"
+    links.mkdir()
+    good = subprocess.run(["python3", "-m", "pip", "download", "--no-deps", "-q", "-d", str(links),
+                           "cuda-toolkit==13.0.*"], capture_output=True, text=True, timeout=300)
+    assert good.returncode == 0, good.stderr
+    [meta] = links.glob("cuda_toolkit-*.whl")
+    pins = wheels.requirements_for(wheels.component_pins(meta), wheels.DEFAULT_COMPONENTS)
+    got = subprocess.run(["python3", "-m", "pip", "download", "--no-deps", "-q", "-d", str(links), *pins],
+                         capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr
+    [nvvm] = links.glob("nvidia_nvvm-*.whl")
+    data = nvvm.read_bytes()
+    nvvm.write_bytes(data[:1 << 20])
+    proc = host.run("install", "13.0", env=pip_env_with_only(links), timeout=600)
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("cudaswitch: error:")]
+    assert len(errors) == 1 and "nvidia-nvvm" in errors[0] and "nothing was installed" in errors[0], proc.stderr
+    assert [e for e in os.listdir(toolkits_dir(host)) if not e.startswith(".lock-")] == []
+    assert managed_items(host) == []
