@@ -1,13 +1,11 @@
 """Helpers for the verify/doctor/explain tests: a real torch venv, a fake-but-real libcuda, a host."""
 
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-import kits
+from tests import kits
 
 TORCH_PIN = "torch==2.13.0"  # the CPU build on this machine's disk (/opt/wheels); see tests/README
 LIBCUDA_C = r"""
@@ -53,21 +51,15 @@ def write_proc_version(root: Path, release: str):
                     "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n" % release)
 
 
-def cli_env(tmp: Path, root: Path, **extra) -> dict:
-    """The real CLI's environment with every cudaswitch dir in tmp and the host under `root`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CUDASWITCH_")}
-    for k in ("CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "VIRTUAL_ENV", "LD_LIBRARY_PATH"):
-        env.pop(k, None)
-    env.update(CUDASWITCH_ROOT=str(root), CUDASWITCH_CACHE_DIR=str(tmp / "cache"),
-               CUDASWITCH_CONFIG_DIR=str(tmp / "config"), CUDASWITCH_DATA_DIR=str(tmp / "data"))
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
-
-
-def cudaswitch(args, env, timeout=300):
-    exe = shutil.which("cudaswitch") or sys.exit("cudaswitch is not installed (pip install -e .)")
-    return subprocess.run([exe, *args], env=env, capture_output=True, text=True, timeout=timeout)
-
-
 def by_id(report, check_id):
     return [c for c in report["checks"] if c["id"] == check_id]
+
+
+def report(proc):
+    """The JSON report of a `--json` run; its stderr in the failure message when it is not JSON."""
+    import json
+
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError("no JSON report (exit %d): %s %s" % (proc.returncode, proc.stdout[-500:], proc.stderr[-2000:]))

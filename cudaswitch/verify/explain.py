@@ -200,11 +200,13 @@ def confirm_gcc(host, text):
     out = []
     if host.record and host.record.get("version"):
         out.append(gcc_check(host.record, host.env, 10.0))
-    said = re.search(r"later than (\d+)", text)
+    said = re.search(r"later than (\d+)|maximum required version by CUDA \S+ \((\d+)", " ".join(text.split()))
     compiler = nvccmod.host_compiler(host.env)
     version = nvccmod.compiler_version(compiler, host.env, 10.0) if compiler else None
+    if not out and not said:
+        out.append(check("gcc.host", "info", "host gcc: %s" % (version or "none found"), None, gcc=version))
     if said and version:
-        ceiling = int(said.group(1))
+        ceiling = int(said.group(1) or said.group(2))
         above = version_tuple(version)[0] > ceiling
         refusing = [r["version"] for r in host.registry["records"] if r.get("version")
                     and nvccmod.gcc_ceiling_from_host(r)[0] == ceiling]

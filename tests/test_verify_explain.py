@@ -1,0 +1,105 @@
+"""Acceptance 4: `explain` knows the ten messages of facts section 9, as different torch / CUDA
+releases word them (older releases first), and says so when it does not know a message."""
+
+import json
+
+import pytest
+
+MESSAGES = [
+    # no kernel image: CUDA's own text (torch 1.x RuntimeError; torch 2.8+ AcceleratorError) and torch's warning
+    ("no_kernel_image", "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+                        "CUDA kernel errors might be asynchronously reported at some other API call"),
+    ("no_kernel_image", "torch.AcceleratorError: CUDA error: no kernel image is available for execution on the "
+                        "device\nSearch for `cudaErrorNoKernelImageForDevice' in https://docs.nvidia.com/cuda/"),
+    ("no_kernel_image", "UserWarning: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with "
+                        "the current PyTorch installation. The current PyTorch install supports CUDA capabilities "
+                        "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90."),
+    # driver older than the runtime: CUDA runtime text, and torch's own check (1.x and 2.x)
+    ("driver_too_old", "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version"),
+    ("driver_too_old", "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please "
+                       "update your GPU driver by downloading and installing a new version from the URL: "
+                       "http://www.nvidia.com/Download/index.aspx"),
+    # cpp_extension's major check: torch 1.x wrapped the line; 2.x one line
+    ("cuda_home_mismatch", "RuntimeError:\nThe detected CUDA version (11.8) mismatches the version that was used "
+                           "to compile\nPyTorch (10.2). Please make sure to use the same CUDA versions."),
+    ("cuda_home_mismatch", "RuntimeError: The detected CUDA version (12.4) mismatches the version that was used to "
+                           "compile PyTorch (11.8). Please make sure to use the same CUDA versions."),
+    # a runtime of that major missing from the loader path
+    ("libcudart_missing", "OSError: libcudart.so.11.0: cannot open shared object file: No such file or directory"),
+    ("libcudart_missing", "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory"),
+    # two cuDNN copies: cuDNN 8 symbol errors, torch 1.x and 2.x version checks
+    ("cudnn_two_copies", "Could not load library libcudnn_cnn_infer.so.8. Error: /usr/lib/x86_64-linux-gnu/"
+                         "libcudnn_cnn_infer.so.8: undefined symbol: _ZN11nvrtcHelpers17getLibnvrtcHandleEv, "
+                         "version libcudnn_ops_infer.so.8"),
+    ("cudnn_two_copies", "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 9, 2) but "
+                         "found runtime version (8, 5, 0). PyTorch already comes bundled with cuDNN."),
+    ("cudnn_two_copies", "RuntimeError: cuDNN version incompatibility: PyTorch was compiled against 8005 but "
+                         "linked against 7605"),
+    # NCCL: torch 1.x RuntimeError and 2.x DistBackendError
+    ("nccl_system_error", "RuntimeError: NCCL error in: ../torch/lib/c10d/ProcessGroupNCCL.cpp:825, unhandled "
+                          "system error, NCCL version 2.7.8"),
+    ("nccl_system_error", "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                          "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for "
+                          "details), NCCL version 2.20.5\nncclSystemError: System call (e.g. socket, malloc) failed."),
+    # nvcc and an architecture it does not know (older and newer nvcc wording)
+    ("nvcc_unsupported_arch", "nvcc fatal   : Unsupported gpu architecture 'compute_89'"),
+    ("nvcc_unsupported_arch", "nvcc fatal   : Value 'sm_35' is not defined for option 'gpu-architecture'"),
+    # host gcc above the ceiling: nvcc's #error, and torch's own bound check (CUDA 11.0-11.7)
+    ("unsupported_gcc", "/usr/local/cuda-11.8/include/crt/host_config.h:132:2: error: #error -- unsupported GNU "
+                        "version! gcc versions later than 11 are not supported! The nvcc flag "
+                        "'-allow-unsupported-compiler' can be used to override this version check"),
+    ("unsupported_gcc", "RuntimeError: The current installed version of g++ (12.2.0) is greater than the maximum "
+                        "required version by CUDA 11.7 (11.0). Please make sure to use an adequate version of g++"),
+    # torch.cuda.is_available() False: the plain observation, CPU build, torch 2.x warning
+    ("cuda_not_available", "torch.cuda.is_available() returns False although nvidia-smi works"),
+    ("cuda_not_available", "AssertionError: Torch not compiled with CUDA enabled"),
+    ("cuda_not_available", "UserWarning: CUDA initialization: CUDA driver initialization failed, you might not "
+                           "have a CUDA gpu."),
+    # 803 / 804: the number, and the CUDA error strings (torch 1.x and 2.x init warnings)
+    ("driver_mismatch_803", "CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+                            "functions before calling NumCudaDevices() that might have already set an error? "
+                            "Error 803: system has unsupported display driver / cuda driver combination"),
+    ("driver_mismatch_803", "RuntimeError: CUDA error: forward compatibility was attempted on non supported HW"),
+]
+
+
+@pytest.mark.parametrize("expected,text", MESSAGES, ids=["%s-%d" % (m[0], i) for i, m in enumerate(MESSAGES)])
+def test_known_message(host, expected, text):
+    proc = host.run("explain", text, "--json")
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 0 and result["known"] is True
+    assert result["matches"][0]["id"] == expected, [m["id"] for m in result["matches"]]
+    first = result["matches"][0]
+    assert first["cause"] and first["todo"]
+    assert first["checks"], "each cause is confirmed or ruled out by at least one check on this host"
+
+
+def test_every_section_9_row_is_covered():
+    from cudaswitch.verify import facts
+
+    assert {rule["id"] for rule in facts.error_rules()} == {m[0] for m in MESSAGES}
+    counts = {}
+    for rule_id, _ in MESSAGES:
+        counts[rule_id] = counts.get(rule_id, 0) + 1
+    assert min(counts.values()) >= 2
+
+
+def test_unknown_message_says_it_does_not_know(host):
+    proc = host.run("explain", "Segmentation fault in my_kernel_launcher at frobnicate.cu:12", "--json")
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 1 and result["known"] is False and result["matches"] == []
+    assert "does not know this message" in result["message"]
+    human = host.run("explain", "Segmentation fault in frobnicate")
+    assert human.returncode == 1 and "does not know this message" in human.stdout
+
+
+def test_explain_confirms_on_this_host(host):
+    """libcudart.so.12 missing: explain finds the 12.4 toolkit that has it and names it in the hint."""
+    from tests import kits
+
+    kits.install_classic_runtime12(host.path("/usr/local/cuda-12.4"))
+    proc = host.run("explain", "ImportError: libcudart.so.12: cannot open shared object file", "--json")
+    [check] = json.loads(proc.stdout)["matches"][0]["checks"]
+    assert check["level"] == "warning" and "NOT on the loader path" in check["message"]
+    assert check["facts"]["toolkits"] and check["facts"]["toolkits"][0].startswith("12.4")
+    assert "cudaswitch use 12.4" in check["hint"]
