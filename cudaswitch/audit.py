@@ -10,7 +10,7 @@ Discovery then reads nvcc's version from its binary instead of running it (regis
 import os
 
 from cudaswitch import __version__, audit_probe
-from cudaswitch.audit_host import driver_support, host_name, read_driver, read_gpus
+from cudaswitch.audit_host import driver_verdict, host_driver, host_name, read_gpus
 from cudaswitch.errors import UsageError
 from cudaswitch.paths import Paths
 from cudaswitch.toolkit import Toolkit, version_tuple
@@ -38,16 +38,16 @@ def run_audit(env, root=None, compile_=False, allow_exec=False, progress=None):
     for done, record in enumerate(records, 1):
         toolkits.append(_toolkit_entry(record, registry, used_env, executes))
         progress("reading toolkits", done, len(records))
-    driver = read_driver(paths)
+    driver = host_driver(paths, used_env)
     duplicate_checks = _duplicates(toolkits)
     for entry in toolkits:
-        entry["driver_supported"], entry["driver_support"] = driver_support(driver, entry["version"])
+        entry["driver_supported"], entry["driver_check"] = driver_verdict(driver, entry)
     if compile_:
         _compile_all(toolkits, progress)
     return {
         "kind": REPORT_KIND, "format": REPORT_FORMAT, "cudaswitch": __version__,
         "host": host_name(paths, root), "root": paths.root, "executed": executes,
-        "driver": driver, "gpus": read_gpus(paths),
+        "driver": driver if driver["present"] else None, "gpus": driver["gpus"] or read_gpus(paths),
         "system_default": next((t["root"] for t in toolkits if t["system_default"]), None),
         "toolkits": toolkits, "checks": _checks(paths, registry, toolkits, driver, executes) + duplicate_checks,
     }
@@ -161,9 +161,9 @@ def _check(check_id, level, message, hint=None, **facts):
 
 def _checks(paths, registry, toolkits, driver, executes):
     checks = []
-    if driver is None:
+    if not driver["present"]:
         checks.append(_check("driver.present", "info", "no NVIDIA driver found under %s" % paths.root,
-                             "driver support of each toolkit is unknown"))
+                             "driver support of each toolkit is unknown", problems=driver["problems"]))
     if not executes:
         checks.append(_check("audit.no_exec", "info", "nothing under %s was run; nvcc versions read from the binaries" % paths.root,
                              "add --exec to run nvcc --version (binaries must suit this host)"))
@@ -187,7 +187,6 @@ def _toolkit_checks(entry):
     if entry["compiles"] is False and entry["nvcc"]:  # without nvcc the status check says it
         out.append(_check("toolkit.compiles", "error", "%s does not compile a one-kernel program: %s" % (label, entry["compile_error"]),
                           None, **facts))
-    if entry["driver_supported"] is False:
-        out.append(_check("driver.supports_toolkit", "error", "the driver does not support %s: %s" % (label, entry["driver_support"]),
-                          "update the driver, or use an older toolkit", **facts))
+    if entry["driver_check"] and entry["driver_check"]["level"] in ("warning", "error"):
+        out.append(entry["driver_check"])
     return out

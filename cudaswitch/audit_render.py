@@ -63,10 +63,10 @@ def audit_report(report):
 
     console = _console()
     driver = report["driver"]
-    gpus = ", ".join(g["model"] or g["bus"] for g in report["gpus"]) or "none found"
+    gpus = ", ".join(g.get("name") or g.get("model") or g.get("bus") or "?" for g in report["gpus"]) or "none found"
+    driver_text = "%s (CUDA %s)" % (driver.get("release") or "?", driver.get("cuda") or "?") if driver else "none found"
     console.print("host [bold]%s[/]  root %s  driver %s  GPUs: %s" % (
-        escape(report["host"]), escape(report["root"]),
-        escape(driver["release"] or "?") if driver else "none found", escape(gpus)))
+        escape(report["host"]), escape(report["root"]), escape(driver_text), escape(gpus)))
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     for column in ("VERSION", "STATUS", "SIZE", "COMPONENTS", "DRIVER", "COMPILES", "SOURCES", "ROOT"):
         table.add_column(column, no_wrap=column in ("VERSION", "ROOT"))

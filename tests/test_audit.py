@@ -80,7 +80,7 @@ def test_audit_root_reports_each_toolkit_exactly(image):
                                       "usr/local/cuda-12.4", "opt/conda/envs/cu13", "usr/local/cuda-12.9",
                                       "usr/local/cuda-11.0"])
     assert report["host"] == "node01" and report["root"] == str(image.root) and report["executed"] is False
-    assert report["driver"]["release"] == "575.51.03"
+    assert (report["driver"]["release"], report["driver"]["cuda"]) == ("575.51.03", "12.9")
     assert report["gpus"] == [{"model": "NVIDIA H200", "bus": "0000:01:00.0"}]
 
     nvcc130, cudart130 = wheel_versions("13.0")
@@ -91,8 +91,10 @@ def test_audit_root_reports_each_toolkit_exactly(image):
         assert (entry["version"], entry["status"], entry["problems"]) == (nvcc, "ok", []), name
         assert entry["components"] == {"cudart": cudart, "nvcc": nvcc, "cudnn": None, "nccl": None,
                                        "cupti": None, "cublas": None}, name
-        # a 575 driver is older than CUDA 13's minimum and than 13.x's minor-compat floor (580)
-        assert entry["driver_supported"] is False and "580" in entry["driver_support"]
+        # a 575 driver supports CUDA 12.9 (table 1): too old for 13.x, minor-version compat is within a major
+        assert entry["driver_supported"] is False and entry["driver_check"]["level"] == "error"
+        minimum = {"13.0": "580.65.06", "13.1": "590.44.01"}[entry["short"]]  # facts table 1
+        assert "12.9" in entry["driver_check"]["message"] and minimum in entry["driver_check"]["hint"]
     assert by_root["opt/conda/envs/cu13"]["sources"] == ["conda"]
     assert by_root["usr/local/cuda-13.1"]["system_default"] is True
     assert [t["root"] for t in report["toolkits"] if t["system_default"]] == [str(image.root / "usr/local/cuda-13.1")]
@@ -125,7 +127,7 @@ def test_audit_root_table_sorted_by_version_with_problems(image):
     proc = image.run("audit", "--root", str(image.root))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("host node01") and "575.51.03" in lines[0] and "NVIDIA H200" in lines[0]
+    assert lines[0].startswith("host node01") and "575.51.03 (CUDA 12.9)" in lines[0] and "NVIDIA H200" in lines[0]
     rows = [line.split("│")[0].split()[0] for line in lines if "│" in line]
     assert rows == ["13.1.115", "13.1.115", "13.0.88", "13.0.88", "12.4.131", "?", "?"]
     assert any("error:" in line and "dangling link" in line for line in lines)
@@ -207,3 +209,14 @@ def test_audit_of_this_host_names_modules_and_conda_envs(standard_host):
     assert by_root[venv_cu13.relative_to(standard_host.root).as_posix()]["sources"] == ["pip"]
     table = standard_host.run("audit").stdout
     assert "module cuda/13.1" in table
+
+
+def test_driver_support_through_minor_version_compatibility(host):
+    """A 580.65.06 driver (CUDA 13.0) runs 13.1 code through minor-version compatibility: the
+    audit says yes, with NVIDIA's caveat, and raises no check for it."""
+    kits.install_classic(kits.cuda13("13.1"), host.root / "usr/local/cuda-13.1", "13.1")
+    write_driver(host.root, "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  Release Build\n")
+    report = audit_json(host)
+    entry = report["toolkits"][0]
+    assert entry["driver_supported"] is True and "minor-version compatibility" in entry["driver_check"]["message"]
+    assert not [c for c in report["checks"] if c["id"].startswith("driver.")]
