@@ -13,7 +13,7 @@ from cudaswitch import __version__, audit_probe
 from cudaswitch.audit_host import driver_verdict, host_driver, host_name, read_gpus
 from cudaswitch.errors import UsageError
 from cudaswitch.paths import Paths
-from cudaswitch.toolkit import Toolkit, version_tuple
+from cudaswitch.toolkit import version_tuple
 
 REPORT_KIND = "cudaswitch-audit"
 REPORT_FORMAT = 1

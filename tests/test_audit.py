@@ -220,3 +220,15 @@ def test_driver_support_through_minor_version_compatibility(host):
     entry = report["toolkits"][0]
     assert entry["driver_supported"] is True and "minor-version compatibility" in entry["driver_check"]["message"]
     assert not [c for c in report["checks"] if c["id"].startswith("driver.")]
+
+
+def test_audit_root_reads_the_images_modulefiles_with_this_hosts_lmod(host):
+    """An image's /opt/modulefiles/cuda/13.1.lua names /usr/local/cuda-13.1 as the image sees it;
+    with MODULEPATH=/opt/modulefiles the audit asks this host's Lmod about the image's copy."""
+    lmod = kits.lmod_env(host.root / "opt/modulefiles")
+    kits.install_classic(kits.cuda13("13.1"), host.root / "usr/local/cuda-13.1", "13.1")
+    kits.write_cuda_module(host.root / "opt/modulefiles", "13.1", "/usr/local/cuda-13.1")
+    proc = host.run("audit", "--json", "--root", str(host.root), env={**lmod, "MODULEPATH": "/opt/modulefiles"})
+    assert proc.returncode == 0, proc.stderr
+    (entry,) = json.loads(proc.stdout)["toolkits"]
+    assert entry["sources"] == ["system", "module"] and entry["origins"]["module"] == "cuda/13.1"
