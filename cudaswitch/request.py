@@ -39,7 +39,7 @@ class ToolkitRequest:
         if allow_path and (text.startswith(("/", "./", "../", "~")) or text in (".", "..")):
             return cls(raw, "path", os.path.realpath(os.path.expanduser(text)))
         source, _, rest = text.rpartition(":") if ":" in text else ("", "", text)
-        if source and source not in SOURCES:
+        if ":" in text and source not in SOURCES:  # ":12" and "foo:12" alike
             raise BadRequest("unknown source %r in %r" % (source, raw), "sources: " + ", ".join(SOURCES))
         request = cls._parse_bare(rest, raw)
         request.source = source or None
@@ -51,7 +51,7 @@ class ToolkitRequest:
             return cls(raw, text, None)
         if _is_version(text):
             return cls(raw, "version", version_tuple(text))
-        if text[0] in SPECIFIER_START:
+        if text and text[0] in SPECIFIER_START:  # text is "" for "conda:"
             from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
             try:
