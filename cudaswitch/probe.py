@@ -79,16 +79,24 @@ def cudart_version(lib_dirs):
 def run_nvcc(nvcc, timeout):
     """{'version': 'x.y.z'} or {'error': one line}; never raises, never waits past `timeout`."""
     try:
-        proc = subprocess.run(
-            [nvcc, "--version"], capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": "nvcc did not answer within %g s" % timeout}
+        # Own session: on timeout the whole group dies, not only a wrapper script whose
+        # children (a hung real nvcc, `sleep`) would otherwise outlive cudaswitch.
+        proc = subprocess.Popen([nvcc, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
         return {"error": "nvcc cannot run: " + _one_line(exc)}
+    try:
+        stdout, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:  # the group ended between the timeout and the kill
+            pass
+        proc.communicate()
+        return {"error": "nvcc did not answer within %g s" % timeout}
     if proc.returncode != 0:
         return {"error": "nvcc --version " + _exit_reason(proc.returncode)}
-    match = NVCC_RELEASE.search(proc.stdout.decode("utf-8", "replace"))
+    match = NVCC_RELEASE.search(stdout.decode("utf-8", "replace"))
     if not match:
         return {"error": "nvcc --version printed no release line"}
     return {"version": match.group(2)}
