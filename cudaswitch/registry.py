@@ -16,6 +16,8 @@ from cudaswitch.toolkit import version_tuple
 CACHE_FORMAT = 3
 ENV_KEYS = ("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
             "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR")
+RECORD_KEYS = frozenset(("version", "root", "real", "sources", "nvcc", "status", "problems", "bin_dirs",
+                         "lib_dirs", "isolated"))
 
 
 def cache_key(env):
@@ -30,7 +32,7 @@ def read_cache(paths, env):
             cache = marshal.load(handle)
     except (OSError, ValueError, EOFError, TypeError):
         return None
-    if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT:
+    if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not _shape_ok(cache):
         return None
     if cache.get("key") != cache_key(env) or cache.get("config_mtime") != paths.config_mtime():
         return None
@@ -42,6 +44,13 @@ def read_cache(paths, env):
         if current != mtime:
             return None
     return cache
+
+
+def _shape_ok(cache):
+    """A file with our format number but another shape (another build, a bit flip) is foreign."""
+    records = cache.get("records")
+    return isinstance(cache.get("watched"), dict) and isinstance(records, list) and all(
+        isinstance(r, dict) and RECORD_KEYS.issubset(r) for r in records)
 
 
 def load(paths, env, refresh=False, config=None):
