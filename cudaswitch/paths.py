@@ -12,8 +12,8 @@ APP = "cudaswitch"
 
 
 def _xdg(env, var, default_rel):
-    base = env.get(var, "").strip()
-    if not base:
+    base = env.get(var, "")
+    if not os.path.isabs(base):  # the XDG spec (and platformdirs) ignore unset, empty and relative values
         base = os.path.join(os.path.expanduser("~"), default_rel)
     return os.path.join(base, APP)
 
