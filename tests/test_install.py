@@ -23,6 +23,13 @@ int main() { float *d; cudaMalloc(&d, 4); add<<<1, 1>>>(d, 1.0f); return cudaDev
 CMAKE_PROJECT = "cmake_minimum_required(VERSION 3.18)\nproject(x LANGUAGES CUDA)\n"
 
 
+@pytest.fixture(autouse=True)
+def drop_installed_trees(tmp_path):
+    """Toolkits are ~270 MB each; pytest keeps old tmp dirs, so each test removes its own."""
+    yield
+    shutil.rmtree(tmp_path / "work" / "data", ignore_errors=True)
+
+
 def toolkits_dir(host):
     return host.work / "data" / "toolkits"
 

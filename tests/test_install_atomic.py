@@ -8,6 +8,7 @@ after the first file of the first wheel is written the install says so on stderr
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -18,6 +19,13 @@ from tests.conftest import CUDASWITCH
 import pytest
 
 PAUSED = "test hook: unpack paused"
+
+
+@pytest.fixture(autouse=True)
+def drop_installed_trees(tmp_path):
+    """Toolkits are ~270 MB each; pytest keeps old tmp dirs, so each test removes its own."""
+    yield
+    shutil.rmtree(tmp_path / "work" / "data", ignore_errors=True)
 
 
 def toolkits_dir(host):
