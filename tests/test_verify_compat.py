@@ -1,0 +1,39 @@
+"""compat.toml: every row names its source, and where the host can answer (host_config.h of the
+real 13.0 and 13.1 toolkits), the table agrees with it."""
+
+import pytest
+
+from tests import kits
+
+TABLES = ("driver_minimum", "minor_compat", "gcc_ceiling", "torch_build", "arch", "cudnn", "error")
+
+
+def test_every_row_has_a_known_source():
+    from cudaswitch.verify import facts
+
+    data = facts.load()
+    for name in TABLES:
+        assert data[name], name
+        for row in data[name]:
+            assert row["source"] in data["sources"], (name, row)
+    unverified = {r["torch"][0] for r in data["torch_build"] if r.get("verified") is False}
+    assert unverified == {"2.11", "2.12", "2.14"}  # facts table 5: rows from 2.11 on are unverified
+
+
+@pytest.mark.parametrize("minor", ["13.0", "13.1"])
+def test_gcc_ceiling_table_agrees_with_the_real_host_config(minor, tmp_path):
+    from cudaswitch.verify import facts, nvcc
+
+    root = kits.install_classic(kits.cuda13(minor), tmp_path / ("cuda-" + minor), minor)
+    record = {"root": str(root), "lib_dirs": [str(root / "lib64")]}
+    from_host, path = nvcc.gcc_ceiling_from_host(record)
+    assert path and from_host == facts.gcc_ceiling(minor + ".0")[0] == 15
+
+
+def test_driver_table_lookups():
+    from cudaswitch.verify import facts
+
+    assert facts.cuda_for_driver("535.129.03") == "12.2"
+    assert facts.cuda_for_driver("580.65.06") == "13.0"
+    assert facts.cuda_for_driver("390.1") is None
+    assert facts.driver_minimum("12.4.131")["driver"] == "550.54.14"
