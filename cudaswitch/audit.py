@@ -139,10 +139,17 @@ def _duplicates(toolkits):
         if len(same) > 1:
             layouts = {e["layout"] for e in same}
             checks.append(_check("toolkit.duplicate", "warning" if len(layouts) < len(same) else "info",
-                                 "%s is installed %d times: %s" % (version, len(same), ", ".join(e["root"] for e in same)),
+                                 "%s is installed %d times: %s" % (version, len(same), _some(e["root"] for e in same)),
                                  "%d MB in all" % (sum(e["size_bytes"] for e in same) // 10**6),
                                  version=version, roots=[e["root"] for e in same]))
     return checks
+
+
+def _some(items, shown=4):
+    """'a, b, c, d and 34 more': a check message stays readable; its facts keep them all."""
+    items = list(items)
+    rest = len(items) - shown
+    return ", ".join(items[:shown]) + (" and %d more" % rest if rest > 1 else ", " + items[-1] if rest == 1 else "")
 
 
 def _compile_all(toolkits, progress):
