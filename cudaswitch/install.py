@@ -58,7 +58,7 @@ def install(paths, env, request, components=None, progress=_quiet):
     requirement = index_requirement(request)
     components = list(components or wheels.DEFAULT_COMPONENTS)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="cudaswitch-resolve-") as scratch:
+    with _signals_raise(), tempfile.TemporaryDirectory(prefix="cudaswitch-resolve-") as scratch:
         # quiet: a failed lookup is then exactly one line (the error); it takes about a second
         meta = _fetch(pipindex.RESOLVE_TIMEOUT, [requirement], scratch, env, request, _quiet)[0]
         release = release_of(meta)
