@@ -103,3 +103,11 @@ def test_explain_confirms_on_this_host(host):
     assert check["level"] == "warning" and "NOT on the loader path" in check["message"]
     assert check["facts"]["toolkits"] and check["facts"]["toolkits"][0].startswith("12.4")
     assert "cudaswitch use 12.4" in check["hint"]
+
+
+@pytest.mark.parametrize("args", [["explain", "  "], ["verify", "--python", "/nonexistent/python"],
+                                  ["doctor", "--timeout", "0"], ["verify", "99.9"]])
+def test_bad_input_is_one_line_and_nonzero(host, args):
+    proc = host.run(*args)
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("cudaswitch: error:")

@@ -25,6 +25,16 @@ def _record(reg, request):
     return resolve(reg, request)
 
 
+def _check_options(python=None, timeout=None):
+    """Bad options are one line and exit 2, before anything runs."""
+    from cudaswitch.errors import UsageError
+
+    if timeout is not None and not timeout > 0:
+        raise UsageError("--timeout must be a number of seconds above 0, not %g" % timeout)
+    if python and "/" in python and not os.access(python, os.X_OK):
+        raise UsageError("--python %s: no such executable" % python, "give the path of a Python interpreter")
+
+
 def _emit(report, as_json, group_key=None):
     from cudaswitch.verify import present
 
@@ -45,6 +55,7 @@ def verify(request: Optional[str] = typer.Argument(None, help="Toolkit to verify
     from cudaswitch import envdiff
     from cudaswitch.verify.report import verify_toolkit
 
+    _check_options(python, timeout)
     paths, reg = _context()
     record = _record(reg, request)
     new_env = envdiff.switched(dict(os.environ), record, "verify")
@@ -61,6 +72,7 @@ def doctor(as_json: bool = typer.Option(False, "--json"),
     """Layered diagnosis of this host: hardware, driver, toolkit, framework, project deps, environment."""
     from cudaswitch.verify.doctor import doctor as run_doctor
 
+    _check_options(python, timeout)
     paths, reg = _context()
     report = run_doctor(paths, reg, dict(os.environ), python=python, timeout=timeout)
     _emit(report, as_json, group_key="layer")
@@ -74,6 +86,11 @@ def explain(text: str = typer.Argument(..., help="The error message (quote it)."
     from cudaswitch.verify import present
     from cudaswitch.verify.explain import explain as run_explain
 
+    from cudaswitch.errors import UsageError
+
+    _check_options(python, timeout)
+    if not text.strip():
+        raise UsageError("give the error message to explain, in quotes")
     paths, reg = _context()
     result = run_explain(text, paths, reg, dict(os.environ), python=python, timeout=timeout)
     if as_json:
