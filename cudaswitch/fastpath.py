@@ -47,6 +47,9 @@ def _render(options, diff):
     return render(diff) if diff else ""
 
 
+VERIFY_TIMEOUT = 15.0  # a cache miss may import torch (seconds when cold); a hung Python is cut here
+
+
 def cmd_use(args):
     from cudaswitch import switch
 
@@ -57,17 +60,31 @@ def cmd_use(args):
     reg = switch.load(paths, env)
     record, diff = switch.use(reg, env, positionals[0])
     text = _render(options, diff)
-    _report_switch(paths, record, env, diff, options)
+    _report_switch(paths, record, applied(env, diff), options)
     sys.stdout.write(text)
     return 0
 
 
-def _report_switch(paths, record, env, diff, options):
-    """One short line on stderr: what is now active (verification joins here)."""
-    line = "cudaswitch: using CUDA %s (%s)" % (record["version"], record["root"])
-    if record["status"] != "ok":
-        line += " [%s: %s]" % (record["status"], "; ".join(record["problems"]))
-    sys.stderr.write(line + "\n")
+def applied(env, diff):
+    new = dict(env)
+    new.update(diff["set"])
+    for name in diff["unset"]:
+        new.pop(name, None)
+    return new
+
+
+def _report_switch(paths, record, new_env, options):
+    """One short line on stderr: the cached verdict of nvcc, driver and torch for this switch.
+    With --strict an error verdict refuses the switch (raised before anything reaches stdout)."""
+    if options.get("--no-verify"):
+        line, level = "CUDA %s (%s): not verified (--no-verify)" % (record["version"], record["root"]), "info"
+    else:
+        from cudaswitch.verify.quick import verdict_for_use
+
+        level, line = verdict_for_use(paths, record, new_env, VERIFY_TIMEOUT)
+    if level == "error" and options.get("--strict"):
+        raise CudaSwitchError("refusing to switch (--strict): " + line)
+    sys.stderr.write("cudaswitch: " + line + "\n")
 
 
 def cmd_off(args):
@@ -130,10 +147,7 @@ def cmd_exec(args):
     paths, env = _paths(), dict(os.environ)
     reg = switch.load(paths, env)
     record, diff = switch.use(reg, env, positionals[0])
-    new = dict(env)
-    new.update(diff["set"])
-    for name in diff["unset"]:
-        new.pop(name, None)
+    new = applied(env, diff)
     sys.stdout.flush()
     try:
         os.execvpe(command[0], command, new)
