@@ -54,7 +54,7 @@ def describe(root, layout, timeout, nvcc_cache, hint_version=None, run_nvcc=True
     file_version = (
         file_version
         or probe.read_version_txt(root)
-        or probe.read_dist_info(os.path.dirname(root), root, os.path.join(root, "dist-info"))
+        or _dist_info_version(root, layout)
     )
     cudart = probe.cudart_version(libs)
     if cudart:
@@ -79,6 +79,14 @@ def describe(root, layout, timeout, nvcc_cache, hint_version=None, run_nvcc=True
         "components": components,
         "layout": layout,
     }
+
+
+def _dist_info_version(root, layout):
+    """The nvcc wheel's dist-info beside a wheel root. A conda env's parent is `envs/`, holding every
+    env of the install: no wheel metadata lives there, and globbing it once per env is quadratic."""
+    if layout == "conda":
+        return None
+    return probe.read_dist_info(os.path.dirname(root), root, os.path.join(root, "dist-info"))
 
 
 def broken(root, reason):

@@ -26,29 +26,58 @@ def view_dir(cache_dir, real_root):
 
 
 def build(cache_dir, record):
-    """Create (or refresh) the view of an isolated record; returns (bin_dir, lib_dir)."""
+    """Create (or refresh) the view of an isolated record; returns (bin_dir, lib_dir).
+
+    A view whose links are already exactly the wanted ones is left alone: `list --refresh` on a host
+    with hundreds of conda envs would otherwise delete and relink every view each time."""
     target = view_dir(cache_dir, record["real"])
+    wanted = {
+        "bin": _matching(record["bin_dirs"], lambda n: n in CUDA_TOOLS),
+        "lib": _matching(record["lib_dirs"], lambda n: n.startswith(CUDA_LIB_PREFIXES)),
+    }
+    if _links_in(target) != wanted:
+        _replace(target, wanted)
+    return os.path.join(target, "bin"), os.path.join(target, "lib")
+
+
+def _replace(target, wanted):
+    """Build the view beside `target` and rename it into place, so no reader sees half a view."""
     tmp = target + ".%d.tmp" % os.getpid()
     shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(os.path.join(tmp, "bin"))
-    os.makedirs(os.path.join(tmp, "lib"))
-    _link_matching(record["bin_dirs"], os.path.join(tmp, "bin"), lambda n: n in CUDA_TOOLS)
-    _link_matching(record["lib_dirs"], os.path.join(tmp, "lib"), lambda n: n.startswith(CUDA_LIB_PREFIXES))
+    for sub, links in wanted.items():
+        os.makedirs(os.path.join(tmp, sub))
+        for name, source in links.items():
+            os.symlink(source, os.path.join(tmp, sub, name))
     old = target + ".%d.old" % os.getpid()
     if os.path.isdir(target):
         os.rename(target, old)
     os.rename(tmp, target)
     shutil.rmtree(old, ignore_errors=True)
-    return os.path.join(target, "bin"), os.path.join(target, "lib")
 
 
-def _link_matching(sources, dest, wanted):
+def _matching(sources, wanted):
+    """{name: path} of the wanted entries of `sources`; the first directory holding a name wins."""
+    links = {}
     for directory in sources:
         try:
             names = os.listdir(directory)
         except OSError:
             continue
         for name in names:
-            link = os.path.join(dest, name)
-            if wanted(name) and not os.path.lexists(link):
-                os.symlink(os.path.join(directory, name), link)
+            if wanted(name) and name not in links:
+                links[name] = os.path.join(directory, name)
+    return links
+
+
+def _links_in(target):
+    """{"bin": {name: link target}, "lib": {...}} of an existing view; None if absent or not a view."""
+    try:
+        current = {}
+        for sub in ("bin", "lib"):
+            directory = os.path.join(target, sub)
+            current[sub] = {name: os.readlink(os.path.join(directory, name)) for name in os.listdir(directory)}
+        if set(os.listdir(target)) != {"bin", "lib"}:
+            return None
+        return current
+    except OSError:  # missing, or an entry that is not a link
+        return None
