@@ -1,6 +1,6 @@
-"""Entry point. `use`, `off`, `hook-env`, `current` and `exec` run here without importing typer,
-rich, json or packaging (DESIGN.md budgets: `use` has ~13 ms beyond interpreter start); every other
-command, and any `--help`, goes to the typer app in cli.py."""
+"""Entry point. `use`, `off`, `hook-env`, `current`, `exec` and `list` run here without importing
+typer, rich, packaging, or json but for --json output (DESIGN.md budgets: `use` has ~13 ms beyond
+interpreter start); every other command, and any `--help`, goes to the typer app in cli.py."""
 
 import os
 import sys
@@ -11,7 +11,7 @@ FLAGS = {"--no-verify", "--strict", "--json", "--verbose", "-v"}
 VALUED = {"--shell", "--python"}
 
 
-def parse(args):
+def parse(args, flags=FLAGS):
     """(positionals, options) for the fast commands: flags, `--opt value`, `--opt=value`."""
     positionals, options = [], {}
     args = list(args)
@@ -24,7 +24,7 @@ def parse(args):
                     raise UsageError("%s needs a value" % name)
                 value = args.pop(0)
             options[name] = value
-        elif arg in FLAGS:
+        elif arg in flags:
             options[arg] = True
         elif arg.startswith("-") and arg != "-":
             raise UsageError("unknown option %s" % arg, "see `cudaswitch %s --help`" % "COMMAND")
@@ -155,6 +155,19 @@ def cmd_exec(args):
         raise CudaSwitchError("cannot run %s: %s" % (command[0], exc.strerror)) from None
 
 
+def cmd_list(args):
+    """list [--json] [--refresh]: same output as the typer command in cli.py, which serves --help."""
+    from cudaswitch import core, registry, render
+
+    positionals, options = parse(args, flags={"--json", "--refresh", "--verbose", "-v"})
+    if positionals:
+        raise UsageError("list takes no arguments", "see `cudaswitch list --help`")
+    paths, env = _paths(), dict(os.environ)
+    items = core.list_items(registry.load(paths, env, refresh=bool(options.get("--refresh"))), env)
+    render.emit_json(items) if options.get("--json") else render.toolkit_table(items)
+    return 0
+
+
 HOOK_SHELLS = ("bash", "zsh", "fish")
 
 
@@ -170,7 +183,7 @@ def cmd_init(args):
 
 
 FAST = {"use": cmd_use, "off": cmd_off, "hook-env": cmd_hook_env, "current": cmd_current, "exec": cmd_exec,
-        "init": cmd_init}
+        "init": cmd_init, "list": cmd_list}
 
 
 def main(argv=None):

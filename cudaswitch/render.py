@@ -1,10 +1,11 @@
 """The one place that prints: JSON to stdout, tables to stdout, messages to stderr."""
 
-import json
 import sys
 
 
 def emit_json(data):
+    import json  # here, not at the top: `list` without --json runs on the fast path (~7 ms for json)
+
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
