@@ -112,12 +112,15 @@ def test_non_shell_formats_carry_the_same_values(standard_host, fmt):
 
 
 def test_cmake_and_torch_rule_pick_the_switched_toolkit(standard_host, tmp_path):
-    """torch.utils.cpp_extension finds CUDA_HOME from $CUDA_HOME, $CUDA_PATH, then `which nvcc`;
-    CMake's CUDA language takes $CUDACXX / nvcc on PATH. Both must land on the chosen toolkit."""
+    """torch's own rule (torch.utils.cpp_extension._find_cuda_home: $CUDA_HOME, $CUDA_PATH, then
+    `which nvcc`, run by a real torch) and CMake's CUDA language detection ($CUDACXX / nvcc on
+    PATH) must both land on the chosen toolkit."""
+    from tests.verify_support import torch_venv
+
     cmake = shutil.which("cmake") or kits.require("cmake")
     (tmp_path / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.18)\nproject(x LANGUAGES CUDA)\n")
-    torch_rule = ("python3 -c \"import os, shutil; print('TORCH_CUDA_HOME=' + (os.environ.get('CUDA_HOME') or "
-                  "os.environ.get('CUDA_PATH') or os.path.dirname(os.path.dirname(shutil.which('nvcc')))))\"")
+    torch_rule = ("%s -c \"from torch.utils.cpp_extension import _find_cuda_home; "
+                  "print('TORCH_CUDA_HOME=' + _find_cuda_home())\"" % (torch_venv() / "bin" / "python"))
     for version in ("13.0", "13.1"):
         build = tmp_path / ("build-" + version)
         proc = script("bash", [EVAL_USE["bash"].format(cmd="use " + version), torch_rule,
