@@ -27,19 +27,23 @@ TYPES = {
 }
 
 
-def load(paths):
-    """The config as a dict with defaults filled in; ConfigError names file and line when bad."""
-    path = paths.config_file
+def _read(path):
+    """The file's own keys (no defaults); {} when absent; ConfigError naming file and line."""
     try:
         with open(path, "rb") as handle:
-            data = tomllib.load(handle)
+            return tomllib.load(handle)
     except FileNotFoundError:
-        data = {}
+        return {}
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("%s: %s" % (path, exc), "fix or remove the file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError("%s: cannot read: %s" % (path, exc)) from None
-    _validate(path, data)
+
+
+def load(paths):
+    """The config as a dict with defaults filled in; ConfigError names file and line when bad."""
+    data = _read(paths.config_file)
+    _validate(paths.config_file, data)
     return {**DEFAULTS, **data}
 
 
@@ -61,13 +65,7 @@ def update(paths, **changes):
     import tomli_w
 
     path = paths.config_file
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except FileNotFoundError:
-        data = {}
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError("%s: %s" % (path, exc), "fix or remove the file") from None
+    data = _read(path)
     for key, value in changes.items():
         if value is None:
             data.pop(key, None)
