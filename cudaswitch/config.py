@@ -24,6 +24,8 @@ TYPES = {
     "toolkits": list,
     "probe_timeout": (int, float),
     "python": str,
+    "torch_timeout": (int, float),
+    "probe_exec": bool,
 }
 
 
@@ -52,7 +54,7 @@ def _validate(path, data):
         wanted = TYPES.get(key)
         if wanted is None:
             continue  # unknown keys are kept: a newer cudaswitch may have written them
-        if not isinstance(value, wanted) or isinstance(value, bool):
+        if not isinstance(value, wanted) or (isinstance(value, bool) and wanted is not bool):
             raise ConfigError("%s: %r has the wrong type (%s)" % (path, key, type(value).__name__))
     unknown = [s for s in data.get("source_order", []) if s not in SOURCES]
     if unknown:
