@@ -57,7 +57,8 @@ def measure(work, script, small, large, anchors, rounds):
         ("hook-env entering", lambda: pairs.hook_env_entering(small, script, anchors["direnv"], rounds)),
         ("list, large host", lambda: pairs.list_large(large, script, max(5, rounds // 3))),
         ("use vs Lmod, large host", lambda: pairs.use_vs_lmod(
-            "use_vs_lmod_large_host", large, script, anchors["lmod"], rounds, "12.5", "12.5.1", budget=False)),
+            "use_vs_lmod_large_host", large, script, anchors["lmod"], rounds, "12.5", "12.5.1",
+            budget=False)),
         ("floors", lambda: pairs.floors(small, script, python, rounds)),
     ]
     results = []
@@ -95,7 +96,7 @@ def machine():
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[1])
     parser.add_argument("--json", action="store_true", help="JSON on stdout (the table goes to stderr)")
-    parser.add_argument("--rounds", type=int, default=30, help="A/B rounds per pair (default 30)")
+    parser.add_argument("--rounds", type=int, default=50, help="A/B rounds per pair (default 50)")
     parser.add_argument("--keep", action="store_true", help="keep the scenario's temp dir")
     parser.add_argument("--cudaswitch", help="measure this console script instead of a fresh venv install")
     args = parser.parse_args(argv)

@@ -113,7 +113,8 @@ class LargeHost:
         """{module version: root}: real 13.0 and 13.1, 22 under /usr/local, 26 under /opt/apps/cuda."""
         roots = {}
         for minor in ("13.0", "13.1"):
-            roots[minor] = kits.install_classic(kits.cuda13(minor), self.host("/usr/local/cuda-" + minor), minor)
+            roots[minor] = self.host("/usr/local/cuda-" + minor)
+            kits.install_classic(kits.cuda13(minor), roots[minor], minor)
         os.symlink("/usr/local/cuda-13.1", self.host("/usr/local/cuda"))
         for index, sdk in enumerate(RELEASES):
             where = "/usr/local/cuda-%s" if index % 2 == 0 else "/opt/apps/cuda/%s"
@@ -126,7 +127,7 @@ class LargeHost:
 
     def _conda_envs(self):
         envs = self.host(HOME + "/miniconda3/envs")
-        made = [kits.conda_env(envs / "cu13-a", "cuda-nvcc-13"), kits.conda_env(envs / "cu13-b", "cuda-nvcc-13")]
+        made = [kits.conda_env(envs / name, "cuda-nvcc-13") for name in ("cu13-a", "cu13-b")]
         for index in range(N_CONDA - len(made)):
             made.append(envs / ("proj%03d" % index))
             conda_env(made[-1], CONDA_VERSIONS[index % len(CONDA_VERSIONS)])

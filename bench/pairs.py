@@ -65,9 +65,9 @@ def hook_no_change(small, work, direnv, rounds, batch=200):
         shlex.quote(str(counter)), shlex.quote(str(small.script))))
     (wrapper_dir / "cudaswitch").chmod(0o755)
     env = {**small.env, "PATH": str(wrapper_dir) + os.pathsep + small.env["PATH"]}
-    proc = subprocess.run(["bash", "--norc", "--noprofile", "-c", HOOK_SCRIPT, "bench-hook", str(rounds + 3),
-                           str(batch), str(small.inside_project), str(small.inside_envrc_project),
-                           "1" if direnv else "0", str(counter)], env=env, capture_output=True, text=True, timeout=300)
+    args = [rounds + 3, batch, small.inside_project, small.inside_envrc_project, 1 if direnv else 0, counter]
+    proc = subprocess.run(["bash", "--norc", "--noprofile", "-c", HOOK_SCRIPT, "bench-hook", *map(str, args)],
+                          env=env, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         raise RuntimeError("hook bench failed: %s" % proc.stderr[-2000:])
     stamps = [[float(x) for x in line.split()] for line in proc.stdout.splitlines()][3:]
@@ -78,7 +78,8 @@ def hook_no_change(small, work, direnv, rounds, batch=200):
     b = side("direnv hook, steady dir", "_direnv_hook  # eval \"$(direnv export bash)\" in %s"
              % small.inside_envrc_project, [t3 - t2 for _, _, t2, t3 in stamps] if direnv else [])
     return result("hook_no_change", a, b, "no process; < 1 ms; <= 0.5 x direnv",
-                  lambda a, b, r: a["processes_started"] == 0 and a["median_ms"] < 1.0 and (r is None or r <= 0.5))
+                  lambda a, b, r: a["processes_started"] == 0 and a["median_ms"] < 1.0
+                  and (r is None or r <= 0.5))
 
 
 def use_vs_lmod(name, host, script, lmod, rounds, request=SMALL_VERSION, module=SMALL_VERSION, budget=True):
@@ -102,7 +103,8 @@ def hook_env_entering(small, script, direnv, rounds):
     state, each from two levels below its project file."""
     env_a = {k: v for k, v in small.env.items() if k != "CUDASWITCH_STATE"}
     argv_a = [str(script), "hook-env", "--shell", "bash"]
-    check = subprocess.run(argv_a, env=env_a, cwd=small.inside_project, capture_output=True, text=True, timeout=60)
+    check = subprocess.run(argv_a, env=env_a, cwd=small.inside_project, capture_output=True, text=True,
+                           timeout=60)
     if "CUDA_HOME='%s'" % small.toolkit not in check.stdout:
         raise RuntimeError("hook-env did not switch to the project's toolkit: %s" % check.stderr)
     run_a = timing.command_runner(argv_a, env_a, small.inside_project)
@@ -119,14 +121,16 @@ def hook_env_entering(small, script, direnv, rounds):
     a = side("hook-env entering a project", _cmd_text(argv_a, small.inside_project), samples_a)
     b = side("direnv entering an allowed .envrc", _cmd_text(argv_b or ["direnv"], small.inside_envrc_project),
              samples_b)
-    return result("hook_env_entering", a, b, "<= 1.0 x direnv entering", lambda a, b, r: None if r is None else r <= 1.0)
+    return result("hook_env_entering", a, b, "<= 1.0 x direnv entering",
+                  lambda a, b, r: None if r is None else r <= 1.0)
 
 
 def list_large(large, script, rounds):
     argv_a = [str(script), "list", "--json"]
     argv_b = argv_a + ["--refresh"]
     samples_a, samples_b = timing.alternate(timing.command_runner(argv_a, large.env, large.work),
-                                            timing.command_runner(argv_b, large.env, large.work), rounds, warmup=1)
+                                            timing.command_runner(argv_b, large.env, large.work), rounds,
+                                            warmup=1)
     a = side("list --json, caches warm, large host", _cmd_text(argv_a), samples_a)
     b = side("list --json --refresh, large host", _cmd_text(argv_b), samples_b)
     return result("list_large", a, b, "warm <= 50 ms; refresh <= 2 s",

@@ -21,7 +21,8 @@ def run(cmd, timeout=SETUP_TIMEOUT, **kw):
     proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL, **kw)
     if proc.returncode != 0:
-        raise RuntimeError("%s failed (%d): %s" % (" ".join(map(str, cmd)), proc.returncode, proc.stderr[-2000:]))
+        raise RuntimeError("%s failed (%d): %s" % (" ".join(map(str, cmd)), proc.returncode,
+                                                    proc.stderr[-2000:]))
     return proc
 
 
@@ -35,7 +36,8 @@ def install_cudaswitch(work, given=None):
     venv = work / "venv"
     run([sys.executable, "-m", "venv", venv])
     run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", REPO])
-    return venv / "bin" / "cudaswitch", "non-editable `pip install .` into a fresh venv (%s)" % sys.version.split()[0]
+    how = "non-editable `pip install .` into a fresh venv (Python %s)" % sys.version.split()[0]
+    return venv / "bin" / "cudaswitch", how
 
 
 def anchors():
