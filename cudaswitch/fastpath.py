@@ -27,7 +27,7 @@ def parse(args, flags=FLAGS):
         elif arg in flags:
             options[arg] = True
         elif arg.startswith("-") and arg != "-":
-            raise UsageError("unknown option %s" % arg, "see `cudaswitch %s --help`" % "COMMAND")
+            raise UsageError("unknown option %s" % arg)  # main() adds which command's --help
         else:
             positionals.append(arg)
     return positionals, options
@@ -192,6 +192,8 @@ def main(argv=None):
         try:
             return FAST[argv[0]](argv[1:])
         except CudaSwitchError as exc:
+            if isinstance(exc, UsageError) and exc.hint is None:
+                exc.hint = "see `cudaswitch %s --help`" % argv[0]
             if "--verbose" in argv:
                 raise
             sys.stderr.write(exc.render() + "\n")

@@ -62,14 +62,22 @@ class ToolkitRequest:
             "not a toolkit request: %r" % raw, "try 12.4, 13, '>=12.1,<13', conda:12.1 or latest"
         )
 
+    def _version_matches(self, record):
+        """12.4 / 12.4.131 match nvcc's version; 12.4.1, the release name NVIDIA's installers and
+        version.json's "cuda" use, matches that too."""
+        n = len(self.value)
+        if version_tuple(record["version"])[:n] == self.value:
+            return True
+        release = (record.get("components") or {}).get("cuda")
+        return n == 3 and version_tuple(release)[:n] == self.value
+
     def guards(self, system_real=None):
         """The flat list of (name, predicate over a record) that a candidate must pass."""
         guards = []
         if self.source:
             guards.append(("source", lambda r: self.source in r["sources"]))
         if self.kind == "version":
-            n = len(self.value)
-            guards.append(("version", lambda r: version_tuple(r["version"])[:n] == self.value))
+            guards.append(("version", self._version_matches))
         elif self.kind == "specifier":
             guards.append(("specifier", lambda r: bool(r["version"]) and self.value.contains(
                 r["version"], prereleases=True)))

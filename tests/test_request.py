@@ -92,6 +92,15 @@ def test_select_breaks_ties_by_source_order():
     assert select(request, list(reversed(RECORDS)), ["pip", "conda", "system"])["sources"] == ["pip"]
 
 
+def test_release_name_from_version_json_selects_its_toolkit():
+    """NVIDIA names releases 12.4.1 (cuda_12.4.1_550.54.15_linux.run) while nvcc says 12.4.131:
+    a user who types the release name gets that toolkit; 12.4.1 never matches 12.4.131 otherwise."""
+    release = dict(record("12.4.131", "system"), components={"cuda": "12.4.1", "cuda_nvcc": "12.4.131"})
+    other = record("12.4.99", "conda")
+    assert select(ToolkitRequest.parse("12.4.1"), [release, other], SOURCES) is release
+    assert select(ToolkitRequest.parse("12.4.1"), [other], SOURCES) is None
+
+
 def test_select_system_and_no_match():
     assert select(ToolkitRequest.parse("system"), RECORDS, SOURCES, "/usr/local/cuda-13.0")["version"] == "13.0.88"
     assert select(ToolkitRequest.parse("system"), RECORDS, SOURCES, None) is None
