@@ -97,6 +97,7 @@ def discover(paths, env, config, nvcc_probes):
         if record["isolated"] and record["status"] != "broken":
             view_bin, view_lib = views.build(paths.cache_dir, record)
             record["env_bin"], record["env_lib"] = [view_bin], [view_lib]
+            scan.watch(view_bin)  # a cleaned cache dir must not leave `use` pointing at nothing
     system_real = system.system_default(scan)
     default_real = system_real
     if config.get("default"):

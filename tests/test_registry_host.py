@@ -3,6 +3,7 @@ on this machine and on the standard test host of real toolkits (tests/conftest.p
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -119,6 +120,17 @@ def test_conda_toolkit_is_switched_through_a_view_without_the_envs_python(standa
     assert not (view_lib / "libstdc++.so.6").exists() and not (view_lib / "libssl.so.3").exists()
     out = subprocess.run([view_bin / "nvcc", "--version"], capture_output=True, text=True, timeout=60).stdout
     assert "release 13.0, V" + nvcc_version("13.0") in out  # the view's nvcc is the env's, and runs
+
+
+def test_a_removed_view_is_rebuilt_before_use(standard_host, tmp_path):
+    """Someone cleans ~/.cache/cudaswitch/views (or tmpreaper does): `use` must not hand out a PATH
+    entry that no longer exists."""
+    env = {"CUDASWITCH_CACHE_DIR": str(tmp_path / "cache")}
+    first = json.loads(standard_host.run("use", "conda:13", "--shell", "json", env=env, check=True).stdout)
+    view_bin = Path(first["set"]["PATH"].split(":")[0])
+    shutil.rmtree(view_bin.parent)
+    again = json.loads(standard_host.run("use", "conda:13", "--shell", "json", env=env, check=True).stdout)
+    assert os.access(Path(again["set"]["PATH"].split(":")[0]) / "nvcc", os.X_OK)
 
 
 # ---------------------------------------------------------------- 3. which
