@@ -10,10 +10,9 @@ normal answer: {"present": False, ...}.
 
 import os
 import re
-import subprocess
 import sys
 
-from cudaswitch.verify.runner import PROBE_LOG, run_framed, which
+from cudaswitch.verify.runner import PROBE_LOG, run_bounded, run_framed, which
 
 LIBCUDA_OVERRIDE = "CUDASWITCH_LIBCUDA"
 WSL_LIBCUDA = "/usr/lib/wsl/lib/libcuda.so.1"
@@ -144,12 +143,11 @@ def _ask_nvidia_smi(facts, env, timeout):
     if not smi:
         return
     query = ["--query-gpu=index,name,compute_cap,driver_version", "--format=csv,noheader"]
-    try:
-        proc = subprocess.run([smi] + query, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        facts["problems"].append("nvidia-smi: %s" % (exc.__class__.__name__,))
+    code, out, why = run_bounded([smi] + query, env, timeout)
+    if code is None:
+        facts["problems"].append("nvidia-smi: " + why)
         return
-    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+    for line in out.decode("utf-8", "replace").splitlines():
         cells = [c.strip() for c in line.split(",")]
         if len(cells) == 4 and cells[0].isdigit():
             facts["gpus"].append({"index": int(cells[0]), "name": cells[1], "capability": cells[2]})

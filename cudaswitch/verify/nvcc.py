@@ -4,10 +4,9 @@ and does a one-kernel program build (and, with a GPU, run)."""
 import glob
 import os
 import re
-import subprocess
 import tempfile
 
-from cudaswitch.verify.runner import which
+from cudaswitch.verify.runner import run_bounded, which
 
 GCC_CEILING = re.compile(r"#if\s+__GNUC__\s*>\s*(\d+)")
 NVCC_ERROR = re.compile(r"(#error.*|nvcc fatal.*|error:.*)")
@@ -61,24 +60,16 @@ def host_compiler(env):
 
 def compiler_version(compiler, env, timeout):
     """'12.2.0' from `gcc -dumpfullversion -dumpversion`, or None."""
-    try:
-        proc = subprocess.run([compiler, "-dumpfullversion", "-dumpversion"], capture_output=True,
-                              env=env, timeout=timeout, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    text = proc.stdout.decode("utf-8", "replace").strip()
-    return text if proc.returncode == 0 and re.match(r"^\d+(\.\d+)*$", text) else None
+    code, out, _ = run_bounded([compiler, "-dumpfullversion", "-dumpversion"], env, timeout)
+    text = out.decode("utf-8", "replace").strip()
+    return text if code == 0 and re.match(r"^\d+(\.\d+)*$", text) else None
 
 
 def gpu_archs(nvcc, env, timeout):
     """['compute_75', ...] from `nvcc --list-gpu-arch` (11.x+), or None when nvcc cannot say."""
-    try:
-        proc = subprocess.run([nvcc, "--list-gpu-arch"], capture_output=True, env=env,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    archs = re.findall(r"compute_\w+", proc.stdout.decode("utf-8", "replace"))
-    return archs if proc.returncode == 0 and archs else None
+    code, out, _ = run_bounded([nvcc, "--list-gpu-arch"], env, timeout)
+    archs = re.findall(r"compute_\w+", out.decode("utf-8", "replace"))
+    return archs if code == 0 and archs else None
 
 
 def first_error_line(text):
@@ -116,12 +107,7 @@ def compile_smoke(record, env, run, timeout):
 
 
 def _run(argv, env, timeout, cwd):
-    try:
-        proc = subprocess.run(argv, capture_output=True, env=env, timeout=timeout, cwd=cwd,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "output": "%s did not finish within %g s" % (os.path.basename(argv[0]), timeout)}
-    except OSError as exc:
-        return {"ok": False, "output": "cannot run %s: %s" % (argv[0], exc.strerror or exc)}
-    text = (proc.stdout + proc.stderr).decode("utf-8", "replace")
-    return {"ok": proc.returncode == 0, "output": text}
+    code, out, err = run_bounded(argv, env, timeout, cwd)
+    if code is None:
+        return {"ok": False, "output": err}
+    return {"ok": code == 0, "output": (out + err).decode("utf-8", "replace")}

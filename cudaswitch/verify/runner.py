@@ -30,20 +30,29 @@ def find_python(env, explicit=None, configured=None):
     return which("python3", env) or which("python", env)
 
 
-def run_framed(argv, env, timeout, cwd=None):
-    """(payload dict | None, error str | None) from a script printing MARKER<json>MARKER."""
-    marker = "@@cudaswitch-%s@@" % os.urandom(6).hex()
+def run_bounded(argv, env, timeout, cwd=None):
+    """(returncode, stdout bytes, stderr bytes), or (None, b"", why: str) when it could not run or
+    did not finish in `timeout` s. Its own session, so a timeout kills everything it started."""
     try:
-        proc = subprocess.Popen(argv + [marker], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
     except OSError as exc:
-        return None, "cannot run %s: %s" % (argv[0], exc.strerror or exc)
+        return None, b"", "cannot run %s: %s" % (argv[0], exc.strerror or exc)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        return None, "%s did not answer within %g s (a hung import or file system?)" % (argv[0], timeout)
-    return _parse(out, err, marker, proc.returncode, argv[0])
+        return None, b"", "%s did not answer within %g s" % (argv[0], timeout)
+    return proc.returncode, out, err
+
+
+def run_framed(argv, env, timeout, cwd=None):
+    """(payload dict | None, error str | None) from a script printing MARKER<json>MARKER."""
+    marker = "@@cudaswitch-%s@@" % os.urandom(6).hex()
+    code, out, err = run_bounded(argv + [marker], env, timeout, cwd)
+    if code is None:
+        return None, err
+    return _parse(out, err, marker, code, argv[0])
 
 
 def _kill_group(proc):
@@ -51,7 +60,7 @@ def _kill_group(proc):
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         pass
-    try:
+    try:  # a grandchild that left the group may still hold the pipes: do not wait for it
         proc.communicate(timeout=5)
     except subprocess.TimeoutExpired:
         pass
