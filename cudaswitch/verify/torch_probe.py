@@ -22,7 +22,8 @@ def mapped_libraries():
     except OSError:
         return None
     for line in lines:
-        path = line.split(None, 5)[5] if len(line.split(None, 5)) == 6 else ""
+        fields = line.split(None, 5)  # address perms offset dev inode [path]
+        path = fields[5] if len(fields) == 6 else ""
         base = os.path.basename(path)
         for prefix in LIB_PREFIXES:
             if base.startswith(prefix) and ".so" in base:
@@ -100,10 +101,16 @@ def probe():
     except Exception as exc:
         out["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
         return out
+    # A directory named torch (a source checkout in the cwd) imports as an empty namespace
+    # package: no __version__, no torch.cuda. That is a finding, not a crash.
+    if not hasattr(torch, "__version__") or not hasattr(torch, "cuda"):
+        out["torch_error"] = "%r is not an installed torch (a directory named torch on sys.path?)" % (torch,)
+        return out
     out["torch"] = str(torch.__version__)
-    out["torch_file"] = os.path.dirname(torch.__file__)
-    out["cuda"] = getattr(torch.version, "cuda", None)
-    out["hip"] = getattr(torch.version, "hip", None)
+    out["torch_dir"] = os.path.dirname(getattr(torch, "__file__", None) or "") or None
+    version = getattr(torch, "version", None)
+    out["cuda"] = getattr(version, "cuda", None)
+    out["hip"] = getattr(version, "hip", None)
     guarded(out, "arch_list", torch.cuda.get_arch_list)
     guarded(out, "available", torch.cuda.is_available)
     guarded(out, "devices", lambda: devices(torch) if out.get("available") else [])
@@ -125,9 +132,15 @@ def main():
     except BaseException as exc:  # even SystemExit from a hostile import: report it
         result = {"fatal": "%s: %s" % (type(exc).__name__, exc)}
     result["maps"] = mapped_libraries()
-    sys.stdout.flush()
-    sys.stdout.write("\n" + marker + json.dumps(result) + marker + "\n")
-    sys.stdout.flush()
+    # default=str: a value torch returns in a new type is still a report; ASCII JSON on fd 1
+    # directly, because an import may have replaced or re-encoded sys.stdout.
+    line = "\n" + marker + json.dumps(result, default=str) + marker + "\n"
+    for stream in (sys.stdout, sys.__stdout__):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os.write(1, line.encode("ascii"))
 
 
 main()

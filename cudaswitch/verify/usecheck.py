@@ -44,8 +44,8 @@ def summarize(record, checks, drv, probe):
 def _watch(probe, python):
     """sys.path dirs and torch's dir: installing or removing a package changes their mtime."""
     watch = list(probe.get("site_dirs") or [])
-    if probe.get("torch_file"):
-        watch.append(probe["torch_file"])
+    if probe.get("torch_dir"):
+        watch.append(probe["torch_dir"])
     if probe.get("python"):
         watch.append(os.path.realpath(probe["python"]))
     return watch
