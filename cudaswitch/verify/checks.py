@@ -5,6 +5,7 @@ import os
 import re
 
 from cudaswitch.toolkit import version_tuple
+from cudaswitch.verify import facts as table
 from cudaswitch.verify.compat import check, driver_supports, looks_like_toolkit, nvcc_target, torch_home
 
 TORCH_MISMATCH = ("The detected CUDA version ({nvcc}) mismatches the version that was used to compile "
@@ -19,8 +20,7 @@ def torch_checks(probe, toolkit_cuda, driver):
                       % (python, probe.get("error") or probe.get("fatal")),
                       "run `%s -c \"import torch\"` to see why" % python, python=python)]
     if not probe.get("torch"):
-        return [check("torch.installed", "info", "no torch in %s (%s)" % (python, probe.get("torch_error")),
-                      "pip install torch in that Python, or pass --python", python=python)]
+        return [_no_torch(probe, python)]
     base = {"python": python, "torch": probe["torch"], "torch_cuda": probe.get("cuda"), "toolkit": toolkit_cuda}
     if not probe.get("cuda"):
         return [_cpu_only(probe, driver, base)]
@@ -31,12 +31,35 @@ def torch_checks(probe, toolkit_cuda, driver):
     return [c for c in out if c]
 
 
+def _no_torch(probe, python):
+    """No torch is a normal answer; a torch that is there but fails to import is a finding."""
+    error = probe.get("torch_error") or "no report"
+    if "No module named 'torch'" in error:
+        return check("torch.installed", "info", "no torch in %s (%s)" % (python, error),
+                     "pip install torch in that Python, or pass --python", python=python)
+    return check("torch.installed", "warning", "torch in %s does not import: %s" % (python, error),
+                 "`cudaswitch explain` with that message names the usual causes", python=python, error=error)
+
+
 def _cpu_only(probe, driver, base):
     level = "warning" if driver.get("present") else "info"
     hip = " (a ROCm build, HIP %s)" % probe["hip"] if probe.get("hip") else ""
     return check("torch.cuda_build", level, "torch %s in %s is a CPU-only build%s: it will not use the GPU "
-                 "or this toolkit" % (probe["torch"], base["python"], hip),
-                 "install a CUDA build (e.g. the cu12x/cu13x index of download.pytorch.org)", cpu_only=True, **base)
+                 "or this toolkit" % (probe["torch"], base["python"], hip), _cuda_build_hint(probe["torch"], base),
+                 cpu_only=True, **base)
+
+
+def _cuda_build_hint(torch_version, base):
+    """Name the CUDA builds of this torch release (table 5), the toolkit's major first."""
+    row = table.torch_builds(torch_version)
+    if not row:
+        return "install a CUDA build of torch (the cu12x/cu13x indexes of download.pytorch.org)"
+    major = (base.get("toolkit") or "").split(".")[0]
+    builds = sorted(row["cuda"], key=lambda c: (c.split(".")[0] != major, [-n for n in version_tuple(c)]))
+    index = "https://download.pytorch.org/whl/cu%s" % builds[0].replace(".", "")
+    return "torch %s has CUDA builds %s%s: pip install torch --index-url %s" % (
+        ", ".join(row["torch"]), ", ".join(row["cuda"]),
+        "" if row.get("verified", True) else " (from one unverified source)", index)
 
 
 def _cuda_major(probe, toolkit_cuda, base):
@@ -75,13 +98,21 @@ def _runtime(probe, driver, base):
 
 
 def arch_in_build(device, arch_list, base):
-    """GPU capability vs torch.cuda.get_arch_list(): a missing sm_XY means 'no kernel image'."""
-    cap = device["capability"].replace(".", "")
-    sm = "sm_" + cap
+    """GPU capability vs torch.cuda.get_arch_list(): a missing sm_XY means 'no kernel image'.
+
+    SASS for sm_Xy runs on any X.z with z >= y (not the arch-specific sm_XYa); PTX compute_XY is
+    JIT-compiled for any capability >= XY. torch's own _check_cubins accepts the same major."""
+    major, minor = (int(p) for p in device["capability"].split(".")[:2])
+    sm = "sm_%d%d" % (major, minor)
     facts = dict(base, gpu=device["name"], capability=device["capability"], arch_list=arch_list)
     if sm in arch_list or sm + "a" in arch_list:
         return check("torch.gpu_arch", "ok", "%s (%s) is in torch's arch list" % (device["name"], sm), **facts)
-    ptx = [a for a in arch_list if a.startswith("compute_") and _num(a) <= _num(cap)]
+    sass = [a for a in arch_list if not a.endswith("a") and _split_arch(a, "sm_")
+            and _split_arch(a, "sm_")[0] == major and _split_arch(a, "sm_")[1] <= minor]
+    if sass:
+        return check("torch.gpu_arch", "ok", "%s (%s) runs torch's %s code (same major, binary compatible)"
+                     % (device["name"], sm, sass[-1]), **facts)
+    ptx = [a for a in arch_list if _split_arch(a, "compute_") and _split_arch(a, "compute_") <= (major, minor)]
     if ptx:
         return check("torch.gpu_arch", "info", "%s (%s) runs through PTX JIT from %s (slow first start)"
                      % (device["name"], sm, ptx[-1]), None, **facts)
@@ -90,9 +121,10 @@ def arch_in_build(device, arch_list, base):
                  " ".join(arch_list) or "empty"), "install a torch build that lists %s" % sm, **facts)
 
 
-def _num(arch):
-    digits = re.sub(r"\D", "", arch)
-    return int(digits) if digits else 0
+def _split_arch(arch, prefix):
+    """'sm_86' -> (8, 6), 'sm_90a' -> (9, 0), 'sm_120' -> (12, 0); None for another prefix."""
+    digits = re.match(re.escape(prefix) + r"(\d+)(\d)[a-z]?$", arch)
+    return (int(digits.group(1)), int(digits.group(2))) if digits else None
 
 
 def toolkit_root_of(path):
@@ -117,7 +149,7 @@ def three_toolkits(env, probe):
     home, how = torch_home(env)
     if home and looks_like_toolkit(home):  # a non-toolkit CUDA_HOME is env.torch_cuda_home's finding
         places["CUDA_HOME"] = os.path.realpath(home)
-    wheel_dir = os.path.dirname(probe.get("torch_file") or "/nonexistent")
+    wheel_dir = os.path.dirname(probe.get("torch_dir") or "/nonexistent")
     for path in ((probe.get("maps") or {}).get("libcudart") or [])[:1]:
         if not path.startswith(wheel_dir + "/"):  # torch's own wheel runtime is expected to differ
             places["libcudart loaded by torch"] = toolkit_root_of(path)
@@ -133,22 +165,30 @@ def three_toolkits(env, probe):
 def cudnn_copies(env, probe):
     """Several libcudnn copies on the loader path: the first found shadows the one torch ships."""
     dirs = [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d]
-    if probe.get("torch_file"):
-        dirs.append(os.path.join(os.path.dirname(probe["torch_file"]), "nvidia", "cudnn", "lib"))
+    if probe.get("torch_dir"):
+        dirs.append(os.path.join(os.path.dirname(probe["torch_dir"]), "nvidia", "cudnn", "lib"))
     copies = {}
     for directory in dirs:
         libs = sorted(glob.glob(os.path.join(directory, "libcudnn.so*")))
         if libs:
             copies.setdefault(os.path.realpath(directory), _soname_version(libs))
     mapped = (probe.get("maps") or {}).get("libcudnn") or []
-    facts = {"copies": copies, "mapped": mapped}
+    torch_cudnn = table.cudnn_version_string(probe.get("cudnn"))
+    facts = {"copies": copies, "mapped": mapped, "torch_cudnn": torch_cudnn}
     if len(copies) > 1:
-        return check("env.cudnn_copies", "warning", "%d cuDNN copies on the loader path: %s" % (len(copies),
-                     ", ".join("%s (%s)" % kv for kv in copies.items())), "keep one: remove the others' "
-                     "directories from LD_LIBRARY_PATH (torch wheels bring their own)", **facts)
+        return check("env.cudnn_copies", "warning", "%d cuDNN copies on the loader path: %s%s" % (len(copies),
+                     ", ".join("%s (%s)" % kv for kv in copies.items()),
+                     "; torch reports cuDNN %s" % torch_cudnn if torch_cudnn else ""), "keep one: remove the "
+                     "others' directories from LD_LIBRARY_PATH (torch wheels bring their own)", **facts)
     return check("env.cudnn_copies", "ok", "at most one cuDNN on the loader path", **facts)
 
 
 def _soname_version(libs):
     versions = [os.path.basename(p)[len("libcudnn.so."):] for p in libs if os.path.basename(p) != "libcudnn.so"]
     return max(versions, key=lambda v: version_tuple(v)) if versions else "?"
+
+
+def compat_libcuda_dirs(env):
+    """LD_LIBRARY_PATH entries of a cuda-compat package (/usr/local/cuda-X/compat): their libcuda
+    overrides the driver's, which is error 803/804 on a GPU or kernel module it does not fit."""
+    return [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d.rstrip("/").endswith("/compat")]

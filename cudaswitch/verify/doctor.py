@@ -6,9 +6,9 @@ import re
 
 from cudaswitch.toolkit import Toolkit, short_version
 from cudaswitch.verify import driver as drivermod
-from cudaswitch.verify.checks import cudnn_copies, three_toolkits, torch_checks
+from cudaswitch.verify.checks import compat_libcuda_dirs, cudnn_copies, three_toolkits, torch_checks
 from cudaswitch.verify.compat import check, looks_like_toolkit, nvcc_target, torch_home
-from cudaswitch.verify.report import settings, toolkit_checks
+from cudaswitch.verify.report import active_root, current_or_none, settings, toolkit_checks
 from cudaswitch.verify.runner import find_python, probe_torch, which
 
 WHEEL_MAJOR = re.compile(r"^nvidia-.+-cu(\d+)$")
@@ -19,7 +19,7 @@ def doctor(paths, registry, env, python=None, timeout=None):
     conf = settings(paths)
     timeout = float(timeout or conf["torch_timeout"])
     drv = drivermod.driver_facts(paths, env, timeout=timeout)
-    record = _current(registry, env)
+    record = current_or_none(registry, env)
     python = find_python(env, python, conf["python"])
     probe = probe_torch(python, env, timeout) if python else {"error": "no python3 on PATH"}
     layers = [
@@ -32,25 +32,8 @@ def doctor(paths, registry, env, python=None, timeout=None):
     ]
     checks = [dict(c, layer=name) for name, items in layers for c in items]
     public = Toolkit(record).public(default=record["real"] == registry.get("default_real"),
-                                    active=_active(env) == record["root"]) if record else None
+                                    active=active_root(env) == record["root"]) if record else None
     return {"toolkit": public, "checks": checks, "driver": drv, "torch": probe}
-
-
-def _current(registry, env):
-    from cudaswitch import core
-    from cudaswitch.errors import CudaSwitchError
-
-    try:
-        return core.current_record(registry, env)
-    except CudaSwitchError:
-        return None
-
-
-def _active(env):
-    from cudaswitch import envdiff
-
-    state = envdiff.read_state(env)
-    return state["root"] if state else None
 
 
 def hardware_checks(paths, drv):
@@ -88,11 +71,12 @@ def toolkit_layer(registry, record, env, drv, probe_timeout):
     if record is None:
         return [check("toolkit.active", "info", "%d toolkit(s) found, none active and no default"
                       % len(registry["records"]), "`cudaswitch use VERSION` or `cudaswitch global VERSION`")]
-    how = "active in this shell" if _active(env) == record["root"] else "the default"
+    how = "active in this shell" if active_root(env) == record["root"] else "the default"
     head = check("toolkit.active", "ok", "CUDA %s at %s is %s" % (record["version"], record["root"], how),
                  root=record["root"])
-    return [head] + toolkit_checks(record, env, drv, probe_timeout)[1:] if record["status"] != "broken" \
-        else [head] + toolkit_checks(record, env, drv, probe_timeout)
+    checks = toolkit_checks(record, env, drv, probe_timeout)
+    # toolkit.status repeats the head line when the toolkit is complete; its problems matter otherwise
+    return [head] + [c for c in checks if not (c["id"] == "toolkit.status" and c["level"] == "ok")]
 
 
 def deps_checks(probe):
@@ -120,7 +104,7 @@ def deps_checks(probe):
 def env_checks(env, probe):
     out = stale_entries(env) + [several_nvcc(env), torch_cuda_home(env), three_toolkits(env, probe),
                                 cudnn_copies(env, probe)]
-    compat = [d for d in (env.get("LD_LIBRARY_PATH") or "").split(":") if d.rstrip("/").endswith("/compat")]
+    compat = compat_libcuda_dirs(env)
     if compat:
         out.append(check("env.compat_libcuda", "warning", "a cuda-compat libcuda is on LD_LIBRARY_PATH: %s"
                          % ", ".join(compat), "only for forward compatibility on data-center GPUs; it causes "

@@ -7,14 +7,13 @@ Messages are matched with whitespace folded and case ignored, against several wo
 import functools
 import os
 import re
-import subprocess
 
 from cudaswitch.toolkit import short_version, version_tuple
 from cudaswitch.verify import driver as drivermod, facts as table, nvcc as nvccmod
-from cudaswitch.verify.checks import arch_in_build, cudnn_copies, torch_checks
+from cudaswitch.verify.checks import arch_in_build, compat_libcuda_dirs, cudnn_copies, torch_checks
 from cudaswitch.verify.compat import check, driver_supports, torch_home
-from cudaswitch.verify.report import gcc_check, settings
-from cudaswitch.verify.runner import find_python, probe_torch, which
+from cudaswitch.verify.report import current_or_none, gcc_check, settings
+from cudaswitch.verify.runner import find_python, probe_torch, run_bounded, which
 
 UNKNOWN = ("cudaswitch does not know this message: no rule in its compat.toml matches it "
            "(`cudaswitch doctor` checks this host in general)")
@@ -65,13 +64,7 @@ class Host:
 
     @functools.cached_property
     def record(self):
-        from cudaswitch import core
-        from cudaswitch.errors import CudaSwitchError
-
-        try:
-            return core.current_record(self.registry, self.env)
-        except CudaSwitchError:
-            return None
+        return current_or_none(self.registry, self.env)
 
     @property
     def toolkit_cuda(self):
@@ -142,7 +135,7 @@ def confirm_loader_path(host, text):
     name = wanted.group(1) if wanted else "libcudart.so"
     dirs = [d for d in (host.env.get("LD_LIBRARY_PATH") or "").split(":") if d]
     on_path = [d for d in dirs if os.path.exists(os.path.join(d, name))]
-    cached = _ldconfig_has(name) if host.paths.root == "/" else None
+    cached = _ldconfig_has(name, host.env) if host.paths.root == "/" else None
     kits = [r["version"] for r in host.registry["records"]
             if any(os.path.exists(os.path.join(d, name)) for d in r.get("lib_dirs") or [])]
     found = bool(on_path or cached)
@@ -154,12 +147,13 @@ def confirm_loader_path(host, text):
                   library=name, on_path=on_path, ldconfig=cached, toolkits=kits)]
 
 
-def _ldconfig_has(name):
-    try:
-        proc = subprocess.run(["ldconfig", "-p"], capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
+def _ldconfig_has(name, env):
+    """Is `name` in the loader cache (`ldconfig -p`)? None when ldconfig cannot say."""
+    ldconfig = which("ldconfig", env) or "/sbin/ldconfig"  # a user's PATH often lacks /sbin
+    code, out, _ = run_bounded([ldconfig, "-p"], env, 10.0)
+    if code != 0:
         return None
-    return (" " + name + " ").encode() in proc.stdout or (name + " (").encode() in proc.stdout
+    return (" " + name + " ").encode() in out or (name + " (").encode() in out
 
 
 def confirm_cudnn(host, text):
@@ -220,7 +214,7 @@ def confirm_gcc(host, text):
 
 def confirm_libcuda(host, text):
     drv = host.driver
-    compat = [d for d in (host.env.get("LD_LIBRARY_PATH") or "").split(":") if d.rstrip("/").endswith("compat")]
+    compat = compat_libcuda_dirs(host.env)
     loaded = ", ".join(drv["loaded"]) or "none"
     return [check("driver.libcuda", "warning" if compat else "info", "libcuda loaded: %s; kernel module: %s; "
                   "cuda-compat dirs on LD_LIBRARY_PATH: %s" % (loaded, drv["release"] or "none",

@@ -77,5 +77,11 @@ def error_rules():
     return load()["error"]
 
 
-def source_name(key):
-    return load()["sources"].get(key, key)
+def cudnn_version_string(value):
+    """torch.backends.cudnn.version() -> '9.1.0'. Facts section 7: MAJOR*1000+MINOR*100+PATCH up to
+    v8 (8907 = 8.9.7), MAJOR*10000+MINOR*100+PATCH from v9 (90100 = 9.1.0, 91000 = 9.10.0)."""
+    if not isinstance(value, int) or value <= 0:
+        return None
+    scale = 10000 if value >= 90000 else 1000
+    major, rest = divmod(value, scale)
+    return "%d.%d.%d" % (major, rest // 100, rest % 100)

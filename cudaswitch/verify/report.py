@@ -37,7 +37,7 @@ def verify_toolkit(paths, registry, record, env, python=None, compile=False, tim
     if compile:
         checks.append(compile_check(record, env, drv))
     public = Toolkit(record).public(default=record.get("real") == registry.get("default_real"),
-                                    active=_active_root(current_env or {}) == record["root"])
+                                    active=active_root(current_env or {}) == record["root"])
     return {"toolkit": public, "checks": checks, "driver": drv, "torch": probe}
 
 
@@ -108,8 +108,20 @@ def _cuda(record):
     return short_version(record.get("version") or "") or None
 
 
-def _active_root(env):
+def active_root(env):
+    """The root of the toolkit `cudaswitch use` made active in `env`, or None."""
     from cudaswitch import envdiff
 
     state = envdiff.read_state(env)
     return state["root"] if state else None
+
+
+def current_or_none(registry, env):
+    """The active (else default) toolkit's record; None where there is none, which is no error here."""
+    from cudaswitch import core
+    from cudaswitch.errors import CudaSwitchError
+
+    try:
+        return core.current_record(registry, env)
+    except CudaSwitchError:
+        return None
