@@ -37,3 +37,22 @@ def test_driver_table_lookups():
     assert facts.cuda_for_driver("580.65.06") == "13.0"
     assert facts.cuda_for_driver("390.1") is None
     assert facts.driver_minimum("12.4.131")["driver"] == "550.54.14"
+
+
+def test_arch_table_first_and_last_cuda():
+    """Table 6 as Clang's MinVersionForOffloadArch gives it, with 13.0 dropping Maxwell..Volta."""
+    from cudaswitch.verify import facts
+
+    spans = {sm: (facts.arch_row(sm)["first"], facts.arch_row(sm)["last"]) for sm in
+             ("sm_52", "sm_61", "sm_70", "sm_72", "sm_75", "sm_89", "sm_101", "sm_110")}
+    assert spans == {"sm_52": ("7.0", "12.9"), "sm_61": ("8.0", "12.9"), "sm_70": ("9.0", "12.9"),
+                     "sm_72": ("9.1", "12.9"), "sm_75": ("10.0", ""), "sm_89": ("11.8", ""),
+                     "sm_101": ("12.8", "12.9"), "sm_110": ("13.0", "")}
+
+
+def test_cudnn_version_encodings():
+    """torch.backends.cudnn.version(): v8 is M*1000+m*100+p, v9 on M*10000+m*100+p (9.10 needs it)."""
+    from cudaswitch.verify import facts
+
+    assert [facts.cudnn_version_string(v) for v in (7605, 8907, 90100, 91000, None)] == \
+        ["7.6.5", "8.9.7", "9.1.0", "9.10.0", None]
