@@ -54,8 +54,10 @@ def _cuda_build_hint(torch_version, base):
     row = table.torch_builds(torch_version)
     if not row:
         return "install a CUDA build of torch (the cu12x/cu13x indexes of download.pytorch.org)"
-    major = (base.get("toolkit") or "").split(".")[0]
-    builds = sorted(row["cuda"], key=lambda c: (c.split(".")[0] != major, [-n for n in version_tuple(c)]))
+    toolkit = version_tuple(base.get("toolkit") or "")[:2]
+    # the toolkit's major first (extension builds need it), then not newer than the toolkit, newest
+    builds = sorted(row["cuda"], key=lambda c: (version_tuple(c)[:1] != toolkit[:1],
+                                                version_tuple(c)[:2] > toolkit, [-n for n in version_tuple(c)]))
     index = "https://download.pytorch.org/whl/cu%s" % builds[0].replace(".", "")
     return "torch %s has CUDA builds %s%s: pip install torch --index-url %s" % (
         ", ".join(row["torch"]), ", ".join(row["cuda"]),

@@ -2,7 +2,7 @@
 in the environment the user will have after switching to it."""
 
 from cudaswitch.probe import run_nvcc
-from cudaswitch.toolkit import Toolkit, short_version
+from cudaswitch.toolkit import Toolkit, short_version, version_tuple
 from cudaswitch.verify import compat, driver, facts as table, nvcc
 from cudaswitch.verify.checks import cudnn_copies, three_toolkits, torch_checks
 from cudaswitch.verify.compat import check
@@ -80,15 +80,26 @@ def toolkit_arch_checks(record, env, drv, timeout):
     """Can this nvcc target every GPU on the host? (`nvcc --list-gpu-arch`, else table 6.)"""
     if not drv.get("gpus") or not record.get("nvcc"):
         return []
-    archs = nvcc.gpu_archs(record["nvcc"], env, max(timeout, 10.0)) or []
-    out = []
-    for gpu in drv["gpus"]:
-        want = "compute_" + gpu["capability"].replace(".", "")
-        ok = want in archs
-        out.append(check("toolkit.gpu_arch", "ok" if ok else "error", "nvcc %s %s target %s (%s)" % (
-            short_version(record["version"]), "can" if ok else "cannot", gpu["name"], want),
-            None if ok else "use a toolkit whose `nvcc --list-gpu-arch` lists %s" % want, archs=archs, gpu=gpu))
-    return out
+    archs = nvcc.gpu_archs(record["nvcc"], env, max(timeout, 10.0))
+    return [_gpu_arch_check(record, gpu, archs) for gpu in drv["gpus"]]
+
+
+def _gpu_arch_check(record, gpu, archs):
+    cuda = short_version(record["version"])
+    want = "compute_" + gpu["capability"].replace(".", "")
+    if archs is not None:  # the host answered: it wins over the table
+        ok, how = want in archs, "nvcc --list-gpu-arch"
+    else:  # nvcc before 11.x has no --list-gpu-arch
+        row = table.arch_row(want)
+        if not row:
+            return check("toolkit.gpu_arch", "info", "whether nvcc %s can target %s (%s) is not known"
+                         % (cuda, gpu["name"], want), None, gpu=gpu)
+        have = version_tuple(cuda)[:2]
+        ok = version_tuple(row["first"]) <= have and (not row["last"] or have <= version_tuple(row["last"]))
+        how = "compat.toml (%s)" % row["source"]
+    return check("toolkit.gpu_arch", "ok" if ok else "error", "nvcc %s %s target %s (%s)" % (
+        cuda, "can" if ok else "cannot", gpu["name"], want),
+        None if ok else "use a toolkit whose `nvcc --list-gpu-arch` lists %s" % want, archs=archs, gpu=gpu, source=how)
 
 
 def compile_check(record, env, drv):
