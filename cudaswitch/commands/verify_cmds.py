@@ -31,8 +31,17 @@ def _check_options(python=None, timeout=None):
 
     if timeout is not None and not timeout > 0:
         raise UsageError("--timeout must be a number of seconds above 0, not %g" % timeout)
-    if python and "/" in python and not os.access(python, os.X_OK):
+    if python and not _executable(python):
         raise UsageError("--python %s: no such executable" % python, "give the path of a Python interpreter")
+
+
+def _executable(program):
+    """A path that can be executed, or a bare name found on PATH (as the probe will run it)."""
+    if "/" in program:
+        return os.path.isfile(program) and os.access(program, os.X_OK)
+    from cudaswitch.verify.runner import which
+
+    return which(program, os.environ) is not None
 
 
 def _emit(report, as_json, group_key=None):
@@ -83,10 +92,9 @@ def explain(text: str = typer.Argument(..., help="The error message (quote it)."
             python: Optional[str] = typer.Option(None, "--python", help="The Python whose torch to check."),
             timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the Python probe may take.")):
     """The known cause of a CUDA / PyTorch error message, checked on this host. Exit 1 if unknown."""
+    from cudaswitch.errors import UsageError
     from cudaswitch.verify import present
     from cudaswitch.verify.explain import explain as run_explain
-
-    from cudaswitch.errors import UsageError
 
     _check_options(python, timeout)
     if not text.strip():
