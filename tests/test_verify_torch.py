@@ -31,6 +31,8 @@ def test_cpu_torch_is_reported_with_its_version(host13):
     assert "2.13.0+cpu" in cpu["message"] and "CPU-only" in cpu["message"]
     assert cpu["facts"]["torch"] == "2.13.0+cpu" and cpu["facts"]["torch_cuda"] is None
     assert out["torch"]["torch"] == "2.13.0+cpu" and out["torch"]["available"] is False
+    # the way out: the CUDA builds of this release (table 5), the toolkit's major and not newer first
+    assert "13.0" in cpu["hint"] and "https://download.pytorch.org/whl/cu130" in cpu["hint"]
     # No GPU and no driver here: CPU-only is worth a note, not an error, and nothing else is an error.
     assert [c for c in out["checks"] if c["level"] == "error"] == []
     assert proc.returncode == 0
@@ -65,3 +67,75 @@ def test_python_hanging_on_import_is_bounded(host13, tmp_path):
     pid = int(pidfile.read_text())
     with pytest.raises(ProcessLookupError):  # the hung interpreter was killed, not left behind
         os.kill(pid, 0)
+
+
+def venv_with_torch_package(tmp_path, name, files):
+    """A bare venv whose site-packages holds a hand-made `torch` package (files: {relpath: text})."""
+    venv = tmp_path / name
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    for rel, text in files.items():
+        target = kits.site_packages(venv) / "torch" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return str(venv / "bin" / "python")
+
+
+NOISY_TORCH = '''"""Mirrors a torch whose import prints (and a sitecustomize that swaps sys.stdout for a logger):
+a fake report frame, then stdout replaced, so a report written to sys.stdout would be lost."""
+import io, sys
+print("@@cudaswitch-000000000000@@{\\"torch\\": \\"forged\\"}@@cudaswitch-000000000000@@")
+sys.stdout = io.StringIO()
+__version__ = "2.13.0+cpu"
+__file__ = __file__
+class version:
+    cuda = None
+    hip = None
+class cuda:
+    get_arch_list = staticmethod(lambda: [])
+    is_available = staticmethod(lambda: False)
+'''
+
+
+def test_probe_survives_torch_printing_and_replacing_stdout(host13, tmp_path):
+    py = venv_with_torch_package(tmp_path, "noisy", {"__init__.py": NOISY_TORCH})
+    out = report(host13.run("verify", "13.1", "--python", py, "--json"))
+    [cpu] = by_id(out, "torch.cuda_build")
+    assert cpu["facts"]["torch"] == "2.13.0+cpu" and out["torch"]["torch"] == "2.13.0+cpu"
+
+
+def test_a_torch_directory_that_is_no_package_is_a_warning(host13, tmp_path):
+    """Mirrors running Python inside a pytorch source checkout: `torch` imports as an empty namespace."""
+    py = venv_with_torch_package(tmp_path, "ns", {"README": "not a package\n"})
+    out = report(host13.run("verify", "13.1", "--python", py, "--json"))
+    [item] = by_id(out, "torch.installed")
+    assert item["level"] == "warning" and "not an installed torch" in item["message"]
+    assert out["torch"]["torch"] is None
+
+
+GPU_TORCH = '''"""Mirrors torch 1.13+cu117 (built for sm_37..sm_86, no PTX) seen on two GPUs: an RTX 4090
+(sm_89: runs the sm_86 code, binary compatible within a major) and an RTX 5090 (sm_120: no kernel image)."""
+__version__ = "1.13.1+cu117"
+class version:
+    cuda = "11.7"
+    hip = None
+class cuda:
+    get_arch_list = staticmethod(lambda: ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86"])
+    is_available = staticmethod(lambda: True)
+    device_count = staticmethod(lambda: 2)
+    get_device_capability = staticmethod(lambda i: [(8, 9), (12, 0)][i])
+    get_device_name = staticmethod(lambda i: ["NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 5090"][i])
+class backends:
+    class cudnn:
+        version = staticmethod(lambda: 8500)
+'''
+
+
+def test_gpu_arch_verdicts_follow_binary_compatibility(host13, tmp_path):
+    py = venv_with_torch_package(tmp_path, "gpu", {"__init__.py": GPU_TORCH})
+    out = report(host13.run("verify", "13.1", "--python", py, "--json", env={"CUDASWITCH_PROBE_MATMUL": "0"}))
+    arch = {c["facts"]["gpu"]: c for c in by_id(out, "torch.gpu_arch")}
+    ada, blackwell = arch["NVIDIA GeForce RTX 4090"], arch["NVIDIA GeForce RTX 5090"]
+    assert ada["level"] == "ok" and "sm_86" in ada["message"]
+    assert blackwell["level"] == "error" and "no kernel image is available" in blackwell["message"]
+    assert blackwell["hint"] == "install a torch build that lists sm_120"
+    assert out["torch"]["cudnn"] == 8500 and by_id(out, "env.cudnn_copies")[0]["facts"]["torch_cudnn"] == "8.5.0"
