@@ -10,6 +10,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -57,10 +58,20 @@ def download(requirements, dest, env, timeout, on_line=None):
 
 
 def _run(command, env, timeout, on_line):
-    """Run pip, stream its output, kill it at the deadline or when we are interrupted."""
+    """Run pip, stream its output, kill it at the deadline or when we are interrupted.
+
+    pip runs in its own session so that killing it takes any helper it started along (a
+    CUDASWITCH_PIP wrapper script, a keyring helper) instead of leaving them orphaned."""
     proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, env=dict(env, PYTHONUNBUFFERED="1"))
-    timer = threading.Timer(timeout, proc.kill)
+                            stderr=subprocess.STDOUT, env=dict(env, PYTHONUNBUFFERED="1"),
+                            start_new_session=True)
+    expired = threading.Event()
+
+    def deadline():
+        expired.set()
+        _kill_group(proc)
+
+    timer = threading.Timer(timeout, deadline)
     timer.start()
     lines = []
     try:
@@ -71,25 +82,32 @@ def _run(command, env, timeout, on_line):
                 on_line(line.strip())
         code = proc.wait()
     except BaseException:
-        proc.kill()
+        _kill_group(proc)
         proc.wait()
         raise
     finally:
         timer.cancel()
         proc.stdout.close()
+    if expired.is_set():
+        raise PipError("pip did not finish within %g s" % timeout, lines)
     if code != 0:
-        raise _failure(command, code, lines, timeout)
+        raise _failure(code, lines)
     return lines
 
 
-def _failure(command, code, lines, timeout):
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # already gone
+        pass
+
+
+def _failure(code, lines):
     text = "\n".join(lines)
     match = FROM_VERSIONS.search(text)
     versions = None
     if match:
         versions = [v.strip() for v in match.group(1).split(",") if v.strip() and v.strip() != "none"]
-    if code in (-9, 137) and not match:
-        return PipError("pip did not finish within %d s" % timeout, lines)
     errors = [line.strip() for line in lines if line.strip().startswith("ERROR:")]
     reason = errors[-1][len("ERROR:"):].strip() if errors else "pip exited with %d" % code
     return PipError(reason, lines, versions)
