@@ -54,33 +54,74 @@ def index_requirement(text):
 
 
 def install(paths, env, request, components=None, progress=_quiet):
-    """Install the newest release matching `request`; returns what was installed (a dict)."""
+    """Install the newest release matching `request`; returns what was installed (a dict).
+
+    SIGTERM and SIGHUP interrupt like Ctrl-C throughout, so every scratch and build dir is
+    removed on the way out and the interruption is one line, whichever step it hit."""
     requirement = index_requirement(request)
     components = list(components or wheels.DEFAULT_COMPONENTS)
+    download_timeout = _download_timeout(env)
     started = time.monotonic()
-    with _signals_raise(), tempfile.TemporaryDirectory(prefix="cudaswitch-resolve-") as scratch:
-        # quiet: a failed lookup is then exactly one line (the error); it takes about a second
-        meta = _fetch(pipindex.RESOLVE_TIMEOUT, [requirement], scratch, env, request, _quiet)[0]
-        release = release_of(meta)
-        pins = wheels.component_pins(meta)
     try:
-        requirements = wheels.requirements_for(pins, components)
-    except KeyError as exc:
-        raise UsageError("CUDA %s has no component %s" % (release, ", ".join(exc.args[0])),
-                         "components: " + ", ".join(sorted(pins))) from None
-    progress("CUDA %s: %s" % (release, " ".join(requirements)))
-    target = os.path.join(paths.managed_dir, release)
+        with _signals_raise():
+            release, requirements = _resolve(requirement, components, env, request)
+            progress("CUDA %s: %s" % (release, " ".join(requirements)))
+            target = os.path.join(paths.managed_dir, release)
+            installed = _install_once(paths.managed_dir, release, requirements, env, download_timeout, progress)
+    except KeyboardInterrupt:
+        raise InstallInterrupted("install of CUDA %s interrupted; nothing was installed" % request) from None
+    except OSError as exc:  # the data dir or the temp dir is not writable, or full
+        raise CudaSwitchError("install of CUDA %s failed: %s (%s)" % (request, exc.strerror or exc, exc.filename),
+                              "nothing was installed") from None
     result = {"version": release, "root": target, "requirements": requirements}
-    if not os.path.isdir(target):
-        os.makedirs(paths.managed_dir, exist_ok=True)
-        with version_lock(paths.managed_dir, release, progress):
-            clean_stale(paths.managed_dir, release)
-            if not os.path.isdir(target):
-                _build(paths.managed_dir, release, requirements, env, progress)
-                result["installed"] = True
+    if installed:
+        result["installed"] = True
     result.update(describe_tree(target))
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
+
+
+def _resolve(requirement, components, env, request):
+    """(release, component requirements) from the newest metapackage pip finds for `requirement`."""
+    with tempfile.TemporaryDirectory(prefix="cudaswitch-resolve-") as scratch:
+        # quiet: a failed lookup is then exactly one line (the error); it takes about a second
+        meta = _fetch(pipindex.RESOLVE_TIMEOUT, [requirement], scratch, env, request, _quiet)[0]
+        try:
+            release, pins = release_of(meta), wheels.component_pins(meta)
+        except wheels.WheelError as exc:
+            raise CudaSwitchError("the %s package pip found is unusable: %s" % (wheels.META_PACKAGE, exc),
+                                  "nothing was installed") from None
+    unknown = [c for c in components if c not in pins]
+    if unknown:
+        raise UsageError("CUDA %s has no component %s" % (release, ", ".join(unknown)),
+                         "components: " + ", ".join(sorted(pins)))
+    return release, wheels.requirements_for(pins, components)
+
+
+def _install_once(managed_dir, release, requirements, env, timeout, progress):
+    """Build `release` unless it is there; True when this call built it. The version lock makes
+    a concurrent install of the same release wait, then find it done."""
+    target = os.path.join(managed_dir, release)
+    if os.path.isdir(target):
+        return False
+    os.makedirs(managed_dir, exist_ok=True)
+    with version_lock(managed_dir, release, progress):
+        clean_stale(managed_dir, release)
+        if os.path.isdir(target):
+            return False
+        _build(managed_dir, release, requirements, env, timeout, progress)
+    return True
+
+
+def _download_timeout(env):
+    text = env.get("CUDASWITCH_PIP_TIMEOUT")
+    try:
+        seconds = float(text) if text else pipindex.DOWNLOAD_TIMEOUT
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise UsageError("CUDASWITCH_PIP_TIMEOUT=%r is not a positive number of seconds" % text)
+    return seconds
 
 
 def release_of(meta_wheel):
@@ -159,20 +200,17 @@ def _lock_is_free(managed_dir, name):
         return False
 
 
-def _build(managed_dir, release, requirements, env, progress):
-    """Download, unpack and check in `.tmp-<release>-<pid>/`, then rename into place."""
+def _build(managed_dir, release, requirements, env, timeout, progress):
+    """Download, unpack and check in `.tmp-<release>-<pid>/`, then rename into place. The caller
+    turns signals into KeyboardInterrupt, so `finally` removes the build dir for them too."""
     build = os.path.join(managed_dir, ".tmp-%s-%d" % (release, os.getpid()))
     tree = os.path.join(build, "tree")
     try:
-        with _signals_raise():
-            os.makedirs(os.path.join(build, "wheels"))
-            timeout = float(env.get("CUDASWITCH_PIP_TIMEOUT") or pipindex.DOWNLOAD_TIMEOUT)
-            found = _fetch(timeout, requirements, os.path.join(build, "wheels"), env, release, progress)
-            _unpack_all(found, tree, release, env, progress)
-            _check_nvcc(tree, release)
-            os.rename(tree, os.path.join(managed_dir, release))
-    except KeyboardInterrupt:
-        raise InstallInterrupted("install of CUDA %s interrupted; nothing was installed" % release) from None
+        os.makedirs(os.path.join(build, "wheels"))
+        found = _fetch(timeout, requirements, os.path.join(build, "wheels"), env, release, progress)
+        _unpack_all(found, tree, release, env, progress)
+        _check_nvcc(tree, release)
+        os.rename(tree, os.path.join(managed_dir, release))
     except wheels.WheelError as exc:
         raise CudaSwitchError("install of CUDA %s failed: %s" % (release, exc), "nothing was installed") from None
     except OSError as exc:
@@ -247,8 +285,9 @@ def _signals_ignored():
 def describe_tree(root):
     """What a user wants to know about an installed tree: nvcc, components, size, and notes."""
     from cudaswitch import probe
+    from cudaswitch.audit_probe import tree_size
 
-    version, components, _ = probe.read_version_json(root)
+    _, components, _ = probe.read_version_json(root)
     nvcc = os.path.join(root, "bin", "nvcc")
     has_nvcc = os.access(nvcc, os.X_OK)
     result = {"nvcc": nvcc if has_nvcc else None, "components": components,
@@ -273,17 +312,6 @@ def no_nvcc_note(root, components):
             "NVIDIA's installer or conda's cuda-nvcc, or install CUDA 13 or newer." % (major, has))
 
 
-def tree_size(root):
-    total = 0
-    for directory, _, files in os.walk(root):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(directory, name)).st_size
-            except OSError:
-                pass
-    return total
-
-
 def uninstall(paths, env, registry, request, force=False):
     """Remove one managed toolkit; refuses others, and the active one unless `force`."""
     from cudaswitch.core import active_root
@@ -298,7 +326,11 @@ def uninstall(paths, env, registry, request, force=False):
     name = os.path.basename(root)
     with version_lock(paths.managed_dir, name):
         trash = os.path.join(paths.managed_dir, ".trash-%s-%d" % (name, os.getpid()))
-        os.rename(root, trash)
+        try:
+            os.rename(root, trash)
+        except OSError as exc:
+            raise CudaSwitchError("cannot remove %s: %s" % (root, exc.strerror or exc),
+                                  "nothing was removed") from None
         with _signals_ignored():
             shutil.rmtree(trash, ignore_errors=True)
     return {"version": record["version"], "root": root, "was_active": was_active}

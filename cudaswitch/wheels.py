@@ -79,10 +79,7 @@ def _pin_text(requirement):
 
 
 def requirements_for(pins, components):
-    """Unique requirement strings for the chosen extras, in a stable order."""
-    unknown = [c for c in components if c not in pins]
-    if unknown:
-        raise KeyError(unknown)
+    """Unique requirement strings for the chosen extras (each a key of `pins`), in a stable order."""
     chosen = {}
     for component in components:
         for requirement in pins[component]:
