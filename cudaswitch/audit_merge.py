@@ -9,9 +9,11 @@ which pdsh and clush add without -N, is taken off). A report that cannot be read
 import json
 import re
 
+from cudaswitch.audit import REPORT_FORMAT, REPORT_KIND
 from cudaswitch.toolkit import STATUSES, version_tuple
 
 STATUS_RANK = {status: rank for rank, status in enumerate(STATUSES)}  # ok best, broken worst
+VERSION = re.compile(r"\d+(\.\d+)*")
 HOST_PREFIX = re.compile(r"^[A-Za-z0-9_.\-\[\]]+:\s*(?=\{)")
 
 
@@ -50,20 +52,39 @@ def _loads(text):
 
 
 def validate(report):
-    """The report if it has the shape merge reads, else BadReport naming what is wrong."""
+    """The report if it has the shape merge reads, else BadReport naming what is wrong: a report
+    from a broken node must be refused here, not fail the merge of all the others."""
     if not isinstance(report, dict):
-        raise BadReport("not an audit report (a JSON %s, not an object)" % type(report).__name__)
+        raise BadReport("not an audit report (a JSON %s, not an object)" % _json_type(report))
+    if report.get("kind", REPORT_KIND) != REPORT_KIND:
+        raise BadReport("not an audit report (kind %r)" % report["kind"])
+    version = report.get("format", REPORT_FORMAT)
+    if not isinstance(version, int) or version > REPORT_FORMAT:
+        raise BadReport("report format %r is not one this cudaswitch reads (%d)" % (version, REPORT_FORMAT))
     if not isinstance(report.get("host"), str) or not report["host"]:
         raise BadReport("not an audit report (no \"host\")")
-    toolkits = report.get("toolkits")
-    if not isinstance(toolkits, list):
-        raise BadReport("not an audit report (no \"toolkits\" list)")
-    for index, entry in enumerate(toolkits):
-        if not isinstance(entry, dict) or entry.get("status") not in STATUSES:
-            raise BadReport("toolkit %d has no valid \"status\"" % index)
-        if entry.get("version") is not None and not isinstance(entry["version"], str):
-            raise BadReport("toolkit %d has a \"version\" that is not a string" % index)
+    for key, kinds in (("toolkits", list), ("driver", (dict, type(None))), ("gpus", (list, type(None))),
+                       ("root", (str, type(None)))):
+        if not isinstance(report.get(key), kinds):
+            raise BadReport("not an audit report (\"%s\" is a JSON %s)" % (key, _json_type(report.get(key))))
+    for index, entry in enumerate(report["toolkits"]):
+        _validate_toolkit(index, entry)
     return report
+
+
+def _json_type(value):
+    names = {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}
+    return names.get(type(value), "null")
+
+
+def _validate_toolkit(index, entry):
+    if not isinstance(entry, dict) or entry.get("status") not in STATUSES:
+        raise BadReport("toolkit %d has no valid \"status\"" % index)
+    version = entry.get("version")
+    if version is not None and not (isinstance(version, str) and VERSION.fullmatch(version)):
+        raise BadReport("toolkit %d has a \"version\" that is not a CUDA version: %r" % (index, version))
+    if not isinstance(entry.get("root"), (str, type(None))):
+        raise BadReport("toolkit %d has a \"root\" that is not a path" % index)
 
 
 def merge(reports, errors=()):
