@@ -148,8 +148,9 @@ def _duplicates(toolkits):
 def _some(items, shown=4):
     """'a, b, c, d and 34 more': a check message stays readable; its facts keep them all."""
     items = list(items)
-    rest = len(items) - shown
-    return ", ".join(items[:shown]) + (" and %d more" % rest if rest > 1 else ", " + items[-1] if rest == 1 else "")
+    if len(items) <= shown + 1:  # "and 1 more" would be longer than the one it hides
+        return ", ".join(items)
+    return "%s and %d more" % (", ".join(items[:shown]), len(items) - shown)
 
 
 def _compile_all(toolkits, progress):

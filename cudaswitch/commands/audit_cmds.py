@@ -62,7 +62,10 @@ def merge(files: Optional[List[str]] = typer.Argument(None, metavar="[FILE]...",
     if not reports:
         raise CudaSwitchError("no audit report could be read", "make them with `cudaswitch audit --json`")
     merged = audit_merge.merge(reports, errors)
-    _emit(merged, False) if as_json else audit_render.merge_report(merged)
+    if as_json:
+        render.emit_json(merged)
+    else:
+        audit_render.merge_report(merged)
     if strict and errors:
         raise typer.Exit(1)
 
