@@ -15,27 +15,14 @@ import pytest
 
 from cudaswitch import wheels
 from tests import kits
+from tests.conftest import CUDASWITCH, Host
+from tests.install_support import drop_installed_trees, managed_items, toolkits_dir  # noqa: F401 (autouse fixture)
 
 KERNEL = """
 __global__ void add(float *a, float b) { a[threadIdx.x] += b; }
 int main() { float *d; cudaMalloc(&d, 4); add<<<1, 1>>>(d, 1.0f); return cudaDeviceSynchronize(); }
 """
 CMAKE_PROJECT = "cmake_minimum_required(VERSION 3.18)\nproject(x LANGUAGES CUDA)\n"
-
-
-@pytest.fixture(autouse=True)
-def drop_installed_trees(tmp_path):
-    """Toolkits are ~270 MB each; pytest keeps old tmp dirs, so each test removes its own."""
-    yield
-    shutil.rmtree(tmp_path / "work" / "data", ignore_errors=True)
-
-
-def toolkits_dir(host):
-    return host.work / "data" / "toolkits"
-
-
-def managed_items(host):
-    return [item for item in host.list_json().values() if "managed" in item["sources"]]
 
 
 def give_up_without_index(proc, what):
@@ -46,8 +33,6 @@ def give_up_without_index(proc, what):
 
 @pytest.fixture(scope="module")
 def installed13(tmp_path_factory):
-    from tests.conftest import Host
-
     base = tmp_path_factory.mktemp("install13")
     (base / "root").mkdir()
     host = Host(base / "root", base / "work")
@@ -71,26 +56,36 @@ def test_install_13_0_is_listed_as_managed_and_ok(installed13):
     assert sorted(os.listdir(toolkits_dir(host))) == [".lock-" + result["version"], result["version"]]
 
 
-def test_version_json_carries_the_wheels_versions(installed13):
+# version.json keys NVIDIA's installer uses for the components of the default install
+VERSION_JSON_KEY = {"nvidia-cuda-nvcc": "cuda_nvcc", "nvidia-cuda-runtime": "cuda_cudart",
+                    "nvidia-cuda-cccl": "cuda_cccl", "nvidia-cuda-crt": "cuda_crt", "nvidia-nvvm": "libnvvm"}
+
+
+def test_version_json_carries_the_pinned_versions(installed13):
+    """version.json says what the cuda-toolkit release pins (the requirements install reports,
+    e.g. nvidia-cuda-nvcc==13.0.88.*), and nvcc itself agrees with it."""
     host, proc = installed13
-    root = json.loads(proc.stdout)["root"]
-    with open(os.path.join(root, "version.json")) as handle:
+    result = json.loads(proc.stdout)
+    with open(os.path.join(result["root"], "version.json")) as handle:
         document = json.load(handle)
-    dist = {}  # what pip itself would record: the versions in the wheels' file names
-    for name in ("nvidia-cuda-nvcc", "nvidia-cuda-runtime", "nvidia-cuda-cccl", "nvidia-nvvm"):
-        out = subprocess.run(["python3", "-m", "pip", "download", "--no-deps", "-q", "-d", str(host.work / "w"),
-                              "%s==%s.*" % (name, document["cuda_nvcc"]["version"][:4])],
-                             capture_output=True, text=True, timeout=300)
-        assert out.returncode == 0, out.stderr
-    for wheel in os.listdir(host.work / "w"):
-        name, version = wheel.split("-")[:2]
-        dist[name] = version
-    assert document["cuda_nvcc"]["version"] == dist["nvidia_cuda_nvcc"]
-    assert document["cuda_cudart"]["version"] == dist["nvidia_cuda_runtime"]
-    assert document["cuda_cccl"]["version"] == dist["nvidia_cuda_cccl"]
-    assert document["libnvvm"]["version"] == dist["nvidia_nvvm"]
-    assert os.path.islink(os.path.join(root, "lib64", "libcudart.so"))
-    assert os.path.isfile(os.path.join(root, "lib64", "libcudart.so." + document["cuda_cudart"]["version"]))
+    assert document["cuda"]["version"] == result["version"]
+    pinned = dict(re.fullmatch(r"([\w-]+)==([\d.]+)\.\*", r).groups() for r in result["requirements"])
+    assert sorted(pinned) == sorted(VERSION_JSON_KEY)
+    for wheel, key in VERSION_JSON_KEY.items():
+        assert document[key]["version"] == pinned[wheel], key
+    said = subprocess.run([result["nvcc"], "--version"], capture_output=True, text=True, timeout=60).stdout
+    assert "V%s\n" % document["cuda_nvcc"]["version"] in said
+    cudart = document["cuda_cudart"]["version"]
+    assert os.path.isfile(os.path.join(result["root"], "lib64", "libcudart.so." + cudart))
+    assert os.readlink(os.path.join(result["root"], "lib64", "libcudart.so.13")) == "libcudart.so." + cudart
+    assert os.path.islink(os.path.join(result["root"], "lib64", "libcudart.so"))
+
+
+def test_reported_size_is_what_du_says(installed13):
+    host, proc = installed13
+    result = json.loads(proc.stdout)
+    du = subprocess.run(["du", "-sb", result["root"]], capture_output=True, text=True, timeout=120, check=True)
+    assert abs(result["size_bytes"] - int(du.stdout.split()[0])) <= int(du.stdout.split()[0]) / 100
 
 
 def test_installed_nvcc_compiles_and_links_with_host_gcc(installed13, tmp_path):
@@ -236,5 +231,37 @@ def test_corrupt_wheel_leaves_nothing(host, tmp_path):
     assert proc.returncode == 1
     errors = [line for line in proc.stderr.splitlines() if line.startswith("cudaswitch: error:")]
     assert len(errors) == 1 and "nvidia-nvvm" in errors[0] and "nothing was installed" in errors[0], proc.stderr
+    assert [e for e in os.listdir(toolkits_dir(host)) if not e.startswith(".lock-")] == []
+    assert managed_items(host) == []
+
+
+def run_with_user_pip_conf(host, home, links):
+    """The CLI with no PIP_* variables and a ~/.config/pip/pip.conf that allows only `links`:
+    what a user who set up their own index (a mirror, a wheelhouse) has."""
+    conf = home / ".config/pip/pip.conf"
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text("[global]\nno-index = true\nfind-links = %s\n" % links)
+    env = {k: v for k, v in host.env.items() if not k.startswith(("PIP_", "XDG_CONFIG"))}
+    env["HOME"] = str(home)
+    return subprocess.run([CUDASWITCH, "install", "13.0"], env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_install_asks_the_index_of_the_users_pip_conf(host, tmp_path):
+    links = tmp_path / "wheelhouse"
+    links.mkdir()
+    offline = run_with_user_pip_conf(host, tmp_path / "home", links)
+    assert offline.returncode == 1
+    assert offline.stderr.splitlines() == [
+        "cudaswitch: error: the package index pip uses offers no cuda-toolkit release "
+        "(offline, or another index? see `pip config list`)"]
+    # the wheelhouse gets the metapackage only: the release is found there, its components are not
+    got = subprocess.run(["python3", "-m", "pip", "download", "--no-deps", "-q", "-d", str(links),
+                          "cuda-toolkit==13.0.*"], capture_output=True, text=True, timeout=300)
+    assert got.returncode == 0, got.stderr
+    partial = run_with_user_pip_conf(host, tmp_path / "home", links)
+    assert partial.returncode == 1
+    assert re.search(r"^cudaswitch: error: pip could not download nvidia-cuda-cccl==13\.0\.\d+\.\* .*"
+                     r"\(see `pip config list`; nothing was installed\)$", partial.stderr, re.M), partial.stderr
     assert [e for e in os.listdir(toolkits_dir(host)) if not e.startswith(".lock-")] == []
     assert managed_items(host) == []

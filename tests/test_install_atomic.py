@@ -8,28 +8,17 @@ after the first file of the first wheel is written the install says so on stderr
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import time
 
-from tests import kits
-from tests.conftest import CUDASWITCH
-
 import pytest
 
+from tests import kits
+from tests.conftest import CUDASWITCH
+from tests.install_support import drop_installed_trees, managed_items, toolkits_dir  # noqa: F401 (autouse fixture)
+
 PAUSED = "test hook: unpack paused"
-
-
-@pytest.fixture(autouse=True)
-def drop_installed_trees(tmp_path):
-    """Toolkits are ~270 MB each; pytest keeps old tmp dirs, so each test removes its own."""
-    yield
-    shutil.rmtree(tmp_path / "work" / "data", ignore_errors=True)
-
-
-def toolkits_dir(host):
-    return host.work / "data" / "toolkits"
 
 
 def start_install(host, pause=None):
@@ -68,10 +57,6 @@ def partial_build(host):
     return build
 
 
-def managed(host):
-    return [i for i in host.list_json().values() if "managed" in i["sources"]]
-
-
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupted_install_leaves_nothing_and_retry_works(host, signum):
     proc = start_install(host, pause=120)
@@ -82,10 +67,10 @@ def test_interrupted_install_leaves_nothing_and_retry_works(host, signum):
     assert proc.returncode == 130, err
     assert "interrupted; nothing was installed" in err
     assert [e for e in entries(host) if not e.startswith(".lock-")] == []
-    assert managed(host) == []
+    assert managed_items(host) == []
     again = host.run("install", "13.0", timeout=600)
     assert again.returncode == 0, again.stderr
-    [item] = managed(host)
+    [item] = managed_items(host)
     assert item["status"] == "ok" and item["short"] == "13.0"
 
 
@@ -96,12 +81,12 @@ def test_killed_install_is_cleaned_by_the_next(host):
     proc.kill()  # SIGKILL: no cleanup can run in the process itself
     proc.communicate(timeout=60)
     assert build in entries(host)
-    assert managed(host) == []  # the dot-named leftover is never listed
+    assert managed_items(host) == []  # the dot-named leftover is never listed
     again = host.run("install", "13.0", timeout=600)
     assert again.returncode == 0, again.stderr
     assert build not in entries(host)
     assert [e for e in entries(host) if e.startswith(".tmp-")] == []
-    [item] = managed(host)
+    [item] = managed_items(host)
     assert item["status"] == "ok"
 
 
@@ -115,7 +100,7 @@ def test_two_concurrent_installs_of_one_version_give_one_good_tree(host):
     assert first.returncode == 0, err1
     assert second.returncode == 0, "".join(waited) + err2
     assert "installed CUDA 13.0." in err1 and "is already installed at" in err2
-    [item] = managed(host)
+    [item] = managed_items(host)
     assert item["status"] == "ok"
     assert [e for e in entries(host) if not e.startswith(".lock-")] == [os.path.basename(item["root"])]
     version = subprocess.run([item["nvcc"], "--version"], capture_output=True, text=True, timeout=60)
@@ -132,7 +117,7 @@ def apply_use(host, request):
 
 def test_uninstall_refuses_the_active_toolkit_unless_forced(host):
     host.run("install", "13.0", check=True, timeout=600)
-    [item] = managed(host)
+    [item] = managed_items(host)
     active_env = apply_use(host, "managed:13.0")
     refused = host.run("uninstall", "13.0", env=active_env)
     assert refused.returncode == 1
@@ -143,7 +128,7 @@ def test_uninstall_refuses_the_active_toolkit_unless_forced(host):
     forced = host.run("uninstall", "13.0", "--force", env=active_env)
     assert forced.returncode == 0, forced.stderr
     assert "it was active in this shell" in forced.stderr
-    assert not os.path.exists(item["root"]) and managed(host) == []
+    assert not os.path.exists(item["root"]) and managed_items(host) == []
     assert [e for e in entries(host) if not e.startswith(".lock-")] == []
 
 
@@ -151,7 +136,7 @@ def test_uninstall_by_release_and_leaves_other_sources_alone(host):
     # mirrors a host with NVIDIA's runtime-only 12.4 in /usr/local beside a managed 13.0
     kits.install_classic_runtime12(host.path("/usr/local/cuda-12.4"))
     host.run("install", "13.0", check=True, timeout=600)
-    [item] = managed(host)
+    [item] = managed_items(host)
     system = host.run("uninstall", "12.4")
     assert system.returncode == 1
     assert "is not managed by cudaswitch (source: system)" in system.stderr
@@ -164,4 +149,43 @@ def test_uninstall_by_release_and_leaves_other_sources_alone(host):
     removed = host.run("uninstall", release)
     assert removed.returncode == 0, removed.stderr
     assert "removed CUDA %s from %s" % (release, item["root"]) in removed.stderr
-    assert managed(host) == [] and not os.path.exists(item["root"])
+    assert managed_items(host) == [] and not os.path.exists(item["root"])
+
+
+def process_ends(pid, within=10.0):
+    """True once pid is gone or a zombie (SIGKILL is delivered asynchronously; an orphan's zombie
+    waits for init to reap it)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open("/proc/%d/stat" % pid) as handle:
+                if handle.read().rpartition(")")[2].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_sigterm_during_the_index_lookup_leaves_no_scratch_and_no_pip(host, tmp_path):
+    """Mirrors a slow or hanging index: the pip cudaswitch runs (CUDASWITCH_PIP, here a script
+    that starts a helper and sleeps) is still looking up cuda-toolkit when the install is stopped."""
+    scratch, helper_pid = tmp_path / "tmp", tmp_path / "helper.pid"
+    scratch.mkdir()
+    hanging_pip = tmp_path / "pip"
+    hanging_pip.write_text("#!/bin/sh\nsleep 300 &\necho $! > %s\necho 'Collecting cuda-toolkit'\nwait\n" % helper_pid)
+    hanging_pip.chmod(0o755)
+    env = dict(host.env, CUDASWITCH_PIP=str(hanging_pip), TMPDIR=str(scratch))
+    proc = subprocess.Popen([CUDASWITCH, "install", "13.0"], env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (helper_pid.exists() and helper_pid.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert os.listdir(scratch), "the install made no scratch dir for the lookup"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and out == ""
+    assert err.splitlines() == ["cudaswitch: error: install of CUDA 13.0 interrupted; nothing was installed"]
+    assert os.listdir(scratch) == []
+    assert process_ends(int(helper_pid.read_text())), "pip's helper was left running"
+    assert not (host.work / "data").exists()
