@@ -9,7 +9,7 @@ import pytest
 
 from tests import kits
 from tests.conftest import CUDASWITCH, Host
-from tests.test_audit import build_image, set_version_json, wheel_versions, write_driver
+from tests.audit_support import build_image, set_version_json, wheel_versions, write_driver
 
 DRIVER_590 = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  590.44.01  Release Build\n"
 
@@ -141,3 +141,25 @@ def test_many_hosts_get_one_line_per_version(reports):
     assert rows["12.4.131"] == ["0 hosts", "15 hosts", "-", "node02"]
     assert rows[nvcc130] == ["0 hosts", "0 hosts", "node02", ", ".join("gpu%02d" % n for n in range(1, 16))]
     assert rows[nvcc131][:2] == ["1 hosts", "0 hosts"]
+
+
+@pytest.mark.parametrize("breakage, says", [
+    (lambda r: r.update(driver="575.51.03"), '"driver" is a JSON string'),
+    (lambda r: r.update(gpus=2), '"gpus" is a JSON number'),
+    (lambda r: r["toolkits"][0].update(version="banana"), 'toolkit 0 has a "version" that is not a CUDA version'),
+    (lambda r: r.update(kind="cudaswitch-verify"), "not an audit report (kind 'cudaswitch-verify')"),
+    (lambda r: r.update(format=99), "report format 99 is not one this cudaswitch reads"),
+], ids=["driver", "gpus", "version", "kind", "format"])
+def test_report_of_the_wrong_shape_is_named_and_the_rest_merge(reports, tmp_path, breakage, says):
+    """Mirrors a node running another tool (or another cudaswitch) under the same collection
+    script: valid JSON, but not a report this merge can read."""
+    runner, files = reports
+    report = json.loads(files["node03"].read_text())
+    breakage(report)
+    odd = tmp_path / "node05.json"
+    odd.write_text(json.dumps(report))
+    proc = merge(runner, files["node01"], odd, "--json")
+    assert proc.returncode == 0, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("cudaswitch: error: %s: " % odd) and says in line, line
+    assert [h["host"] for h in json.loads(proc.stdout)["hosts"]] == ["node01"]
