@@ -38,8 +38,8 @@ def pip_command(env):
     found = shutil.which("pip3") or shutil.which("pip")
     if found:
         return [found]
-    raise PipError("pip is not available to download NVIDIA's wheels",
-                   ["install pip, or set CUDASWITCH_PIP to a pip executable"])
+    raise PipError("pip is not available to download NVIDIA's wheels; install pip, or set "
+                   "CUDASWITCH_PIP to a pip executable")
 
 
 def download(requirements, dest, env, timeout, on_line=None):
@@ -62,9 +62,12 @@ def _run(command, env, timeout, on_line):
 
     pip runs in its own session so that killing it takes any helper it started along (a
     CUDASWITCH_PIP wrapper script, a keyring helper) instead of leaving them orphaned."""
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, env=dict(env, PYTHONUNBUFFERED="1"),
-                            start_new_session=True)
+    try:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, env=dict(env, PYTHONUNBUFFERED="1"),
+                                start_new_session=True)
+    except OSError as exc:  # e.g. CUDASWITCH_PIP names a file that is not there
+        raise PipError("cannot run %s (%s)" % (command[0], exc.strerror or exc)) from None
     expired = threading.Event()
 
     def deadline():
@@ -73,13 +76,8 @@ def _run(command, env, timeout, on_line):
 
     timer = threading.Timer(timeout, deadline)
     timer.start()
-    lines = []
     try:
-        for raw in proc.stdout:
-            line = raw.decode("utf-8", "replace").rstrip()
-            lines.append(line)
-            if on_line and line.strip().startswith(SHOWN_PREFIXES):
-                on_line(line.strip())
+        lines = _read_lines(proc.stdout, on_line)
         code = proc.wait()
     except BaseException:
         _kill_group(proc)
@@ -88,10 +86,21 @@ def _run(command, env, timeout, on_line):
     finally:
         timer.cancel()
         proc.stdout.close()
-    if expired.is_set():
+    if code != 0 and expired.is_set():
         raise PipError("pip did not finish within %g s" % timeout, lines)
     if code != 0:
         raise _failure(code, lines)
+    return lines
+
+
+def _read_lines(stream, on_line):
+    """All of pip's output lines; the progress ones also go to on_line as they come."""
+    lines = []
+    for raw in stream:
+        line = raw.decode("utf-8", "replace").rstrip()
+        lines.append(line)
+        if on_line and line.strip().startswith(SHOWN_PREFIXES):
+            on_line(line.strip())
     return lines
 
 
