@@ -60,3 +60,29 @@ def test_compile_of_a_fitting_toolkit_builds(gcc_host):
     proc = gcc_host.run("verify", "13.0", "--compile", timeout=300)
     assert "the one-kernel program builds" in proc.stdout, proc.stdout + proc.stderr
     assert "gcc" in proc.stdout and "within CUDA 13.0's limit (gcc 15)" in proc.stdout
+
+
+def test_a_hanging_host_compiler_is_cut_with_its_children(gcc_host, tmp_path):
+    """Mirrors NVCC_CCBIN pointing at a compiler wrapper (ccache, a module shim) stuck on a dead
+    mount: the wrapper's own child must die too, or it holds the output pipe open for ever."""
+    import time
+
+    pidfile = tmp_path / "child.pid"
+    wrapper = tmp_path / "gcc-wrapper"
+    wrapper.write_text("#!/bin/sh\nsleep 600 &\necho $! > %s\nwait\n" % pidfile)
+    wrapper.chmod(0o755)
+    started = time.monotonic()
+    proc = gcc_host.run("verify", "13.0", "--json", env={"NVCC_CCBIN": str(wrapper)}, timeout=120)
+    [item] = by_id(report(proc), "gcc.supported")
+    assert item["level"] == "info" and item["facts"]["compiler"] == str(wrapper) and item["facts"]["gcc"] is None
+    assert time.monotonic() - started < 60
+    assert not running(int(pidfile.read_text()))
+
+
+def running(pid):
+    """Alive and not a zombie (an orphan killed here waits for a reaper that may be slow)."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
