@@ -511,3 +511,49 @@ prepend_path("LD_LIBRARY_PATH", pathJoin(root, "lib64"))
     path = Path(modulepath) / "cuda" / f"{version}.lua"
     _write(path, lua)
     return path
+
+
+def environment_modules() -> Path:
+    """Environment Modules' ``modulecmd.tcl`` (Debian's package, run by the system tclsh).
+
+    Debian's ``environment-modules`` CONFLICTS with ``lmod``, which the other tests need, so it is
+    not installed: ``apt-get download`` + ``dpkg -x`` into ``cache_dir()/envmodules``. Checked with
+    5.2.0 (bookworm): modulecmd.tcl's #! is /usr/bin/tclsh8.6 (package ``tcl8.6``, which lmod pulls
+    in); it looks for its optional libtclenvmodules.so under /usr/lib/x86_64-linux-gnu and runs in
+    pure Tcl without it; /etc/environment-modules (siteconfig, rc) is absent here and not needed.
+    All exit 0, reports on STDERR, shell code on stdout:
+
+        modulecmd.tcl python avail -j      # {"<dir>": {"cuda/13.1": {"type": "modulefile", "pathname": ...}}}
+        modulecmd.tcl python avail -t      # <dir>:  then  cuda/12.4(default)  cuda/latest(@)
+        modulecmd.tcl python display <modulefile>...
+            # a 67-dash rule, "<modulefile>:", blank, then "prepend-path\\tPATH /root/bin" per command;
+            # a Tcl error in one modulefile prints "Module ERROR: ..." in its block, the others go on
+        modulecmd.tcl python load cuda/13.1  # os.environ['PATH'] = '...'"""
+    if shutil.which("apt-get") is None or shutil.which("dpkg") is None:
+        _give_up("environment-modules: no apt-get/dpkg to fetch Debian's package")
+    if shutil.which("tclsh8.6") is None and shutil.which("tclsh") is None:
+        _give_up("environment-modules: no tclsh (Debian: apt-get install tcl)")
+
+    def build(tmp: Path):
+        proc = _run(["apt-get", "download", "environment-modules"], cwd=tmp)
+        if proc.returncode != 0:  # a fresh machine has no package lists yet
+            _run(["apt-get", "update", "-qq"], timeout=600)
+            proc = _run(["apt-get", "download", "environment-modules"], cwd=tmp)
+        debs = sorted(tmp.glob("environment-modules_*.deb"))
+        if proc.returncode != 0 or not debs:
+            raise KitUnavailable("apt-get download environment-modules: " + proc.stderr.strip()[-300:])
+        _run(["dpkg", "-x", debs[0], tmp / "x"]).check_returncode()
+        debs[0].unlink()
+
+    try:
+        tree = _cached("envmodules", build)
+    except (KitUnavailable, subprocess.SubprocessError, OSError) as exc:
+        _give_up(f"environment-modules unavailable: {exc}")
+    found = [p for p in sorted(tree.glob("x/usr/lib/**/modulecmd.tcl"))
+             if p.is_file() and not p.is_symlink()] + sorted(tree.glob("x/**/modulecmd.tcl"))
+    if not found:
+        _give_up(f"environment-modules: no modulecmd.tcl in {tree}")
+    version = _run([found[0], "python", "--version"])
+    if "Modules Release" not in version.stderr:
+        _give_up(f"environment-modules: {found[0]} does not run: {version.stderr.strip()[-300:]}")
+    return found[0]
