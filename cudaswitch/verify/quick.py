@@ -14,6 +14,7 @@ ENV_KEYS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "
 
 
 def _which(name, env):
+    """runner.which, repeated here because importing runner (json, subprocess) would cost every `use`."""
     for directory in (env.get("PATH") or "").split(":"):
         candidate = os.path.join(directory or ".", name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):

@@ -21,7 +21,7 @@ def use_verdict(paths, record, new_env, timeout):
         checks.append(gcc_check(record, new_env, conf["probe_timeout"]))
     python = find_python(new_env, None, conf.get("python"))
     probe = probe_torch(python, new_env, timeout) if python else {"error": "no python3 on PATH"}
-    if probe.get("torch") or "error" in probe:
+    if "No module named 'torch'" not in (probe.get("torch_error") or ""):  # no torch: nothing to say
         checks += torch_checks(probe, short_version(record.get("version") or "") or None, drv)
         checks += [three_toolkits(new_env, probe), cudnn_copies(new_env, probe)]
     level, line = summarize(record, checks, drv, probe)
