@@ -86,25 +86,34 @@ def test_audit_root_table_sorted_by_version_with_problems(image):
     assert proc.stderr == ""  # not a terminal: no progress bar
 
 
-def make_fake_nvcc_root(root: Path, marker: Path):
-    """A 13.1 tree whose bin/nvcc is a script that leaves a marker when run (an image's nvcc
-    built for another host would likewise do something unwanted here)."""
-    kits.install_classic(kits.cuda13("13.1"), root / "usr/local/cuda-13.1", "13.1")
-    nvcc = root / "usr/local/cuda-13.1/bin/nvcc"
-    nvcc.unlink()
-    nvcc.write_text("#!/bin/sh\ntouch %s\necho 'Cuda compilation tools, release 13.1, V13.1.115'\n" % marker)
-    nvcc.chmod(0o755)
+def marker_script(path: Path, marker: Path, output=""):
+    """An executable that leaves `marker` when run (an image's binaries, built for another host,
+    would likewise do something unwanted here)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)  # a fresh file: never write through a hardlink into the kit cache
+    path.write_text("#!/bin/sh\ntouch %s\necho '%s'\n" % (marker, output))
+    path.chmod(0o755)
 
 
 def test_audit_root_runs_nothing_from_the_image_unless_exec(host):
-    marker = host.work / "nvcc-was-run"
+    """The image's nvcc, and the tools an audit could be tempted to ask (the image's nvidia-smi,
+    conda, Lmod's spider), are scripts that leave a marker when run."""
     host.work.mkdir()
-    make_fake_nvcc_root(host.root, marker)
+    kits.install_classic(kits.cuda13("13.1"), host.root / "usr/local/cuda-13.1", "13.1")
+    kits.conda_env(host.root / "opt/conda/envs/cu13", "cuda-nvcc-13")
+    nvcc_ran, other_ran = host.work / "nvcc-was-run", host.work / "image-tool-was-run"
+    marker_script(host.root / "usr/local/cuda-13.1/bin/nvcc", nvcc_ran,
+                  "Cuda compilation tools, release 13.1, V13.1.115")
+    for tool in ("usr/bin/nvidia-smi", "opt/conda/bin/conda", "usr/share/lmod/lmod/libexec/spider"):
+        marker_script(host.root / tool, other_ran)
     report = audit_json(host)
-    assert not marker.exists()
-    assert report["toolkits"][0]["version"] == "13.1.115"
+    assert not nvcc_ran.exists() and not other_ran.exists()
+    by_root = {Path(t["root"]).relative_to(host.root).as_posix(): t for t in report["toolkits"]}
+    assert by_root["usr/local/cuda-13.1"]["version"] == "13.1.115"  # read from the script's bytes
+    assert by_root["opt/conda/envs/cu13"]["status"] == "ok"
     report = audit_json(host, "--exec")
-    assert marker.exists() and report["executed"] is True
+    assert nvcc_ran.exists() and report["executed"] is True
+    assert not other_ran.exists()  # --exec is about toolkits' nvcc; the image's driver tools stay unrun
 
 
 def test_nvcc_disagreeing_with_version_json_is_broken_with_and_without_exec(host):
