@@ -12,6 +12,7 @@ from cudaswitch.toolkit import short_version, version_tuple
 from cudaswitch.verify import driver as drivermod, facts as table, nvcc as nvccmod
 from cudaswitch.verify.checks import arch_in_build, compat_libcuda_dirs, cudnn_copies, torch_checks
 from cudaswitch.verify.compat import check, driver_supports, torch_home
+from cudaswitch.verify.doctor import driver_checks
 from cudaswitch.verify.report import current_or_none, gcc_check, settings
 from cudaswitch.verify.runner import find_python, probe_torch, run_bounded, which
 
@@ -90,11 +91,8 @@ def confirm_gpu_arch(host, text):
 
 def confirm_driver(host, text):
     drv = host.driver
-    if not drv["present"]:
-        return [check("driver.present", "info", "no NVIDIA driver on this host", None)]
-    out = [check("driver.present", "ok", "driver %s supports CUDA %s" % (drv["release"] or "?", drv["cuda"] or "?"),
-                 release=drv["release"], cuda=drv["cuda"])]
-    if host.toolkit_cuda:
+    out = driver_checks(drv)
+    if drv["present"] and host.toolkit_cuda:
         out.append(driver_supports(drv, host.toolkit_cuda, "driver.supports_toolkit", "the CUDA %s toolkit"
                                    % host.toolkit_cuda))
     return out
