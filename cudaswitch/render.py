@@ -3,10 +3,15 @@
 import sys
 
 
-def emit_json(data):
+def emit_json(data, compact=False):
+    """Indented for people; compact = one line, for JSON-lines collectors (pdsh, clush, srun)."""
     import json  # here, not at the top: `list` without --json runs on the fast path (~7 ms for json)
 
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    if compact:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    else:
+        text = json.dumps(data, indent=2, ensure_ascii=False)
+    sys.stdout.write(text + "\n")
 
 
 def emit_lines(lines):

@@ -1,6 +1,5 @@
 """`audit` (one host or root) and `audit merge` (many hosts' reports): parse, call the core, render."""
 
-import json
 import os
 import sys
 from typing import List, Optional
@@ -34,7 +33,7 @@ def audit(ctx: typer.Context,
     with audit_render.progress_bar(show) as tick:
         report = run_audit(dict(os.environ), root=root, compile_=compile_, allow_exec=allow_exec, progress=tick)
     if as_json or compact:
-        _emit(report, compact)
+        render.emit_json(report, compact=compact)
     else:
         audit_render.audit_report(report)
 
@@ -81,13 +80,6 @@ def _inputs(files):
                 yield name, handle.read().decode("utf-8", "replace"), None
         except OSError as exc:
             yield name, None, "cannot read (%s)" % (exc.strerror or exc)
-
-
-def _emit(data, compact):
-    if compact:
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
-    else:
-        render.emit_json(data)
 
 
 def register(app):
