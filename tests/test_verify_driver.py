@@ -5,7 +5,7 @@ under CUDASWITCH_ROOT. The library stands in for the libcuda.so.1 of a driver of
 import pytest
 
 from tests import kits
-from tests.verify_support import build_libcuda, by_id, report, write_proc_version
+from tests.verify_support import build_libcuda, by_id, report, venv_with_torch_package, write_proc_version
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +81,27 @@ def test_unloadable_override_is_reported(host, tmp_path):
     kits.install_classic_runtime12(host.path("/usr/local/cuda-12.4"))
     out = report(host.run("verify", "12.4", "--json", env={"CUDASWITCH_LIBCUDA": str(tmp_path / "nope.so")}))
     assert any("cannot load" in p for p in out["driver"]["problems"])
+
+
+CU111_TORCH = '''"""Mirrors torch 1.9+cu111's Python surface (what the probe reads), no GPU."""
+__version__ = "1.9.1+cu111"
+class version:
+    cuda = "11.1"
+    hip = None
+class cuda:
+    get_arch_list = staticmethod(lambda: ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86"])
+    is_available = staticmethod(lambda: False)
+'''
+
+
+@pytest.mark.parametrize("release,level", [("450.51.05", "error"), ("450.80.02", "ok")])
+def test_11_0_driver_runs_cuda_11_1_only_from_the_mvc_floor(drv_host, tmp_path, release, level):
+    """An 11.0 driver (cuDriverGetVersion 11000) and a cu111 torch: minor-version compatibility
+    needs driver >= 450.80.02 (NV-mvc); the 11.0 GA driver 450.51.05 is below it."""
+    py = venv_with_torch_package(tmp_path, "cu111", {"__init__.py": CU111_TORCH})
+    write_proc_version(drv_host.root, release)
+    env = {"CUDASWITCH_LIBCUDA": str(build_libcuda(drv_host.libs, 11000))}
+    out = report(drv_host.run("verify", "13.1", "--python", py, "--json", env=env))
+    [item] = by_id(out, "torch.driver")
+    assert item["level"] == level and item["facts"]["driver_cuda"] == "11.0"
+    assert item["facts"].get("minor_version_compatibility", False) is (level == "ok")

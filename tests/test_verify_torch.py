@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests import kits
-from tests.verify_support import by_id, report, torch_venv
+from tests.verify_support import by_id, report, torch_venv, venv_with_torch_package
 
 
 @pytest.fixture(scope="module")
@@ -67,17 +67,6 @@ def test_python_hanging_on_import_is_bounded(host13, tmp_path):
     pid = int(pidfile.read_text())
     with pytest.raises(ProcessLookupError):  # the hung interpreter was killed, not left behind
         os.kill(pid, 0)
-
-
-def venv_with_torch_package(tmp_path, name, files):
-    """A bare venv whose site-packages holds a hand-made `torch` package (files: {relpath: text})."""
-    venv = tmp_path / name
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    for rel, text in files.items():
-        target = kits.site_packages(venv) / "torch" / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-    return str(venv / "bin" / "python")
 
 
 NOISY_TORCH = '''"""Mirrors a torch whose import prints (and a sitecustomize that swaps sys.stdout for a logger):

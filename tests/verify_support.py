@@ -31,6 +31,17 @@ def torch_venv() -> Path:
     return final
 
 
+def venv_with_torch_package(tmp_path: Path, name: str, files: dict) -> str:
+    """A bare venv whose site-packages holds a hand-made `torch` package ({relpath: text}); its python."""
+    venv = tmp_path / name
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    for rel, text in files.items():
+        target = kits.site_packages(venv) / "torch" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return str(venv / "bin" / "python")
+
+
 def build_libcuda(dest_dir: Path, version: int, init_rc: int = 100) -> Path:
     """Compile a real shared library exporting cuInit/cuDriverGetVersion (version e.g. 12020)."""
     gcc = kits.require("gcc")

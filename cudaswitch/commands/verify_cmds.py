@@ -68,7 +68,7 @@ def verify(request: Optional[str] = typer.Argument(None, help="Toolkit to verify
     paths, reg = _context()
     record = _record(reg, request)
     new_env = envdiff.switched(dict(os.environ), record, "verify")
-    report = verify_toolkit(paths, reg, record, new_env, python=python, compile=compile_, timeout=timeout,
+    report = verify_toolkit(paths, reg, record, new_env, python=python, smoke_compile=compile_, timeout=timeout,
                             current_env=dict(os.environ))
     _emit(report, as_json)
     if any(c["level"] == "error" for c in report["checks"]):

@@ -56,9 +56,7 @@ def _older_driver(driver, have, want, check_id, subject, facts):
     minimum = table.driver_minimum("%d.%d" % want)
     facts["needs_driver"] = minimum["driver"] if minimum else None
     upgrade = "update the NVIDIA driver to %s or newer" % facts["needs_driver"] if minimum else "update the NVIDIA driver"
-    mvc = table.minor_compat(want[0])
-    release_ok = not driver.get("release") or (mvc and table.release_tuple(driver["release"]) >= table.release_tuple(mvc["driver"]))
-    if have[0] == want[0] and mvc and want[1] >= mvc["first_minor"] and release_ok:
+    if _minor_version_compatible(driver, have, want):
         caveat = table.load()["minor_compat_caveat"]["text"]
         facts.update(minor_version_compatibility=True, source="NV-mvc")
         return check(check_id, "ok", "driver supports CUDA %s; %s (CUDA %d.%d) runs through minor-version "
@@ -68,6 +66,16 @@ def _older_driver(driver, have, want, check_id, subject, facts):
     return check(check_id, "error", "driver supports CUDA %s only, older than %s needs (CUDA %d.%d)"
                  % (driver["cuda"], subject, want[0], want[1]), upgrade + ", or use an older CUDA " +
                  "%d.x" % have[0], **facts)
+
+
+def _minor_version_compatible(driver, have, want):
+    """Same major, a major with minor-version compatibility (none before 11.1), and a driver release
+    at or above its floor (an unknown release is given the benefit: its CUDA major already matches)."""
+    mvc = table.minor_compat(want[0])
+    if have[0] != want[0] or not mvc or want[1] < mvc["first_minor"]:
+        return False
+    release = driver.get("release")
+    return not release or table.release_tuple(release) >= table.release_tuple(mvc["driver"])
 
 
 def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda):

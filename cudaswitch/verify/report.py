@@ -21,7 +21,7 @@ def settings(paths):
             "torch_timeout": float(cfg.get("torch_timeout", DEFAULT_TORCH_TIMEOUT))}
 
 
-def verify_toolkit(paths, registry, record, env, python=None, compile=False, timeout=None, current_env=None):
+def verify_toolkit(paths, registry, record, env, python=None, smoke_compile=False, timeout=None, current_env=None):
     """{"toolkit": list-shape, "checks": [...], "driver": {...}, "torch": {...}} for `record`.
 
     `env` is the environment after switching (cudaswitch.envdiff.switched); `current_env`, when
@@ -34,7 +34,7 @@ def verify_toolkit(paths, registry, record, env, python=None, compile=False, tim
     probe = probe_torch(python, env, torch_timeout) if python else {"error": "no python3 on PATH"}
     checks += torch_checks(probe, _cuda(record), drv)
     checks += [three_toolkits(env, probe), cudnn_copies(env, probe)]
-    if compile:
+    if smoke_compile:
         checks.append(compile_check(record, env, drv))
     public = Toolkit(record).public(default=record.get("real") == registry.get("default_real"),
                                     active=active_root(current_env or {}) == record["root"])
