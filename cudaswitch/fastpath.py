@@ -47,7 +47,6 @@ def _render(options, diff):
     return render(diff) if diff else ""
 
 
-VERIFY_TIMEOUT = 15.0  # a cache miss may import torch (seconds when cold); a hung Python is cut here
 
 
 def cmd_use(args):
@@ -81,7 +80,7 @@ def _report_switch(paths, record, new_env, options):
     else:
         from cudaswitch.verify.quick import verdict_for_use
 
-        level, line = verdict_for_use(paths, record, new_env, VERIFY_TIMEOUT)
+        level, line = verdict_for_use(paths, record, new_env, timeout=None)
     if level == "error" and options.get("--strict"):
         raise CudaSwitchError("refusing to switch (--strict): " + line)
     sys.stderr.write("cudaswitch: " + line + "\n")

@@ -92,7 +92,10 @@ def run_nvcc(nvcc, timeout):
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:  # the group ended between the timeout and the kill
             pass
-        proc.communicate()
+        try:
+            proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:  # a grandchild left the group and holds our pipes
+            pass
         return {"error": "nvcc did not answer within %g s" % timeout}
     if proc.returncode != 0:
         return {"error": "nvcc --version " + _exit_reason(proc.returncode)}

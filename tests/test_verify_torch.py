@@ -128,3 +128,24 @@ def test_gpu_arch_verdicts_follow_binary_compatibility(host13, tmp_path):
     assert blackwell["level"] == "error" and "no kernel image is available" in blackwell["message"]
     assert blackwell["hint"] == "install a torch build that lists sm_120"
     assert out["torch"]["cudnn"] == 8500 and by_id(out, "env.cudnn_copies")[0]["facts"]["torch_cudnn"] == "8.5.0"
+
+
+def test_use_bounds_a_hung_python_by_the_configured_torch_timeout(host13, tmp_path):
+    """`use` probes the first python3 on the switched PATH; one that hangs (the same hung-NFS case)
+    costs at most config.toml's torch_timeout, the switch still happens, and the line says why."""
+    venv = tmp_path / "hung"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    (kits.site_packages(venv) / "sitecustomize.py").write_text("import time\ntime.sleep(600)\n")
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "config.toml").write_text("torch_timeout = 2\n")
+    env = {**host13.env, "PATH": "%s:%s" % (venv / "bin", host13.env["PATH"]),
+           "CUDASWITCH_CONFIG_DIR": str(config), "CUDASWITCH_CACHE_DIR": str(tmp_path / "cache")}
+    started = time.monotonic()
+    # The interpreter directly, not a PATH-rewriting launcher shim, so python3 stays the hung one.
+    proc = subprocess.run([sys.executable, "-m", "cudaswitch", "use", "13.1", "--shell", "bash"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0 and "export CUDA_HOME=" in proc.stdout
+    assert "did not answer within 2 s" in proc.stderr and proc.stderr.count("\n") == 1
+    assert elapsed < 12, elapsed

@@ -10,9 +10,14 @@ from cudaswitch.verify.report import gcc_check, status_check
 from cudaswitch.verify.runner import find_python, probe_torch
 
 
+USE_TIMEOUT = 15.0  # a cache miss may import torch (seconds when cold); a hung Python is cut here
+
+
 def use_verdict(paths, record, new_env, timeout):
-    """(level, line, paths to watch): the verdict and what would make it stale."""
+    """(level, line, paths to watch): the verdict and what would make it stale. timeout None: the
+    configured torch_timeout, capped at USE_TIMEOUT unless config.toml sets one explicitly."""
     conf = _settings(paths)
+    timeout = timeout or conf.get("torch_timeout_set") or USE_TIMEOUT
     drv = driver.driver_facts(paths, new_env, timeout=timeout)
     checks = [status_check(record)]
     if record.get("version") and record["status"] != "broken":
@@ -55,7 +60,11 @@ def _settings(paths):
     from cudaswitch.errors import CudaSwitchError
     from cudaswitch.verify.report import settings
 
+    from cudaswitch import config
+
     try:
-        return settings(paths)
+        conf = settings(paths)
+        conf["torch_timeout_set"] = config.load(paths).get("torch_timeout")  # None: not in the file
     except CudaSwitchError:  # a broken config.toml must not break `use`; `list` reports it
         return {"probe_timeout": 5.0, "python": None}
+    return conf
