@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,9 @@ import pytest
 from tests import kits
 
 HOME = "/home/tester"  # HOME as seen on the test host; files live at ROOT/home/tester
-CUDASWITCH = shutil.which("cudaswitch") or sys.exit("cudaswitch is not installed: pip install -e .[test]")
+# The script pip installed beside this interpreter, not a launcher shim (pyenv's rewrites PATH).
+SCRIPTS = sysconfig.get_path("scripts")
+CUDASWITCH = shutil.which("cudaswitch", path=SCRIPTS) or sys.exit("cudaswitch is not installed: pip install -e .[test]")
 
 
 class Host:
@@ -24,6 +27,7 @@ class Host:
         self.env = {k: v for k, v in os.environ.items()
                     if not k.startswith(("CUDA", "CONDA", "VIRTUAL_ENV", "LMOD", "MODULE", "__LMOD",
                                          "_ModuleTable", "LD_LIBRARY_PATH"))}
+        self.env["PATH"] = SCRIPTS + os.pathsep + self.env.get("PATH", "")  # shells find the same script
         self.env.update({
             "CUDASWITCH_ROOT": str(root), "HOME": HOME,
             "CUDASWITCH_CACHE_DIR": str(work / "cache"), "CUDASWITCH_CONFIG_DIR": str(work / "config"),
