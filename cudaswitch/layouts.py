@@ -48,14 +48,7 @@ def describe(root, layout, timeout, nvcc_cache, hint_version=None, run_nvcc=True
     problems = []
     bins, libs = tool_dirs(root, layout)
     nvcc = next((os.path.join(b, "nvcc") for b in bins if os.access(os.path.join(b, "nvcc"), os.X_OK)), None)
-    file_version, components, problem = probe.read_version_json(root)
-    if problem:
-        problems.append(problem)
-    file_version = (
-        file_version
-        or probe.read_version_txt(root)
-        or _dist_info_version(root, layout)
-    )
+    file_version, components = _file_version(root, layout, problems)
     cudart = probe.cudart_version(libs)
     if cudart:
         components.setdefault("cudart_soname", cudart)
@@ -68,17 +61,18 @@ def describe(root, layout, timeout, nvcc_cache, hint_version=None, run_nvcc=True
     if nvcc is None:
         problems.append(_no_nvcc_problem(root, bins))
     return {
-        "version": version,
-        "root": root,
-        "nvcc": nvcc,
-        "status": _status(problems, nvcc),
-        "problems": problems,
-        "bin_dirs": bins,
-        "lib_dirs": libs,
-        "isolated": layout in ISOLATED_LAYOUTS,
-        "components": components,
-        "layout": layout,
+        "version": version, "root": root, "nvcc": nvcc, "status": _status(problems, nvcc),
+        "problems": problems, "bin_dirs": bins, "lib_dirs": libs, "isolated": layout in ISOLATED_LAYOUTS,
+        "components": components, "layout": layout,
     }
+
+
+def _file_version(root, layout, problems):
+    """(version, components) from the files, most trusted first: version.json, version.txt, dist-info."""
+    version, components, problem = probe.read_version_json(root)
+    if problem:
+        problems.append(problem)
+    return version or probe.read_version_txt(root) or _dist_info_version(root, layout), components
 
 
 def _dist_info_version(root, layout):

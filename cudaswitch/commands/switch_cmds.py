@@ -17,50 +17,67 @@ def _fast(name, args):
     raise typer.Exit(fastpath.FAST[name](args))
 
 
+def use(request: str, shell: Optional[str] = typer.Option(None, help=SHELL_HELP),
+        no_verify: bool = typer.Option(False, "--no-verify", help="Skip the verification."),
+        strict: bool = typer.Option(False, "--strict", help="Refuse on an error verdict.")):
+    """Print the shell code that switches this shell to REQUEST: eval "$(cudaswitch use 12.4)"."""
+    _fast("use", [request] + (["--shell", shell] if shell else [])
+          + (["--no-verify"] if no_verify else []) + (["--strict"] if strict else []))
+
+
+def off(shell: Optional[str] = typer.Option(None, help=SHELL_HELP)):
+    """Print the code that restores the environment from before cudaswitch."""
+    _fast("off", ["--shell", shell] if shell else [])
+
+
+def exec_(request: str, command: List[str] = typer.Argument(..., help="-- CMD [ARGS...]")):
+    """Run CMD with the toolkit (the process is replaced; its exit status is yours)."""
+    _fast("exec", [request, "--"] + command)
+
+
+def current(as_json: bool = typer.Option(False, "--json")):
+    """The active toolkit and why: shell, project file, global default or system."""
+    _fast("current", ["--json"] if as_json else [])
+
+
+def hook_env(shell: str = typer.Option(..., help=SHELL_HELP)):
+    """Called by the shell hook when the project file changed; prints code or nothing."""
+    _fast("hook-env", ["--shell", shell])
+
+
+def init(shell: str = typer.Argument(..., help="bash, zsh or fish")):
+    """Print the hook to load from the shell's rc file."""
+    _fast("init", [shell])
+
+
+def local(request: Optional[str] = typer.Argument(None), unset: bool = typer.Option(False, "--unset")):
+    """Write (or remove) .cudaversion in the current directory."""
+    from cudaswitch import project_cmds
+
+    render.message(project_cmds.set_local(request, unset))
+
+
+def system(request: str, dry_run: bool = typer.Option(False, "--dry-run")):
+    """Repoint /usr/local/cuda at REQUEST (through update-alternatives where it manages the link)."""
+    from cudaswitch import systemlink
+
+    render.message(systemlink.repoint(request, dry_run))
+
+
+# (function, typer.command arguments): --help text and options come from each function.
+COMMANDS = [
+    (use, {}),
+    (off, {}),
+    (exec_, {"name": "exec", "context_settings": {"allow_extra_args": True, "ignore_unknown_options": True}}),
+    (current, {}),
+    (hook_env, {"name": "hook-env"}),
+    (init, {}),
+    (local, {}),
+    (system, {}),
+]
+
+
+
 def register(app):
-    @app.command()
-    def use(request: str, shell: Optional[str] = typer.Option(None, help=SHELL_HELP),
-            no_verify: bool = typer.Option(False, "--no-verify", help="Skip the verification."),
-            strict: bool = typer.Option(False, "--strict", help="Refuse on an error verdict.")):
-        """Print the shell code that switches this shell to REQUEST: eval "$(cudaswitch use 12.4)"."""
-        _fast("use", [request] + (["--shell", shell] if shell else [])
-              + (["--no-verify"] if no_verify else []) + (["--strict"] if strict else []))
-
-    @app.command()
-    def off(shell: Optional[str] = typer.Option(None, help=SHELL_HELP)):
-        """Print the code that restores the environment from before cudaswitch."""
-        _fast("off", ["--shell", shell] if shell else [])
-
-    @app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-    def exec_(request: str, command: List[str] = typer.Argument(..., help="-- CMD [ARGS...]")):
-        """Run CMD with the toolkit (the process is replaced; its exit status is yours)."""
-        _fast("exec", [request, "--"] + command)
-
-    @app.command()
-    def current(as_json: bool = typer.Option(False, "--json")):
-        """The active toolkit and why: shell, project file, global default or system."""
-        _fast("current", ["--json"] if as_json else [])
-
-    @app.command("hook-env")
-    def hook_env(shell: str = typer.Option(..., help=SHELL_HELP)):
-        """Called by the shell hook when the project file changed; prints code or nothing."""
-        _fast("hook-env", ["--shell", shell])
-
-    @app.command()
-    def init(shell: str = typer.Argument(..., help="bash, zsh or fish")):
-        """Print the hook to load from the shell's rc file."""
-        _fast("init", [shell])
-
-    @app.command()
-    def local(request: Optional[str] = typer.Argument(None), unset: bool = typer.Option(False, "--unset")):
-        """Write (or remove) .cudaversion in the current directory."""
-        from cudaswitch import project_cmds
-
-        render.message(project_cmds.set_local(request, unset))
-
-    @app.command()
-    def system(request: str, dry_run: bool = typer.Option(False, "--dry-run")):
-        """Repoint /usr/local/cuda at REQUEST (through update-alternatives where it manages the link)."""
-        from cudaswitch import systemlink
-
-        render.message(systemlink.repoint(request, dry_run))
+    for function, options in COMMANDS:
+        app.command(**options)(function)
