@@ -77,14 +77,37 @@ def _register_command_groups():
 _register_command_groups()
 
 
+def _is_usage_error(exc):
+    """click's UsageError family, whether typer uses click or its own vendored copy of it."""
+    return any(cls.__name__ == "UsageError" for cls in type(exc).__mro__) and hasattr(exc, "format_message")
+
+
+def _usage_line(exc):
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and type(exc).__name__ == "NoArgsIsHelpError":
+        print(ctx.get_help())
+        return 0
+    where = ctx.command_path if ctx is not None else "cudaswitch"
+    render.message("cudaswitch: error: %s (see `%s --help`)" % (exc.format_message(), where))
+    return UsageError.exit_code
+
+
 def run(argv: Optional[List[str]] = None):
-    """The error boundary: CudaSwitchError -> one line on stderr and its exit code."""
+    """The error boundary: CudaSwitchError and usage errors -> one line on stderr and an exit code
+    (typer's boxed multi-line errors are not what a script's log should show)."""
     argv = sys.argv[1:] if argv is None else argv
     try:
-        app(args=argv, prog_name="cudaswitch", standalone_mode=True)
+        result = app(args=argv, prog_name="cudaswitch", standalone_mode=False)
+    except typer.Abort:
+        render.message("cudaswitch: aborted")
+        return 130
     except CudaSwitchError as exc:
         if VERBOSE["on"] or "--verbose" in argv or "-v" in argv:
             raise
         render.message(exc.render())
         return exc.exit_code
-    return 0
+    except Exception as exc:
+        if not _is_usage_error(exc):
+            raise
+        return _usage_line(exc)
+    return result if isinstance(result, int) else 0

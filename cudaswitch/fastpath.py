@@ -39,14 +39,16 @@ def _paths():
     return Paths()
 
 
-def _render(options, diff):
+def _renderer(options):
+    """The output format's render function, checked before any work is done."""
     from cudaswitch import shells
 
-    name = options.get("--shell") or shells.parent_shell()
-    render = shells.renderer(name)
-    return render(diff) if diff else ""
+    return shells.renderer(options.get("--shell") or shells.parent_shell())
 
 
+def _no_positionals(positionals, command):
+    if positionals:
+        raise UsageError("%s takes no arguments, got %r" % (command, positionals[0]))
 
 
 def cmd_use(args):
@@ -55,10 +57,11 @@ def cmd_use(args):
     positionals, options = parse(args)
     if len(positionals) != 1:
         raise UsageError("use takes one REQUEST, e.g. `cudaswitch use 12.4`")
+    render = _renderer(options)
     paths, env = _paths(), dict(os.environ)
     reg = switch.load(paths, env)
     record, diff = switch.use(reg, env, positionals[0])
-    text = _render(options, diff)
+    text = render(diff)
     _report_switch(paths, record, applied(env, diff), options)
     sys.stdout.write(text)
     return 0
@@ -89,23 +92,27 @@ def _report_switch(paths, record, new_env, options):
 def cmd_off(args):
     from cudaswitch import switch
 
-    _, options = parse(args)
+    positionals, options = parse(args)
+    _no_positionals(positionals, "off")
+    render = _renderer(options)
     diff = switch.off(dict(os.environ))
     if diff is None:
         sys.stderr.write("cudaswitch: no toolkit was switched in this shell; nothing to undo\n")
         return 0
-    sys.stdout.write(_render(options, diff))
+    sys.stdout.write(render(diff))
     return 0
 
 
 def cmd_hook_env(args):
     from cudaswitch import switch
 
-    _, options = parse(args)
+    positionals, options = parse(args)
+    _no_positionals(positionals, "hook-env")
+    render = _renderer(options)
     paths, env = _paths(), dict(os.environ)
     record, diff = switch.hook_env(lambda: switch.load(paths, env), env, os.getcwd())
     if diff:
-        text = _render(options, diff)
+        text = render(diff)
         if record:
             sys.stderr.write("cudaswitch: CUDA %s (%s)\n" % (record["version"], record["root"]))
         sys.stdout.write(text)
@@ -115,7 +122,8 @@ def cmd_hook_env(args):
 def cmd_current(args):
     from cudaswitch import switch
 
-    _, options = parse(args)
+    positionals, options = parse(args)
+    _no_positionals(positionals, "current")
     paths, env = _paths(), dict(os.environ)
     info = switch.current(lambda: switch.load(paths, env), env, os.getcwd())
     if options.get("--json"):
