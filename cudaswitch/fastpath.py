@@ -179,14 +179,32 @@ HOOK_SHELLS = ("bash", "zsh", "fish")
 
 
 def cmd_init(args):
-    """Print the hook for SHELL: a real file under shell/, shipped in the package."""
+    """Print the hook for SHELL: a real file under shell/, shipped in the package, after a line that
+    names this very program by absolute path (a launcher shim on PATH, e.g. pyenv's, rewrites PATH
+    before cudaswitch reads it, and that would leak into every `use`)."""
     positionals, _ = parse(args)
     if len(positionals) != 1 or positionals[0] not in HOOK_SHELLS:
         raise UsageError("usage: cudaswitch init bash|zsh|fish")
     from importlib.resources import files
 
-    sys.stdout.write(files("cudaswitch.shell").joinpath("cudaswitch." + positionals[0]).read_text())
+    shell = positionals[0]
+    program = _own_program()
+    if program:
+        from cudaswitch.shells import bash, fish, zsh
+
+        quote = {"bash": bash.quote, "zsh": zsh.quote, "fish": fish.quote}[shell]
+        assign = "set -g __cudaswitch_bin %s\n" if shell == "fish" else "__cudaswitch_bin=%s\n"
+        sys.stdout.write(assign % quote(program))
+    sys.stdout.write(files("cudaswitch.shell").joinpath("cudaswitch." + shell).read_text())
     return 0
+
+
+def _own_program():
+    """Absolute path of the `cudaswitch` script running now; None under `python -m cudaswitch`."""
+    path = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if os.path.basename(path) == "cudaswitch" and os.access(path, os.X_OK):
+        return path
+    return None
 
 
 FAST = {"use": cmd_use, "off": cmd_off, "hook-env": cmd_hook_env, "current": cmd_current, "exec": cmd_exec,

@@ -4,18 +4,28 @@
 # nearest project file: its path and content. Only when that differs from the last one applied
 # does it run `cudaswitch hook-env`. It keeps $? for the prompt and other PROMPT_COMMAND parts.
 
+# The program itself: the absolute path `cudaswitch init` wrote above (as direnv and mise do, so a
+# launcher shim such as pyenv's cannot rewrite PATH before we read it), else the one on PATH.
+__cudaswitch_found() {
+    if [[ -n ${__cudaswitch_bin-} ]]; then
+        [[ -x $__cudaswitch_bin ]]
+    else
+        type -P cudaswitch >/dev/null  # -P: the program, not our function
+    fi
+}
+
 # `cudaswitch use ...` / `cudaswitch off` change this shell, like `conda activate`.
 cudaswitch() {
     case "${1-}" in
         use|off)
             local __cudaswitch_out
-            __cudaswitch_out=$(command cudaswitch "$@" --shell bash) || return $?
+            __cudaswitch_out=$(command "${__cudaswitch_bin:-cudaswitch}" "$@" --shell bash) || return $?
             eval "$__cudaswitch_out"
             # After `off` the project file (if any) applies again at the next prompt.
             [[ $1 == off ]] && __cudaswitch_fp=$'\x1d'
             return 0
             ;;
-        *) command cudaswitch "$@" ;;
+        *) command "${__cudaswitch_bin:-cudaswitch}" "$@" ;;
     esac
 }
 
@@ -49,11 +59,11 @@ __cudaswitch_hook() {
     if [[ $__cudaswitch_fp_now != "${__cudaswitch_fp-}" ]]; then
         # Record first: a failing hook-env reports once, not at every prompt.
         __cudaswitch_fp=$__cudaswitch_fp_now
-        if ! type -P cudaswitch >/dev/null; then  # -P: the program, not our function
-            printf 'cudaswitch: not found on PATH; project CUDA versions are not applied\n' >&2
+        if ! __cudaswitch_found; then
+            printf 'cudaswitch: %s not found; project CUDA versions are not applied\n' "${__cudaswitch_bin:-cudaswitch}" >&2
         else
             local __cudaswitch_out
-            if __cudaswitch_out=$(command cudaswitch hook-env --shell bash); then
+            if __cudaswitch_out=$(command "${__cudaswitch_bin:-cudaswitch}" hook-env --shell bash); then
                 eval "$__cudaswitch_out"
             fi
         fi

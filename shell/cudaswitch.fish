@@ -5,17 +5,29 @@
 # fingerprint of the nearest project file: its path and content. Only when it differs from the
 # last one applied does it run `cudaswitch hook-env`. Event handlers leave $status alone.
 
+# The program itself: the absolute path `cudaswitch init` wrote above (as direnv and mise do, so a
+# launcher shim such as pyenv's cannot rewrite PATH before we read it), else the one on PATH.
+set -q __cudaswitch_bin; or set -g __cudaswitch_bin cudaswitch
+
+function __cudaswitch_found
+    if string match -q '/*' -- $__cudaswitch_bin
+        test -x $__cudaswitch_bin
+    else
+        command -q $__cudaswitch_bin
+    end
+end
+
 function cudaswitch --description 'switch CUDA toolkits'
     switch "$argv[1]"
         case use off
-            set -l out (command cudaswitch $argv --shell fish | string collect)
+            set -l out (command $__cudaswitch_bin $argv --shell fish | string collect)
             or return $status
             eval $out
             # After `off` the project file (if any) applies again at the next prompt.
             test "$argv[1]" = off; and set -g __cudaswitch_fp \x1d
             return 0
         case '*'
-            command cudaswitch $argv
+            command $__cudaswitch_bin $argv
     end
 end
 
@@ -50,10 +62,10 @@ function __cudaswitch_hook --on-event fish_prompt
     __cudaswitch_fingerprint
     if test "$__cudaswitch_fp_now" != "$__cudaswitch_fp"
         set -g __cudaswitch_fp $__cudaswitch_fp_now
-        if not command -q cudaswitch
-            echo 'cudaswitch: not found on PATH; project CUDA versions are not applied' >&2
+        if not __cudaswitch_found
+            echo "cudaswitch: $__cudaswitch_bin not found; project CUDA versions are not applied" >&2
         else
-            set -l out (command cudaswitch hook-env --shell fish | string collect)
+            set -l out (command $__cudaswitch_bin hook-env --shell fish | string collect)
             and eval $out
         end
     end

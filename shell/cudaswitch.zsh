@@ -4,17 +4,27 @@
 # its path and content. Only when it differs from the last one applied does it run
 # `cudaswitch hook-env`. precmd hooks do not change $? as the prompt sees it; we return it anyway.
 
+# The program itself: the absolute path `cudaswitch init` wrote above (as direnv and mise do, so a
+# launcher shim such as pyenv's cannot rewrite PATH before we read it), else the one on PATH.
+__cudaswitch_found() {
+    if [[ -n ${__cudaswitch_bin-} ]]; then
+        [[ -x $__cudaswitch_bin ]]
+    else
+        (( $+commands[cudaswitch] ))
+    fi
+}
+
 cudaswitch() {
     case "${1-}" in
         use|off)
             local __cudaswitch_out
-            __cudaswitch_out=$(command cudaswitch "$@" --shell zsh) || return $?
+            __cudaswitch_out=$(command "${__cudaswitch_bin:-cudaswitch}" "$@" --shell zsh) || return $?
             eval "$__cudaswitch_out"
             # After `off` the project file (if any) applies again at the next prompt.
             [[ $1 == off ]] && __cudaswitch_fp=$'\x1d'
             return 0
             ;;
-        *) command cudaswitch "$@" ;;
+        *) command "${__cudaswitch_bin:-cudaswitch}" "$@" ;;
     esac
 }
 
@@ -46,11 +56,11 @@ __cudaswitch_hook() {
     __cudaswitch_fingerprint
     if [[ $__cudaswitch_fp_now != "${__cudaswitch_fp-}" ]]; then
         __cudaswitch_fp=$__cudaswitch_fp_now
-        if ! (( $+commands[cudaswitch] )); then
-            print -u2 'cudaswitch: not found on PATH; project CUDA versions are not applied'
+        if ! __cudaswitch_found; then
+            print -u2 "cudaswitch: ${__cudaswitch_bin:-cudaswitch} not found; project CUDA versions are not applied"
         else
             local __cudaswitch_out
-            if __cudaswitch_out=$(command cudaswitch hook-env --shell zsh); then
+            if __cudaswitch_out=$(command "${__cudaswitch_bin:-cudaswitch}" hook-env --shell zsh); then
                 eval "$__cudaswitch_out"
             fi
         fi

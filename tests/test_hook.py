@@ -9,6 +9,7 @@ import tempfile
 
 import pytest
 
+from tests.conftest import CUDASWITCH
 from tests.shellrun import SHELLS, Interactive
 
 INIT = {"bash": 'eval "$(cudaswitch init bash)"', "zsh": 'eval "$(cudaswitch init zsh)"',
@@ -68,26 +69,49 @@ def test_hook_switches_on_cd_and_restores_on_leaving(standard_host, projects, sh
 @pytest.mark.parametrize("shell", SHELLS)
 def test_prompt_survives_missing_or_failing_cudaswitch(standard_host, projects, shell, tmp_path):
     (projects / "outer" / ".cudaversion").write_text("11.8\n")  # no such toolkit: hook-env fails
+    # The hook is loaded from a copy of the script, which is then removed: mirrors a
+    # `pip uninstall cudaswitch` (or a venv deleted) while shells that loaded the hook stay open.
+    program = tmp_path / "venv-bin" / "cudaswitch"
+    program.parent.mkdir()
+    shutil.copy2(CUDASWITCH, program)
     sh = Interactive(shell, standard_host.env, cwd=str(projects / "plain"))
     try:
-        sh.run(INIT[shell])
+        sh.run(INIT[shell].replace("cudaswitch init", "%s init" % program))
         out = sh.run("cd %s" % (projects / "outer"))
         out += sh.run("echo alive")
         assert "alive" in out
         assert sum("cudaswitch: error:" in l and "11.8" in l for l in out.splitlines()) == 1
-        # cudaswitch gone from PATH: one line says so, the prompt carries on.
-        empty = tmp_path / "emptybin"
-        empty.mkdir()
-        for tool in ("python3", "sh", "true", "printf", "cat"):
-            if shutil.which(tool):
-                os.symlink(shutil.which(tool), empty / tool)
-        sh.run({"fish": "set -gx PATH %s" % empty}.get(shell, "export PATH=%s" % empty))
+        program.unlink()
         out = sh.run("cd %s" % (projects / "outer" / "inner"))
         out += sh.run("echo still-alive")
         assert "still-alive" in out
-        assert sum("not found on PATH" in l for l in out.splitlines()) == 1
+        assert sum(("%s not found" % program) in l for l in out.splitlines()) == 1
     finally:
         sh.close()
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_path_rewriting_launcher_does_not_leak_into_the_shell(standard_host, tmp_path, shell):
+    """pyenv's shims (and asdf's) put their own dirs first on PATH before running the program; the
+    hook runs the real script by absolute path, so `use` then `off` leaves PATH as it was."""
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "cudaswitch").write_text("#!/bin/sh\nPATH=/launcher/libexec:$PATH exec %s \"$@\"\n" % CUDASWITCH)
+    (shims / "cudaswitch").chmod(0o755)
+    env = {**standard_host.env, "PATH": "%s:%s" % (shims, standard_host.env["PATH"])}
+    show_path = 'printf "P=<%s>\\n" "$PATH"' if shell != "fish" else 'printf "P=<%s>\\n" (string join : $PATH)'
+    sh = Interactive(shell, env, cwd=str(tmp_path))
+    try:
+        sh.run(INIT[shell])
+        before = [l for l in sh.run(show_path).splitlines() if l.startswith("P=<")][-1]
+        assert "release 13.0" in sh.run("cudaswitch use 13.0; nvcc --version")
+        during = [l for l in sh.run(show_path).splitlines() if l.startswith("P=<")][-1]
+        sh.run("cudaswitch off")
+        after = [l for l in sh.run(show_path).splitlines() if l.startswith("P=<")][-1]
+    finally:
+        sh.close()
+    assert "/launcher/libexec" not in during
+    assert after == before
 
 
 HOSTILE = {
