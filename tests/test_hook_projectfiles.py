@@ -62,8 +62,11 @@ def test_hook_starts_no_process_while_nothing_changed(standard_host, tree, shell
     env = dict(standard_host.env, PATH=str(bindir) + os.pathsep + standard_host.env["PATH"])
     runs = lambda: log.read_text().splitlines() if log.exists() else []  # noqa: E731
     sh = Interactive(shell, env, cwd=str(tree / "app" / "svc"))
+    # init names the real script by absolute path; point the hook at the logging one instead, on
+    # the same command line, so the first prompt's run is logged too.
+    use_logger = ("set -g __cudaswitch_bin %s" if shell == "fish" else "__cudaswitch_bin=%s") % (bindir / "cudaswitch")
     try:
-        sh.run(INIT[shell])
+        sh.run(INIT[shell] + "; " + use_logger)
         assert shown_home(sh.run(SHOW[shell])) == str(standard_host.path("/usr/local/cuda-13.1"))
         applied = len(runs())
         assert applied >= 1 and runs()[-1].startswith("hook-env")  # .tool-versions applied on the first prompt
