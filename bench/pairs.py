@@ -12,6 +12,7 @@ HOOK_SCRIPT = r"""
 set -u
 rounds=$1 batch=$2 cs_dir=$3 de_dir=$4 with_direnv=$5 counter=$6
 eval "$(cudaswitch init bash)"
+__cudaswitch_bin=$(type -P cudaswitch)  # init names the real script; count through the wrapper
 cd "$cs_dir" && __cudaswitch_hook
 [[ -n ${CUDASWITCH_STATE-} ]] || { echo "the hook did not apply the project file" >&2; exit 3; }
 : >"$counter"  # from here on, every cudaswitch process the hook starts is counted
