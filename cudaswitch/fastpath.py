@@ -5,6 +5,7 @@ interpreter start); every other command, and any `--help`, goes to the typer app
 import os
 import sys
 
+from cudaswitch import render
 from cudaswitch.errors import CudaSwitchError, UsageError
 
 FLAGS = {"--no-verify", "--strict", "--json", "--verbose", "-v"}
@@ -57,13 +58,13 @@ def cmd_use(args):
     positionals, options = parse(args)
     if len(positionals) != 1:
         raise UsageError("use takes one REQUEST, e.g. `cudaswitch use 12.4`")
-    render = _renderer(options)
+    render_diff = _renderer(options)
     paths, env = _paths(), dict(os.environ)
     reg = switch.load(paths, env)
     record, diff = switch.use(reg, env, positionals[0])
-    text = render(diff)
+    text = render_diff(diff)
     _report_switch(paths, record, applied(env, diff), options)
-    sys.stdout.write(text)
+    render.emit_text(text)
     return 0
 
 
@@ -86,7 +87,7 @@ def _report_switch(paths, record, new_env, options):
         level, line = verdict_for_use(paths, record, new_env, timeout=None)
     if level == "error" and options.get("--strict"):
         raise CudaSwitchError("refusing to switch (--strict): " + line)
-    sys.stderr.write("cudaswitch: " + line + "\n")
+    render.message("cudaswitch: " + line)
 
 
 def cmd_off(args):
@@ -94,12 +95,12 @@ def cmd_off(args):
 
     positionals, options = parse(args)
     _no_positionals(positionals, "off")
-    render = _renderer(options)
+    render_diff = _renderer(options)
     diff = switch.off(dict(os.environ))
     if diff is None:
-        sys.stderr.write("cudaswitch: no toolkit was switched in this shell; nothing to undo\n")
+        render.message("cudaswitch: no toolkit was switched in this shell; nothing to undo")
         return 0
-    sys.stdout.write(render(diff))
+    render.emit_text(render_diff(diff))
     return 0
 
 
@@ -108,14 +109,14 @@ def cmd_hook_env(args):
 
     positionals, options = parse(args)
     _no_positionals(positionals, "hook-env")
-    render = _renderer(options)
+    render_diff = _renderer(options)
     paths, env = _paths(), dict(os.environ)
     record, diff = switch.hook_env(lambda: switch.load(paths, env), env, os.getcwd())
     if diff:
-        text = render(diff)
+        text = render_diff(diff)
         if record:
-            sys.stderr.write("cudaswitch: CUDA %s (%s)\n" % (record["version"], record["root"]))
-        sys.stdout.write(text)
+            render.message("cudaswitch: CUDA %s (%s)" % (record["version"], record["root"]))
+        render.emit_text(text)
     return 0
 
 
@@ -127,22 +128,20 @@ def cmd_current(args):
     paths, env = _paths(), dict(os.environ)
     info = switch.current(lambda: switch.load(paths, env), env, os.getcwd())
     if options.get("--json"):
-        import json
-
-        sys.stdout.write(json.dumps(info, ensure_ascii=False) + "\n")
+        render.emit_json(info, compact=True)
     elif info["root"] is None:
-        sys.stdout.write("none (no toolkit active, no project file, no default)\n")
+        render.emit_lines(["none (no toolkit active, no project file, no default)"])
     else:
         why = info["reason"] + (" " + info["file"] if info.get("file") else "")
         if info.get("applied") is False:
             why += " (not applied in this shell: is the hook loaded?)"
-        sys.stdout.write("%s %s (%s)\n" % (info["version"], info["root"], why))
+        render.emit_lines(["%s %s (%s)" % (info["version"], info["root"], why)])
     return 0
 
 
 def cmd_exec(args):
     """exec REQUEST -- CMD ...: replace this process with CMD in the switched environment."""
-    from cudaswitch import envdiff, switch
+    from cudaswitch import switch
 
     if "--" not in args:
         raise UsageError("usage: cudaswitch exec REQUEST -- CMD [ARGS...]")
@@ -164,11 +163,10 @@ def cmd_exec(args):
 
 def cmd_list(args):
     """list [--json] [--refresh]: same output as the typer command in cli.py, which serves --help."""
-    from cudaswitch import core, registry, render
+    from cudaswitch import core, registry
 
     positionals, options = parse(args, flags={"--json", "--refresh", "--verbose", "-v"})
-    if positionals:
-        raise UsageError("list takes no arguments", "see `cudaswitch list --help`")
+    _no_positionals(positionals, "list")
     paths, env = _paths(), dict(os.environ)
     items = core.list_items(registry.load(paths, env, refresh=bool(options.get("--refresh"))), env)
     render.emit_json(items) if options.get("--json") else render.toolkit_table(items)
@@ -194,8 +192,8 @@ def cmd_init(args):
 
         quote = {"bash": bash.quote, "zsh": zsh.quote, "fish": fish.quote}[shell]
         assign = "set -g __cudaswitch_bin %s\n" if shell == "fish" else "__cudaswitch_bin=%s\n"
-        sys.stdout.write(assign % quote(program))
-    sys.stdout.write(files("cudaswitch.shell").joinpath("cudaswitch." + shell).read_text())
+        render.emit_text(assign % quote(program))
+    render.emit_text(files("cudaswitch.shell").joinpath("cudaswitch." + shell).read_text())
     return 0
 
 
@@ -213,7 +211,8 @@ FAST = {"use": cmd_use, "off": cmd_off, "hook-env": cmd_hook_env, "current": cmd
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in FAST and "--help" not in argv[1:2] and "-h" not in argv[1:2]:
+    own_args = argv[1:argv.index("--")] if "--" in argv else argv[1:]  # exec's CMD may take --help
+    if argv and argv[0] in FAST and "--help" not in own_args and "-h" not in own_args:
         try:
             return FAST[argv[0]](argv[1:])
         except CudaSwitchError as exc:
@@ -221,7 +220,7 @@ def main(argv=None):
                 exc.hint = "see `cudaswitch %s --help`" % argv[0]
             if "--verbose" in argv:
                 raise
-            sys.stderr.write(exc.render() + "\n")
+            render.message(exc.render())
             return exc.exit_code
     from cudaswitch.cli import run
 

@@ -14,6 +14,11 @@ def emit_json(data, compact=False):
     sys.stdout.write(text + "\n")
 
 
+def emit_text(text):
+    """Shell code for `eval`, exactly as rendered (stdout carries nothing else)."""
+    sys.stdout.write(text)
+
+
 def emit_lines(lines):
     for line in lines:
         sys.stdout.write(line + "\n")

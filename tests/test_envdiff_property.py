@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cudaswitch import envdiff
+from cudaswitch.fastpath import applied as apply  # what a shell's eval of the diff does
 
 KITS = [
     {"root": "/usr/local/cuda-%s" % v, "version": v + ".0", "nvcc": "/usr/local/cuda-%s/bin/nvcc" % v,
@@ -26,14 +27,6 @@ operation = st.one_of(
     st.tuples(st.just("off"), st.none()),
     st.tuples(st.sampled_from(["prepend", "append"]), st.tuples(st.sampled_from(envdiff.LISTS), user_entry)),
 )
-
-
-def apply(env, diff):
-    env = dict(env)
-    env.update(diff["set"])
-    for name in diff["unset"]:
-        env.pop(name, None)
-    return env
 
 
 def user_edit(env, kind, name, entry):
