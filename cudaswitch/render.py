@@ -1,6 +1,28 @@
 """The one place that prints: JSON to stdout, tables to stdout, messages to stderr."""
 
+import os
 import sys
+
+
+def _write(text):
+    """stdout as bytes, the way the environment holds them: a PATH entry that is not UTF-8 reaches
+    Python as a lone surrogate (surrogateescape), which a strict UTF-8 stdout (PYTHONIOENCODING,
+    most desktop locales) refuses with a traceback; os.fsencode gives back the original bytes."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a replaced stdout (a test's capture) takes text
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    buffer.write(os.fsencode(text))
+    buffer.flush()
+
+
+def escape_surrogates(text):
+    """JSON text with lone surrogates written as \\udcXX escapes: valid UTF-8 JSON, and
+    json.loads + os.fsencode give back the original bytes."""
+    if text.isascii():
+        return text
+    return "".join("\\u%04x" % ord(c) if "\ud800" <= c <= "\udfff" else c for c in text)
 
 
 def emit_json(data, compact=False):
@@ -11,17 +33,16 @@ def emit_json(data, compact=False):
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     else:
         text = json.dumps(data, indent=2, ensure_ascii=False)
-    sys.stdout.write(text + "\n")
+    _write(escape_surrogates(text) + "\n")
 
 
 def emit_text(text):
     """Shell code for `eval`, exactly as rendered (stdout carries nothing else)."""
-    sys.stdout.write(text)
+    _write(text)
 
 
 def emit_lines(lines):
-    for line in lines:
-        sys.stdout.write(line + "\n")
+    _write("".join(line + "\n" for line in lines))
 
 
 def message(text):

@@ -130,3 +130,29 @@ def test_cmake_and_torch_rule_pick_the_switched_toolkit(standard_host, tmp_path)
         root = str(standard_host.path("/usr/local/cuda-" + version))
         assert "TORCH_CUDA_HOME=" + root in proc.stdout
         assert "NVIDIA %s." % version in proc.stdout
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_path_entry_that_is_not_utf8_survives_use_and_off(standard_host, shell, tmp_path):
+    """A PATH entry in Latin-1 (an old NFS home, a mounted Windows share) reaches Python as a lone
+    surrogate; under a strict UTF-8 stdout (PYTHONIOENCODING=utf-8, most desktop locales) printing
+    it must neither crash nor alter a byte."""
+    latin1_dir = tmp_path / b"caf\xe9".decode("utf-8", "surrogateescape")
+    latin1_dir.mkdir()
+    env = {**start_env(standard_host), "PYTHONIOENCODING": "utf-8"}
+    env["PATH"] = str(latin1_dir) + ":" + env["PATH"]
+    use = EVAL_USE[shell]
+    proc = script(shell, [DUMP, use.format(cmd="use 13.1 --no-verify"), DUMP, use.format(cmd="off"), DUMP], env)
+    assert proc.returncode == 0, proc.stderr
+    before, during, after = (json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{"))
+    root = str(standard_host.path("/usr/local/cuda-13.1"))
+    assert during["CUDA_HOME"] == root and during["PATH"].split(":")[:2] == [root + "/bin", str(latin1_dir)]
+    assert after == before and before["PATH"].startswith(str(latin1_dir) + ":")
+
+
+def test_json_format_escapes_bytes_that_are_not_utf8(standard_host, tmp_path):
+    latin1_dir = str(tmp_path / b"caf\xe9".decode("utf-8", "surrogateescape"))
+    env = {"PATH": latin1_dir + ":" + standard_host.env["PATH"], "PYTHONIOENCODING": "utf-8"}
+    proc = standard_host.run("use", "13.1", "--shell", "json", "--no-verify", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert latin1_dir in json.loads(proc.stdout)["set"]["PATH"].split(":")

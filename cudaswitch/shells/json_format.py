@@ -2,6 +2,8 @@
 
 import json
 
+from cudaswitch.render import escape_surrogates
+
 
 def render(diff):
-    return json.dumps({"set": diff["set"], "unset": diff["unset"]}, ensure_ascii=False) + "\n"
+    return escape_surrogates(json.dumps({"set": diff["set"], "unset": diff["unset"]}, ensure_ascii=False)) + "\n"
