@@ -14,6 +14,7 @@ from cudaswitch.errors import BadRequest, ProjectFileError
 from cudaswitch.request import ToolkitRequest
 
 MAX_BYTES = 4096
+PYPROJECT_MAX_BYTES = 1 << 20
 NAMES = (".cudaversion", ".tool-versions", "pyproject.toml")
 
 
@@ -60,17 +61,7 @@ def _request_in(path, name):
 
 
 def _read_text(path):
-    if os.path.isdir(path):
-        raise ProjectFileError("refusing %s: it is a directory, not a file" % path)
-    try:
-        # O_NONBLOCK and the fstat on the open file: a FIFO swapped in cannot block us.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    except OSError as exc:
-        raise ProjectFileError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ProjectFileError("refusing %s: not a regular file (a FIFO or device)" % path)
-        data = handle.read(MAX_BYTES + 1)
+    data = _read_bytes(path, MAX_BYTES)
     if len(data) > MAX_BYTES:
         raise ProjectFileError("refusing %s: larger than %d bytes" % (path, MAX_BYTES))
     if b"\0" in data:
@@ -85,13 +76,27 @@ def _read_text(path):
     return text
 
 
+def _read_bytes(path, limit):
+    """Up to limit + 1 bytes of a regular file. A FIFO or a link to /dev/tty in a cloned repo would
+    block a plain open() forever, and with it the prompt: open non-blocking, check the open file."""
+    if os.path.isdir(path):
+        raise ProjectFileError("refusing %s: it is a directory, not a file" % path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as exc:
+        raise ProjectFileError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ProjectFileError("refusing %s: not a regular file (a FIFO or device)" % path)
+        return handle.read(limit + 1)
+
+
 def _from_pyproject(path):
     """[tool.cudaswitch] cuda = "12.4". The file is only parsed when it mentions cudaswitch, so the
     common pyproject.toml costs one read and no tomllib import."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(1 << 20)
-    except OSError:
+        data = _read_bytes(path, PYPROJECT_MAX_BYTES)
+    except ProjectFileError:  # unreadable, a directory, a FIFO: like the hook, treat it as silent
         return None
     if b"cudaswitch" not in data:
         return None

@@ -179,3 +179,19 @@ def test_hostile_project_file_is_refused(standard_host, case):
         assert not os.path.exists(canary)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", ["pyproject.toml", ".tool-versions"])
+def test_project_file_that_is_a_fifo_never_blocks(standard_host, tmp_path, name):
+    """A cloned repository can hold a FIFO (or a link to /dev/tty) where pyproject.toml or
+    .tool-versions belongs; a plain open() would hang hook-env and with it every prompt."""
+    project = tmp_path / "repo"
+    project.mkdir()
+    os.mkfifo(project / name)
+    proc = subprocess.run(["cudaswitch", "hook-env", "--shell", "bash"], capture_output=True, text=True,
+                          env={**standard_host.env, "CUDA_HOME": "/before"}, cwd=project, timeout=30)
+    assert proc.stdout == ""
+    if name == ".tool-versions":  # asdf's file is refused as data, like .cudaversion
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and name in proc.stderr
+    else:  # pyproject.toml is every Python tool's: one that cannot be read selects nothing
+        assert proc.returncode == 0 and proc.stderr == ""
