@@ -18,7 +18,13 @@ class CudaSwitchError(Exception):
         text = "cudaswitch: error: " + self.message
         if self.hint:
             text += " (" + self.hint + ")"
-        return text
+        return _inert(text)
+
+
+def _inert(text):
+    """Messages quote paths from cloned repositories, and a directory name can hold a newline or a
+    terminal escape: write control characters as escapes, so the error stays one line and inert."""
+    return "".join(c if " " <= c != "\x7f" else repr(c)[1:-1] for c in text)
 
 
 class UsageError(CudaSwitchError):

@@ -195,3 +195,15 @@ def test_project_file_that_is_a_fifo_never_blocks(standard_host, tmp_path, name)
         assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and name in proc.stderr
     else:  # pyproject.toml is every Python tool's: one that cannot be read selects nothing
         assert proc.returncode == 0 and proc.stderr == ""
+
+
+def test_refusal_stays_one_inert_line_when_the_directory_name_holds_a_newline(standard_host, tmp_path):
+    """git clones any name: a directory with a newline and a terminal title escape in it, holding a
+    refused .cudaversion, must still give exactly one line with no raw escape for the terminal."""
+    project = tmp_path / "repo\n\x1b]0;pwned\x07"
+    project.mkdir()
+    (project / ".cudaversion").write_text("/usr/local/cuda-13.1\n")
+    proc = subprocess.run(["cudaswitch", "hook-env", "--shell", "bash"], capture_output=True, text=True,
+                          env=standard_host.env, cwd=project, timeout=30)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "\x1b" not in proc.stderr and "refusing" in proc.stderr
