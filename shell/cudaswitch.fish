@@ -21,7 +21,9 @@ function cudaswitch --description 'switch CUDA toolkits'
     switch "$argv[1]"
         case use off
             set -l out (command $__cudaswitch_bin $argv --shell fish | string collect)
-            or return $status
+            # The program's status, not string collect's (1 on no output: `off` with nothing to undo).
+            set -l code $pipestatus[1]
+            test $code -eq 0; or return $code
             eval $out
             # After `off` the project file (if any) applies again at the next prompt.
             test "$argv[1]" = off; and set -g __cudaswitch_fp \x1d

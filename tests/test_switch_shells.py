@@ -156,3 +156,19 @@ def test_json_format_escapes_bytes_that_are_not_utf8(standard_host, tmp_path):
     proc = standard_host.run("use", "13.1", "--shell", "json", "--no-verify", env=env)
     assert proc.returncode == 0, proc.stderr
     assert latin1_dir in json.loads(proc.stdout)["set"]["PATH"].split(":")
+
+
+LOAD_HOOK = {"bash": 'eval "$(cudaswitch init bash)"', "zsh": 'eval "$(cudaswitch init zsh)"',
+             "fish": "cudaswitch init fish | source"}
+STATUS = {"bash": 'echo "status=$?"', "zsh": 'echo "status=$?"', "fish": 'echo "status=$status"'}
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_shell_function_returns_the_programs_exit_status(standard_host, shell):
+    """`cudaswitch off` with nothing to undo succeeds; a usage error is 2 and a missing toolkit 1,
+    as scripts that test `cudaswitch use X || ...` expect (fish's `string collect` used to turn
+    every empty output into 1)."""
+    lines = [LOAD_HOOK[shell], "cudaswitch off", STATUS[shell], "cudaswitch use --bogus", STATUS[shell],
+             "cudaswitch use 11.8", STATUS[shell]]
+    proc = script(shell, lines, dict(standard_host.env))
+    assert [l for l in proc.stdout.splitlines() if l.startswith("status=")] == ["status=0", "status=2", "status=1"]
