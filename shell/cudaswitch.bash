@@ -38,7 +38,8 @@ __cudaswitch_fingerprint() {
             [[ -e $f || -L $f ]] || continue
             content=""
             if [[ -f $f && -r $f ]]; then
-                IFS= read -r -d '' content <"$f"
+                # read fails at end of file: `|| :` keeps a user's `set -e` or ERR trap quiet.
+                IFS= read -r -d '' content <"$f" || :
             fi
             case $f in
                 */.cudaversion) __cudaswitch_fp_now="$fp$f"$'\x1f'"$content"; return 0 ;;

@@ -36,7 +36,8 @@ __cudaswitch_fingerprint() {
             [[ -e $f || -L $f ]] || continue
             content=""
             if [[ -f $f && -r $f ]]; then
-                IFS= read -r -d '' content <"$f"
+                # read fails at end of file: `|| :` keeps a user's ERR_EXIT or ZERR trap quiet.
+                IFS= read -r -d '' content <"$f" || :
             fi
             case $f in
                 */.cudaversion) __cudaswitch_fp_now="$fp$f"$'\x1f'"$content"; return 0 ;;

@@ -17,6 +17,9 @@ EVAL_USE = {
     "zsh": 'eval "$(cudaswitch {cmd} --shell zsh)"',
     "fish": "cudaswitch {cmd} --shell fish | source",
 }
+# Loads the hook (and the `cudaswitch` shell function) as a user's rc file does.
+INIT = {"bash": 'eval "$(cudaswitch init bash)"', "zsh": 'eval "$(cudaswitch init zsh)"',
+        "fish": "cudaswitch init fish | source"}
 # Prints the exported values of the CUDA variables as JSON (None = unset), as a child sees them.
 DUMP = ("python3 -c 'import os, json, sys; names = sys.argv[1:]; "
         "print(json.dumps({n: os.environ.get(n) for n in names}))' "

@@ -10,10 +10,7 @@ import tempfile
 import pytest
 
 from tests.conftest import CUDASWITCH
-from tests.shellrun import SHELLS, Interactive
-
-INIT = {"bash": 'eval "$(cudaswitch init bash)"', "zsh": 'eval "$(cudaswitch init zsh)"',
-        "fish": "cudaswitch init fish | source"}
+from tests.shellrun import INIT, SHELLS, Interactive, script
 SHOW = {"bash": 'printf "HOME=<%s>\\n" "$CUDA_HOME"', "zsh": 'printf "HOME=<%s>\\n" "$CUDA_HOME"',
         "fish": 'printf "HOME=<%s>\\n" "$CUDA_HOME"'}
 STATUS = {"bash": 'echo "ST=$?"', "zsh": 'echo "ST=$?"', "fish": 'echo "ST=$status"'}
@@ -207,3 +204,14 @@ def test_refusal_stays_one_inert_line_when_the_directory_name_holds_a_newline(st
                           env=standard_host.env, cwd=project, timeout=30)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "\x1b" not in proc.stderr and "refusing" in proc.stderr
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_hook_survives_errexit_and_an_err_trap(standard_host, projects, shell):
+    """Some users run with `set -e` or an ERR trap; the hook's own probing (read hits end of file)
+    must neither close the shell nor fire the trap."""
+    lines = [INIT[shell], "trap 'echo TRAPPED' ERR", "set -e", "cd outer", "__cudaswitch_hook", SHOW[shell]]
+    proc = script(shell, lines, dict(standard_host.env), cwd=projects)
+    assert proc.returncode == 0, proc.stderr
+    assert "TRAPPED" not in proc.stdout
+    assert shown_home(proc.stdout) == str(standard_host.path("/usr/local/cuda-13.0"))

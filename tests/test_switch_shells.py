@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from tests import kits
-from tests.shellrun import DUMP, EVAL_USE, SHELLS, script
+from tests.shellrun import DUMP, EVAL_USE, INIT, SHELLS, script
 
 CUDART_LOADED = ("python3 -c \"import ctypes; ctypes.CDLL('libcudart.so.13'); "
                  "print('CUDART=' + [l.split()[-1] for l in open('/proc/self/maps') if 'libcudart' in l][0])\"")
@@ -158,8 +158,6 @@ def test_json_format_escapes_bytes_that_are_not_utf8(standard_host, tmp_path):
     assert latin1_dir in json.loads(proc.stdout)["set"]["PATH"].split(":")
 
 
-LOAD_HOOK = {"bash": 'eval "$(cudaswitch init bash)"', "zsh": 'eval "$(cudaswitch init zsh)"',
-             "fish": "cudaswitch init fish | source"}
 STATUS = {"bash": 'echo "status=$?"', "zsh": 'echo "status=$?"', "fish": 'echo "status=$status"'}
 
 
@@ -168,7 +166,7 @@ def test_shell_function_returns_the_programs_exit_status(standard_host, shell):
     """`cudaswitch off` with nothing to undo succeeds; a usage error is 2 and a missing toolkit 1,
     as scripts that test `cudaswitch use X || ...` expect (fish's `string collect` used to turn
     every empty output into 1)."""
-    lines = [LOAD_HOOK[shell], "cudaswitch off", STATUS[shell], "cudaswitch use --bogus", STATUS[shell],
+    lines = [INIT[shell], "cudaswitch off", STATUS[shell], "cudaswitch use --bogus", STATUS[shell],
              "cudaswitch use 11.8", STATUS[shell]]
     proc = script(shell, lines, dict(standard_host.env))
     assert [l for l in proc.stdout.splitlines() if l.startswith("status=")] == ["status=0", "status=2", "status=1"]
