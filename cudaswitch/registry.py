@@ -1,9 +1,10 @@
 """Discover every toolkit, dedupe by real path, cache the result; resolve requests.
 
 The cache (marshal, in the cache dir) is valid while the same discovery inputs hold: the root
-prefix and the environment variables sources read (taken from the environment as it was before
-cudaswitch touched it, so a `use` does not invalidate it), the config file's mtime, and the mtime
-of every directory and file a source looked at. A corrupt or foreign cache is rebuilt.
+prefix, the config file and managed dir in use, the environment variables sources read (taken from
+the environment as it was before cudaswitch touched it, so a `use` does not invalidate it), the config
+file's mtime, and the mtime of every directory and file a source looked at, including the places it
+found empty (a package installed later must show up). A corrupt or foreign cache is rebuilt.
 """
 
 import marshal
@@ -13,16 +14,18 @@ from cudaswitch import envdiff
 from cudaswitch.paths import atomic_write, resolve_in_root
 from cudaswitch.toolkit import version_tuple
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 ENV_KEYS = ("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
-            "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR")
+            "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME")
 RECORD_KEYS = frozenset(("version", "root", "real", "sources", "nvcc", "status", "problems", "bin_dirs",
                          "lib_dirs", "isolated"))
 
 
-def cache_key(env):
+def cache_key(paths, env):
+    """Two data dirs (CUDASWITCH_DATA_DIR, XDG_DATA_HOME) can share one cache dir: the managed
+    toolkits and the config file in use are part of what a cache was built from."""
     base = envdiff.pristine(env)
-    return tuple(base.get(k) for k in ENV_KEYS)
+    return (paths.managed_dir, paths.config_file) + tuple(base.get(k) for k in ENV_KEYS)
 
 
 def read_cache(paths, env):
@@ -34,7 +37,7 @@ def read_cache(paths, env):
         return None
     if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not _shape_ok(cache):
         return None
-    if cache.get("key") != cache_key(env) or cache.get("config_mtime") != paths.config_mtime():
+    if cache.get("key") != cache_key(paths, env) or cache.get("config_mtime") != paths.config_mtime():
         return None
     for path, mtime in cache["watched"].items():
         try:
@@ -104,7 +107,7 @@ def discover(paths, env, config, nvcc_probes):
         chosen = select(ToolkitRequest.parse(config["default"]), records, order, system_real)
         default_real = chosen["real"] if chosen else None
     return {
-        "format": CACHE_FORMAT, "key": cache_key(env), "config_mtime": paths.config_mtime(),
+        "format": CACHE_FORMAT, "key": cache_key(paths, env), "config_mtime": paths.config_mtime(),
         "watched": scan.watched, "records": records, "nvcc_probes": nvcc_probes,
         "system_real": system_real, "default_real": default_real, "source_order": order,
         "default_request": config.get("default"),

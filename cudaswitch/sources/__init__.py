@@ -6,6 +6,8 @@ Candidates lazily in its own preference order. The order of sources is data (con
 import os
 from dataclasses import dataclass, field
 
+MAX_LINK_HOPS = 40  # as the kernel's own limit on a path lookup
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -38,6 +40,19 @@ class Scan:
                 self.watched[path] = os.stat(path).st_mtime_ns
             except OSError:
                 self.watched[path] = -1
+
+    def watch_links(self, hostpath):
+        """Watch the directory holding each link on the way from `hostpath` (as seen on the host) to
+        its target: update-alternatives retargets /etc/alternatives/cuda, not /usr/local/cuda, and
+        only the directory of the link it replaces changes."""
+        for _ in range(MAX_LINK_HOPS):
+            seen = self.host(hostpath)
+            self.watch(os.path.dirname(seen))
+            try:
+                target = os.readlink(seen)
+            except OSError:
+                return
+            hostpath = os.path.normpath(os.path.join(os.path.dirname(hostpath), target))
 
     def listdir(self, path):
         self.watch(path)

@@ -54,6 +54,8 @@ def _install_roots(scan, home):
     conda_exe = scan.env.get("CONDA_EXE")
     if conda_exe:
         roots.insert(0, os.path.dirname(os.path.dirname(scan.env_path(conda_exe))))
+    for root in roots:
+        scan.watch(root)  # a conda installed after the cache was made must be seen
     return [r for r in roots if os.path.isdir(r)]
 
 

@@ -47,9 +47,10 @@ def _prefixes(scan):
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         if scan.env.get(var):
             yield scan.env_path(scan.env[var])
-    for directory in scan.env.get("PATH", "").split(os.pathsep):
-        python = os.path.join(scan.env_path(directory), "python3") if directory else ""
-        if python and os.access(python, os.X_OK):
+    for directory in filter(None, scan.env.get("PATH", "").split(os.pathsep)):
+        python = os.path.join(scan.env_path(directory), "python3")
+        scan.watch(python)  # also where there is none: one installed earlier on PATH becomes the active one
+        if os.access(python, os.X_OK):
             # A venv's bin/python3 links out of the venv; its pyvenv.cfg marks the prefix.
             prefix = os.path.dirname(os.path.dirname(python))
             if os.path.exists(os.path.join(prefix, "pyvenv.cfg")):
@@ -63,6 +64,10 @@ def _prefixes(scan):
 def _site_dirs(scan):
     seen = []
     for prefix in _prefixes(scan):
+        # `pip install --user` creates ~/.local/lib/python3.X/site-packages on first use
+        scan.watch(os.path.join(prefix, "lib"))
+        for version_dir in glob.glob(os.path.join(prefix, "lib", "python3*")):
+            scan.watch(version_dir)
         for site in sorted(glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages"))):
             if site not in seen:
                 seen.append(site)

@@ -24,6 +24,7 @@ def find(scan):
         yield _candidate(scan, default, "/usr/local/cuda")
     yield from _hpc_sdk(scan)
     for path in ("/usr/lib/cuda", "/usr/lib/nvidia-cuda-toolkit"):
+        scan.watch(scan.host(path) + "/bin")  # absent now: `apt install nvidia-cuda-toolkit` later
         if os.path.isdir(scan.host(path) + "/bin"):
             yield _candidate(scan, scan.host(path), path)
     for var in ("CUDA_HOME", "CUDA_PATH"):
@@ -36,7 +37,7 @@ def find(scan):
 def system_default(scan):
     """Real path of what /usr/local/cuda points at (symlink or alternatives chain), or None."""
     link = scan.host("/usr/local/cuda")
-    scan.watch(scan.host("/usr/local"))
+    scan.watch_links("/usr/local/cuda")
     if not os.path.lexists(link):
         return None
     real, error = resolve_in_root(scan.paths, "/usr/local/cuda")
@@ -46,6 +47,7 @@ def system_default(scan):
 def _candidate(scan, path, origin):
     real, error = resolve_in_root(scan.paths, scan.paths.unhost(path))
     scan.watch(path)
+    scan.watch_links(scan.paths.unhost(path))
     scan.watch(os.path.join(real, "bin"))
     return Candidate(path, NAME, origin, dangling=("dangling link: " + error) if error else None)
 
@@ -66,6 +68,7 @@ def _nvcc_on_path(scan):
         if not directory:
             continue
         nvcc = os.path.join(scan.env_path(directory), "nvcc")
+        scan.watch(nvcc)  # also where there is none yet
         if not os.access(nvcc, os.X_OK):
             continue
         wrapped = _wrapped_root(nvcc)
