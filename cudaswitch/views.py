@@ -8,6 +8,7 @@ directory, so it still finds its own nvcc.profile, include/ and nvvm/ through th
 import hashlib
 import os
 import shutil
+import tempfile
 
 CUDA_TOOLS = (
     "nvcc", "ptxas", "nvlink", "fatbinary", "cudafe++", "bin2c", "cuobjdump", "nvdisasm", "nvprune",
@@ -41,18 +42,34 @@ def build(cache_dir, record):
 
 
 def _replace(target, wanted):
-    """Build the view beside `target` and rename it into place, so no reader sees half a view."""
-    tmp = target + ".%d.tmp" % os.getpid()
-    shutil.rmtree(tmp, ignore_errors=True)
+    """Build the view in a fresh directory, then swap a link to it into place with os.replace, which
+    is atomic for links (renaming a directory over a non-empty one fails): a reader sees the old view
+    or the new one, and two `list --refresh` runs racing each install a whole view instead of one of
+    them crashing. A race can leave a superseded directory behind; nothing ever points at it."""
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    fresh = tempfile.mkdtemp(prefix=os.path.basename(target) + ".", dir=os.path.dirname(target))
     for sub, links in wanted.items():
-        os.makedirs(os.path.join(tmp, sub))
+        os.mkdir(os.path.join(fresh, sub))
         for name, source in links.items():
-            os.symlink(source, os.path.join(tmp, sub, name))
-    old = target + ".%d.old" % os.getpid()
-    if os.path.isdir(target):
-        os.rename(target, old)
-    os.rename(tmp, target)
-    shutil.rmtree(old, ignore_errors=True)
+            os.symlink(source, os.path.join(fresh, sub, name))
+    previous = _detach(target)
+    link = fresh + ".link"
+    os.symlink(os.path.basename(fresh), link)
+    os.replace(link, target)
+    if previous:
+        shutil.rmtree(previous, ignore_errors=True)
+
+
+def _detach(target):
+    """The directory the current view lives in, to delete once replaced; a view from before views
+    were links (a real directory) is renamed aside, since a link cannot replace a directory."""
+    if os.path.islink(target):
+        return os.path.join(os.path.dirname(target), os.readlink(target))
+    if not os.path.isdir(target):
+        return None
+    aside = tempfile.mkdtemp(prefix=os.path.basename(target) + ".old.", dir=os.path.dirname(target))
+    os.rename(target, os.path.join(aside, "view"))
+    return aside
 
 
 def _matching(sources, wanted):
