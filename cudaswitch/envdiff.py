@@ -75,13 +75,18 @@ def _assign(env, name, value):
         env[name] = value
 
 
+def path_entries(record):
+    """{"PATH": [...], "LD_LIBRARY_PATH": [...]}: what a switch to `record` prepends (its view's
+    dirs for a toolkit inside a conda env, else its own)."""
+    return {"PATH": list(record.get("env_bin") or record["bin_dirs"]),
+            "LD_LIBRARY_PATH": list(record.get("env_lib") or record["lib_dirs"])}
+
+
 def switched(env, record, origin, source_file=None):
     """The full new environment for `record` (a registry record), from any current env."""
     base = pristine(env)
-    bins = record.get("env_bin") or record["bin_dirs"]
-    libs = record.get("env_lib") or record["lib_dirs"]
     new = dict(base)
-    added = {"PATH": list(bins), "LD_LIBRARY_PATH": list(libs)}
+    added = path_entries(record)
     prev = {}
     for name in LISTS:
         value = base.get(name)

@@ -25,7 +25,8 @@ def use(reg, env, request_text, origin="shell", source_file=None):
     """(record, diff) switching `env` to the toolkit the request selects."""
     request = ToolkitRequest.parse(request_text, allow_path=(origin == "shell"))
     record = find_record(reg, request)
-    if any(os.pathsep in d for d in record["bin_dirs"] + record["lib_dirs"]):
+    entries = envdiff.path_entries(record)
+    if any(os.pathsep in d for d in entries["PATH"] + entries["LD_LIBRARY_PATH"]):
         raise CudaSwitchError("%s cannot go on PATH: its path holds %r" % (record["root"], os.pathsep))
     new = envdiff.switched(env, record, origin, source_file)
     return record, envdiff.diff(env, new)

@@ -170,3 +170,12 @@ def test_shell_function_returns_the_programs_exit_status(standard_host, shell):
              "cudaswitch use 11.8", STATUS[shell]]
     proc = script(shell, lines, dict(standard_host.env))
     assert [l for l in proc.stdout.splitlines() if l.startswith("status=")] == ["status=0", "status=2", "status=1"]
+
+
+def test_a_view_whose_path_holds_a_colon_is_refused_not_split(standard_host, tmp_path):
+    """A conda toolkit goes on PATH through a view in the cache dir; a cache dir with ':' in its
+    name (a mounted share, an odd $XDG_CACHE_HOME) would split that PATH entry in two."""
+    proc = standard_host.run("use", "conda:13", "--shell", "json", "--no-verify",
+                             env={"CUDASWITCH_CACHE_DIR": str(tmp_path / "ca:che")})
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "cannot go on PATH" in proc.stderr
