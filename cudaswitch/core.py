@@ -51,8 +51,8 @@ def set_global(paths, registry, request):
     if request is None:
         config.update(paths, default=None)
         return "default toolkit removed from %s" % paths.config_file
-    record = resolve(registry, request)
-    if request.startswith(("/", ".", "~")):
+    if request.strip().startswith(("/", ".", "~")):  # before resolving: a path is refused, found or not
         raise UsageError("the default is a version request, not a path", "register paths under `toolkits`")
+    record = resolve(registry, request)
     config.update(paths, default=request)
     return "default toolkit: %s (%s at %s)" % (request, record["version"], record["root"])
