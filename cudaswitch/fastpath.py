@@ -218,7 +218,7 @@ def main(argv=None):
         except CudaSwitchError as exc:
             if isinstance(exc, UsageError) and exc.hint is None:
                 exc.hint = "see `cudaswitch %s --help`" % argv[0]
-            if "--verbose" in argv:
+            if "--verbose" in own_args or "-v" in own_args:  # as cli.run; exec's CMD keeps its own -v
                 raise
             render.message(exc.render())
             return exc.exit_code
