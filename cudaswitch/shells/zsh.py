@@ -1,9 +1,7 @@
 """zsh: single quotes are literal as in POSIX sh; ' is closed, escaped and reopened ('\\''),
 which also holds with RC_QUOTES set. `typeset -gx` so the hook's function scope exports globally."""
 
-
-def quote(value):
-    return "'" + value.replace("'", "'\\''") + "'"
+from cudaswitch.shells.bash import quote  # the same single-quote rule; re-exported for `init`
 
 
 def render(diff):
