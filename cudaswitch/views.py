@@ -9,6 +9,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 
 CUDA_TOOLS = (
     "nvcc", "ptxas", "nvlink", "fatbinary", "cudafe++", "bin2c", "cuobjdump", "nvdisasm", "nvprune",
@@ -41,35 +42,52 @@ def build(cache_dir, record):
     return os.path.join(target, "bin"), os.path.join(target, "lib")
 
 
+SUPERSEDED_GRACE_S = 60  # a process may be resolving target -> old dir -> bin/nvcc right now
+
+
 def _replace(target, wanted):
     """Build the view in a fresh directory, then swap a link to it into place with os.replace, which
     is atomic for links (renaming a directory over a non-empty one fails): a reader sees the old view
     or the new one, and two `list --refresh` runs racing each install a whole view instead of one of
-    them crashing. A race can leave a superseded directory behind; nothing ever points at it."""
+    them crashing. Superseded directories are removed only once they are older than a grace period:
+    a reader that followed the link a moment ago is still walking into the old one."""
     os.makedirs(os.path.dirname(target), exist_ok=True)
     fresh = tempfile.mkdtemp(prefix=os.path.basename(target) + ".", dir=os.path.dirname(target))
     for sub, links in wanted.items():
         os.mkdir(os.path.join(fresh, sub))
         for name, source in links.items():
             os.symlink(source, os.path.join(fresh, sub, name))
-    previous = _detach(target)
+    if os.path.isdir(target) and not os.path.islink(target):
+        _set_aside(target)  # a view from before views were links: a link cannot replace a directory
     link = fresh + ".link"
     os.symlink(os.path.basename(fresh), link)
     os.replace(link, target)
-    if previous:
-        shutil.rmtree(previous, ignore_errors=True)
+    _sweep_superseded(target)
 
 
-def _detach(target):
-    """The directory the current view lives in, to delete once replaced; a view from before views
-    were links (a real directory) is renamed aside, since a link cannot replace a directory."""
-    if os.path.islink(target):
-        return os.path.join(os.path.dirname(target), os.readlink(target))
-    if not os.path.isdir(target):
-        return None
+def _set_aside(target):
     aside = tempfile.mkdtemp(prefix=os.path.basename(target) + ".old.", dir=os.path.dirname(target))
     os.rename(target, os.path.join(aside, "view"))
-    return aside
+
+
+def _sweep_superseded(target):
+    """Remove this view's old directories (not the one the link names) past the grace period."""
+    parent, stem = os.path.split(target)
+    try:
+        current = os.readlink(target)
+        names = os.listdir(parent)
+    except OSError:
+        return
+    now = time.time()
+    for name in names:
+        path = os.path.join(parent, name)
+        if not name.startswith(stem + ".") or name == current or os.path.islink(path):
+            continue
+        try:
+            if now - os.lstat(path).st_mtime > SUPERSEDED_GRACE_S:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
 
 
 def _matching(sources, wanted):
