@@ -148,4 +148,4 @@ def test_use_bounds_a_hung_python_by_the_configured_torch_timeout(host13, tmp_pa
     elapsed = time.monotonic() - started
     assert proc.returncode == 0 and "export CUDA_HOME=" in proc.stdout
     assert "did not answer within 2 s" in proc.stderr and proc.stderr.count("\n") == 1
-    assert elapsed < 12, elapsed
+    assert elapsed < 30, elapsed  # the hung python sleeps 600 s: this proves it was cut
