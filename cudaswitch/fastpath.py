@@ -114,8 +114,8 @@ def cmd_hook_env(args):
     record, diff = switch.hook_env(lambda: switch.load(paths, env), env, os.getcwd())
     if diff:
         text = render_diff(diff)
-        if record:
-            render.message("cudaswitch: CUDA %s (%s)" % (record["version"], record["root"]))
+        if record:  # entering a project is a switch too: the same cached verdict line as `use`
+            _report_switch(paths, record, applied(env, diff), options)
         render.emit_text(text)
     return 0
 

@@ -38,9 +38,11 @@ def test_hook_switches_on_cd_and_restores_on_leaving(standard_host, projects, sh
     try:
         sh.run(INIT[shell])
         assert shown_home(sh.run(SHOW[shell])) == ""
-        sh.run("cd %s" % (projects / "outer"))
+        entered = sh.run("cd %s" % (projects / "outer"))
         assert shown_home(sh.run(SHOW[shell])) == root("13.0")
         assert "release 13.0" in sh.run("nvcc --version")
+        # Entering a project is a switch: one verdict line, as `use` prints (no driver on this box).
+        assert "cudaswitch: CUDA 13.0" in entered, entered
         sh.run("cd inner")
         assert shown_home(sh.run(SHOW[shell])) == root("13.1")
         sh.run("cd %s" % (projects / "plain"))
