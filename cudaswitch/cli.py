@@ -32,11 +32,9 @@ def _context(refresh=False):
 @app.command("list")
 def list_(as_json: bool = typer.Option(False, "--json"), refresh: bool = typer.Option(False, "--refresh")):
     """Every toolkit found: version, sources, root, status, active and default."""
-    from cudaswitch import core
+    from cudaswitch import fastpath  # runs there without typer; this entry gives it --help
 
-    _, reg = _context(refresh)
-    items = core.list_items(reg, os.environ)
-    render.emit_json(items) if as_json else render.toolkit_table(items)
+    raise typer.Exit(fastpath.cmd_list((["--json"] if as_json else []) + (["--refresh"] if refresh else [])))
 
 
 @app.command()
