@@ -168,8 +168,16 @@ def cmd_list(args):
     positionals, options = parse(args, flags={"--json", "--refresh", "--verbose", "-v"})
     _no_positionals(positionals, "list")
     paths, env = _paths(), dict(os.environ)
-    items = core.list_items(registry.load(paths, env, refresh=bool(options.get("--refresh"))), env)
-    render.emit_json(items) if options.get("--json") else render.toolkit_table(items)
+    reg = registry.load(paths, env, refresh=bool(options.get("--refresh")))
+    items = core.list_items(reg, env)
+    if options.get("--json"):
+        render.emit_json(items)
+    elif items:
+        render.toolkit_table(items)
+    else:
+        from cudaswitch.sources import searched  # only when nothing was found: it imports every source
+
+        render.toolkit_table(items, searched(reg["source_order"]))
     return 0
 
 

@@ -58,14 +58,15 @@ def table(rows, headers):
     emit_lines(lines)
 
 
-def toolkit_table(items):
-    """`list` as a human reads it: one line per toolkit, problems indented below."""
+def toolkit_table(items, searched=""):
+    """`list` as a human reads it: one line per toolkit, problems indented below; when there is
+    none, where cudaswitch looked (`searched`, from the registry's source order)."""
     rows = []
     for item in items:
         mark = ("*" if item["active"] else " ") + ("d" if item["default"] else " ")
         rows.append([mark, item["version"] or "?", item["status"], ",".join(item["sources"]), item["root"]])
     if not rows:
-        message("no CUDA toolkits found (see `cudaswitch list --help` for where cudaswitch looks)")
+        message("cudaswitch: no CUDA toolkits found; searched " + searched)
         return
     table(rows, ["", "VERSION", "STATUS", "SOURCES", "ROOT"])
     for item in items:

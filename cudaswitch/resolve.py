@@ -25,6 +25,10 @@ def not_found(registry, request):
     message = "no toolkit matches %r in %s" % (request.text, _join(searched))
     message += " (found: %s)" % ", ".join(versions) if versions else " (no toolkits found at all)"
     hint = _nearest_hint(request, versions)
+    if not versions:
+        from cudaswitch.sources import searched
+
+        hint = "searched %s; %s" % (searched(order), hint)
     return ToolkitNotFound(message, hint)
 
 

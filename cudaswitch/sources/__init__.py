@@ -72,3 +72,10 @@ def source_modules():
     from cudaswitch.sources import conda, managed, modules, pip, system, user
 
     return {m.NAME: m for m in (user, managed, system, modules, conda, pip)}
+
+
+def searched(order):
+    """Where each source looked, in search order: the "nothing found" messages are built from the
+    same list the registry walked."""
+    modules = source_modules()
+    return "; ".join("%s: %s" % (name, modules[name].DESCRIPTION) for name in order if name in modules)

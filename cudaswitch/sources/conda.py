@@ -10,7 +10,7 @@ import re
 from cudaswitch.sources import Candidate
 
 NAME = "conda"
-DESCRIPTION = "conda envs ($CONDA_PREFIX, ~/.conda/environments.txt, envs/ of conda installs)"
+DESCRIPTION = "$CONDA_PREFIX, ~/.conda/environments.txt, envs/ of conda installs"
 RECORD = re.compile(r"^(cuda-nvcc|cuda-version|cudatoolkit|cuda-cudart)-(\d+(?:\.\d+){0,2})[-_].*\.json$")
 TRUST = ("cuda-nvcc", "cudatoolkit", "cuda-cudart", "cuda-version")
 INSTALL_NAMES = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", "micromamba", ".conda")
