@@ -8,7 +8,8 @@ from cudaswitch.toolkit import Toolkit, short_version
 from cudaswitch.verify import driver as drivermod
 from cudaswitch.verify.checks import compat_libcuda_dirs, cudnn_copies, three_toolkits, torch_checks
 from cudaswitch.verify.compat import check, looks_like_toolkit, nvcc_target, torch_home
-from cudaswitch.verify.report import active_root, current_or_none, settings, toolkit_checks
+from cudaswitch.core import active_root
+from cudaswitch.verify.report import current_or_none, settings, toolkit_checks
 from cudaswitch.verify.runner import find_python, probe_torch, which
 
 WHEEL_MAJOR = re.compile(r"^nvidia-.+-cu(\d+)$")

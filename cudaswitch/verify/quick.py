@@ -13,8 +13,9 @@ ENV_KEYS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "
             "NVCC_CCBIN", "CUDA_VISIBLE_DEVICES", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")
 
 
-def _which(name, env):
-    """runner.which, repeated here because importing runner (json, subprocess) would cost every `use`."""
+def which(name, env):
+    """First executable `name` on env's PATH. Lives here, not in runner.py, because this module is
+    import-light (the `use` cache hit) and runner imports json and subprocess; runner re-exports it."""
     for directory in (env.get("PATH") or "").split(":"):
         candidate = os.path.join(directory or ".", name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
@@ -51,8 +52,8 @@ def dependency_key(paths, record, new_env):
     return (
         cache.FORMAT, record["root"], record.get("version"), record.get("status"),
         _identity(record.get("nvcc")),
-        _identity(_which("python3", new_env) or _which("python", new_env)),
-        _identity(new_env.get("NVCC_CCBIN") or _which("gcc", new_env)),
+        _identity(which("python3", new_env) or which("python", new_env)),
+        _identity(new_env.get("NVCC_CCBIN") or which("gcc", new_env)),
         _driver_identity(paths, new_env),
         _identity(os.path.join(paths.config_dir, "config.toml")),
         tuple(new_env.get(k) for k in ENV_KEYS),

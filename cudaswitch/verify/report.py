@@ -2,6 +2,7 @@
 in the environment the user will have after switching to it."""
 
 from cudaswitch.probe import run_nvcc
+from cudaswitch.core import active_root
 from cudaswitch.toolkit import Toolkit, short_version, version_tuple
 from cudaswitch.verify import compat, driver, facts as table, nvcc
 from cudaswitch.verify.checks import cudnn_copies, three_toolkits, torch_checks
@@ -117,14 +118,6 @@ def compile_check(record, env, drv):
 
 def _cuda(record):
     return short_version(record.get("version") or "") or None
-
-
-def active_root(env):
-    """The root of the toolkit `cudaswitch use` made active in `env`, or None."""
-    from cudaswitch import envdiff
-
-    state = envdiff.read_state(env)
-    return state["root"] if state else None
 
 
 def current_or_none(registry, env):

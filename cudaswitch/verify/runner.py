@@ -10,16 +10,9 @@ import os
 import signal
 import subprocess
 
+from cudaswitch.verify.quick import which  # noqa: F401  (re-exported: the one PATH lookup)
+
 PROBE_LOG = "CUDASWITCH_PROBE_LOG"  # tests: probe scripts append one line per run to this file
-
-
-def which(name, env):
-    """First executable `name` on env's PATH (shutil.which without importing shutil)."""
-    for directory in (env.get("PATH") or "").split(os.pathsep):
-        candidate = os.path.join(directory or ".", name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def find_python(env, explicit=None, configured=None):
