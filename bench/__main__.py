@@ -59,6 +59,7 @@ def measure(work, script, small, large, anchors, rounds):
         ("use vs Lmod, large host", lambda: pairs.use_vs_lmod(
             "use_vs_lmod_large_host", large, script, anchors["lmod"], rounds, "12.5", "12.5.1",
             budget=False)),
+        ("which vs python", lambda: pairs.script_commands_vs_python(small, script, python, rounds)),
         ("floors", lambda: pairs.floors(small, script, python, rounds)),
     ]
     results = []

@@ -145,3 +145,14 @@ def floors(small, script, python, rounds):
     return result("floors", side("cudaswitch --help (typer)", _cmd_text(argv_a), samples_a),
                   side("python -c pass (the venv's interpreter)", _cmd_text(argv_b), samples_b),
                   "information", lambda a, b, r: None)
+
+
+def script_commands_vs_python(small, script, python, rounds):
+    """The everyday commands a script calls run without typer: `which` against the interpreter's
+    own start (budget: 3x `python -c pass`)."""
+    argv_a, argv_b = [str(script), "which", SMALL_VERSION, "nvcc"], [str(python), "-c", "pass"]
+    samples_a, samples_b = timing.alternate(timing.command_runner(argv_a, small.env, small.work),
+                                            timing.command_runner(argv_b, small.env, small.work), rounds)
+    return result("which_vs_python", side("cudaswitch which %s nvcc" % SMALL_VERSION, _cmd_text(argv_a), samples_a),
+                  side("python -c pass (the venv's interpreter)", _cmd_text(argv_b), samples_b),
+                  "<= 3.0x", lambda a, b, r: r <= 3.0)

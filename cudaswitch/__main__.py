@@ -1,3 +1,3 @@
-from cudaswitch.fastpath import main
+from cudaswitch.cli.main import main
 
 raise SystemExit(main())

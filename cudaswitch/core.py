@@ -1,4 +1,4 @@
-"""Core operations of the registry commands. They return data; cli.py renders it."""
+"""Core operations of the registry commands. They return data; cudaswitch/commands/ renders it."""
 
 import os
 

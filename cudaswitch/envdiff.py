@@ -114,3 +114,12 @@ def diff(old, new):
     changed = {n: new[n] for n in sorted(names) if n in new and old.get(n) != new[n]}
     removed = sorted(n for n in names if n in old and n not in new)
     return {"set": changed, "unset": removed}
+
+
+def applied(env, change):
+    """The environment after a shell evaluated `change` (a diff()): what a child of that shell sees."""
+    new = dict(env)
+    new.update(change["set"])
+    for name in change["unset"]:
+        new.pop(name, None)
+    return new

@@ -1,4 +1,4 @@
-"""One error family, caught at one boundary (fastpath.main / cli.run) and printed as one line."""
+"""One error family, caught at one boundary (cli/main.py) and printed as one line."""
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2

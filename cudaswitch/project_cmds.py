@@ -2,7 +2,6 @@
 
 import os
 
-from cudaswitch.errors import UsageError
 from cudaswitch.paths import Paths, atomic_write
 
 FILE = ".cudaversion"
@@ -13,8 +12,6 @@ def set_local(request, unset):
     from cudaswitch.resolve import resolve
 
     path = os.path.join(os.getcwd(), FILE)
-    if unset == (request is not None):
-        raise UsageError("give a REQUEST or --unset")
     if unset:
         if not os.path.isfile(path):
             return "no %s here; nothing removed" % path

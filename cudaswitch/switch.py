@@ -1,5 +1,5 @@
 """Switching: what `use`, `off`, `hook-env` and `current` decide. Returns data (diffs, dicts);
-fastpath.py renders. Import-light on purpose: runs on every `use` and on entering a project."""
+the switch commands render. Import-light on purpose: runs on every `use` and on entering a project."""
 
 import os
 

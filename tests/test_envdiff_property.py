@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cudaswitch import envdiff
-from cudaswitch.fastpath import applied as apply  # what a shell's eval of the diff does
+from cudaswitch.envdiff import applied as apply  # what a shell's eval of the diff does
 
 KITS = [
     {"root": "/usr/local/cuda-%s" % v, "version": v + ".0", "nvcc": "/usr/local/cuda-%s/bin/nvcc" % v,

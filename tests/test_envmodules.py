@@ -45,7 +45,7 @@ def hook(event, args):
     if event == "subprocess.Popen":
         sys.stderr.write("SPAWN %r\\n" % (list(map(str, args[1])),))
 sys.addaudithook(hook)
-from cudaswitch.fastpath import main
+from cudaswitch.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -17,7 +17,7 @@ RUNNER = r"""
 import sys
 record, args = sys.argv[1], sys.argv[2:]
 sys.argv = ["cudaswitch"] + args
-from cudaswitch.fastpath import main
+from cudaswitch.cli.main import main
 code = main()
 with open(record, "w") as handle:
     handle.write("\n".join(sorted(sys.modules)))

@@ -243,7 +243,7 @@ def hook(event, args):
                  "os.forkpty", "pty.spawn"):
         sys.stderr.write("SPAWN %s %r\\n" % (event, args[:2]))
 sys.addaudithook(hook)
-from cudaswitch.fastpath import main
+from cudaswitch.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

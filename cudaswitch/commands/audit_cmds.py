@@ -2,30 +2,13 @@
 
 import os
 import sys
-from typing import List, Optional
-
-import typer
 
 from cudaswitch import render
 from cudaswitch.errors import CudaSwitchError, UsageError
 
-audit_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
-                        help="Inventory of the CUDA toolkits on this host, or under --root.")
 
-
-@audit_app.callback()
-def audit(ctx: typer.Context,
-          as_json: bool = typer.Option(False, "--json", help="The report as JSON (DESIGN.md's shape)."),
-          compact: bool = typer.Option(False, "--compact", help="JSON on one line (for JSON lines from many nodes)."),
-          root: Optional[str] = typer.Option(None, "--root", metavar="DIR",
-                                             help="Audit an unpacked image or a mounted node root."),
-          compile_: bool = typer.Option(False, "--compile", help="Compile a one-kernel program with each toolkit."),
-          allow_exec: bool = typer.Option(False, "--exec", help="With --root: allow running binaries found there."),
-          progress: Optional[bool] = typer.Option(None, "--progress/--no-progress",
-                                                  help="Progress bar on stderr (default: when stderr is a terminal).")):
+def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=False, progress=None):
     """Which toolkits this host (or image) has, which work, and which the driver supports."""
-    if ctx.invoked_subcommand is not None:
-        return
     from cudaswitch import audit_render
     from cudaswitch.audit import run_audit
 
@@ -36,23 +19,17 @@ def audit(ctx: typer.Context,
         render.emit_json(report, compact=compact)
     else:
         audit_render.audit_report(report)
+    return 0
 
 
-@audit_app.command("merge")
-def merge(files: Optional[List[str]] = typer.Argument(None, metavar="[FILE]...",
-                                                     help="Reports (`audit --json`); none or '-': JSON lines on stdin."),
-          as_json: bool = typer.Option(False, "--json", help="The matrix as JSON."),
-          strict: bool = typer.Option(False, "--strict", help="Exit 1 when any report is refused.")):
-    """Merge many hosts' reports into one matrix of toolkit versions x hosts.
-
-    A report that cannot be read is named on stderr and the rest still merge; the exit status is
-    0 when at least one report merged (1 with --strict and any refused), 1 when none did."""
+def merge(file, as_json=False, strict=False):
+    """Merge many hosts' reports; a report that cannot be read is named on stderr."""
     from cudaswitch import audit_merge, audit_render
 
-    if not files and sys.stdin.isatty():
+    if not file and sys.stdin.isatty():
         raise UsageError("give report FILEs, or pipe JSON lines to stdin", "see `cudaswitch audit merge --help`")
     reports, errors = [], []
-    for label, text, unreadable in _inputs(files or ["-"]):
+    for label, text, unreadable in _inputs(file or ["-"]):
         found, failed = audit_merge.parse_documents(label, text) if unreadable is None else ([], [(label, unreadable)])
         reports += found
         errors += failed
@@ -65,8 +42,7 @@ def merge(files: Optional[List[str]] = typer.Argument(None, metavar="[FILE]...",
         render.emit_json(merged)
     else:
         audit_render.merge_report(merged)
-    if strict and errors:
-        raise typer.Exit(1)
+    return 1 if strict and errors else 0
 
 
 def _inputs(files):
@@ -80,7 +56,3 @@ def _inputs(files):
                 yield name, handle.read().decode("utf-8", "replace"), None
         except OSError as exc:
             yield name, None, "cannot read (%s)" % (exc.strerror or exc)
-
-
-def register(app):
-    app.add_typer(audit_app, name="audit")

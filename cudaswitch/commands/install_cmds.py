@@ -1,9 +1,6 @@
 """`install` and `uninstall`: parse, call cudaswitch.install, render. Progress goes to stderr."""
 
 import os
-from typing import List, Optional
-
-import typer
 
 from cudaswitch import render
 
@@ -16,14 +13,7 @@ def _size(num):
     return "%.0f MiB" % (num / 1048576.0)
 
 
-def install_command(
-    request: str = typer.Argument(..., help="CUDA release: 13.1, 12.4, 13, '>=12.1,<13' or latest."),
-    components: Optional[List[str]] = typer.Option(
-        None, "--components", "-c",
-        help="Extras of NVIDIA's cuda-toolkit package, comma-separated (default nvcc,cudart,cccl; "
-             "e.g. nvrtc, cupti, cublas, all)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-):
+def install(request, components=(), as_json=False):
     """Install a CUDA toolkit from NVIDIA's PyPI wheels into cudaswitch's data dir (no root)."""
     from cudaswitch import install
     from cudaswitch.paths import Paths
@@ -40,16 +30,14 @@ def install_command(
         render.message("note: " + note)
     if result["nvcc"]:
         render.message("use it with: eval \"$(cudaswitch use managed:%s)\"" % _short(result["version"]))
+    return 0
 
 
 def _short(version):
     return ".".join(version.split(".")[:2])
 
 
-def uninstall_command(
-    request: str = typer.Argument(..., help="A managed toolkit: 13.0, 13.0.3, managed:12.4 or its path."),
-    force: bool = typer.Option(False, "--force", help="Remove it even if it is active in this shell."),
-):
+def uninstall(request, force=False):
     """Remove a toolkit that `cudaswitch install` made (never any other)."""
     from cudaswitch import install, registry
     from cudaswitch.paths import Paths
@@ -60,8 +48,4 @@ def uninstall_command(
     render.message("removed CUDA %s from %s" % (os.path.basename(result["root"]), result["root"]))
     if result["was_active"]:
         render.message("it was active in this shell: run `eval \"$(cudaswitch off)\"` or `use` another")
-
-
-def register(app):
-    app.command("install")(install_command)
-    app.command("uninstall")(uninstall_command)
+    return 0

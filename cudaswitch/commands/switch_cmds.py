@@ -1,83 +1,141 @@
-"""Typer entries of the switching commands. `use`, `off`, `exec`, `current`, `hook-env` and `init`
-normally run in fastpath.py without typer; these definitions give them `--help` and the same
-behaviour when reached through the typer app. `local` and `system` live here."""
+"""use, off, exec, current, hook-env, init and system: the switching commands."""
 
-from typing import List, Optional
-
-import typer
+import os
+import sys
 
 from cudaswitch import render
+from cudaswitch.errors import CudaSwitchError, UsageError
 
-SHELL_HELP = "bash, zsh, fish, posix, json, dotenv or github (default: the parent shell)"
-
-
-def _fast(name, args):
-    from cudaswitch import fastpath
-
-    raise typer.Exit(fastpath.FAST[name](args))
+HOOK_SHELLS = ("bash", "zsh", "fish")
 
 
-def use(request: str, shell: Optional[str] = typer.Option(None, help=SHELL_HELP),
-        no_verify: bool = typer.Option(False, "--no-verify", help="Skip the verification."),
-        strict: bool = typer.Option(False, "--strict", help="Refuse on an error verdict.")):
-    """Print the shell code that switches this shell to REQUEST: eval "$(cudaswitch use 12.4)"."""
-    _fast("use", [request] + (["--shell", shell] if shell else [])
-          + (["--no-verify"] if no_verify else []) + (["--strict"] if strict else []))
+def _paths():
+    from cudaswitch.paths import Paths
+
+    return Paths()
 
 
-def off(shell: Optional[str] = typer.Option(None, help=SHELL_HELP)):
-    """Print the code that restores the environment from before cudaswitch."""
-    _fast("off", ["--shell", shell] if shell else [])
+def _renderer(shell):
+    """The output format's render function, checked before any work is done."""
+    from cudaswitch import shells
+
+    return shells.renderer(shell or shells.parent_shell())
 
 
-def exec_(request: str, command: List[str] = typer.Argument(..., help="-- CMD [ARGS...]")):
-    """Run CMD with the toolkit (the process is replaced; its exit status is yours)."""
-    _fast("exec", [request, "--"] + command)
+def use(request, shell=None, no_verify=False, strict=False):
+    from cudaswitch import envdiff, switch
+
+    render_diff = _renderer(shell)
+    paths, env = _paths(), dict(os.environ)
+    reg = switch.load(paths, env)
+    record, diff = switch.use(reg, env, request)
+    text = render_diff(diff)
+    _report_switch(paths, record, envdiff.applied(env, diff), no_verify, strict)
+    render.emit_text(text)
+    return 0
 
 
-def current(as_json: bool = typer.Option(False, "--json")):
-    """The active toolkit and why: shell, project file, global default or system."""
-    _fast("current", ["--json"] if as_json else [])
+def _report_switch(paths, record, new_env, no_verify=False, strict=False):
+    """One short line on stderr: the cached verdict of nvcc, driver and torch for this switch.
+    With --strict an error verdict refuses the switch (raised before anything reaches stdout)."""
+    if no_verify:
+        line, level = "CUDA %s (%s): not verified (--no-verify)" % (record["version"], record["root"]), "info"
+    else:
+        from cudaswitch.verify.quick import verdict_for_use
+
+        level, line = verdict_for_use(paths, record, new_env, timeout=None)
+    if level == "error" and strict:
+        raise CudaSwitchError("refusing to switch (--strict): " + line)
+    render.message("cudaswitch: " + line)
 
 
-def hook_env(shell: str = typer.Option(..., help=SHELL_HELP)):
-    """Called by the shell hook when the project file changed; prints code or nothing."""
-    _fast("hook-env", ["--shell", shell])
+def off(shell=None):
+    from cudaswitch import switch
+
+    render_diff = _renderer(shell)
+    diff = switch.off(dict(os.environ))
+    if diff is None:
+        render.message("cudaswitch: no toolkit was switched in this shell; nothing to undo")
+        return 0
+    render.emit_text(render_diff(diff))
+    return 0
 
 
-def init(shell: str = typer.Argument(..., help="bash, zsh or fish")):
-    """Print the hook to load from the shell's rc file."""
-    _fast("init", [shell])
+def hook_env(shell=None):
+    from cudaswitch import envdiff, switch
+
+    render_diff = _renderer(shell)
+    paths, env = _paths(), dict(os.environ)
+    record, diff = switch.hook_env(lambda: switch.load(paths, env), env, os.getcwd())
+    if diff:
+        text = render_diff(diff)
+        if record:  # entering a project is a switch too: the same cached verdict line as `use`
+            _report_switch(paths, record, envdiff.applied(env, diff))
+        render.emit_text(text)
+    return 0
 
 
-def local(request: Optional[str] = typer.Argument(None), unset: bool = typer.Option(False, "--unset")):
-    """Write (or remove) .cudaversion in the current directory."""
-    from cudaswitch import project_cmds
+def current(as_json=False):
+    from cudaswitch import switch
 
-    render.message(project_cmds.set_local(request, unset))
+    paths, env = _paths(), dict(os.environ)
+    info = switch.current(lambda: switch.load(paths, env), env, os.getcwd())
+    if as_json:
+        render.emit_json(info, compact=True)
+    elif info["root"] is None:
+        render.emit_lines(["none (no toolkit active, no project file, no default)"])
+    else:
+        why = info["reason"] + (" " + info["file"] if info.get("file") else "")
+        if info.get("applied") is False:
+            why += " (not applied in this shell: is the hook loaded?)"
+        render.emit_lines(["%s %s (%s)" % (info["version"], info["root"], why)])
+    return 0
 
 
-def system(request: str, dry_run: bool = typer.Option(False, "--dry-run")):
-    """Repoint /usr/local/cuda at REQUEST (through update-alternatives where it manages the link)."""
+def exec_(request, cmd):
+    """Replace this process with CMD in the switched environment."""
+    from cudaswitch import envdiff, switch
+
+    command = cmd[1:] if cmd[:1] == ["--"] else cmd
+    if not command:
+        raise UsageError("give the command to run: cudaswitch exec REQUEST -- CMD [ARGS...]")
+    paths, env = _paths(), dict(os.environ)
+    record, diff = switch.use(switch.load(paths, env), env, request)
+    new = envdiff.applied(env, diff)
+    sys.stdout.flush()
+    try:
+        os.execvpe(command[0], command, new)
+    except OSError as exc:
+        raise CudaSwitchError("cannot run %s: %s" % (command[0], exc.strerror)) from None
+
+
+def init(shell):
+    """Print the hook for SHELL: a real file under shell/, shipped in the package, after a line that
+    names this very program by absolute path (a launcher shim on PATH, e.g. pyenv's, rewrites PATH
+    before cudaswitch reads it, and that would leak into every `use`)."""
+    from importlib.resources import files
+
+    program = _own_program()
+    if program:
+        from cudaswitch.shells import bash, fish, zsh
+
+        quote = {"bash": bash.quote, "zsh": zsh.quote, "fish": fish.quote}[shell]
+        assign = "set -g __cudaswitch_bin %s\n" if shell == "fish" else "__cudaswitch_bin=%s\n"
+        render.emit_text(assign % quote(program))
+    render.emit_text(files("cudaswitch.shell").joinpath("cudaswitch." + shell).read_text())
+    return 0
+
+
+def _own_program():
+    """Absolute path of the `cudaswitch` script running now; None under `python -m cudaswitch`."""
+    path = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if os.path.basename(path) == "cudaswitch" and os.access(path, os.X_OK):
+        return path
+    return None
+
+
+def system(request, dry_run=False):
     from cudaswitch import systemlink
 
     render.message(systemlink.repoint(request, dry_run))
-
-
-# (function, typer.command arguments): --help text and options come from each function.
-COMMANDS = [
-    (use, {}),
-    (off, {}),
-    (exec_, {"name": "exec", "context_settings": {"allow_extra_args": True, "ignore_unknown_options": True}}),
-    (current, {}),
-    (hook_env, {"name": "hook-env"}),
-    (init, {}),
-    (local, {}),
-    (system, {}),
-]
-
-
-
-def register(app):
-    for function, options in COMMANDS:
-        app.command(**options)(function)
+    return 0

@@ -1,9 +1,6 @@
-"""verify / doctor / explain: thin typer commands over cudaswitch.verify (core returns data)."""
+"""verify / doctor / explain: thin commands over cudaswitch.verify (core returns data)."""
 
 import os
-from typing import Optional
-
-import typer
 
 from cudaswitch import render
 
@@ -55,12 +52,7 @@ def _emit(report, as_json, group_key=None):
     render.emit_lines([present.summary_line(report["checks"])])
 
 
-def verify(request: Optional[str] = typer.Argument(None, help="Toolkit to verify (default: the active one)."),
-           python: Optional[str] = typer.Option(None, "--python", help="The Python whose torch to check."),
-           compile_: bool = typer.Option(False, "--compile", help="Build (and with a GPU run) a one-kernel program."),
-           timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the Python probe may take."),
-           as_json: bool = typer.Option(False, "--json")):
-    """Verify a toolkit against nvcc, the host gcc, the driver and your torch. Exit 1 on an error check."""
+def verify(request=None, python=None, compile_=False, timeout=None, as_json=False):
     from cudaswitch import envdiff
     from cudaswitch.verify.report import verify_toolkit
 
@@ -71,27 +63,20 @@ def verify(request: Optional[str] = typer.Argument(None, help="Toolkit to verify
     report = verify_toolkit(paths, reg, record, new_env, python=python, smoke_compile=compile_, timeout=timeout,
                             current_env=dict(os.environ))
     _emit(report, as_json)
-    if any(c["level"] == "error" for c in report["checks"]):
-        raise typer.Exit(1)
+    return 1 if any(c["level"] == "error" for c in report["checks"]) else 0
 
 
-def doctor(as_json: bool = typer.Option(False, "--json"),
-           python: Optional[str] = typer.Option(None, "--python", help="The Python whose torch to check."),
-           timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the Python probe may take.")):
-    """Layered diagnosis of this host: hardware, driver, toolkit, framework, project deps, environment."""
+def doctor(as_json=False, python=None, timeout=None):
     from cudaswitch.verify.doctor import doctor as run_doctor
 
     _check_options(python, timeout)
     paths, reg = _context()
     report = run_doctor(paths, reg, dict(os.environ), python=python, timeout=timeout)
     _emit(report, as_json, group_key="layer")
+    return 0
 
 
-def explain(text: str = typer.Argument(..., help="The error message (quote it)."),
-            as_json: bool = typer.Option(False, "--json"),
-            python: Optional[str] = typer.Option(None, "--python", help="The Python whose torch to check."),
-            timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the Python probe may take.")):
-    """The known cause of a CUDA / PyTorch error message, checked on this host. Exit 1 if unknown."""
+def explain(text, as_json=False, python=None, timeout=None):
     from cudaswitch.errors import UsageError
     from cudaswitch.verify import present
     from cudaswitch.verify.explain import explain as run_explain
@@ -105,11 +90,4 @@ def explain(text: str = typer.Argument(..., help="The error message (quote it)."
         render.emit_json(result)
     else:
         render.emit_lines(present.explain_lines(result))
-    if not result["matches"]:
-        raise typer.Exit(1)
-
-
-def register(app):
-    app.command("verify")(verify)
-    app.command("doctor")(doctor)
-    app.command("explain")(explain)
+    return 0 if result["matches"] else 1

@@ -7,20 +7,11 @@ cudaswitch.verify.usecheck (driver, host gcc, the torch probe) and stores the re
 
 import os
 
+from cudaswitch.pathsearch import which  # noqa: F401  (re-exported for the verdict's callers)
 from cudaswitch.verify import cache
 
 ENV_KEYS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONSAFEPATH",
             "NVCC_CCBIN", "CUDA_VISIBLE_DEVICES", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")
-
-
-def which(name, env):
-    """First executable `name` on env's PATH. Lives here, not in runner.py, because this module is
-    import-light (the `use` cache hit) and runner imports json and subprocess; runner re-exports it."""
-    for directory in (env.get("PATH") or "").split(":"):
-        candidate = os.path.join(directory or ".", name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def _identity(path):

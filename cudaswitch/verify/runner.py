@@ -10,7 +10,7 @@ import os
 import signal
 import subprocess
 
-from cudaswitch.verify.quick import which  # noqa: F401  (re-exported: the one PATH lookup)
+from cudaswitch.pathsearch import which  # noqa: F401  (re-exported: the one PATH lookup)
 
 PROBE_LOG = "CUDASWITCH_PROBE_LOG"  # tests: probe scripts append one line per run to this file
 

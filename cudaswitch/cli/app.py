@@ -1,0 +1,141 @@
+"""The typer app, generated from the command table: `--help`, shell completion, and the commands
+that need no fast path. Each command's function takes the same keyword arguments as the fast
+parser produces and calls the same handler (cli/main.py runs both behind one error boundary)."""
+
+import inspect
+from typing import List, Optional
+
+import typer
+
+from cudaswitch import __version__
+from cudaswitch.cli import table
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+REST_CONTEXT = dict(CONTEXT, allow_interspersed_args=False)
+
+
+def _complete_request(incomplete: str):
+    from cudaswitch.cli.complete import requests
+
+    return [value for value in requests() if value.startswith(incomplete)]
+
+
+def _option_parameter(opt):
+    names = list(opt.names)
+    if opt.kind == "tristate":
+        names = ["%s/--no-%s" % (opt.names[0], opt.names[0][2:])]
+        annotation, default = Optional[bool], None
+    elif opt.kind == "flag":
+        annotation, default = bool, False
+    else:
+        base = float if opt.kind == "float" else str
+        annotation, default = (Optional[List[base]], None) if opt.many else (Optional[base], None)
+    info = typer.Option(default, *names, help=opt.help, metavar=opt.metavar, show_default=False)
+    return inspect.Parameter(opt.dest, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
+
+
+def _argument_parameter(arg):
+    completion = {"shell_complete": None}
+    if arg.name == "REQUEST":
+        completion = {"autocompletion": _complete_request}
+    if arg.nargs in ("*", "rest"):
+        annotation = List[str] if arg.nargs == "rest" else Optional[List[str]]
+        info = typer.Argument(... if arg.nargs == "rest" else None, help=arg.help, metavar=arg.name,
+                              show_default=False)
+    else:
+        annotation = str if arg.nargs == 1 else Optional[str]
+        info = typer.Argument(... if arg.nargs == 1 else None, help=arg.help, metavar=arg.name,
+                              show_default=False, **{k: v for k, v in completion.items() if v})
+    return inspect.Parameter(arg.dest, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
+
+
+def _callback(command, dispatch):
+    def run(**values):
+        for opt in command.options:  # typer gives None for an absent repeatable option
+            if opt.many and values.get(opt.dest) is None:
+                values[opt.dest] = []
+        return dispatch(command, values)
+
+    params = [_argument_parameter(a) for a in command.args] + [_option_parameter(o) for o in command.options]
+    run.__signature__ = inspect.Signature(params)
+    run.__name__ = command.path[-1].replace("-", "_")
+    run.__doc__ = command.help
+    return run
+
+
+def _epilog(command):
+    """Examples as written (click's \\b keeps a paragraph from being re-wrapped)."""
+    examples = "\b\nExamples:\n" + "\n".join("  " + e for e in command.examples)
+    return examples + "\n\nMore: " + table.DOCS
+
+
+def _add(target, command, dispatch):
+    context = REST_CONTEXT if any(a.nargs == "rest" for a in command.args) else CONTEXT
+    target.command(command.path[-1], help=command.help, epilog=_epilog(command),
+                   context_settings=context)(_callback(command, dispatch))
+
+
+def _version(value: bool):
+    if value:
+        from cudaswitch import render
+
+        render.emit_lines(["cudaswitch " + __version__])
+        raise typer.Exit(0)
+
+
+def _no_type_tags():
+    """Arguments' help shows `REQUEST <str>`; the name and its help say more than the type."""
+    from typer import core
+
+    if hasattr(core.TyperArgument, "display_type_rich"):
+        core.TyperArgument.display_type_rich = lambda self, ctx: None
+
+
+def build(dispatch):
+    """The app; each command calls dispatch(command, values) with the values the fast parser
+    would give its handler."""
+    _no_type_tags()
+    app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, context_settings=CONTEXT,
+                      rich_markup_mode=None, help="Find, switch and verify CUDA toolkits. More: " + table.DOCS)
+
+    @app.callback()
+    def _global(verbose: bool = typer.Option(False, "--verbose", "-v", help=table.VERBOSE.help),
+                version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                             help="Print cudaswitch's version and exit.")):
+        """Find, switch and verify CUDA toolkits."""
+
+    groups = {}
+    for command in table.COMMANDS:
+        if len(command.path) == 1 and command.path[0] in table.GROUPS:
+            groups[command.path[0]] = _group(app, command, dispatch)
+    for command in table.COMMANDS:
+        if len(command.path) == 1 and command.path[0] not in table.GROUPS:
+            _add(app, command, dispatch)
+        elif len(command.path) == 2:
+            parent = groups.get(command.path[0]) or _plain_group(app, groups, command.path[0])
+            _add(parent, command, dispatch)
+    return app
+
+
+def _plain_group(app, groups, name):
+    group = typer.Typer(no_args_is_help=True, help=table.GROUPS[name], context_settings=CONTEXT)
+    app.add_typer(group, name=name)
+    groups[name] = group
+    return group
+
+
+def _group(app, command, dispatch):
+    """A command that also has subcommands (`audit`, `audit merge`): its own options on the group."""
+    group = typer.Typer(invoke_without_command=True, no_args_is_help=False, context_settings=CONTEXT)
+    run = _callback(command, dispatch)
+
+    def callback(ctx: typer.Context, **values):
+        if ctx.invoked_subcommand is None:
+            return run(**values)
+        return None
+
+    params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
+    callback.__signature__ = inspect.Signature(params + list(inspect.signature(run).parameters.values()))
+    group.callback(help=command.help, epilog=_epilog(command))(callback)
+    app.add_typer(group, name=command.path[0])
+    return group

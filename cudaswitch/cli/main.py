@@ -1,0 +1,136 @@
+"""Entry point and the one error boundary. A fast command (the table says which) is parsed here and
+its handler run without importing typer; `--help`, completion and every other command go to the
+typer app generated from the same table. Either way errors end here: a CudaSwitchError or a usage
+error is one line on stderr and an exit code; `-v` shows the traceback of any other error instead."""
+
+import os
+import sys
+
+from cudaswitch import render
+from cudaswitch.cli import table
+from cudaswitch.errors import CudaSwitchError, UsageError
+
+HELP = ("-h", "--help")
+TYPER_ONLY = "CUDASWITCH_NO_FAST"  # set: every command goes through typer (tests compare both paths)
+COMPLETION = "_CUDASWITCH_COMPLETE"  # click's completion protocol: only typer answers it
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    verbose = _leading_verbose(argv)
+    words = argv[len(verbose):]
+    found = table.find(words)
+    if found and found[0].fast and _fast_allowed(found[0], found[1]):
+        return boundary(lambda: _run_fast(found[0], found[1], bool(verbose)), bool(verbose) or _wants_verbose(found))
+    return boundary(lambda: _run_typer(argv), bool(verbose) or _wants_verbose(found))
+
+
+def _leading_verbose(argv):
+    taken = []
+    for word in argv:
+        if word not in table.VERBOSE.names:
+            break
+        taken.append(word)
+    return taken
+
+
+def _fast_allowed(command, args):
+    if os.environ.get(TYPER_ONLY) or os.environ.get(COMPLETION):
+        return False
+    own = _own_words(command, args)
+    return not any(word in HELP for word in own)
+
+
+def _own_words(command, args):
+    """The words that are cudaswitch's: exec's command line may hold --help or -v of its own."""
+    if not any(a.nargs == "rest" for a in command.args):
+        return args[:args.index("--")] if "--" in args else args
+    from cudaswitch.cli.parse import parse
+
+    try:
+        rest = parse(command, args)[command.args[-1].dest]
+    except UsageError:
+        return args
+    return args[:len(args) - len(rest)]
+
+
+def _wants_verbose(found):
+    return bool(found) and any(word in table.VERBOSE.names for word in _own_words(*found))
+
+
+def _run_fast(command, args, verbose):
+    from cudaswitch.cli.parse import parse
+
+    try:
+        values = parse(command, args)
+        values["verbose"] = values["verbose"] or verbose
+        return call(command, values)
+    except UsageError as exc:
+        exc.hint = exc.hint or "see `cudaswitch %s --help`" % command.name
+        raise
+
+
+def call(command, values):
+    """Run the handler with the parsed values (both parsers end here); its return value is the
+    exit status."""
+    for arg in command.args:
+        if arg.choices and values.get(arg.dest) not in arg.choices:
+            raise UsageError("Invalid value for '%s': %r is not one of %s." % (
+                arg.name, values.get(arg.dest), ", ".join(repr(c) for c in arg.choices)),
+                "see `cudaswitch %s --help`" % command.name)
+    return run_handler(command, values)
+
+
+def run_handler(command, values):
+    module, _, function = command.handler.partition(":")
+    handler = getattr(__import__(module, fromlist=[function]), function)
+    values = dict(values)
+    values.pop("verbose", None)
+    result = handler(**values)
+    return result if isinstance(result, int) else 0
+
+
+def _run_typer(argv):
+    from cudaswitch.cli import app
+
+    try:
+        result = app.build(call)(args=argv, prog_name="cudaswitch", standalone_mode=False)
+    except Exception as exc:
+        if not _is_usage_error(exc):
+            raise
+        return _usage_line(exc)
+    return result if isinstance(result, int) else 0
+
+
+def boundary(run, verbose):
+    """The one error boundary: every path's errors become one line and an exit status."""
+    try:
+        return run()
+    except CudaSwitchError as exc:
+        if verbose and not isinstance(exc, UsageError):  # a usage error has no traceback worth showing
+            raise
+        render.message(exc.render())
+        return exc.exit_code
+    except KeyboardInterrupt:
+        render.message("cudaswitch: interrupted")
+        return 130
+
+
+def _is_usage_error(exc):
+    """click's UsageError family and Abort, whether typer uses click or a vendored copy."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return "Abort" in names or ("UsageError" in names and hasattr(exc, "format_message"))
+
+
+def _usage_line(exc):
+    if type(exc).__name__ == "Abort":
+        render.message("cudaswitch: aborted")
+        return 130
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and type(exc).__name__ == "NoArgsIsHelpError":
+        render.emit_lines([ctx.get_help()])
+        return 0
+    where = ctx.command_path if ctx is not None else "cudaswitch"
+    error = UsageError(exc.format_message(), "see `%s --help`" % where)
+    render.message(error.render())
+    return error.exit_code

@@ -1,0 +1,85 @@
+"""The fast parser, generated from the command table: argv -> the handler's keyword arguments.
+
+It follows click's rules (what the typer app does with the same table), so both paths accept the
+same command lines and refuse the same ones: `--opt value` and `--opt=value`; flags take no value;
+`--` ends the options; an option given twice keeps the last unless it collects (`many`); an
+unknown option, a missing value or argument, or an extra argument is a UsageError."""
+
+from cudaswitch.errors import UsageError
+
+
+def parse(command, argv):
+    """{dest: value} for every argument and option of `command` (defaults filled in)."""
+    values = {opt.dest: opt.default() for opt in command.options}
+    positionals = []
+    rest = _rest_arg(command)
+    words = list(argv)
+    while words:
+        word = words.pop(0)
+        if rest is not None and len(positionals) >= len(command.args) - 1:
+            words.insert(0, word)  # from here on the words are the command line to run
+            break
+        if word == "--":
+            positionals.extend(words)
+            words = []
+        elif word.startswith("-") and word != "-":
+            _option(command, word, words, values)
+        else:
+            positionals.append(word)
+    values.update(_assign(command, positionals, words if rest is not None else []))
+    return values
+
+
+def _rest_arg(command):
+    return next((arg for arg in command.args if arg.nargs == "rest"), None)
+
+
+def _option(command, word, words, values):
+    name, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
+    negated = name.startswith("--no-") and command.option("--" + name[5:])
+    opt = command.option(name) or (negated if negated and negated.kind == "tristate" else None)
+    if opt is None:
+        raise UsageError("No such option: %s" % name)
+    if not opt.takes_value:
+        if eq:
+            raise UsageError("Option '%s' does not take a value." % name)
+        values[opt.dest] = not (opt.kind == "tristate" and name.startswith("--no-"))
+        return
+    if not eq:
+        if not words:
+            raise UsageError("Option '%s' requires an argument." % name)
+        inline = words.pop(0)
+    value = _convert(opt, name, inline)
+    if opt.many:
+        values[opt.dest].append(value)
+    else:
+        values[opt.dest] = value
+
+
+def _convert(opt, name, text):
+    if opt.kind != "float":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError("Invalid value for '%s': %r is not a valid float." % (name, text)) from None
+
+
+def _assign(command, positionals, rest_words):
+    """Positionals onto the arguments in order; too few or too many is a UsageError."""
+    values, words = {}, list(positionals)
+    for arg in command.args:
+        if arg.nargs == "rest":
+            values[arg.dest] = words + rest_words
+            words = []
+        elif arg.nargs == "*":
+            values[arg.dest], words = words, []
+        elif words:
+            values[arg.dest] = words.pop(0)
+        elif arg.nargs == 1:
+            raise UsageError("Missing argument '%s'." % arg.name)
+        else:
+            values[arg.dest] = None
+    if words:
+        raise UsageError("Got unexpected extra argument (%s)" % words[0])
+    return values

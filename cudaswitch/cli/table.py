@@ -1,0 +1,181 @@
+"""The one command table. Every command's name, arguments, options (with their help text), its
+handler and whether it runs without typer. The fast parser (cli/parse.py) and the typer app
+(cli/app.py) are both generated from it, so a command accepts exactly its own options on both paths.
+
+Import-light on purpose: the fast path reads this module on every `use` and every prompt that
+changed directory. Handlers are named as "module:function" and imported only when run."""
+
+SHELL_FORMATS = "bash, zsh, fish, posix, json, dotenv or github (default: the parent shell)"
+PYTHON_HELP = "The Python whose torch to check (default: the first python3 on the switched PATH)."
+TIMEOUT_HELP = "Seconds the Python probe may take (default: config torch_timeout, else 15)."
+DOCS = "docs/architecture.md in the repository"
+
+
+class Opt:
+    """One option. kind: flag (bool), tristate (--x/--no-x, None when absent), str, float;
+    many=True collects every occurrence (and comma lists stay the handler's business)."""
+
+    __slots__ = ("names", "dest", "kind", "help", "metavar", "many")
+
+    def __init__(self, names, dest, kind, help, metavar=None, many=False):
+        self.names, self.dest, self.kind, self.help = tuple(names.split()), dest, kind, help
+        self.metavar, self.many = metavar, many
+
+    @property
+    def takes_value(self):
+        return self.kind in ("str", "float")
+
+    def default(self):
+        return [] if self.many else (False if self.kind == "flag" else None)
+
+
+class Arg:
+    """One positional. nargs: 1 (required), "?" (optional), "*" (any number), "rest" (a command
+    line: everything from the first positional after the others, options included)."""
+
+    __slots__ = ("name", "help", "nargs", "choices")
+
+    def __init__(self, name, help, nargs=1, choices=None):
+        self.name, self.help, self.nargs, self.choices = name, help, nargs, choices
+
+    @property
+    def dest(self):
+        return self.name.lower()
+
+
+class Command:
+    __slots__ = ("path", "handler", "help", "args", "options", "fast", "examples")
+
+    def __init__(self, path, handler, help, args=(), options=(), fast=False, examples=()):
+        self.path, self.handler, self.help = tuple(path.split()), handler, help
+        self.args, self.options = tuple(args), tuple(options) + (VERBOSE,)
+        self.fast, self.examples = fast, tuple(examples)
+
+    @property
+    def name(self):
+        return " ".join(self.path)
+
+    def option(self, word):
+        for opt in self.options:
+            if word in opt.names:
+                return opt
+        return None
+
+
+# Accepted before the command and among any command's own options, on both paths.
+VERBOSE = Opt("--verbose -v", "verbose", "flag", "Show the full traceback on errors.")
+JSON = Opt("--json", "as_json", "flag", "Print the result as JSON on stdout.")
+SHELL = Opt("--shell", "shell", "str", "Output format: " + SHELL_FORMATS + ".", metavar="SHELL")
+PYTHON = Opt("--python", "python", "str", PYTHON_HELP, metavar="PY")
+TIMEOUT = Opt("--timeout", "timeout", "float", TIMEOUT_HELP, metavar="SECONDS")
+REQUEST = Arg("REQUEST", "Toolkit: 12.4, 12, 12.4.131, '>=12.1,<13', latest, system, SOURCE:REQUEST or a root path.")
+OPTIONAL_REQUEST = Arg("REQUEST", "Toolkit (default: the active one, else the default).", nargs="?")
+
+COMMANDS = (
+    Command("list", "cudaswitch.commands.registry_cmds:list_", fast=True,
+            help="Every toolkit found: version, status, sources, root; which is active and which the default.",
+            options=(JSON, Opt("--refresh", "refresh", "flag", "Search every source again instead of using the cache.")),
+            examples=("cudaswitch list", "cudaswitch list --json --refresh")),
+    Command("which", "cudaswitch.commands.registry_cmds:which", fast=True,
+            help="Path of a toolkit's root, or of a tool in it (nvcc, ptxas, ...).",
+            args=(OPTIONAL_REQUEST, Arg("TOOL", "A tool or library in the toolkit, e.g. nvcc.", nargs="?")),
+            examples=("cudaswitch which 12.4", "cudaswitch which 13 nvcc")),
+    Command("use", "cudaswitch.commands.switch_cmds:use", fast=True,
+            help="Print the shell code that switches this shell to REQUEST; the verdict goes to stderr.",
+            args=(REQUEST,),
+            options=(SHELL, Opt("--no-verify", "no_verify", "flag", "Skip the verdict (nvcc, driver, torch)."),
+                     Opt("--strict", "strict", "flag", "Refuse the switch when the verdict is an error.")),
+            examples=('eval "$(cudaswitch use 12.4)"', "cudaswitch use conda:12.1 --shell fish | source",
+                      "cudaswitch use 13.1 --shell github >> \"$GITHUB_ENV\"")),
+    Command("off", "cudaswitch.commands.switch_cmds:off", fast=True,
+            help="Print the code that restores the environment from before cudaswitch switched it.",
+            options=(SHELL,), examples=('eval "$(cudaswitch off)"',)),
+    Command("exec", "cudaswitch.commands.switch_cmds:exec_", fast=True,
+            help="Run CMD with the toolkit (the process is replaced; its exit status is yours).",
+            args=(REQUEST, Arg("CMD", "The command line to run, after an optional --.", nargs="rest")),
+            examples=("cudaswitch exec 13.0 -- cmake ..", "cudaswitch exec 12.4 nvcc --version")),
+    Command("current", "cudaswitch.commands.switch_cmds:current", fast=True,
+            help="The toolkit this shell uses and why: shell, project file, global default or system.",
+            options=(JSON,), examples=("cudaswitch current", "cudaswitch current --json")),
+    Command("hook-env", "cudaswitch.commands.switch_cmds:hook_env", fast=True,
+            help="Called by the shell hook when the project file changed; prints code or nothing.",
+            options=(Opt("--shell", "shell", "str", "Output format: " + SHELL_FORMATS + ".", metavar="SHELL"),),
+            examples=("cudaswitch hook-env --shell bash",)),
+    Command("init", "cudaswitch.commands.switch_cmds:init", fast=True,
+            help="Print the hook to load from the shell's rc file.",
+            args=(Arg("SHELL", "bash, zsh or fish.", choices=("bash", "zsh", "fish")),),
+            examples=('eval "$(cudaswitch init bash)"   # in ~/.bashrc', "cudaswitch init fish | source")),
+    Command("local", "cudaswitch.commands.registry_cmds:local", fast=True,
+            help="Write (or with --unset remove) .cudaversion in the current directory.",
+            args=(Arg("REQUEST", "A version request a project file may hold, e.g. 12.4.", nargs="?"),),
+            options=(Opt("--unset", "unset", "flag", "Remove .cudaversion from this directory."),),
+            examples=("cudaswitch local 12.4", "cudaswitch local --unset")),
+    Command("global", "cudaswitch.commands.registry_cmds:global_", fast=True,
+            help="Set (or with --unset remove) the default toolkit in config.toml.",
+            args=(Arg("REQUEST", "A version request, e.g. 12.4 (not a path).", nargs="?"),),
+            options=(Opt("--unset", "unset", "flag", "Remove the default from config.toml."),),
+            examples=("cudaswitch global 12.4", "cudaswitch global --unset")),
+    Command("config path", "cudaswitch.commands.registry_cmds:config_path", fast=True,
+            help="Where config.toml lives.", examples=("cudaswitch config path",)),
+    Command("system", "cudaswitch.commands.switch_cmds:system",
+            help="Repoint /usr/local/cuda at REQUEST (through update-alternatives where it manages the link).",
+            args=(REQUEST,),
+            options=(Opt("--dry-run", "dry_run", "flag", "Say what would change and change nothing."),),
+            examples=("sudo cudaswitch system 13.1", "cudaswitch system 12.4 --dry-run")),
+    Command("verify", "cudaswitch.commands.verify_cmds:verify",
+            help="Verify a toolkit against nvcc, the host gcc, the driver and your torch. Exit 1 on an error check.",
+            args=(Arg("REQUEST", "Toolkit to verify (default: the active one).", nargs="?"),),
+            options=(PYTHON, Opt("--compile", "compile_", "flag", "Build (and with a GPU run) a one-kernel program."),
+                     TIMEOUT, JSON),
+            examples=("cudaswitch verify 12.4", "cudaswitch verify --compile --python ~/venv/bin/python")),
+    Command("doctor", "cudaswitch.commands.verify_cmds:doctor",
+            help="Layered diagnosis of this host: hardware, driver, toolkit, framework, project deps, environment.",
+            options=(JSON, PYTHON, TIMEOUT), examples=("cudaswitch doctor", "cudaswitch doctor --json")),
+    Command("explain", "cudaswitch.commands.verify_cmds:explain",
+            help="The known cause of a CUDA / PyTorch error message, checked on this host. Exit 1 if unknown.",
+            args=(Arg("TEXT", "The error message (quote it)."),), options=(JSON, PYTHON, TIMEOUT),
+            examples=("cudaswitch explain \"CUDA error: no kernel image is available for execution on the device\"",)),
+    Command("audit", "cudaswitch.commands.audit_cmds:audit",
+            help="Which toolkits this host (or an image) has, which work, and which the driver supports.",
+            options=(JSON, Opt("--compact", "compact", "flag", "JSON on one line (JSON lines from many nodes)."),
+                     Opt("--root", "root", "str", "Audit an unpacked image or a mounted node root.", metavar="DIR"),
+                     Opt("--compile", "compile_", "flag", "Compile a one-kernel program with each toolkit."),
+                     Opt("--exec", "allow_exec", "flag", "With --root: allow running binaries found there."),
+                     Opt("--progress", "progress", "tristate",
+                         "Progress on stderr (default: when stderr is a terminal; --no-progress: never).")),
+            examples=("cudaswitch audit", "cudaswitch audit --json --compile",
+                      "cudaswitch audit --root /srv/images/rocky9")),
+    Command("audit merge", "cudaswitch.commands.audit_cmds:merge",
+            help="Merge many hosts' reports into one matrix of toolkit versions x hosts. A report that cannot "
+                 "be read is named on stderr and the rest merge; exit 0 when one merged (--strict: 1 if any refused).",
+            args=(Arg("FILE", "Reports from `audit --json`; none or '-': JSON lines on stdin.", nargs="*"),),
+            options=(Opt("--json", "as_json", "flag", "The matrix as JSON."),
+                     Opt("--strict", "strict", "flag", "Exit 1 when any report is refused.")),
+            examples=("pdsh -N -w 'node[01-64]' cudaswitch audit --json --compact | cudaswitch audit merge",
+                      "cudaswitch audit merge audit/*.json")),
+    Command("install", "cudaswitch.commands.install_cmds:install",
+            help="Install a CUDA toolkit from NVIDIA's PyPI wheels into cudaswitch's data dir (no root).",
+            args=(Arg("REQUEST", "CUDA release: 13.1, 12.4, 13, '>=12.1,<13' or latest."),),
+            options=(Opt("--components -c", "components", "str",
+                         "Extras of NVIDIA's cuda-toolkit package, comma-separated or repeated (default "
+                         "nvcc,cudart,cccl; e.g. nvrtc, cupti, cublas, all).", metavar="LIST", many=True),
+                     JSON),
+            examples=("cudaswitch install 13.1", "cudaswitch install 13.0 -c nvrtc,cublas")),
+    Command("uninstall", "cudaswitch.commands.install_cmds:uninstall",
+            help="Remove a toolkit that `cudaswitch install` made (never any other).",
+            args=(Arg("REQUEST", "A managed toolkit: 13.0, 13.0.3, managed:12.4 or its path."),),
+            options=(Opt("--force", "force", "flag", "Remove it even if it is active in this shell."),),
+            examples=("cudaswitch uninstall 13.0",)),
+)
+
+GROUPS = {"config": "The config file.", "audit": None}  # audit is a command with subcommands
+
+
+def find(words):
+    """(command, the rest of argv) for the longest command path that argv starts with, else None."""
+    best = None
+    for command in COMMANDS:
+        size = len(command.path)
+        if tuple(words[:size]) == command.path and (best is None or size > len(best.path)):
+            best = command
+    return (best, list(words[len(best.path):])) if best else None

@@ -1,0 +1,67 @@
+"""list, which, local, global and config path: the registry commands a script calls; no typer."""
+
+import os
+
+from cudaswitch import render
+from cudaswitch.errors import UsageError
+
+
+def _context(refresh=False):
+    from cudaswitch import registry
+    from cudaswitch.paths import Paths
+
+    paths = Paths()
+    return paths, registry.load(paths, dict(os.environ), refresh=refresh)
+
+
+def list_(as_json=False, refresh=False):
+    from cudaswitch import core
+
+    _, reg = _context(refresh)
+    items = core.list_items(reg, os.environ)
+    if as_json:
+        render.emit_json(items)
+    elif items:
+        render.toolkit_table(items)
+    else:
+        from cudaswitch.sources import searched  # only when nothing was found: it imports every source
+
+        render.toolkit_table(items, searched(reg["source_order"]))
+    return 0
+
+
+def which(request=None, tool=None):
+    from cudaswitch import core
+
+    _, reg = _context()
+    render.emit_lines([core.which(reg, os.environ, request, tool)])
+    return 0
+
+
+def _request_or_unset(request, unset):
+    if unset == (request is not None):
+        raise UsageError("give a REQUEST or --unset")
+
+
+def local(request=None, unset=False):
+    from cudaswitch import project_cmds
+
+    _request_or_unset(request, unset)
+    render.message(project_cmds.set_local(request, unset))
+    return 0
+
+
+def global_(request=None, unset=False):
+    from cudaswitch import core
+
+    _request_or_unset(request, unset)
+    paths, reg = _context()
+    render.message(core.set_global(paths, reg, request))
+    return 0
+
+
+def config_path():
+    from cudaswitch.paths import Paths
+
+    render.emit_lines([Paths().config_file])
+    return 0
