@@ -204,8 +204,8 @@ def cuda12_runtime() -> Path:
 
 
 def cuda11_runtime() -> Path:
-    """``nvidia/cuda_runtime`` of 11.8 (libcudart.so.11.0). Optional: always skips if missing."""
-    return _kit("cu11-11.8", ["nvidia-cuda-runtime-cu11==11.8.*"], optional=True) / "nvidia"
+    """``nvidia/cuda_runtime`` of 11.8 (libcudart.so.11.0), from PyPI like the others."""
+    return _kit("cu11-11.8", ["nvidia-cuda-runtime-cu11==11.8.*"]) / "nvidia"
 
 
 # ---------------------------------------------------------------- layout helpers

@@ -30,27 +30,41 @@ def own(standard_host, tmp_path):
 # ---------------------------------------------------------------- 1. this machine
 
 
+def _machine_root(tmp_path):
+    """'' on a machine with NVIDIA's /usr/local/cuda-13.0 (the dev machine: a user's host, no root
+    prefix); elsewhere (a fresh CI box) the same layout, built from the 13.0 wheels as NVIDIA's
+    runfile lays it out, with /usr/local/cuda pointing at it, under a root prefix."""
+    if os.path.isdir("/usr/local/cuda-13.0"):
+        return ""
+    root = tmp_path / "machine"
+    kits.install_classic(kits.cuda13("13.0"), root / "usr/local/cuda-13.0", "13.0", version_json=False)
+    os.symlink("/usr/local/cuda-13.0", root / "usr/local/cuda")
+    return str(root)
+
+
 def test_this_machine_lists_usr_local_cuda_13_0_as_ok_default(tmp_path):
-    """Acceptance 1, as a user runs it: no root prefix, only cudaswitch's own dirs kept out of $HOME."""
-    if not os.path.isdir("/usr/local/cuda-13.0"):
-        kits._give_up("this machine has no /usr/local/cuda-13.0")
+    """Acceptance 1, as a user runs it: only cudaswitch's own dirs kept out of $HOME."""
+    prefix = _machine_root(tmp_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUDASWITCH_")}
     env.update({"CUDASWITCH_CACHE_DIR": str(tmp_path / "cache"), "CUDASWITCH_CONFIG_DIR": str(tmp_path / "config"),
                 "CUDASWITCH_DATA_DIR": str(tmp_path / "data")})
+    if prefix:
+        env["CUDASWITCH_ROOT"] = prefix
 
     def run(*args):
         proc = subprocess.run([CUDASWITCH, *args], capture_output=True, text=True, env=env, timeout=120)
         assert proc.returncode == 0, proc.stderr
         return proc
 
+    root = prefix + "/usr/local/cuda-13.0"
     items = {item["root"]: item for item in json.loads(run("list", "--json").stdout)}
-    cuda = items["/usr/local/cuda-13.0"]
+    cuda = items[root]
     assert cuda["version"].startswith("13.0.") and cuda["short"] == "13.0"
     assert (cuda["status"], cuda["problems"], cuda["default"]) == ("ok", [], True)
-    assert "system" in cuda["sources"] and cuda["nvcc"] == "/usr/local/cuda-13.0/bin/nvcc"
-    assert [root for root, item in items.items() if item["default"]] == ["/usr/local/cuda-13.0"]
+    assert "system" in cuda["sources"] and cuda["nvcc"] == root + "/bin/nvcc"
+    assert [r for r, item in items.items() if item["default"]] == [root]
     rows = [line.split() for line in run("list").stdout.splitlines()]
-    assert ["d", cuda["version"], "ok"] == next(r for r in rows if r[-1] == "/usr/local/cuda-13.0")[:3]
+    assert ["d", cuda["version"], "ok"] == next(r for r in rows if r[-1] == root)[:3]
 
 
 # ---------------------------------------------------------------- 2. list on the standard host

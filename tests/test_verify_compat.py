@@ -16,8 +16,22 @@ def test_every_row_has_a_known_source():
         assert data[name], name
         for row in data[name]:
             assert row["source"] in data["sources"], (name, row)
-    unverified = {r["torch"][0] for r in data["torch_build"] if r.get("verified") is False}
-    assert unverified == {"2.11", "2.12", "2.14"}  # facts table 5: rows from 2.11 on are unverified
+
+
+def test_torch_build_rows_agree_with_the_real_cuda_wheel():
+    """Where a real build is at hand the host answers: torch 2.14.1's default Linux wheel (the one
+    `pip install torch` gives) is built with CUDA 13.0, and the 2.14 row must list that variant."""
+    import subprocess
+
+    from cudaswitch.verify import facts
+    from tests.verify_support import torch_cuda_venv
+
+    python = torch_cuda_venv() / "bin" / "python"
+    probe = "import torch; print(torch.__version__, torch.version.cuda)"
+    version, cuda = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, timeout=300,
+                                   check=True).stdout.split()
+    rows = [r for r in facts.load()["torch_build"] if r["torch"][0] == ".".join(version.split(".")[:2])]
+    assert rows and cuda in rows[0]["cuda"], (version, cuda, rows)
 
 
 @pytest.mark.parametrize("minor", ["13.0", "13.1"])
