@@ -123,6 +123,9 @@ def init(shell):
         assign = "set -g __cudaswitch_bin %s\n" if shell == "fish" else "__cudaswitch_bin=%s\n"
         render.emit_text(assign % quote(program))
     render.emit_text(files("cudaswitch.shell").joinpath("cudaswitch." + shell).read_text())
+    from cudaswitch.shells import completion
+
+    render.emit_text(completion.script(shell))
     return 0
 
 
