@@ -65,3 +65,20 @@ def config_path():
 
     render.emit_lines([Paths().config_file])
     return 0
+
+
+def config_show(as_json=False):
+    """Effective settings; as TOML (what the file would say) for people, or JSON."""
+    from cudaswitch import config
+    from cudaswitch.paths import Paths
+
+    paths = Paths()
+    settings = config.load(paths)
+    if as_json:
+        render.emit_json({"file": paths.config_file, "settings": settings})
+        return 0
+    import tomli_w
+
+    render.message("# %s, with defaults filled in" % paths.config_file)
+    render.emit_text(tomli_w.dumps(settings))
+    return 0
