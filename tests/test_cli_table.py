@@ -52,7 +52,7 @@ def _cases_foreign():
                 yield pytest.param(command, name, opt, id="%s %s" % (command.name, name))
 
 
-@pytest.mark.parametrize("command, opt, name", _cases_own())
+@pytest.mark.parametrize("command, opt, name", list(_cases_own()))
 def test_own_option_means_the_same_on_both_paths(monkeypatch, capsys, command, opt, name):
     argv = list(command.path) + [name] + _sample(opt) + MINIMAL.get(command.name, [])
     fast = _run(monkeypatch, capsys, argv, typer_path=False)
@@ -64,7 +64,7 @@ def test_own_option_means_the_same_on_both_paths(monkeypatch, capsys, command, o
     assert got == ([expected] if opt.many else expected), argv
 
 
-@pytest.mark.parametrize("command, name, opt", _cases_foreign())
+@pytest.mark.parametrize("command, name, opt", list(_cases_foreign()))
 def test_an_option_of_another_command_is_one_usage_line_on_both_paths(monkeypatch, capsys, command, name, opt):
     argv = list(command.path) + MINIMAL.get(command.name, [])
     if any(a.nargs == "rest" for a in command.args):  # exec: options go before the command line
