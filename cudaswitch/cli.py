@@ -66,9 +66,9 @@ def config_path():
 
 
 def _register_command_groups():
-    from cudaswitch.commands import audit_cmds, install_cmds, switch_cmds, verify_cmds
+    from cudaswitch.commands import audit_cmds, install_cmds, integration_cmds, switch_cmds, verify_cmds
 
-    for module in (switch_cmds, verify_cmds, audit_cmds, install_cmds):
+    for module in (switch_cmds, verify_cmds, audit_cmds, install_cmds, integration_cmds):
         module.register(app)
 
 

@@ -189,8 +189,14 @@ def cmd_init(args):
     names this very program by absolute path (a launcher shim on PATH, e.g. pyenv's, rewrites PATH
     before cudaswitch reads it, and that would leak into every `use`)."""
     positionals, _ = parse(args)
+    if positionals == ["direnv"]:  # not a shell hook: the `use_cuda` function for direnvrc
+        from cudaswitch.integrations import direnv
+        from cudaswitch.shells import bash
+
+        render.emit_text(direnv.direnvrc(bash.quote(_own_program() or "cudaswitch")))
+        return 0
     if len(positionals) != 1 or positionals[0] not in HOOK_SHELLS:
-        raise UsageError("usage: cudaswitch init bash|zsh|fish")
+        raise UsageError("usage: cudaswitch init bash|zsh|fish|direnv")
     from importlib.resources import files
 
     shell = positionals[0]
@@ -213,8 +219,27 @@ def _own_program():
     return None
 
 
+def cmd_direnv_use(args):
+    """direnv-use -- REQUEST: what `use cuda REQUEST` in an .envrc evaluates (bash code on stdout)."""
+    from cudaswitch.integrations import direnv
+    from cudaswitch.shells import bash
+
+    paths, env = _paths(), dict(os.environ)
+    record, diff = direnv.switch_for_envrc(lambda: _load_registry(paths, env), env, args)
+    text = bash.render(diff)
+    _report_switch(paths, record, applied(env, diff), {})
+    render.emit_text(text)
+    return 0
+
+
+def _load_registry(paths, env):
+    from cudaswitch import switch
+
+    return switch.load(paths, env)
+
+
 FAST = {"use": cmd_use, "off": cmd_off, "hook-env": cmd_hook_env, "current": cmd_current, "exec": cmd_exec,
-        "init": cmd_init, "list": cmd_list}
+        "init": cmd_init, "list": cmd_list, "direnv-use": cmd_direnv_use}
 
 
 def main(argv=None):

@@ -45,7 +45,7 @@ def hook_env(shell: str = typer.Option(..., help=SHELL_HELP)):
     _fast("hook-env", ["--shell", shell])
 
 
-def init(shell: str = typer.Argument(..., help="bash, zsh or fish")):
+def init(shell: str = typer.Argument(..., help="bash, zsh, fish, or direnv (the `use cuda` function for direnvrc)")):
     """Print the hook to load from the shell's rc file."""
     _fast("init", [shell])
 
