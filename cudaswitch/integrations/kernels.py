@@ -3,7 +3,8 @@
 A kernelspec is `<jupyter data dir>/kernels/<name>/kernel.json` (the directory jupyter_client's
 KernelSpecManager searches first for the user). The switched environment is computed once, at
 install time, by the same envdiff that `use` runs; variables the switch removes are written as
-empty strings, because a kernelspec can only set. cudaswitch marks its own specs in `metadata`
+empty strings, because a kernelspec can only set; PATH and the other lists are the ones of the
+shell that ran `kernel install` (re-run it after changing them). cudaswitch marks its own specs in `metadata`
 and lists or removes only those: a kernel someone else wrote is never overwritten or deleted.
 """
 
@@ -49,6 +50,9 @@ def spec_for(record: dict, request: str, python: str, old_env: dict, new_env: di
     change = envdiff.diff(old_env, new_env)
     env = dict(change["set"])
     env.update({name: "" for name in change["unset"]})
+    # jupyter_client (7+) expands $NAME in a kernelspec's env from the server's environment, so a
+    # literal $ in a path is written as $$, which string.Template turns back into one $.
+    env = {name: value.replace("$", "$$") for name, value in env.items()}
     short = ".".join(record["version"].split(".")[:2])
     return {"argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
             "display_name": "Python (CUDA %s)" % short, "language": "python", "env": env,
@@ -61,9 +65,10 @@ def check_python(python: str, env: dict, timeout: float = 60.0) -> None:
     from cudaswitch.verify.runner import run_bounded
 
     with tempfile.TemporaryDirectory(prefix="cudaswitch-kernel-") as private:
-        code, _, err = run_bounded([python, "-c", "import ipykernel"], env, timeout, cwd=private)
-    if code != 0:
-        why = err if isinstance(err, str) else (err.decode("utf-8", "replace").strip().splitlines() or ["failed"])[-1]
+        code, out, err = run_bounded([python, "-c", "import ipykernel; print('ipykernel ok')"], env, timeout,
+                                     cwd=private)
+    if code != 0 or b"ipykernel ok" not in out:  # a program that is not Python may exit 0 too
+        why = err if isinstance(err, str) else (err.decode("utf-8", "replace").strip().splitlines() or ["it did not import ipykernel"])[-1]
         raise CudaSwitchError("%s cannot run a Jupyter kernel: %s" % (python, why[:200]),
                               "install ipykernel in it (`%s -m pip install ipykernel`) or give --python" % python)
 
