@@ -155,3 +155,23 @@ def test_bad_options_are_one_line_and_nothing_on_stdout(torch_host, args):
     proc = torch_host.run("torch", *args)
     assert proc.returncode == 2 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and "error" in proc.stderr
+
+
+def test_an_installed_build_the_data_does_not_know_is_judged_by_its_own_flags(torch_host, tmp_path):
+    """Mirrors a self-built torch (TORCH_CUDA_ARCH_LIST="6.1;9.0+PTX" against CUDA 12.4): a hand-made
+    torch package reporting that release and those arch flags, as the real one reports them."""
+    from tests.verify_support import venv_with_torch_package
+
+    python = venv_with_torch_package(tmp_path, "selfbuilt", {
+        "__init__.py": "__version__ = '2.7.0a0+git1234'\nfrom torch import version, _C\n",
+        "version.py": "cuda = '12.4'\n",
+        "_C.py": "def _cuda_getArchFlags():\n    return 'sm_61 sm_90 compute_90'\n"})
+    for gpu, fits in (("sm_61", True), ("sm_90", True), ("sm_120", True), ("sm_75", False)):
+        out = plan(torch_host, python, "--driver", "12.4", "--gpu", gpu)
+        [own] = [b for b in out["builds"] if b.get("source") == "installed"]
+        assert (own["torch"], own["cuda"], own["arch"]) == ("2.7", "12.4", ["sm_61", "sm_90", "compute_90"])
+        assert own["fits"] is fits and out["installed_fits"] is fits  # sm_120 runs the compute_90 PTX
+        assert own["published"] is False and own["install"] is None  # not on any index: never recommended
+        assert out["recommended"] is None or out["recommended"].get("source") != "installed"
+    human = torch_host.run("torch", "--python", python, "--driver", "12.4", "--gpu", "sm_75").stdout
+    assert "installed: torch 2.7.0a0+git1234 in %s does NOT fit this host" % python in human

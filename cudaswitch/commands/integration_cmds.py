@@ -18,7 +18,8 @@ def _paths_and_loader():
     return paths, lambda: registry.load(paths, dict(os.environ))
 
 
-def torch(request: Optional[str] = typer.Argument(None, help="Toolkit for building extensions (default: the active one)."),
+def torch(request: Optional[str] = typer.Argument(None, help="Toolkit for building extensions "
+                                                 "(default: the active one)."),
           driver: Optional[str] = typer.Option(None, "--driver", help="Plan for a driver: its release (550.54.14) "
                                                "or the CUDA version it supports (12.4)."),
           gpu: Optional[List[str]] = typer.Option(None, "--gpu", help="Plan for a GPU by compute capability "
@@ -76,7 +77,7 @@ def _kernel_spec(paths, reg, request, python):
     chosen = os.path.abspath(chosen)
     kernels.check_python(chosen, new_env)
     level, line = verdict_for_use(paths, record, new_env)
-    return record, kernels.spec_for(record, request, chosen, env, new_env), level, line
+    return record, kernels.spec_for(record, request, chosen, env, new_env, line), level, line
 
 
 def _short(record):

@@ -43,7 +43,7 @@ def check_name(name: str) -> str:
     return name
 
 
-def spec_for(record: dict, request: str, python: str, old_env: dict, new_env: dict) -> dict:
+def spec_for(record: dict, request: str, python: str, old_env: dict, new_env: dict, verdict: str = "") -> dict:
     """The kernel.json content: ipykernel in `python`, with the switch as its env."""
     from cudaswitch import envdiff
 
@@ -57,7 +57,7 @@ def spec_for(record: dict, request: str, python: str, old_env: dict, new_env: di
     return {"argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
             "display_name": "Python (CUDA %s)" % short, "language": "python", "env": env,
             "metadata": {MARK: {"request": request, "version": record["version"], "root": record["root"],
-                                "python": python}}}
+                                "python": python, "verdict": verdict}}}
 
 
 def check_python(python: str, env: dict, timeout: float = 60.0) -> None:
@@ -68,7 +68,8 @@ def check_python(python: str, env: dict, timeout: float = 60.0) -> None:
         code, out, err = run_bounded([python, "-c", "import ipykernel; print('ipykernel ok')"], env, timeout,
                                      cwd=private)
     if code != 0 or b"ipykernel ok" not in out:  # a program that is not Python may exit 0 too
-        why = err if isinstance(err, str) else (err.decode("utf-8", "replace").strip().splitlines() or ["it did not import ipykernel"])[-1]
+        lines = err.splitlines() if isinstance(err, str) else err.decode("utf-8", "replace").strip().splitlines()
+        why = (lines or ["it did not import ipykernel"])[-1]
         raise CudaSwitchError("%s cannot run a Jupyter kernel: %s" % (python, why[:200]),
                               "install ipykernel in it (`%s -m pip install ipykernel`) or give --python" % python)
 

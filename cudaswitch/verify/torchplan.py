@@ -127,7 +127,7 @@ def builds(installed: Optional[dict] = None) -> List[dict]:
     own = _installed_build(installed)
     if own:
         same = [r for r in rows if (r["torch"], r["cuda"]) == (own["torch"], own["cuda"])]
-        rows = [r for r in rows if r not in same] + [dict(same[0] if same else {}, **own)]
+        rows = [r for r in rows if r not in same] + [dict(same[0] if same else {"published": False}, **own)]
     return sorted(rows, key=lambda r: (version_tuple(r["torch"]), version_tuple(r["cuda"])), reverse=True)
 
 
@@ -171,8 +171,9 @@ def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict])
         fits = None
     else:
         fits = True
-    return dict(build, variant=variant(build["cuda"]), fits=fits, checks=checks + [extension],
-                extensions=extension["level"], install=install_lines(build))
+    published = build.get("published", True)  # a self-built torch has no index to install it from
+    return dict(build, variant=variant(build["cuda"]), fits=fits, checks=checks + [extension], published=published,
+                extensions=extension["level"], install=install_lines(build) if published else None)
 
 
 def extension_check(build: dict, toolkit: Optional[dict]) -> dict:
@@ -207,7 +208,7 @@ def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Opt
 def recommend(assessed: List[dict], toolkit: Optional[dict]):
     """(build, why) or (None, why): the newest fitting build with a sourced arch list, preferring one
     the toolkit can build extensions for; an unverified row is never preferred over a sourced one."""
-    fitting = [b for b in assessed if b["fits"] is True]
+    fitting = [b for b in assessed if b["fits"] is True and b["published"]]
     if not fitting:
         unknown = any(b["fits"] is None for b in assessed)
         return None, ("cannot tell without the driver and the GPUs: give --driver and --gpu for the target"
@@ -275,8 +276,10 @@ def _installed_lines(result):
                                                                installed.get("error") or installed.get("torch_error"))]
     if not installed.get("cuda"):
         return ["installed: torch %s in %s is a CPU-only build" % (installed["torch"], installed.get("python"))]
-    return ["installed: torch %s in %s: %s on this host (its own arch flags: %s)" % (
-        installed["torch"], installed.get("python"), FIT_WORD[result["installed_fits"]],
+    verdict = {True: "fits this host", False: "does NOT fit this host",
+               None: "cannot tell whether it fits"}[result["installed_fits"]]
+    return ["installed: torch %s in %s %s (its own arch flags: %s)" % (
+        installed["torch"], installed.get("python"), verdict,
         " ".join(installed.get("arch_flags") or []) or "none")]
 
 
