@@ -104,6 +104,11 @@ def test_each_case_picks_the_build_a_user_needs(torch_host, real_torch):
         lib = build_libcuda(torch_host.libs, driver_int, init_rc=0, gpus=[gpu])
         best = plan(torch_host, python, env={"CUDASWITCH_LIBCUDA": str(lib)})["recommended"]
         picks[(driver_int, gpu)] = (best["torch"], best["cuda"], best.get("source"))
+        extensions = [c for c in best["checks"] if c["id"] == "torch_build.extensions"][0]
+        if gpu == "sm_61":  # the host's nvcc 13.0 has dropped Pascal: say so, whatever torch build
+            assert extensions["level"] == "warning" and "cannot target sm_61" in extensions["message"]
+        elif gpu == "sm_120":
+            assert extensions["level"] == "ok"
     assert picks[(12040, "sm_61")][1] == "12.6" and picks[(13000, "sm_61")][1] == "12.6"
     assert picks[(13000, "sm_120")] == ("2.14", "13.0", "installed")
     assert picks[(12080, "sm_90")] == ("2.9", "12.8", "PT-build")

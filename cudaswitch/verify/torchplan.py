@@ -163,7 +163,7 @@ def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict])
         checks.append(check("torch_build.gpu_arch", "info", "no GPU visible: cannot compare a GPU with %s's "
                             "arch list (%s)" % (subject, " ".join(build["arch"])), "give --gpu sm_XY for the "
                             "target machine", arch_list=build["arch"]))
-    extension = extension_check(build, toolkit)
+    extension = extension_check(build, toolkit, gpus)
     levels = [c["level"] for c in checks]
     if "error" in levels:
         fits = False
@@ -176,13 +176,21 @@ def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict])
                 extensions=extension["level"], install=install_lines(build) if published else None)
 
 
-def extension_check(build: dict, toolkit: Optional[dict]) -> dict:
-    """cpp_extension refuses a toolkit whose CUDA major differs from torch's; another minor warns."""
+def extension_check(build: dict, toolkit: Optional[dict], gpus: List[dict] = ()) -> dict:
+    """cpp_extension refuses a toolkit whose CUDA major differs from torch's; another minor warns; a
+    GPU the toolkit's nvcc cannot target gets no extension code whatever torch build it is."""
     if not toolkit:
         return check("torch_build.extensions", "info", "no toolkit active or given: cannot check building "
                      "extensions", "give a REQUEST, e.g. `cudaswitch torch 12.6`")
     have, want = version_tuple(toolkit["version"])[:2], version_tuple(build["cuda"])[:2]
-    facts = {"toolkit": toolkit["version"], "torch_cuda": build["cuda"]}
+    facts = {"toolkit": toolkit["version"], "torch_cuda": build["cuda"], "nvcc_archs": toolkit.get("gpu_archs")}
+    untargeted = [g for g in gpus if toolkit.get("gpu_archs") is not None
+                  and "compute_" + g["capability"].replace(".", "") not in toolkit["gpu_archs"]]
+    if untargeted:
+        names = ", ".join("sm_" + g["capability"].replace(".", "") for g in untargeted)
+        return check("torch_build.extensions", "warning", "nvcc %s cannot target %s (`nvcc --list-gpu-arch`): "
+                     "no extension code for it" % (toolkit["version"], names),
+                     "use a toolkit whose nvcc lists %s" % names, **facts)
     if have[0] != want[0]:
         return check("torch_build.extensions", "warning", "toolkit %s cannot build extensions for CUDA %s "
                      "(cpp_extension refuses another major)" % (toolkit["version"], build["cuda"]),
@@ -228,8 +236,17 @@ def _driver_summary(driver):
     return {k: driver.get(k) for k in keys if k in driver}
 
 
-def toolkit_of(record: Optional[dict]) -> Optional[dict]:
-    return {"version": record["version"], "root": record["root"]} if record else None
+def toolkit_of(record: Optional[dict], env: dict) -> Optional[dict]:
+    """The toolkit's version and root, and what its nvcc can target (the host answers; None when
+    it cannot say, e.g. no nvcc or one older than --list-gpu-arch)."""
+    if not record:
+        return None
+    archs = None
+    if record.get("nvcc"):
+        from cudaswitch.verify import nvcc
+
+        archs = nvcc.gpu_archs(record["nvcc"], env, 15.0)
+    return {"version": record["version"], "root": record["root"], "gpu_archs": archs}
 
 
 FIT_WORD = {True: "fits", False: "no", None: "unknown"}
@@ -299,7 +316,7 @@ def gather(paths, load_registry, env: dict, request: Optional[str] = None, drive
 
     given_driver = parse_driver(driver) if driver else None
     given_gpus = [parse_gpu(g) for g in gpus or []]
-    toolkit = toolkit_of(_toolkit_record(load_registry, env, request))
+    toolkit = toolkit_of(_toolkit_record(load_registry, env, request), env)
     if given_driver is None or not given_gpus:
         from cudaswitch.verify.driver import driver_facts
 
