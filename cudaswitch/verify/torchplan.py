@@ -267,6 +267,11 @@ def plan_lines(result: dict) -> List[str]:
     if best:
         lines.append("recommended: torch %s+%s (%s)" % (best["torch"], best["variant"], result["reason"]))
         lines += ["  " + best["install"][k] for k in ("pip", "uv", "conda")]
+        newer = next(b for b in result["builds"] if b["fits"] is True and b["published"])
+        if newer is not best:
+            why = ("by its arch list, which no source confirms for it" if not newer["verified"]
+                   else "but the toolkit cannot build extensions for it")
+            lines.append("  (torch %s+%s is newer and fits, %s)" % (newer["torch"], newer["variant"], why))
     else:
         lines.append("recommended: none (%s)" % result["reason"])
     lines.append("builds, newest first:")
@@ -281,7 +286,8 @@ def _short_reason(item):
     facts = item["facts"]
     if item["id"] == "torch_build.driver":
         return "the driver (CUDA %s) is too old for CUDA %s" % (facts.get("driver_cuda"), facts.get("cuda"))
-    return "no code for %s (%s)" % (facts.get("gpu"), "sm_" + facts.get("capability", "").replace(".", ""))
+    sm = "sm_" + facts.get("capability", "").replace(".", "")
+    return "no code for %s" % (sm if facts.get("gpu") == sm else "%s (%s)" % (facts.get("gpu"), sm))
 
 
 def _installed_lines(result):
