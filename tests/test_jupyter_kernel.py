@@ -70,6 +70,23 @@ def test_kernel_list_and_remove(kernel_host):
     assert json.loads(kernel_host.run("kernel", "list", "--json", check=True).stdout) == []
 
 
+def test_default_python_is_python3_on_the_switched_path(kernel_host):
+    import shutil
+
+    kernel_host.run("kernel", "install", "13.0", check=True)
+    [item] = json.loads(kernel_host.run("kernel", "list", "--json", check=True).stdout)
+    assert item["name"] == "cuda-13.0" and item["python"] == shutil.which("python3", path=kernel_host.env["PATH"])
+
+
+def test_unwritable_kernel_dir_is_one_line(kernel_host, tmp_path):
+    blocker = tmp_path / "blocked"
+    blocker.write_text("a file where the data dir should be")
+    proc = kernel_host.run("kernel", "install", "13.0", "--python", sys.executable,
+                           env={"JUPYTER_DATA_DIR": str(blocker / "jupyter")})
+    assert proc.returncode == 1 and proc.stdout == "" and proc.stderr.count("\n") == 1
+    assert "cannot write" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_a_kernel_cudaswitch_did_not_write_is_left_alone(kernel_host, tmp_path):
     """A user's own kernelspec of the same name: never overwritten, never removed."""
     theirs = tmp_path / "jupyter" / "kernels" / "cuda-13.0" / "kernel.json"

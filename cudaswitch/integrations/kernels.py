@@ -81,16 +81,24 @@ def install(env: dict, name: str, spec: dict) -> str:
     target = os.path.join(directory, "kernel.json")
     if os.path.lexists(directory):
         _read_own(target, name)  # raises unless it is a kernel cudaswitch wrote
-    os.makedirs(directory, exist_ok=True)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        _write_atomically(directory, target, spec)
+    except OSError as exc:
+        raise CudaSwitchError("cannot write %s: %s" % (target, exc.strerror or exc)) from None
+    return target
+
+
+def _write_atomically(directory, target, spec):
+    """A reader (a running Jupyter server) sees the old spec or the new one, never half of one."""
     handle = tempfile.NamedTemporaryFile("w", dir=directory, prefix=".kernel.json.", delete=False, encoding="utf-8")
     try:
         with handle:
             json.dump(spec, handle, indent=1, sort_keys=True)
         os.replace(handle.name, target)
-    except OSError as exc:
+    except BaseException:
         os.unlink(handle.name)
-        raise CudaSwitchError("cannot write %s: %s" % (target, exc.strerror or exc)) from None
-    return target
+        raise
 
 
 def listing(env: dict) -> List[dict]:
