@@ -106,3 +106,21 @@ def test_direnv_use_prints_nothing_on_a_bad_request(direnv_host):
 def test_init_direnv_names_this_program(direnv_host):
     text = direnv_host.run("init", "direnv", check=True).stdout
     assert "use_cuda()" in text and os.path.realpath(text.split("$(")[1].split()[0].strip("'")).endswith("cudaswitch")
+
+
+@pytest.mark.parametrize("order", ["direnv first", "cudaswitch first"])
+def test_with_the_cudaswitch_hook_also_loaded_neither_undoes_the_other(direnv_host, order):
+    """A user with both `eval "$(direnv hook bash)"` and `eval "$(cudaswitch init bash)"` in .bashrc:
+    at each prompt both hooks run (in the order the rc file set them up)."""
+    directory = direnv_host.base / "proj"
+    if not directory.exists():
+        directory = project(direnv_host, "proj", "use cuda 13.0\n")
+    hooks = ['eval "$(direnv export bash)"', "__cudaswitch_hook"]
+    prompt = "; ".join(hooks if order == "direnv first" else hooks[::-1])
+    lines = ['eval "$(cudaswitch init bash)"', prompt, 'cd %s' % _quote(str(directory)), prompt, prompt,
+             'echo "inside: $(nvcc --version | grep release)"', "cd ..", prompt, prompt,
+             'echo "outside: $(nvcc --version | grep release) CUDA_HOME=${CUDA_HOME-unset}"']
+    kits.require("direnv")
+    proc = script("bash", lines, direnv_host.env, cwd=str(direnv_host.base))
+    assert "release 13.0" in _line(proc, "inside:"), proc.stderr
+    assert "release 13.1" in _line(proc, "outside:") and "CUDA_HOME=unset" in _line(proc, "outside:")
