@@ -188,3 +188,15 @@ def test_an_installed_build_the_data_does_not_know_is_judged_by_its_own_flags(to
         assert out["recommended"] is None or out["recommended"].get("source") != "installed"
     human = torch_host.run("torch", "--python", python, "--driver", "12.4", "--gpu", "sm_75").stdout
     assert "installed: torch 2.7.0a0+git1234 in %s does NOT fit this host" % python in human
+
+
+def test_a_driver_without_gpus_cannot_say_which_build_fits(torch_host, real_torch):
+    """cuInit fails (100: no CUDA-capable device, as in a container without --gpus): the driver still
+    rules out builds it cannot run, and nothing is offered as fitting."""
+    python, _ = real_torch
+    lib = build_libcuda(torch_host.libs, 12080, init_rc=100, gpus=["sm_90"])
+    out = plan(torch_host, python, env={"CUDASWITCH_LIBCUDA": str(lib)})
+    assert out["driver"]["cuda"] == "12.8" and out["gpus"] == [] and out["recommended"] is None
+    assert "reports no GPU" in out["reason"] and "--gpu" in out["reason"]
+    for build in out["builds"]:
+        assert build["fits"] is (False if build["cuda"].startswith("13.") else None), build

@@ -208,6 +208,8 @@ def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Opt
     result = {"driver": _driver_summary(driver), "gpus": gpus, "toolkit": toolkit, "installed": installed,
               "builds": assessed, "recommended": None, "reason": None}
     result["recommended"], result["reason"] = recommend(assessed, toolkit)
+    if result["recommended"] is None and any(b["fits"] is None for b in assessed):
+        result["reason"] = _missing_facts(driver, gpus)
     own = [b for b in assessed if b.get("source") == "installed"]
     result["installed_fits"] = own[0]["fits"] if own else None
     return result
@@ -229,6 +231,15 @@ def recommend(assessed: List[dict], toolkit: Optional[dict]):
         if chosen:
             return chosen[0], why
     return None, None  # pragma: no cover - the last group takes every fitting build
+
+
+def _missing_facts(driver, gpus):
+    """Why the plan cannot tell, and what to give instead."""
+    if not driver.get("present") or not driver.get("cuda"):
+        what = "no NVIDIA driver visible" if not driver.get("present") else "the driver's CUDA version is unknown"
+        return "cannot tell: %s; give --driver and --gpu for the target machine" % what
+    return ("cannot tell: the driver supports CUDA %s but reports no GPU (%s); give --gpu for the target"
+            % (driver["cuda"], "; ".join(driver.get("problems") or []) or "none found"))
 
 
 def _driver_summary(driver):
