@@ -225,17 +225,11 @@ def cmd_direnv_use(args):
     from cudaswitch.shells import bash
 
     paths, env = _paths(), dict(os.environ)
-    record, diff = direnv.switch_for_envrc(lambda: _load_registry(paths, env), env, args)
+    record, diff = direnv.switch_for_envrc(paths, env, args)
     text = bash.render(diff)
     _report_switch(paths, record, applied(env, diff), {})
     render.emit_text(text)
     return 0
-
-
-def _load_registry(paths, env):
-    from cudaswitch import switch
-
-    return switch.load(paths, env)
 
 
 FAST = {"use": cmd_use, "off": cmd_off, "hook-env": cmd_hook_env, "current": cmd_current, "exec": cmd_exec,

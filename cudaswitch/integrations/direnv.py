@@ -37,10 +37,11 @@ def request_of(args: list):
     return rest[0]
 
 
-def switch_for_envrc(reg_loader, env: dict, args: list):
-    """(record, diff) for `use cuda REQUEST`. The switch is recorded as this shell's (origin shell),
-    so the bash/zsh hook, if also loaded, leaves it to direnv instead of undoing it."""
+def switch_for_envrc(paths, env: dict, args: list):
+    """(record, diff) for `use cuda REQUEST`, checked before the registry is even loaded. The switch
+    is recorded as this shell's (origin shell), so the bash/zsh hook, if also loaded, leaves it to
+    direnv instead of undoing it."""
     from cudaswitch import switch
 
     text = request_of(args)
-    return switch.use(reg_loader(), env, text, origin="shell")
+    return switch.use(switch.load(paths, env), env, text, origin="shell")
