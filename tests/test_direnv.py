@@ -124,3 +124,21 @@ def test_with_the_cudaswitch_hook_also_loaded_neither_undoes_the_other(direnv_ho
     proc = script("bash", lines, direnv_host.env, cwd=str(direnv_host.base))
     assert "release 13.0" in _line(proc, "inside:"), proc.stderr
     assert "release 13.1" in _line(proc, "outside:") and "CUDA_HOME=unset" in _line(proc, "outside:")
+
+
+EXPORT = {"zsh": 'eval "$(direnv export zsh)"', "fish": "direnv export fish | source"}
+
+
+@pytest.mark.parametrize("shell", ["zsh", "fish"])
+def test_other_shells_get_the_switch_through_direnv_export(direnv_host, shell):
+    """direnv runs the .envrc in bash whatever the user's shell; zsh and fish get its diff."""
+    directory = direnv_host.base / ("proj-" + shell)
+    if not directory.exists():
+        project(direnv_host, directory.name, "use cuda 13.0\n")
+    kits.require("direnv")
+    show = {"zsh": 'echo "%s: $(nvcc --version | grep release)"', "fish": 'echo "%s: "(nvcc --version | grep release)'}
+    lines = ["cd %s" % _quote(str(directory)), EXPORT[shell], show[shell] % "inside", "cd ..", EXPORT[shell],
+             show[shell] % "outside"]
+    proc = script(shell, lines, direnv_host.env, cwd=str(direnv_host.base))
+    assert "release 13.0" in _line(proc, "inside:"), proc.stderr
+    assert "release 13.1" in _line(proc, "outside:")
