@@ -71,7 +71,7 @@ def _epilog(command):
 
 def _add(target, command, dispatch):
     context = REST_CONTEXT if any(a.nargs == "rest" for a in command.args) else CONTEXT
-    target.command(command.path[-1], help=command.help, epilog=_epilog(command),
+    target.command(command.path[-1], help=command.help, epilog=_epilog(command), hidden=command.hidden,
                    context_settings=context)(_callback(command, dispatch))
 
 

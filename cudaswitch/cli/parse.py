@@ -12,13 +12,10 @@ def parse(command, argv):
     """{dest: value} for every argument and option of `command` (defaults filled in)."""
     values = {opt.dest: opt.default() for opt in command.options}
     positionals = []
-    rest = _rest_arg(command)
+    has_rest = _rest_arg(command) is not None
     words = list(argv)
     while words:
         word = words.pop(0)
-        if rest is not None and len(positionals) >= len(command.args) - 1:
-            words.insert(0, word)  # from here on the words are the command line to run
-            break
         if word == "--":
             positionals.extend(words)
             words = []
@@ -26,7 +23,10 @@ def parse(command, argv):
             _option(command, word, words, values)
         else:
             positionals.append(word)
-    values.update(_assign(command, positionals, words if rest is not None else []))
+            if has_rest:  # as click without interspersed args: the first positional ends the options
+                positionals.extend(words)
+                words = []
+    values.update(_assign(command, positionals))
     return values
 
 
@@ -65,13 +65,12 @@ def _convert(opt, name, text):
         raise UsageError("Invalid value for '%s': %r is not a valid float." % (name, text)) from None
 
 
-def _assign(command, positionals, rest_words):
+def _assign(command, positionals):
     """Positionals onto the arguments in order; too few or too many is a UsageError."""
     values, words = {}, list(positionals)
     for arg in command.args:
         if arg.nargs == "rest":
-            values[arg.dest] = words + rest_words
-            words = []
+            values[arg.dest], words = words, []
         elif arg.nargs == "*":
             values[arg.dest], words = words, []
         elif words:

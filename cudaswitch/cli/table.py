@@ -44,12 +44,12 @@ class Arg:
 
 
 class Command:
-    __slots__ = ("path", "handler", "help", "args", "options", "fast", "examples")
+    __slots__ = ("path", "handler", "help", "args", "options", "fast", "examples", "hidden")
 
-    def __init__(self, path, handler, help, args=(), options=(), fast=False, examples=()):
+    def __init__(self, path, handler, help, args=(), options=(), fast=False, examples=(), hidden=False):
         self.path, self.handler, self.help = tuple(path.split()), handler, help
         self.args, self.options = tuple(args), tuple(options) + (VERBOSE,)
-        self.fast, self.examples = fast, tuple(examples)
+        self.fast, self.examples, self.hidden = fast, tuple(examples), hidden
 
     @property
     def name(self):
@@ -103,8 +103,14 @@ COMMANDS = (
             examples=("cudaswitch hook-env --shell bash",)),
     Command("init", "cudaswitch.commands.switch_cmds:init", fast=True,
             help="Print the hook to load from the shell's rc file.",
-            args=(Arg("SHELL", "bash, zsh or fish.", choices=("bash", "zsh", "fish")),),
-            examples=('eval "$(cudaswitch init bash)"   # in ~/.bashrc', "cudaswitch init fish | source")),
+            args=(Arg("SHELL", "bash, zsh, fish, or direnv (the `use cuda` function for direnvrc).",
+                      choices=("bash", "zsh", "fish", "direnv")),),
+            examples=('eval "$(cudaswitch init bash)"   # in ~/.bashrc', "cudaswitch init fish | source",
+                      "cudaswitch init direnv >> ~/.config/direnv/direnvrc")),
+    Command("direnv-use", "cudaswitch.commands.integration_cmds:direnv_use", fast=True, hidden=True,
+            help="What `use cuda REQUEST` in an .envrc runs (see `cudaswitch init direnv`); prints bash code.",
+            args=(Arg("WORDS", "-- REQUEST, as `use cuda REQUEST` passes it.", nargs="rest"),),
+            examples=("use cuda 13.0   # in an .envrc",)),
     Command("local", "cudaswitch.commands.registry_cmds:local", fast=True,
             help="Write (or with --unset remove) .cudaversion in the current directory.",
             args=(Arg("REQUEST", "A version request a project file may hold, e.g. 12.4.", nargs="?"),),
@@ -164,6 +170,31 @@ COMMANDS = (
                          "nvcc,cudart,cccl; e.g. nvrtc, cupti, cublas, all).", metavar="LIST", many=True),
                      JSON),
             examples=("cudaswitch install 13.1", "cudaswitch install 13.0 -c nvrtc,cublas")),
+    Command("torch", "cudaswitch.commands.integration_cmds:torch",
+            help="Which PyTorch CUDA builds run here (driver, every GPU's arch, the toolkit), newest first, and "
+                 "the pip / uv / conda line for the one to install. Exit 1 when the facts are known and none fits.",
+            args=(Arg("REQUEST", "Toolkit for building extensions (default: the active one).", nargs="?"),),
+            options=(Opt("--driver", "driver", "str", "Plan for a driver: its release (550.54.14) or the CUDA "
+                         "version it supports (12.4).", metavar="VERSION"),
+                     Opt("--gpu", "gpu", "str", "Plan for a GPU by compute capability (sm_61, 8.6); repeat for "
+                         "several.", metavar="ARCH", many=True),
+                     Opt("--python", "python", "str", "The Python whose installed torch to read.", metavar="PY"),
+                     JSON),
+            examples=("cudaswitch torch", "cudaswitch torch --driver 550.54 --gpu sm_61 --json")),
+    Command("kernel install", "cudaswitch.commands.integration_cmds:kernel_install",
+            help="Write a Jupyter kernelspec whose env is the switched environment of REQUEST.",
+            args=(Arg("REQUEST", "Toolkit the kernel runs with, e.g. 13.0."),),
+            options=(Opt("--python", "python", "str", "Python with ipykernel (default: python3 on the switched "
+                         "PATH).", metavar="PY"),
+                     Opt("--name", "name", "str", "Kernel name (default: cuda-X.Y).", metavar="NAME")),
+            examples=("cudaswitch kernel install 13.0", "cudaswitch kernel install 12.4 --python ~/venv/bin/python")),
+    Command("kernel list", "cudaswitch.commands.integration_cmds:kernel_list",
+            help="The Jupyter kernels cudaswitch installed.", options=(JSON,),
+            examples=("cudaswitch kernel list",)),
+    Command("kernel remove", "cudaswitch.commands.integration_cmds:kernel_remove",
+            help="Remove a kernel cudaswitch installed (others are left alone).",
+            args=(Arg("NAME", "The kernel's name (see `kernel list`)."),),
+            examples=("cudaswitch kernel remove cuda-13.0",)),
     Command("uninstall", "cudaswitch.commands.install_cmds:uninstall",
             help="Remove a toolkit that `cudaswitch install` made (never any other).",
             args=(Arg("REQUEST", "A managed toolkit: 13.0, 13.0.3, managed:12.4 or its path."),),
@@ -171,7 +202,8 @@ COMMANDS = (
             examples=("cudaswitch uninstall 13.0",)),
 )
 
-GROUPS = {"config": "The config file.", "audit": None}  # audit is a command with subcommands
+GROUPS = {"config": "The config file.", "audit": None,
+          "kernel": "Jupyter kernels that run with a toolkit switched in."}  # audit is a command with subcommands
 
 
 def find(words):

@@ -116,6 +116,12 @@ def init(shell):
     from importlib.resources import files
 
     program = _own_program()
+    if shell == "direnv":  # not a shell hook: the `use_cuda` function for direnvrc
+        from cudaswitch.integrations import direnv
+        from cudaswitch.shells import bash
+
+        render.emit_text(direnv.direnvrc(bash.quote(program or "cudaswitch")))
+        return 0
     if program:
         from cudaswitch.shells import bash, fish, zsh
 

@@ -1,0 +1,108 @@
+"""torch / kernel / direnv-use: thin commands over verify/torchplan.py and integrations/."""
+
+import os
+
+from cudaswitch import render
+
+
+def _paths_and_loader():
+    from cudaswitch import registry
+    from cudaswitch.paths import Paths
+
+    paths = Paths()
+    return paths, lambda: registry.load(paths, dict(os.environ))
+
+
+def torch(request=None, driver=None, gpu=(), python=None, as_json=False):
+    """Which PyTorch CUDA builds run here (driver, every GPU's arch, the toolkit), newest first, and
+    the pip / uv / conda line for the one to install. Exit 1 when the facts are known and none fits."""
+    from cudaswitch.commands.verify_cmds import _check_options
+    from cudaswitch.verify import torchplan
+
+    _check_options(python)
+    paths, load_registry = _paths_and_loader()
+    result = torchplan.gather(paths, load_registry, dict(os.environ), request, driver, gpu, python)
+    if as_json:
+        render.emit_json(result)
+    else:
+        render.emit_lines(torchplan.plan_lines(result))
+    nothing_fits = result["recommended"] is None and all(b["fits"] is False for b in result["builds"])
+    return 1 if nothing_fits else 0
+
+
+def kernel_install(request, python=None, name=None):
+    """Write a kernelspec whose env is the switched environment of REQUEST."""
+    from cudaswitch.commands.verify_cmds import _check_options
+    from cudaswitch.integrations import kernels
+
+    _check_options(python)
+    paths, load_registry = _paths_and_loader()
+    record, spec, level, line = _kernel_spec(paths, load_registry(), request, python)
+    target = kernels.install(dict(os.environ), kernels.check_name(name or "cuda-" + _short(record)), spec)
+    render.message("cudaswitch: " + line)
+    render.emit_lines([target])
+    return 0
+
+
+def _kernel_spec(paths, reg, request, python):
+    from cudaswitch import envdiff
+    from cudaswitch.integrations import kernels
+    from cudaswitch.resolve import resolve
+    from cudaswitch.verify.quick import verdict_for_use
+    from cudaswitch.verify.runner import find_python
+
+    env = dict(os.environ)
+    record = resolve(reg, request)
+    new_env = envdiff.switched(env, record, "kernel")
+    chosen = find_python(new_env, python)
+    if not chosen:
+        from cudaswitch.errors import CudaSwitchError
+
+        raise CudaSwitchError("no python3 on the switched PATH", "give --python")
+    chosen = os.path.abspath(chosen)
+    kernels.check_python(chosen, new_env)
+    level, line = verdict_for_use(paths, record, new_env)
+    return record, kernels.spec_for(record, request, chosen, env, new_env, line), level, line
+
+
+def _short(record):
+    return ".".join(record["version"].split(".")[:2])
+
+
+def kernel_list(as_json=False):
+    """The kernels cudaswitch installed."""
+    from cudaswitch.integrations import kernels
+
+    items = kernels.listing(dict(os.environ))
+    if as_json:
+        render.emit_json(items)
+    elif items:
+        render.table([[k["name"], k["version"] or "?", k["root"] or "?", k["python"] or "?"] for k in items],
+                     ["NAME", "CUDA", "ROOT", "PYTHON"])
+    else:
+        render.message("cudaswitch: no kernels installed by cudaswitch in %s" % kernels.kernels_dir(dict(os.environ)))
+    return 0
+
+
+def kernel_remove(name):
+    """Remove a kernel cudaswitch installed (others are left alone)."""
+    from cudaswitch.integrations import kernels
+
+    render.message("cudaswitch: removed %s" % kernels.remove(dict(os.environ), name))
+    return 0
+
+
+def direnv_use(words):
+    """What `use cuda REQUEST` in an .envrc runs: bash code on stdout, the verdict on stderr."""
+    from cudaswitch import envdiff
+    from cudaswitch.commands.switch_cmds import _report_switch
+    from cudaswitch.integrations import direnv
+    from cudaswitch.paths import Paths
+    from cudaswitch.shells import bash
+
+    paths, env = Paths(), dict(os.environ)
+    record, diff = direnv.switch_for_envrc(paths, env, words)
+    text = bash.render(diff)
+    _report_switch(paths, record, envdiff.applied(env, diff))
+    render.emit_text(text)
+    return 0

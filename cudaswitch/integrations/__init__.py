@@ -1,0 +1,1 @@
+"""Where CUDA users already are: direnv, Jupyter kernels (the torch planner is verify/torchplan.py)."""

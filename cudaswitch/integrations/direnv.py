@@ -1,0 +1,47 @@
+"""direnv: `use cuda 13.0` in an .envrc. direnv records the environment before the .envrc runs and
+restores it on leaving the directory, so cudaswitch only has to switch; no `off` is needed.
+
+The argument comes from an .envrc in someone's repository, so it gets exactly the rules of a
+.cudaversion (projectfile.parse_request): versions, specifiers, latest, system, SOURCE:... only,
+never a path or shell syntax. Import-light: this runs inside every direnv load.
+"""
+
+from cudaswitch.errors import UsageError
+
+ENVRC = ".envrc (`use cuda`)"
+
+DIRENVRC = """\
+# cudaswitch for direnv. Put this in ~/.config/direnv/direnvrc, then write `use cuda 13.0` in a
+# project's .envrc. direnv restores the environment when you leave the directory.
+use_cuda() {
+    local __cudaswitch_code
+    __cudaswitch_code=$(%(program)s direnv-use -- "$@") || return $?
+    eval "$__cudaswitch_code"
+}
+"""
+
+
+def direnvrc(program_quoted: str) -> str:
+    """The `use_cuda` function, calling cudaswitch by the (already quoted) program path."""
+    return DIRENVRC % {"program": program_quoted}
+
+
+def request_of(args: list):
+    """The one request after `--`, checked like a project file's; UsageError / ProjectFileError."""
+    from cudaswitch import projectfile
+
+    rest = args[1:] if args[:1] == ["--"] else args
+    if len(rest) != 1:
+        raise UsageError("`use cuda` takes one version request, e.g. `use cuda 13.0`, got %d arguments" % len(rest))
+    projectfile.parse_request(ENVRC, rest[0])
+    return rest[0]
+
+
+def switch_for_envrc(paths, env: dict, args: list):
+    """(record, diff) for `use cuda REQUEST`, checked before the registry is even loaded. The switch
+    is recorded as this shell's (origin shell), so the bash/zsh hook, if also loaded, leaves it to
+    direnv instead of undoing it."""
+    from cudaswitch import switch
+
+    text = request_of(args)
+    return switch.use(switch.load(paths, env), env, text, origin="shell")

@@ -1,0 +1,159 @@
+"""Jupyter kernelspecs whose `env` is a switched environment, so a notebook gets that toolkit.
+
+A kernelspec is `<jupyter data dir>/kernels/<name>/kernel.json` (the directory jupyter_client's
+KernelSpecManager searches first for the user). The switched environment is computed once, at
+install time, by the same envdiff that `use` runs; variables the switch removes are written as
+empty strings, because a kernelspec can only set; PATH and the other lists are the ones of the
+shell that ran `kernel install` (re-run it after changing them). cudaswitch marks its own specs in `metadata`
+and lists or removes only those: a kernel someone else wrote is never overwritten or deleted.
+"""
+
+import json
+import os
+import re
+import shutil
+import stat
+import tempfile
+from typing import List, Optional
+
+from cudaswitch.errors import CudaSwitchError, UsageError
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+MAX_SPEC_BYTES = 1 << 20
+MARK = "cudaswitch"
+
+
+def data_dir(env: dict) -> str:
+    """Jupyter's user data dir as jupyter_core computes it on Linux: $JUPYTER_DATA_DIR, else
+    $XDG_DATA_HOME/jupyter, else ~/.local/share/jupyter."""
+    if env.get("JUPYTER_DATA_DIR"):
+        return env["JUPYTER_DATA_DIR"]
+    base = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "jupyter")
+
+
+def kernels_dir(env: dict) -> str:
+    return os.path.join(data_dir(env), "kernels")
+
+
+def check_name(name: str) -> str:
+    if not NAME.match(name or ""):
+        raise UsageError("kernel name %r is not allowed" % (name or "")[:40],
+                         "use letters, digits, '.', '_' and '-', e.g. cuda-13.0")
+    return name
+
+
+def spec_for(record: dict, request: str, python: str, old_env: dict, new_env: dict, verdict: str = "") -> dict:
+    """The kernel.json content: ipykernel in `python`, with the switch as its env."""
+    from cudaswitch import envdiff
+
+    change = envdiff.diff(old_env, new_env)
+    env = dict(change["set"])
+    env.update({name: "" for name in change["unset"]})
+    # jupyter_client (7+) expands $NAME in a kernelspec's env from the server's environment, so a
+    # literal $ in a path is written as $$, which string.Template turns back into one $.
+    env = {name: value.replace("$", "$$") for name, value in env.items()}
+    short = ".".join(record["version"].split(".")[:2])
+    return {"argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python (CUDA %s)" % short, "language": "python", "env": env,
+            "metadata": {MARK: {"request": request, "version": record["version"], "root": record["root"],
+                                "python": python, "verdict": verdict}}}
+
+
+def check_python(python: str, env: dict, timeout: float = 60.0) -> None:
+    """The kernel's Python must import ipykernel under the switched environment, or no notebook starts."""
+    from cudaswitch.verify.runner import run_bounded
+
+    with tempfile.TemporaryDirectory(prefix="cudaswitch-kernel-") as private:
+        code, out, err = run_bounded([python, "-c", "import ipykernel; print('ipykernel ok')"], env, timeout,
+                                     cwd=private)
+    if code != 0 or b"ipykernel ok" not in out:  # a program that is not Python may exit 0 too
+        lines = err.splitlines() if isinstance(err, str) else err.decode("utf-8", "replace").strip().splitlines()
+        why = (lines or ["it did not import ipykernel"])[-1]
+        raise CudaSwitchError("%s cannot run a Jupyter kernel: %s" % (python, why[:200]),
+                              "install ipykernel in it (`%s -m pip install ipykernel`) or give --python" % python)
+
+
+def install(env: dict, name: str, spec: dict) -> str:
+    """Write the spec as kernels/<name>/kernel.json (atomically); returns that path. A directory of
+    that name holding someone else's kernel is refused."""
+    directory = os.path.join(kernels_dir(env), check_name(name))
+    target = os.path.join(directory, "kernel.json")
+    if os.path.lexists(directory):
+        _read_own(target, name)  # raises unless it is a kernel cudaswitch wrote
+    try:
+        os.makedirs(directory, exist_ok=True)
+        _write_atomically(directory, target, spec)
+    except OSError as exc:
+        raise CudaSwitchError("cannot write %s: %s" % (target, exc.strerror or exc)) from None
+    return target
+
+
+def _write_atomically(directory, target, spec):
+    """A reader (a running Jupyter server) sees the old spec or the new one, never half of one."""
+    handle = tempfile.NamedTemporaryFile("w", dir=directory, prefix=".kernel.json.", delete=False, encoding="utf-8")
+    try:
+        with handle:
+            json.dump(spec, handle, indent=1, sort_keys=True)
+        os.replace(handle.name, target)
+    except BaseException:
+        os.unlink(handle.name)
+        raise
+
+
+def listing(env: dict) -> List[dict]:
+    """The kernels cudaswitch installed: name, path, toolkit version and root, python."""
+    base = kernels_dir(env)
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        path = os.path.join(base, name, "kernel.json")
+        spec = _load(path)
+        mark = (spec or {}).get("metadata", {}).get(MARK) if isinstance(spec, dict) else None
+        if isinstance(mark, dict):
+            out.append({"name": name, "path": path, "display_name": spec.get("display_name"),
+                        "version": mark.get("version"), "root": mark.get("root"), "python": mark.get("python"),
+                        "request": mark.get("request")})
+    return out
+
+
+def remove(env: dict, name: str) -> str:
+    """Delete kernels/<name> when cudaswitch wrote it; returns the directory removed."""
+    directory = os.path.join(kernels_dir(env), check_name(name))
+    if not os.path.lexists(directory):
+        raise CudaSwitchError("no kernel named %s in %s" % (name, kernels_dir(env)), "see `cudaswitch kernel list`")
+    _read_own(os.path.join(directory, "kernel.json"), name)
+    if os.path.islink(directory):
+        os.unlink(directory)
+    else:
+        shutil.rmtree(directory)
+    return directory
+
+
+def _read_own(path: str, name: str) -> dict:
+    spec = _load(path)
+    if not isinstance(spec, dict) or not isinstance(spec.get("metadata", {}).get(MARK), dict):
+        raise CudaSwitchError("kernel %s (%s) was not installed by cudaswitch: leaving it alone" % (name, path),
+                              "choose another --name, or remove it with `jupyter kernelspec remove %s`" % name)
+    return spec
+
+
+def _load(path: str) -> Optional[dict]:
+    """A kernel.json as data: a regular file under the size cap, opened without blocking."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = handle.read(MAX_SPEC_BYTES + 1)
+    if len(data) > MAX_SPEC_BYTES:
+        return None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
