@@ -6,6 +6,7 @@ from typing import List, Optional
 import typer
 
 from cudaswitch import render
+from cudaswitch.errors import UsageError
 
 
 def _split(values):
@@ -13,33 +14,64 @@ def _split(values):
 
 
 def _size(num):
-    return "%.0f MiB" % (num / 1048576.0)
+    from cudaswitch.redist_install import iec
+
+    return iec(num)
 
 
 def install_command(
-    request: str = typer.Argument(..., help="CUDA release: 13.1, 12.4, 13, '>=12.1,<13' or latest."),
+    request: Optional[str] = typer.Argument(None, help="CUDA release: 13.1, 12.4.1, 13, '>=12.1,<13' or latest."),
     components: Optional[List[str]] = typer.Option(
         None, "--components", "-c",
-        help="Extras of NVIDIA's cuda-toolkit package, comma-separated (default nvcc,cudart,cccl; "
-             "e.g. nvrtc, cupti, cublas, all)."),
+        help="More components, comma-separated: redist names (cublas, nvrtc, cuda_cupti) or, with "
+             "--from pypi, extras of NVIDIA's cuda-toolkit package (default nvcc,cudart,cccl)."),
+    source: Optional[str] = typer.Option(
+        None, "--from", help="Where from: redist (NVIDIA's archives or --mirror) or pypi (NVIDIA's wheels "
+                             "through pip). Default: redist, except 13+ without a mirror, which the wheels serve."),
+    mirror: Optional[str] = typer.Option(
+        None, "--mirror", help="Base URL of a mirror of NVIDIA's redist archives (http(s)://, file://DIR); "
+                               "default: config redist_url, else NVIDIA's."),
+    extras: Optional[List[str]] = typer.Option(
+        None, "--with", help="Libraries from their own redist beside the toolkit: cudnn (the build for its CUDA major)."),
+    list_releases: bool = typer.Option(False, "--list", help="List the releases the redist source offers instead."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
 ):
-    """Install a CUDA toolkit from NVIDIA's PyPI wheels into cudaswitch's data dir (no root)."""
+    """Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root)."""
     from cudaswitch import install
     from cudaswitch.paths import Paths
 
-    result = install.install(Paths(), dict(os.environ), request, _split(components), render.message)
+    if list_releases:
+        return _list_command(mirror, as_json)
+    if not request:
+        raise UsageError("install needs a CUDA release (or --list)", "e.g. cudaswitch install 12.4")
+    result = install.install(Paths(), dict(os.environ), request, _split(components), render.message,
+                             source, mirror, _split(extras))
     if as_json:
         render.emit_json(result)
+    name = result.get("name") or result["version"]
     if result.get("installed"):
         render.message("installed CUDA %s at %s (%s, %.1f s)" % (
-            result["version"], result["root"], _size(result["size_bytes"]), result["seconds"]))
+            name, result["root"], _size(result["size_bytes"]), result["seconds"]))
     else:
-        render.message("CUDA %s is already installed at %s" % (result["version"], result["root"]))
+        render.message("CUDA %s is already installed at %s" % (name, result["root"]))
     for note in result["notes"]:
         render.message("note: " + note)
     if result["nvcc"]:
         render.message("use it with: eval \"$(cudaswitch use managed:%s)\"" % _short(result["version"]))
+
+
+def _list_command(mirror, as_json):
+    from cudaswitch import redist_list
+    from cudaswitch.paths import Paths
+
+    result = redist_list.available(Paths(), dict(os.environ), mirror)
+    if as_json:
+        return render.emit_json(result)
+    if result["offline"]:
+        render.message("note: %s cannot be reached; releases from the cache of %s" % (result["base"], result["cached_at"]))
+    rows = [[r["release"], r["date"] or "", r["components"].get("cuda_nvcc") or "-", r["size"], r["driver"]]
+            for r in result["releases"]]
+    render.table(rows, ["RELEASE", "DATE", "NVCC", "SIZE", "DRIVER"])
 
 
 def _short(version):
