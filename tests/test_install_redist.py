@@ -56,11 +56,14 @@ def leftovers(host):
     return sorted(e for e in os.listdir(base) if not e.startswith(".lock-")) if base.is_dir() else []
 
 
-def one_error_line(proc):
+def error_line(proc, alone=False):
+    """The one error line a failed install ends with (after its progress lines, unless `alone`)."""
     lines = proc.stderr.splitlines()
     assert proc.returncode != 0 and proc.stdout == "", proc.stderr
-    assert len(lines) == 1 and lines[0].startswith("cudaswitch: error: "), proc.stderr
-    return lines[0]
+    errors = [line for line in lines if line.startswith("cudaswitch: error: ")]
+    assert errors == lines[-1:] and (len(lines) == 1 or not alone), proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[-1]
 
 
 def test_install_from_http_mirror_is_listed_ok_with_the_manifest_versions(installed):
@@ -136,7 +139,7 @@ def test_flipped_byte_is_refused_naming_the_archive_and_installs_nothing(tmp_pat
     served = redist_mirror.Mirror(copy)
     try:
         host = new_host(tmp_path / "h")
-        line = one_error_line(host.run("install", "13.1", "--mirror", served.url, timeout=900))
+        line = error_line(host.run("install", "13.1", "--mirror", served.url, timeout=900))
     finally:
         served.close()
     assert "cuda_cccl-linux-x86_64-13.1.115-archive.tar.xz fails its sha256 check" in line
@@ -148,7 +151,7 @@ def test_mirror_down_is_one_line_naming_from_pypi_and_writes_nothing(host, mirro
     down = redist_mirror.Mirror(mirror_root)
     url = down.url
     down.close()  # the port is now closed: connection refused, as for a host that is down
-    line = one_error_line(host.run("install", "12.4", "--mirror", url, timeout=300))
+    line = error_line(host.run("install", "12.4", "--mirror", url, timeout=300), alone=True)
     assert "cannot reach %s" % url in line and "--from pypi" in line
     assert not (host.work / "data").exists()
 
@@ -213,7 +216,7 @@ def test_older_release_whose_archives_lack_nvcc_is_refused_not_installed_incompl
     mirror comes from config redist_url as a plain directory."""
     (host.work / "config").mkdir(parents=True)
     (host.work / "config" / "config.toml").write_text('redist_url = "%s"\n' % (mirror_root / "compute/cuda/redist"))
-    line = one_error_line(host.run("install", "12.4", timeout=900))
+    line = error_line(host.run("install", "12.4", timeout=900))
     assert "the cuda_nvcc archive of CUDA 12.4.1 holds no bin/nvcc" in line and "nothing was installed" in line
     assert leftovers(host) == [] and managed_items(host) == []
 
@@ -246,5 +249,5 @@ def test_list_json_gives_component_versions_and_driver_fit_and_answers_offline(t
 
 
 def test_mirror_with_from_pypi_is_a_usage_error(host):
-    line = one_error_line(host.run("install", "13.1", "--from", "pypi", "--mirror", "http://127.0.0.1:9/"))
+    line = error_line(host.run("install", "13.1", "--from", "pypi", "--mirror", "http://127.0.0.1:9/"), alone=True)
     assert "--mirror names a redist mirror" in line
