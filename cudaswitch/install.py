@@ -53,7 +53,8 @@ def index_requirement(text):
     raise BadRequest("install takes a CUDA version, not %r" % text, "try 13.0, 12.4, '>=12.1,<13' or latest")
 
 
-def install(paths, env, request, components=None, progress=_quiet, source=None, mirror=None, extras=()):
+def install(paths, env, request, components=None, progress=_quiet, source=None, mirror=None, extras=(),
+            prefix=None, modulefile=None):
     """Install the newest release matching `request`; returns what was installed (a dict).
 
     `source`: "redist" (NVIDIA's archives or the mirror) or "pypi" (NVIDIA's wheels through pip);
@@ -66,9 +67,9 @@ def install(paths, env, request, components=None, progress=_quiet, source=None, 
 
     chosen = redist_install.choose_source(paths, request, source, mirror)
     if chosen != "pypi":
-        return redist_install.install(paths, env, request, components, progress, chosen, extras)
-    if extras:
-        raise UsageError("--with %s needs the redist source" % ",".join(extras), "drop --from pypi")
+        return redist_install.install(paths, env, request, components, progress, chosen, extras, prefix, modulefile)
+    if extras or prefix or modulefile:
+        raise UsageError("--with, --prefix and --modulefile need the redist source", "drop --from pypi")
     requirement = index_requirement(request)
     components = list(components or wheels.DEFAULT_COMPONENTS)
     download_timeout = _download_timeout(env)
@@ -349,9 +350,20 @@ def uninstall(paths, env, registry, request, force=False):
     if was_active and not force:
         raise CudaSwitchError("CUDA %s at %s is active in this shell" % (record["version"], root),
                               "run `eval \"$(cudaswitch off)\"` first, or pass --force")
-    name = os.path.basename(root)
-    with version_lock(paths.managed_dir, name):
-        trash = os.path.join(paths.managed_dir, ".trash-%s-%d" % (name, os.getpid()))
+    if not _inside(root, paths.managed_dir):
+        from cudaswitch import redist_site
+
+        redist_site.uninstall_prefix(paths.managed_dir, root, _remove_tree)
+    else:
+        _remove_tree(root)
+    return {"version": record["version"], "root": root, "was_active": was_active}
+
+
+def _remove_tree(root):
+    """Rename to `.trash-...` under the lock, then delete: no half tree is ever listed."""
+    parent, name = os.path.split(root)
+    with version_lock(parent, name):
+        trash = os.path.join(parent, ".trash-%s-%d" % (name, os.getpid()))
         try:
             os.rename(root, trash)
         except OSError as exc:
@@ -359,7 +371,6 @@ def uninstall(paths, env, registry, request, force=False):
                                   "nothing was removed") from None
         with _signals_ignored():
             shutil.rmtree(trash, ignore_errors=True)
-    return {"version": record["version"], "root": root, "was_active": was_active}
 
 
 def _managed_record(paths, registry, request):
@@ -367,7 +378,8 @@ def _managed_record(paths, registry, request):
         raise UsageError("uninstall removes only toolkits made by `cudaswitch install`, not %s ones"
                          % request.source)
     records = registry["records"]
-    managed = [r for r in records if "managed" in r["sources"] and _inside(r["root"], paths.managed_dir)]
+    managed = [r for r in records if "managed" in r["sources"] and (
+        _inside(r["root"], paths.managed_dir) or _site_install(paths.managed_dir, r["root"]))]
     # broken trees must stay removable, so the registry's "usable" guard is left out; the release
     # a user installed (the directory name, 13.0.3) matches as well as the nvcc version (13.0.88)
     guards = [check for name, check in request.guards(registry["system_real"]) if name != "usable"]
@@ -384,6 +396,13 @@ def _managed_record(paths, registry, request):
     installed = sorted({os.path.basename(r["root"]) for r in managed}, key=version_tuple)
     raise ToolkitNotFound("no managed toolkit matches %r" % request.text,
                           "installed: " + ", ".join(installed) if installed else "none is installed")
+
+
+def _site_install(managed_dir, root):
+    """A prefix install: the managed dir links to it (the marker is checked before removal)."""
+    from cudaswitch import redist_site
+
+    return bool(redist_site.links_to(managed_dir, root))
 
 
 def _names_release(record, request):

@@ -132,22 +132,35 @@ def cudnn_entry(paths, base, release, plat):
     raise CudaSwitchError("no cuDNN release at %s has a %s build for %s" % (cudnn, variant, plat))
 
 
-def install(paths, env, request_text, components, progress, base, extras=()):
-    """Install from the redist base; returns the same result shape as the wheel source."""
+def install(paths, env, request_text, components, progress, base, extras=(), prefix=None, modulefile=None):
+    """Install from the redist base; returns the same result shape as the wheel source. `prefix`:
+    a shared directory instead of the data dir; `modulefile`: a dir for Lua and Tcl modulefiles."""
+    from cudaswitch import redist_site
+
     started = time.monotonic()
     with installer.interruptible(request_text):
         release, manifest, entries = plan(paths, request_text, base, components or (), extras)
-        progress("CUDA %s from %s: %s" % (release, base, ", ".join(
+        name = release_name(release, redist.components(manifest).get("cuda_nvcc"))
+        progress("CUDA %s from %s: %s" % (name, base, ", ".join(
             "%s %s (%s)" % (e["component"], e["version"], iec(e["size"])) for e in entries)))
-        target = os.path.join(paths.managed_dir, release)
-        installed = installer.install_once(
-            target, lambda build, tree: fill(build, tree, release, entries, env, progress), progress)
-    result = {"version": release, "root": target, "source": "redist", "base": base,
-              "archives": {e["component"]: e["version"] for e in entries}}
+        target = redist_site.prefix_target(prefix, release) if prefix else os.path.join(paths.managed_dir, release)
+        modulefiles = list(redist_site.modulefile_paths(modulefile, release)) if modulefile else []
+
+        def build_tree(build, tree):
+            fill(build, tree, release, entries, env, progress)
+            if prefix:
+                redist_site.write_marker(tree, release, "redist", modulefiles)
+
+        installed = installer.install_once(target, build_tree, progress)
+        if prefix:
+            redist_site.link_into_managed(paths.managed_dir, release, target)
+        if modulefile:
+            redist_site.write_modulefiles(modulefile, release, name, target)
+    result = {"version": release, "root": target, "source": "redist", "base": base, "name": name,
+              "archives": {e["component"]: e["version"] for e in entries}, "modulefiles": modulefiles}
     if installed:
         result["installed"] = True
     result.update(installer.describe_tree(target))
-    result["name"] = release_name(release, result["components"].get("cuda_nvcc"))
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
 

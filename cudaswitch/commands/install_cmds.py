@@ -33,6 +33,12 @@ def install_command(
                                "default: config redist_url, else NVIDIA's."),
     extras: Optional[List[str]] = typer.Option(
         None, "--with", help="Libraries from their own redist beside the toolkit: cudnn (the build for its CUDA major)."),
+    prefix: Optional[str] = typer.Option(
+        None, "--prefix", help="Install into this new directory (e.g. /opt/cuda/12.4, shared by a site) "
+                               "instead of cudaswitch's data dir."),
+    modulefile: Optional[str] = typer.Option(
+        None, "--modulefile", help="Write an Lmod (Lua) and an Environment Modules (Tcl) modulefile, "
+                                   "DIR/cuda/<x.y>.lua and DIR/cuda/<x.y>, for the installed toolkit."),
     list_releases: bool = typer.Option(False, "--list", help="List the releases the redist source offers instead."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
 ):
@@ -45,7 +51,7 @@ def install_command(
     if not request:
         raise UsageError("install needs a CUDA release (or --list)", "e.g. cudaswitch install 12.4")
     result = install.install(Paths(), dict(os.environ), request, _split(components), render.message,
-                             source, mirror, _split(extras))
+                             source, mirror, _split(extras), prefix, modulefile)
     if as_json:
         render.emit_json(result)
     name = result.get("name") or result["version"]
@@ -56,6 +62,8 @@ def install_command(
         render.message("CUDA %s is already installed at %s" % (name, result["root"]))
     for note in result["notes"]:
         render.message("note: " + note)
+    for path in result.get("modulefiles") or []:
+        render.message("wrote modulefile %s" % path)
     if result["nvcc"]:
         render.message("use it with: eval \"$(cudaswitch use managed:%s)\"" % _short(result["version"]))
 
