@@ -251,3 +251,32 @@ def test_list_json_gives_component_versions_and_driver_fit_and_answers_offline(t
 def test_mirror_with_from_pypi_is_a_usage_error(host):
     line = error_line(host.run("install", "13.1", "--from", "pypi", "--mirror", "http://127.0.0.1:9/"), alone=True)
     assert "--mirror names a redist mirror" in line
+
+
+@pytest.mark.parametrize("request_text, source, mirror, chosen", [
+    ("12.4", None, None, "https://developer.download.nvidia.com/compute/cuda/redist/"),  # wheels lack nvcc
+    ("11.8", None, None, "https://developer.download.nvidia.com/compute/cuda/redist/"),
+    (">=12.1,<13", None, None, "https://developer.download.nvidia.com/compute/cuda/redist/"),
+    ("13.1", None, None, "pypi"),  # the wheels are complete from 13.0 on
+    ("latest", None, None, "pypi"),
+    ("13.1", "redist", None, "https://developer.download.nvidia.com/compute/cuda/redist/"),
+    ("12.4", "pypi", None, "pypi"),  # asked for: the incomplete 12.x wheels, with their note
+    ("13.1", None, "http://mirror.site/cuda/redist", "http://mirror.site/cuda/redist/"),
+])
+def test_source_choice_never_picks_wheels_without_nvcc_unasked(tmp_path, request_text, source, mirror, chosen):
+    """Which source `install` reads, decided without any network (no test talks to NVIDIA's host)."""
+    from cudaswitch.paths import Paths
+    from cudaswitch.redist_install import choose_source
+
+    paths = Paths({"CUDASWITCH_CONFIG_DIR": str(tmp_path / "config"), "CUDASWITCH_ROOT": str(tmp_path)})
+    assert choose_source(paths, request_text, source, mirror) == chosen
+
+
+def test_config_redist_url_is_the_default_mirror(tmp_path):
+    from cudaswitch.paths import Paths
+    from cudaswitch.redist_install import choose_source
+
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.toml").write_text('redist_url = "file:///srv/mirror/cuda/redist"\n')
+    paths = Paths({"CUDASWITCH_CONFIG_DIR": str(tmp_path / "config")})
+    assert choose_source(paths, "13.1", None, None) == "file:///srv/mirror/cuda/redist/"
