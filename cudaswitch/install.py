@@ -84,6 +84,7 @@ def install(paths, env, request, components=None, progress=_quiet, source=None, 
     if installed:
         result["installed"] = True
     result.update(describe_tree(target))
+    result["name"] = redist_install.release_name(release, result["components"].get("cuda_nvcc"))
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
 
@@ -350,13 +351,16 @@ def uninstall(paths, env, registry, request, force=False):
     if was_active and not force:
         raise CudaSwitchError("CUDA %s at %s is active in this shell" % (record["version"], root),
                               "run `eval \"$(cudaswitch off)\"` first, or pass --force")
-    if not _inside(root, paths.managed_dir):
-        from cudaswitch import redist_site
+    from cudaswitch import redist_site
+    from cudaswitch.redist_install import release_name
 
-        redist_site.uninstall_prefix(paths.managed_dir, root, _remove_tree)
-    else:
+    if _inside(root, paths.managed_dir):
+        name = release_name(os.path.basename(root), record["version"])
         _remove_tree(root)
-    return {"version": record["version"], "root": root, "was_active": was_active}
+    else:  # a site install in its own prefix
+        name = release_name((redist_site.read_marker(root) or {}).get("release") or root, record["version"])
+        redist_site.uninstall_prefix(paths.managed_dir, root, _remove_tree)
+    return {"version": record["version"], "root": root, "name": name, "was_active": was_active}
 
 
 def _remove_tree(root):

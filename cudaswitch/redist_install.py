@@ -21,12 +21,9 @@ UNREACHABLE_HINT = ("a site mirror goes in --mirror URL or config redist_url; --
 
 
 def iec(num):
-    """Bytes in IEC units, the one unit cudaswitch shows sizes in: 1.2 GiB, 288 MiB, 12 KiB."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if num >= scale:
-            value = num / scale
-            return ("%.1f %s" if value < 10 else "%.0f %s") % (value, unit)
-    return "%d B" % num
+    from cudaswitch.render import iec_size
+
+    return iec_size(num)
 
 
 def release_name(release, nvcc_version):

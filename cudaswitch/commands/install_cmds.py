@@ -14,9 +14,7 @@ def _split(values):
 
 
 def _size(num):
-    from cudaswitch.redist_install import iec
-
-    return iec(num)
+    return render.iec_size(num)
 
 
 def install_command(
@@ -97,7 +95,7 @@ def uninstall_command(
     paths = Paths()
     reg = registry.load(paths, dict(os.environ))
     result = install.uninstall(paths, os.environ, reg, request, force)
-    render.message("removed CUDA %s from %s" % (os.path.basename(result["root"]), result["root"]))
+    render.message("removed CUDA %s from %s" % (result["name"], result["root"]))
     if result["was_active"]:
         render.message("it was active in this shell: run `eval \"$(cudaswitch off)\"` or `use` another")
 
