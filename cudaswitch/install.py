@@ -266,9 +266,9 @@ def test_pause(env, progress):
     if not seconds:
         return None
 
-    def pause():
+    def pause(sleep=time.sleep):
         progress("test hook: unpack paused for %s s" % seconds)
-        time.sleep(float(seconds))
+        sleep(float(seconds))
 
     return pause
 

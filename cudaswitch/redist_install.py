@@ -173,11 +173,8 @@ def fill(build, tree, release, entries, env, progress):
         redist.download(entry["base"] + entry["relative_path"], dest, entry, DOWNLOAD_TIMEOUT)
         fetched.append((entry, dest))
     pause = installer.test_pause(env, progress)
-    for entry, path in fetched:
-        count = redist_tree.unpack(path, entry, tree, pause)
-        pause = None
-        os.unlink(path)  # an archive is not needed once unpacked: halves the peak disk use
-        progress("unpacked %s %s (%d files)" % (entry["component"], entry["version"], count))
+    redist_tree.unpack_all(fetched, tree, os.path.join(build, "unpacked"),
+                           pause and (lambda stop: pause(stop.wait)), progress)
     redist_tree.finish(tree, release, entries)
     _prove(tree, release, env, progress)
 

@@ -197,8 +197,8 @@ def test_signal_mid_unpack_leaves_nothing_and_retry_works(tmp_path, mirror_root,
     url = (mirror_root / "compute/cuda/redist").as_uri()  # file:// as an air-gapped site mounts it
     proc = start(host, "13.1", "--mirror", url, env={"CUDASWITCH_TEST_PAUSE_UNPACK": "120"})
     read_until(proc, PAUSED)
-    tree = build_dir(host) / "tree"
-    assert any(files for _, _, files in os.walk(tree))  # midway: files are unpacked
+    unpacked = build_dir(host) / "unpacked"  # each archive is unpacked in its own dir, then merged
+    assert any(files for _, _, files in os.walk(unpacked))  # midway: files are unpacked
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
