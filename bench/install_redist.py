@@ -12,6 +12,7 @@ where the time goes. Writes bench/out/install-redist-latest.json."""
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -28,10 +29,21 @@ OUT = ROOT / "bench" / "out"
 TIMEOUT = 1800
 
 
-def run(argv, env=None, cwd=None):
-    started = time.perf_counter()
+CPU = {"anchor": 0.0, "install": 0.0}
+
+
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(argv, env=None, cwd=None, side="anchor"):
+    """Wall seconds of one command; its CPU seconds (user + sys, children included) add to CPU[side],
+    a figure other processes on a loaded machine disturb far less than wall time."""
+    started, cpu = time.perf_counter(), children_cpu()
     subprocess.run(argv, env=env, cwd=cwd, check=True, timeout=TIMEOUT, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    CPU[side] += children_cpu() - cpu
     return time.perf_counter() - started
 
 
@@ -55,16 +67,17 @@ def anchor(url, paths, work):
 def install(cudaswitch, url, work):
     env = dict(os.environ, CUDASWITCH_DATA_DIR=str(work / "data"), CUDASWITCH_CACHE_DIR=str(work / "cache"),
                CUDASWITCH_CONFIG_DIR=str(work / "config"), CUDASWITCH_ROOT=str(work))
-    return run([cudaswitch, "install", "13.1", "--mirror", url], env=env), work / "data/toolkits/13.1.2"
+    return run([cudaswitch, "install", "13.1", "--mirror", url], env=env, side="install"), work / "data/toolkits/13.1.2"
 
 
 def first_compile(tree):
     from cudaswitch import redist_tree
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), children_cpu()
     error = redist_tree.first_compile(str(tree), dict(os.environ))
     if error:
         raise SystemExit("first compile failed: " + error)
+    CPU["first_compile"] = children_cpu() - cpu
     return time.perf_counter() - started
 
 
@@ -85,6 +98,8 @@ def main():
     result = {"anchor_s": round(by_hand, 2), "install_s": round(ours, 2), "ratio": round(ours / by_hand, 2),
               "first_compile_s": round(compile_s, 2),
               "ratio_without_first_compile": round((ours - compile_s) / by_hand, 2),
+              "anchor_cpu_s": round(CPU["anchor"], 2), "install_cpu_s": round(CPU["install"], 2),
+              "first_compile_cpu_s": round(CPU["first_compile"], 2),
               "archives": paths, "cpus": os.cpu_count(), "load": os.getloadavg()}
     shutil.rmtree(work, ignore_errors=True)
     OUT.mkdir(exist_ok=True)
@@ -92,6 +107,8 @@ def main():
     print("anchor (curl + tar -xJf): %.1f s" % by_hand)
     print("cudaswitch install:       %.1f s  (%.2f x the anchor; budget 1.2 x)" % (ours, result["ratio"]))
     print("  of which first compile: %.1f s  (%.2f x without it)" % (compile_s, result["ratio_without_first_compile"]))
+    print("CPU seconds (user+sys): anchor %.1f, install %.1f (%.2f x), of which first compile %.1f" % (
+        CPU["anchor"], CPU["install"], CPU["install"] / CPU["anchor"], CPU["first_compile"]))
     print("load average: %.1f %.1f %.1f on %d CPUs" % (*result["load"], result["cpus"]))
 
 
