@@ -65,6 +65,8 @@ def install(paths, env, request, components=None, progress=_quiet, source=None, 
     removed on the way out and the interruption is one line, whichever step it hit."""
     from cudaswitch import redist_install
 
+    if source is None and (extras or prefix or modulefile):
+        source = "redist"  # only the redist source has cuDNN, site prefixes and modulefiles
     chosen = redist_install.choose_source(paths, request, source, mirror)
     if chosen != "pypi":
         return redist_install.install(paths, env, request, components, progress, chosen, extras, prefix, modulefile)

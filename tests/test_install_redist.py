@@ -280,3 +280,23 @@ def test_config_redist_url_is_the_default_mirror(tmp_path):
     (tmp_path / "config" / "config.toml").write_text('redist_url = "file:///srv/mirror/cuda/redist"\n')
     paths = Paths({"CUDASWITCH_CONFIG_DIR": str(tmp_path / "config")})
     assert choose_source(paths, "13.1", None, None) == "file:///srv/mirror/cuda/redist/"
+
+
+def test_unknown_component_is_one_line_listing_the_manifests_and_installs_nothing(host, mirror):
+    line = error_line(host.run("install", "13.1", "--mirror", mirror.url, "--components", "cublas"), alone=True)
+    assert "CUDA 13.1.2 has no component cublas (components: cuda_cccl, cuda_crt, cuda_cudart, cuda_nvcc, libnvvm)" in line
+    assert leftovers(host) == []
+
+
+def test_release_not_on_the_mirror_names_what_is_there(host, mirror):
+    line = error_line(host.run("install", "12.8", "--mirror", mirror.url), alone=True)
+    assert "no CUDA release matches '12.8' at %s (releases there: 12.4, 13.1)" % mirror.url in line
+    assert leftovers(host) == []
+
+
+def test_with_cudnn_refuses_the_wheel_source_in_one_line(host):
+    """cuDNN, site prefixes and modulefiles come only with the redist source; asking for them with
+    --from pypi is refused before anything is fetched."""
+    line = error_line(host.run("install", "13.1", "--from", "pypi", "--with", "cudnn"), alone=True)
+    assert "--with, --prefix and --modulefile need the redist source" in line
+    assert not (host.work / "data").exists()
