@@ -28,6 +28,7 @@ NVIDIA_CUDA = "https://developer.download.nvidia.com/compute/cuda/redist/"
 MANIFEST_NAME = re.compile(r"redistrib_(\d+(?:\.\d+)+)\.json")
 FETCH_TIMEOUT = 60.0
 CHUNK = 1 << 20
+SAFE_RELATIVE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+/-]*")  # no scheme, no leading slash, no query
 # The components a toolkit that compiles and links needs; crt and libnvvm are separate archives
 # from 13.0 on (before, cuda_nvcc holds them), so only those the manifest has are required.
 TOOLKIT_COMPONENTS = ("cuda_nvcc", "cuda_cudart", "cuda_crt", "libnvvm", "cuda_cccl")
@@ -188,6 +189,10 @@ def archive_entry(manifest, key, plat, variant=None):
     if not isinstance(where, dict) or not where.get("relative_path"):
         raise CudaSwitchError("%s %s has no archive for %s%s" % (
             key, item.get("version"), plat, " (%s)" % variant if variant else ""))
+    relative = where["relative_path"]
+    if not isinstance(relative, str) or not SAFE_RELATIVE.fullmatch(relative) or ".." in relative.split("/"):
+        raise CudaSwitchError("%s %s: the manifest's relative_path %r leaves the mirror" % (
+            key, item.get("version"), relative), "the mirror is corrupt or tampered with; nothing was installed")
     try:
         size = int(where["size"])
     except (KeyError, TypeError, ValueError):

@@ -300,3 +300,19 @@ def test_with_cudnn_refuses_the_wheel_source_in_one_line(host):
     line = error_line(host.run("install", "13.1", "--from", "pypi", "--with", "cudnn"), alone=True)
     assert "--with, --prefix and --modulefile need the redist source" in line
     assert not (host.work / "data").exists()
+
+
+def test_manifest_pointing_outside_the_mirror_is_refused(tmp_path, mirror_root):
+    """A tampered manifest whose relative_path climbs out of the mirror (../) is refused before any
+    download; mirrors a compromised site mirror."""
+    copy = tmp_path / "mirror"
+    shutil.copytree(mirror_root / "compute/cuda/redist", copy, copy_function=os.link)
+    manifest = copy / "redistrib_13.1.2.json"
+    kits.detach(manifest)
+    data = json.loads(manifest.read_text())
+    data["cuda_cccl"]["linux-x86_64"]["relative_path"] = "../../../etc/passwd"
+    manifest.write_text(json.dumps(data))
+    host = new_host(tmp_path / "h")
+    line = error_line(host.run("install", "13.1", "--mirror", copy.as_uri()), alone=True)
+    assert "relative_path '../../../etc/passwd' leaves the mirror" in line
+    assert leftovers(host) == []
