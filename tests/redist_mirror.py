@@ -12,12 +12,12 @@ What it mirrors:
   CUDA 12 wheels, which hold ptxas and nvvm but no nvcc (NVIDIA ships none on PyPI for 12.x, and
   Debian's nvidia-cuda-toolkit is in non-free, which this machine's apt does not enable): the
   real case of an older release whose archives do NOT hold nvcc.
-- cuDNN 9.24.0.43 for CUDA 13 (`compute/cudnn/redist/redistrib_9.24.0.json`, variant cuda13),
-  from the nvidia-cudnn-cu13 wheel of the torch CUDA venv: its headers, libcudnn.so.9 and
+- cuDNN 9.24.0.43 for CUDA 13 (`compute/cudnn/redist/redistrib_9.24.0.json`, variant cuda13;
+  `mirror_with_cudnn()`), from the nvidia-cudnn-cu13 wheel of the torch CUDA venv: its headers, libcudnn.so.9 and
   libcudnn_cnn.so.9; the 100-260 MiB engine libraries are left out to keep the mirror small.
 
 Archives are xz at preset 0 (still `.tar.xz`, as NVIDIA's; the preset only trades size for time).
-The built mirror is cached beside the kits, once per machine, under a lock.
+The built mirrors are cached beside the kits, once per machine, under a lock.
 """
 from __future__ import annotations
 
@@ -152,26 +152,40 @@ def _build_cudnn(root: Path, work: Path, site: Path) -> None:
 
 
 def torch_site() -> Path:
-    ready = kits.cache_dir() / "torch-cuda-venv" / ".ok"
-    if not ready.exists():
-        kits._give_up("the torch CUDA venv (source of the cuDNN wheel) is not built: %s missing" % ready)
-    return next((kits.cache_dir() / "torch-cuda-venv" / "lib").glob("python3*/site-packages"))
+    """site-packages of the torch CUDA venv, which holds the nvidia-cudnn-cu13 wheel's files."""
+    from tests.verify_support import torch_cuda_venv
+
+    return next((torch_cuda_venv() / "lib").glob("python3*/site-packages"))
 
 
 def mirror() -> Path:
-    """The mirror's root dir (holding compute/cuda/redist and compute/cudnn/redist), cached."""
+    """The CUDA mirror's root dir (holding compute/cuda/redist), cached."""
     cu13_site = kits.cuda13("13.1").parent.parent
     cu12_site = kits.cuda12_runtime().parent
-    cudnn_site = torch_site()
 
     def build(tmp: Path):
         work = tmp / ".work"
         _build_cuda(tmp, work, "13.1.2", "2026-03-05", cu13_site, CU13_COMPONENTS, 2, "libcudart.so.13")
         _build_cuda(tmp, work, "12.4.1", "2024-04-12", cu12_site, CU12_COMPONENTS, 2, "libcudart.so.12")
-        _build_cudnn(tmp, work, cudnn_site)
         shutil.rmtree(work)
 
-    return kits._cached("redist-mirror-v2", build)
+    return kits._cached("redist-cuda-v3", build)
+
+
+def mirror_with_cudnn(dest: Path) -> Path:
+    """`dest` as a mirror root with compute/cuda (from mirror()) and compute/cudnn, linked in. cuDNN
+    is built apart because its files come from the 5.5 GiB torch CUDA venv, which only this needs."""
+    cudnn_site = torch_site()
+
+    def build(tmp: Path):
+        _build_cudnn(tmp, tmp / ".work", cudnn_site)
+        shutil.rmtree(tmp / ".work")
+
+    cudnn = kits._cached("redist-cudnn-v1", build)
+    (dest / "compute").mkdir(parents=True)
+    (dest / "compute" / "cuda").symlink_to(mirror() / "compute" / "cuda")
+    (dest / "compute" / "cudnn").symlink_to(cudnn / "compute" / "cudnn")
+    return dest
 
 
 class MirrorHandler(http.server.SimpleHTTPRequestHandler):

@@ -113,9 +113,13 @@ def test_use_switches_bash_to_it(installed, tmp_path):
     assert out.stdout.splitlines()[0] == root + "/bin/nvcc" and "CUDA_HOME=" + root in out.stdout
 
 
-def test_with_cudnn_adds_the_cuda13_build_and_audit_reports_it(tmp_path, mirror):
-    host = new_host(tmp_path)
-    proc = host.run("install", "13.1", "--mirror", mirror.url, "--with", "cudnn", "--json", timeout=900)
+def test_with_cudnn_adds_the_cuda13_build_and_audit_reports_it(tmp_path):
+    served = redist_mirror.Mirror(redist_mirror.mirror_with_cudnn(tmp_path / "mirror"))
+    try:
+        host = new_host(tmp_path)
+        proc = host.run("install", "13.1", "--mirror", served.url, "--with", "cudnn", "--json", timeout=900)
+    finally:
+        served.close()
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["archives"]["cudnn"] == "9.24.0.43"
