@@ -8,6 +8,7 @@ import datetime
 import os
 
 from cudaswitch import redist
+from cudaswitch.errors import CudaSwitchError
 from cudaswitch.redist_install import DEFAULT_BASE_NOTE, configured_base, iec, release_name
 
 
@@ -55,7 +56,7 @@ def _default_size(manifest):
     try:
         keys = redist.toolkit_components(manifest)
         return sum(redist.archive_entry(manifest, key, plat)["size"] for key in keys)
-    except Exception:  # a release without nvcc or this platform: listed, but not sized
+    except CudaSwitchError:  # a release without nvcc or this platform: listed, but not sized
         return None
 
 
