@@ -41,10 +41,9 @@ def progress_bar(enabled):
 
 
 def human_size(size):
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return ("%d %s" if unit == "B" else "%.1f %s") % (size, unit)
-        size /= 1000.0
+    from cudaswitch.render import iec_size
+
+    return iec_size(size)  # IEC, as install and list say it
 
 
 def _yes_no(value, unknown="?"):

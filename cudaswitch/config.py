@@ -26,6 +26,7 @@ TYPES = {
     "python": str,
     "torch_timeout": (int, float),
     "probe_exec": bool,
+    "redist_url": str,
 }
 
 

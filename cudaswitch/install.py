@@ -53,32 +53,55 @@ def index_requirement(text):
     raise BadRequest("install takes a CUDA version, not %r" % text, "try 13.0, 12.4, '>=12.1,<13' or latest")
 
 
-def install(paths, env, request, components=None, progress=_quiet):
+def install(paths, env, request, components=None, progress=_quiet, source=None, mirror=None, extras=(),
+            prefix=None, modulefile=None):
     """Install the newest release matching `request`; returns what was installed (a dict).
+
+    `source`: "redist" (NVIDIA's archives or the mirror) or "pypi" (NVIDIA's wheels through pip);
+    None picks: redist when a mirror is given or configured, or the request is older than 13;
+    the wheels otherwise, which give a complete toolkit from 13.0 on. `extras`: ("cudnn",).
 
     SIGTERM and SIGHUP interrupt like Ctrl-C throughout, so every scratch and build dir is
     removed on the way out and the interruption is one line, whichever step it hit."""
+    from cudaswitch import redist_install
+
+    if source is None and (extras or prefix or modulefile):
+        source = "redist"  # only the redist source has cuDNN, site prefixes and modulefiles
+    chosen = redist_install.choose_source(paths, request, source, mirror)
+    if chosen != "pypi":
+        return redist_install.install(paths, env, request, components, progress, chosen, extras, prefix, modulefile)
+    if extras or prefix or modulefile:
+        raise UsageError("--with, --prefix and --modulefile need the redist source", "drop --from pypi")
     requirement = index_requirement(request)
     components = list(components or wheels.DEFAULT_COMPONENTS)
     download_timeout = _download_timeout(env)
     started = time.monotonic()
+    with interruptible(request):
+        release, requirements = _resolve(requirement, components, env, request)
+        progress("CUDA %s: %s" % (release, " ".join(requirements)))
+        target = os.path.join(paths.managed_dir, release)
+        installed = install_once(target, lambda build, tree: _fill_from_wheels(
+            build, tree, release, requirements, env, download_timeout, progress), progress)
+    result = {"version": release, "root": target, "requirements": requirements, "source": "pypi"}
+    if installed:
+        result["installed"] = True
+    result.update(describe_tree(target))
+    result["name"] = redist_install.release_name(release, result["components"].get("cuda_nvcc"))
+    result["seconds"] = round(time.monotonic() - started, 2)
+    return result
+
+
+@contextlib.contextmanager
+def interruptible(request):
+    """Signals become one-line interruptions; OS errors on the data or temp dir one-line failures."""
     try:
         with _signals_raise():
-            release, requirements = _resolve(requirement, components, env, request)
-            progress("CUDA %s: %s" % (release, " ".join(requirements)))
-            target = os.path.join(paths.managed_dir, release)
-            installed = _install_once(paths.managed_dir, release, requirements, env, download_timeout, progress)
+            yield
     except KeyboardInterrupt:
         raise InstallInterrupted("install of CUDA %s interrupted; nothing was installed" % request) from None
     except OSError as exc:  # the data dir or the temp dir is not writable, or full
         raise CudaSwitchError("install of CUDA %s failed: %s (%s)" % (request, exc.strerror or exc, exc.filename),
                               "nothing was installed") from None
-    result = {"version": release, "root": target, "requirements": requirements}
-    if installed:
-        result["installed"] = True
-    result.update(describe_tree(target))
-    result["seconds"] = round(time.monotonic() - started, 2)
-    return result
 
 
 def _resolve(requirement, components, env, request):
@@ -98,18 +121,19 @@ def _resolve(requirement, components, env, request):
     return release, wheels.requirements_for(pins, components)
 
 
-def _install_once(managed_dir, release, requirements, env, timeout, progress):
-    """Build `release` unless it is there; True when this call built it. The version lock makes
-    a concurrent install of the same release wait, then find it done."""
-    target = os.path.join(managed_dir, release)
+def install_once(target, fill, progress):
+    """Build `target` unless it is there; True when this call built it. The lock beside it makes
+    a concurrent install of the same tree wait, then find it done. `fill(build, tree)` makes the
+    tree inside the scratch dir `build`."""
     if os.path.isdir(target):
         return False
-    os.makedirs(managed_dir, exist_ok=True)
-    with version_lock(managed_dir, release, progress):
-        clean_stale(managed_dir, release)
+    parent, name = os.path.split(target)
+    os.makedirs(parent, exist_ok=True)
+    with version_lock(parent, name, progress):
+        clean_stale(parent, name)
         if os.path.isdir(target):
             return False
-        _build(managed_dir, release, requirements, env, timeout, progress)
+        _build(target, fill)
     return True
 
 
@@ -200,29 +224,35 @@ def _lock_is_free(managed_dir, name):
         return False
 
 
-def _build(managed_dir, release, requirements, env, timeout, progress):
-    """Download, unpack and check in `.tmp-<release>-<pid>/`, then rename into place. The caller
-    turns signals into KeyboardInterrupt, so `finally` removes the build dir for them too."""
-    build = os.path.join(managed_dir, ".tmp-%s-%d" % (release, os.getpid()))
+def _build(target, fill):
+    """Make the tree in `.tmp-<name>-<pid>/` beside the target, then rename it into place. The
+    caller turns signals into KeyboardInterrupt, so `finally` removes the build dir for them too."""
+    parent, name = os.path.split(target)
+    build = os.path.join(parent, ".tmp-%s-%d" % (name, os.getpid()))
     tree = os.path.join(build, "tree")
     try:
-        os.makedirs(os.path.join(build, "wheels"))
-        found = _fetch(timeout, requirements, os.path.join(build, "wheels"), env, release, progress)
-        _unpack_all(found, tree, release, env, progress)
-        _check_nvcc(tree, release)
-        os.rename(tree, os.path.join(managed_dir, release))
+        os.makedirs(build)
+        fill(build, tree)
+        os.rename(tree, target)
     except wheels.WheelError as exc:
-        raise CudaSwitchError("install of CUDA %s failed: %s" % (release, exc), "nothing was installed") from None
+        raise CudaSwitchError("install of CUDA %s failed: %s" % (name, exc), "nothing was installed") from None
     except OSError as exc:
         raise CudaSwitchError("install of CUDA %s failed: %s (%s)" % (
-            release, exc.strerror or exc, exc.filename or managed_dir), "nothing was installed") from None
+            name, exc.strerror or exc, exc.filename or parent), "nothing was installed") from None
     finally:
         with _signals_ignored():
             shutil.rmtree(build, ignore_errors=True)
 
 
+def _fill_from_wheels(build, tree, release, requirements, env, timeout, progress):
+    os.makedirs(os.path.join(build, "wheels"))
+    found = _fetch(timeout, requirements, os.path.join(build, "wheels"), env, release, progress)
+    _unpack_all(found, tree, release, env, progress)
+    check_nvcc(tree, release)
+
+
 def _unpack_all(found, tree, release, env, progress):
-    pause = _test_pause(env, progress)
+    pause = test_pause(env, progress)
     versions = {}
     for wheel in found:
         name, version = wheels.wheel_identity(wheel)
@@ -233,19 +263,19 @@ def _unpack_all(found, tree, release, env, progress):
     wheels.finish_tree(tree, versions, release)
 
 
-def _test_pause(env, progress):
+def test_pause(env, progress):
     seconds = env.get("CUDASWITCH_TEST_PAUSE_UNPACK")
     if not seconds:
         return None
 
-    def pause():
+    def pause(sleep=time.sleep):
         progress("test hook: unpack paused for %s s" % seconds)
-        time.sleep(float(seconds))
+        sleep(float(seconds))
 
     return pause
 
 
-def _check_nvcc(tree, release):
+def check_nvcc(tree, release):
     """A tree whose nvcc does not run is not installed (a bad or foreign-platform wheel)."""
     from cudaswitch import probe
 
@@ -323,9 +353,23 @@ def uninstall(paths, env, registry, request, force=False):
     if was_active and not force:
         raise CudaSwitchError("CUDA %s at %s is active in this shell" % (record["version"], root),
                               "run `eval \"$(cudaswitch off)\"` first, or pass --force")
-    name = os.path.basename(root)
-    with version_lock(paths.managed_dir, name):
-        trash = os.path.join(paths.managed_dir, ".trash-%s-%d" % (name, os.getpid()))
+    from cudaswitch import redist_site
+    from cudaswitch.redist_install import release_name
+
+    if _inside(root, paths.managed_dir):
+        name = release_name(os.path.basename(root), record["version"])
+        _remove_tree(root)
+    else:  # a site install in its own prefix
+        name = release_name((redist_site.read_marker(root) or {}).get("release") or root, record["version"])
+        redist_site.uninstall_prefix(paths.managed_dir, root, _remove_tree)
+    return {"version": record["version"], "root": root, "name": name, "was_active": was_active}
+
+
+def _remove_tree(root):
+    """Rename to `.trash-...` under the lock, then delete: no half tree is ever listed."""
+    parent, name = os.path.split(root)
+    with version_lock(parent, name):
+        trash = os.path.join(parent, ".trash-%s-%d" % (name, os.getpid()))
         try:
             os.rename(root, trash)
         except OSError as exc:
@@ -333,7 +377,6 @@ def uninstall(paths, env, registry, request, force=False):
                                   "nothing was removed") from None
         with _signals_ignored():
             shutil.rmtree(trash, ignore_errors=True)
-    return {"version": record["version"], "root": root, "was_active": was_active}
 
 
 def _managed_record(paths, registry, request):
@@ -341,7 +384,8 @@ def _managed_record(paths, registry, request):
         raise UsageError("uninstall removes only toolkits made by `cudaswitch install`, not %s ones"
                          % request.source)
     records = registry["records"]
-    managed = [r for r in records if "managed" in r["sources"] and _inside(r["root"], paths.managed_dir)]
+    managed = [r for r in records if "managed" in r["sources"] and (
+        _inside(r["root"], paths.managed_dir) or _site_install(paths.managed_dir, r["root"]))]
     # broken trees must stay removable, so the registry's "usable" guard is left out; the release
     # a user installed (the directory name, 13.0.3) matches as well as the nvcc version (13.0.88)
     guards = [check for name, check in request.guards(registry["system_real"]) if name != "usable"]
@@ -358,6 +402,13 @@ def _managed_record(paths, registry, request):
     installed = sorted({os.path.basename(r["root"]) for r in managed}, key=version_tuple)
     raise ToolkitNotFound("no managed toolkit matches %r" % request.text,
                           "installed: " + ", ".join(installed) if installed else "none is installed")
+
+
+def _site_install(managed_dir, root):
+    """A prefix install: the managed dir links to it (the marker is checked before removal)."""
+    from cudaswitch import redist_site
+
+    return bool(redist_site.links_to(managed_dir, root))
 
 
 def _names_release(record, request):

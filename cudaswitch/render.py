@@ -45,6 +45,15 @@ def emit_lines(lines):
     _write("".join(line + "\n" for line in lines))
 
 
+def iec_size(num):
+    """Bytes in IEC units, the one unit cudaswitch shows sizes in: 1.2 GiB, 288 MiB, 12 KiB."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if num >= scale:
+            value = num / scale
+            return ("%.1f %s" if value < 10 else "%.0f %s") % (value, unit)
+    return "%d B" % num
+
+
 def message(text):
     sys.stderr.write(text + "\n")
 

@@ -148,7 +148,7 @@ def test_uninstall_by_release_and_leaves_other_sources_alone(host):
     release = os.path.basename(item["root"])  # 13.0.x the release, while nvcc says 13.0.yy
     removed = host.run("uninstall", release)
     assert removed.returncode == 0, removed.stderr
-    assert "removed CUDA %s from %s" % (release, item["root"]) in removed.stderr
+    assert "removed CUDA %s (nvcc %s) from %s" % (release, item["version"], item["root"]) in removed.stderr
     assert managed_items(host) == [] and not os.path.exists(item["root"])
 
 

@@ -163,13 +163,38 @@ COMMANDS = (
             examples=("pdsh -N -w 'node[01-64]' cudaswitch audit --json --compact | cudaswitch audit merge",
                       "cudaswitch audit merge audit/*.json")),
     Command("install", "cudaswitch.commands.install_cmds:install",
-            help="Install a CUDA toolkit from NVIDIA's PyPI wheels into cudaswitch's data dir (no root).",
-            args=(Arg("REQUEST", "CUDA release: 13.1, 12.4, 13, '>=12.1,<13' or latest."),),
+            help="Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root), from NVIDIA's "
+                 "redistributable archives, a site mirror of them, or NVIDIA's wheels.",
+            args=(Arg("REQUEST", "CUDA release: 13.1, 12.4.1, 13, '>=12.1,<13' or latest (not with --list).",
+                      nargs="?"),),
             options=(Opt("--components -c", "components", "str",
-                         "Extras of NVIDIA's cuda-toolkit package, comma-separated or repeated (default "
-                         "nvcc,cudart,cccl; e.g. nvrtc, cupti, cublas, all).", metavar="LIST", many=True),
+                         "More components, comma-separated or repeated: redist names (cublas, nvrtc, cuda_cupti) "
+                         "or, with --from pypi, extras of NVIDIA's cuda-toolkit package (default "
+                         "nvcc,cudart,cccl).", metavar="LIST", many=True),
+                     Opt("--from", "source", "str", "Where from: redist (NVIDIA's archives or --mirror) or pypi "
+                         "(NVIDIA's wheels through pip). Default: redist, except 13+ without a mirror, which the "
+                         "wheels serve.", metavar="SOURCE"),
+                     Opt("--mirror", "mirror", "str", "Base URL of a mirror of NVIDIA's redist archives "
+                         "(http(s)://, file://DIR); default: config redist_url, else NVIDIA's.", metavar="URL"),
+                     Opt("--with", "extras", "str", "Libraries from their own redist beside the toolkit: cudnn "
+                         "(the build for its CUDA major).", metavar="LIB", many=True),
+                     Opt("--prefix", "prefix", "str", "Install into this new directory (e.g. /opt/cuda/12.4, "
+                         "shared by a site) instead of cudaswitch's data dir.", metavar="DIR"),
+                     Opt("--modulefile", "modulefile", "str", "Write an Lmod (Lua) and an Environment Modules "
+                         "(Tcl) modulefile, DIR/cuda/<x.y>.lua and DIR/cuda/<x.y>, for the installed toolkit.",
+                         metavar="DIR"),
+                     Opt("--list", "list_releases", "flag", "List the releases the source offers instead, with "
+                         "nvcc's version and whether this host's driver runs them."),
                      JSON),
-            examples=("cudaswitch install 13.1", "cudaswitch install 13.0 -c nvrtc,cublas")),
+            examples=("cudaswitch install 12.4", "cudaswitch install 13.1 --with cudnn",
+                      "cudaswitch install 12.4 --mirror file:///srv/mirror --prefix /opt/cuda/12.4 "
+                      "--modulefile /opt/modulefiles",
+                      "cudaswitch install --list --json")),
+    Command("uninstall", "cudaswitch.commands.install_cmds:uninstall",
+            help="Remove a toolkit that `cudaswitch install` made (never any other).",
+            args=(Arg("REQUEST", "A managed toolkit: 13.0, 13.0.3, managed:12.4 or its path."),),
+            options=(Opt("--force", "force", "flag", "Remove it even if it is active in this shell."),),
+            examples=("cudaswitch uninstall 13.0",)),
     Command("torch", "cudaswitch.commands.integration_cmds:torch",
             help="Which PyTorch CUDA builds run here (driver, every GPU's arch, the toolkit), newest first, and "
                  "the pip / uv / conda line for the one to install. Exit 1 when the facts are known and none fits.",
@@ -195,11 +220,6 @@ COMMANDS = (
             help="Remove a kernel cudaswitch installed (others are left alone).",
             args=(Arg("NAME", "The kernel's name (see `kernel list`)."),),
             examples=("cudaswitch kernel remove cuda-13.0",)),
-    Command("uninstall", "cudaswitch.commands.install_cmds:uninstall",
-            help="Remove a toolkit that `cudaswitch install` made (never any other).",
-            args=(Arg("REQUEST", "A managed toolkit: 13.0, 13.0.3, managed:12.4 or its path."),),
-            options=(Opt("--force", "force", "flag", "Remove it even if it is active in this shell."),),
-            examples=("cudaswitch uninstall 13.0",)),
 )
 
 GROUPS = {"config": "The config file.", "audit": None,

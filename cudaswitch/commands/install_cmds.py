@@ -3,6 +3,7 @@
 import os
 
 from cudaswitch import render
+from cudaswitch.errors import UsageError
 
 
 def _split(values):
@@ -10,26 +11,51 @@ def _split(values):
 
 
 def _size(num):
-    return "%.0f MiB" % (num / 1048576.0)
+    return render.iec_size(num)
 
 
-def install(request, components=(), as_json=False):
-    """Install a CUDA toolkit from NVIDIA's PyPI wheels into cudaswitch's data dir (no root)."""
+def install(request=None, components=(), source=None, mirror=None, extras=(), prefix=None,
+            modulefile=None, list_releases=False, as_json=False):
+    """Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root)."""
     from cudaswitch import install
     from cudaswitch.paths import Paths
 
-    result = install.install(Paths(), dict(os.environ), request, _split(components), render.message)
+    if list_releases:
+        return _list_command(mirror, as_json)
+    if not request:
+        raise UsageError("install needs a CUDA release (or --list)", "e.g. cudaswitch install 12.4")
+    result = install.install(Paths(), dict(os.environ), request, _split(components), render.message,
+                             source, mirror, _split(extras), prefix, modulefile)
     if as_json:
         render.emit_json(result)
+    name = result.get("name") or result["version"]
     if result.get("installed"):
         render.message("installed CUDA %s at %s (%s, %.1f s)" % (
-            result["version"], result["root"], _size(result["size_bytes"]), result["seconds"]))
+            name, result["root"], _size(result["size_bytes"]), result["seconds"]))
     else:
-        render.message("CUDA %s is already installed at %s" % (result["version"], result["root"]))
+        render.message("CUDA %s is already installed at %s" % (name, result["root"]))
     for note in result["notes"]:
         render.message("note: " + note)
+    for path in result.get("modulefiles") or []:
+        render.message("wrote modulefile %s" % path)
     if result["nvcc"]:
         render.message("use it with: eval \"$(cudaswitch use managed:%s)\"" % _short(result["version"]))
+    return 0
+
+
+def _list_command(mirror, as_json):
+    from cudaswitch import redist_list
+    from cudaswitch.paths import Paths
+
+    result = redist_list.available(Paths(), dict(os.environ), mirror)
+    if as_json:
+        render.emit_json(result)
+        return 0
+    if result["offline"]:
+        render.message("note: %s cannot be reached; releases from the cache of %s" % (result["base"], result["cached_at"]))
+    rows = [[r["release"], r["date"] or "", r["components"].get("cuda_nvcc") or "-", r["size"], r["driver"]]
+            for r in result["releases"]]
+    render.table(rows, ["RELEASE", "DATE", "NVCC", "DOWNLOAD", "DRIVER"])
     return 0
 
 
@@ -45,7 +71,7 @@ def uninstall(request, force=False):
     paths = Paths()
     reg = registry.load(paths, dict(os.environ))
     result = install.uninstall(paths, os.environ, reg, request, force)
-    render.message("removed CUDA %s from %s" % (os.path.basename(result["root"]), result["root"]))
+    render.message("removed CUDA %s from %s" % (result["name"], result["root"]))
     if result["was_active"]:
         render.message("it was active in this shell: run `eval \"$(cudaswitch off)\"` or `use` another")
     return 0

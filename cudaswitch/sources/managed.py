@@ -14,4 +14,7 @@ def find(scan):
         path = os.path.join(base, name)
         if not name.startswith(".") and os.path.isdir(path):
             scan.watch(os.path.join(path, "bin"))
-            yield Candidate(path, NAME, path)
+            # a link is a site install in its own prefix (install --prefix): name it by that path,
+            # the one its modulefile names too
+            root = os.path.realpath(path) if os.path.islink(path) else path
+            yield Candidate(root, NAME, path)
