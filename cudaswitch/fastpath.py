@@ -129,13 +129,10 @@ def cmd_current(args):
     info = switch.current(lambda: switch.load(paths, env), env, os.getcwd())
     if options.get("--json"):
         render.emit_json(info, compact=True)
-    elif info["root"] is None:
-        render.emit_lines(["none (no toolkit active, no project file, no default)"])
     else:
-        why = info["reason"] + (" " + info["file"] if info.get("file") else "")
-        if info.get("applied") is False:
-            why += " (not applied in this shell: is the hook loaded?)"
-        render.emit_lines(["%s %s (%s)" % (info["version"], info["root"], why)])
+        from cudaswitch.active import lines
+
+        render.emit_lines(lines(info))
     return 0
 
 

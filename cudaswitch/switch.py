@@ -71,21 +71,34 @@ def hook_env(reg_loader, env, cwd):
 
 
 def current(reg_loader, env, cwd):
-    """The toolkit in effect and why: shell, project (file), global, system, or none."""
+    """What this shell really uses and why (active.describe), plus the pins that would apply but
+    are not applied here: a project file or a global default while the hook is not loaded."""
+    from cudaswitch import active
+
+    reg = reg_loader()
+    info = active.describe(reg, env)
+    info["pending"] = []
     state = envdiff.read_state(env)
-    if state:
-        return {"version": state["version"], "root": state["root"], "reason": state["origin"],
-                "file": state.get("file")}
+    if state and state["origin"] == "shell":
+        return info  # an explicit `use` wins over project files and the default until `off`
     from cudaswitch import projectfile
 
     found = projectfile.find(cwd)
-    reg = reg_loader()
+    pin = None
     if found:
-        record = find_record(reg, projectfile.parse_request(*found))
-        return {"version": record["version"], "root": record["root"], "reason": "project",
-                "file": found[0], "applied": False}
-    for record in reg["records"]:
-        if record["real"] == reg["default_real"]:
-            reason = "global" if reg.get("default_request") else "system"
-            return {"version": record["version"], "root": record["root"], "reason": reason, "file": None}
-    return {"version": None, "root": None, "reason": "none", "file": None}
+        request = projectfile.parse_request(*found)
+        pin = {"kind": "project", "file": found[0], "request": request.text}
+    elif reg.get("default_request"):
+        request = ToolkitRequest.parse(reg["default_request"])
+        pin = {"kind": "global", "file": None, "request": request.text}
+    if pin is None:
+        return info
+    try:
+        record = find_record(reg, request)
+        pin.update(version=record["version"], root=record["root"], error=None)
+    except CudaSwitchError as exc:
+        pin.update(version=None, root=None, error=exc.message)
+    applied = state and state["origin"] == pin["kind"] and state.get("file") == pin["file"]
+    if not applied:
+        info["pending"].append(pin)
+    return info

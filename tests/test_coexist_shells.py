@@ -1,0 +1,96 @@
+"""A shell that already has CUDA before cudaswitch runs: the lines NVIDIA's install guide tells users
+to put in ~/.bashrc (PATH, LD_LIBRARY_PATH, CUDA_HOME of toolkit A), run by real bash, zsh and fish.
+`use B` must leave nothing of A; nvcc, CUDA_HOME and the libcudart the loader maps are B's;
+`current` says A (hand-set) before and B (shell) after; `off` restores every byte."""
+
+import json
+import os
+
+import pytest
+
+from tests.shellrun import EVAL_USE, SHELLS, script
+
+VARS = ("PATH", "LD_LIBRARY_PATH", "CPATH", "LIBRARY_PATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+        "CMAKE_PREFIX_PATH", "PKG_CONFIG_PATH", "MANPATH", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDA_DIR",
+        "CUDACXX", "CUDAToolkit_ROOT", "CUDASWITCH_STATE")
+DUMP = ("python3 -c 'import os, json, sys; print(json.dumps({n: os.environ.get(n) for n in sys.argv[1:]}))' "
+        + " ".join(VARS))
+CUDART_LOADED = ("python3 -c \"import ctypes; ctypes.CDLL('libcudart.so.13'); "
+                 "print('CUDART=' + [l.split()[-1] for l in open('/proc/self/maps') if 'libcudart' in l][0])\"")
+
+
+def rc_lines(shell, root):
+    """What ~/.bashrc (or config.fish) holds after following NVIDIA's post-install steps, plus the
+    CUDA_HOME and CPATH lines that build guides add."""
+    if shell == "fish":
+        return ["set -gx PATH %s/bin $PATH" % root, "set -gx LD_LIBRARY_PATH %s/lib64" % root,
+                "set -gx CUDA_HOME %s" % root, "set -gx CPATH %s/include" % root]
+    return ["export PATH=%s/bin${PATH:+:${PATH}}" % root,
+            "export LD_LIBRARY_PATH=%s/lib64${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}" % root,
+            "export CUDA_HOME=%s" % root, "export CPATH=%s/include" % root]
+
+
+def entries_under(env, root):
+    found = []
+    for name in VARS[:9]:
+        found += [(name, e) for e in (env.get(name) or "").split(":")
+                  if e and os.path.realpath(e).startswith(os.path.realpath(root) + "/")]
+    return found
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_use_over_hand_exported_toolkit_replaces_it_and_off_restores(standard_host, shell):
+    a = str(standard_host.path("/usr/local/cuda-13.0"))
+    b = str(standard_host.path("/usr/local/cuda-13.1"))
+    use = EVAL_USE[shell]
+    lines = rc_lines(shell, a) + [
+        DUMP, "nvcc --version | grep release", "echo CURRENT=$(cudaswitch current | head -n 1)",
+        use.format(cmd="use 13.1"),
+        DUMP, "nvcc --version | grep release", CUDART_LOADED, "echo CURRENT=$(cudaswitch current | head -n 1)",
+        "cudaswitch current --json",
+        use.format(cmd="off"), DUMP, "nvcc --version | grep release"]
+    proc = script(shell, lines, dict(standard_host.env))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    dumps = [json.loads(line) for line in out if line.startswith('{"PATH"')]
+    before, during, after = dumps
+    releases = [line for line in out if "release" in line]
+    current = [line[len("CURRENT="):] for line in out if line.startswith("CURRENT=")]
+    info = json.loads(next(line for line in out if line.startswith('{"version"')))
+
+    assert entries_under(before, a) and before["CUDA_HOME"] == a
+    assert "release 13.0" in releases[0]
+    assert current[0].startswith("13.0.") and current[0].endswith("(hand-set PATH)"), current[0]
+
+    assert entries_under(during, a) == [], "toolkit A is still on the paths"
+    assert during["CPATH"] is None  # it held only A's include dir
+    assert "release 13.1" in releases[1]
+    assert during["CUDA_HOME"] == b and during["CUDACXX"] == b + "/bin/nvcc"
+    loaded = next(line for line in out if line.startswith("CUDART="))[len("CUDART="):]
+    assert loaded.startswith(b + "/"), loaded
+    assert current[1] == "%s %s (shell)" % (info["version"], b) and info["version"].startswith("13.1.")
+    assert info["reason"] == "shell" and info["agree"] and info["nvcc"]["root"] == b
+
+    assert after == before  # byte-exact, the state variable gone
+    assert "release 13.0" in releases[2]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_user_changes_while_switched_survive_off(standard_host, shell, tmp_path):
+    """`export CUDA_HOME=...` and a PATH prepend made after `use` are the user's: `off` keeps both
+    and still takes the switched toolkit away and brings A back."""
+    a = str(standard_host.path("/usr/local/cuda-13.0"))
+    b = str(standard_host.path("/usr/local/cuda-13.1"))
+    mine = tmp_path / "my tools"
+    mine.mkdir()
+    use = EVAL_USE[shell]
+    edits = (["set -gx PATH '%s' $PATH" % mine, "set -gx CUDA_HOME /opt/mine"] if shell == "fish" else
+             ["export PATH='%s':$PATH" % mine, "export CUDA_HOME=/opt/mine"])
+    lines = rc_lines(shell, a) + [DUMP, use.format(cmd="use 13.1 --no-verify")] + edits + [use.format(cmd="off"), DUMP]
+    proc = script(shell, lines, dict(standard_host.env))
+    assert proc.returncode == 0, proc.stderr
+    before, after = (json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"PATH"'))
+    assert after["CUDA_HOME"] == "/opt/mine"
+    assert after["PATH"] == "%s:%s" % (mine, before["PATH"])
+    assert b not in after["PATH"] and after["LD_LIBRARY_PATH"] == before["LD_LIBRARY_PATH"]
+    assert after["CPATH"] == before["CPATH"] == a + "/include"
