@@ -38,6 +38,28 @@ def wrapped_nvcc(path):
     return real
 
 
+def shell_root(env):
+    """The toolkit root this environment uses without asking the registry: that of the first nvcc
+    on PATH (through a wrapper script or link), else the one CUDA_HOME names; None when neither."""
+    owner = Owner((), env)
+    nvcc = first_nvcc(env)
+    if nvcc:
+        root = nvcc_root(owner, env, nvcc)
+        if root:
+            return root
+    return owner(env.get("CUDA_HOME") or "")
+
+
+def nvcc_root(owner, env, nvcc):
+    """The toolkit an nvcc belongs to: its dir's, its wrapper target's, or the active conda env
+    (whose prefix is the toolkit root, though Owner never takes a conda env off PATH)."""
+    root = owner(os.path.dirname(nvcc)) or owner(os.path.dirname(wrapped_nvcc(nvcc)))
+    prefix = (env.get("CONDA_PREFIX") or "").rstrip("/")
+    if root is None and prefix and nvcc.startswith(prefix + "/"):
+        return prefix
+    return root
+
+
 def loaded_cuda_modules(env):
     """Names of the loaded CUDA modules (cuda/12.9), from LOADEDMODULES: Lmod and Environment Modules
     both keep it, so no module command has to run."""
@@ -69,8 +91,7 @@ class Facts:
         path = first_nvcc(self.env)
         if path is None:
             return None
-        target = wrapped_nvcc(path)
-        root = self.owner(os.path.dirname(path)) or self.owner(os.path.dirname(target))
+        root = nvcc_root(self.owner, self.env, path)
         record = self.record_for(root) or self.record_for(_view_owner(self.reg, os.path.dirname(path)))
         root = record["root"] if record else root
         return self._fact("nvcc", path, root, record, self._why_path(path, root, record))
@@ -79,10 +100,12 @@ class Facts:
         value = self.env.get("CUDA_HOME")
         if not value:
             return None
-        root = self.owner(value) or value
-        record = self.record_for(root)
-        return self._fact("CUDA_HOME", value, record["root"] if record else root, record,
+        root = self.owner(value)
+        record = self.record_for(root or value)
+        fact = self._fact("CUDA_HOME", value, record["root"] if record else (root or value), record,
                           self._why_scalar("CUDA_HOME", value, root, record))
+        fact["toolkit"] = bool(root or record)  # False: CUDA_HOME names no toolkit at all
+        return fact
 
     def _fact(self, what, value, root, record, why):
         reason, detail = why
@@ -141,7 +164,7 @@ def describe(reg, env):
                    "version": record["version"] if record else None,
                    "reason": "system" if record else "none", "detail": None}
     disagree = []
-    if nvcc and home and os.path.realpath(nvcc["root"] or "") != os.path.realpath(home["root"] or ""):
+    if nvcc and home and home["toolkit"] and os.path.realpath(nvcc["root"] or "") != os.path.realpath(home["root"]):
         disagree = [nvcc, home]
     return {"version": primary["version"], "root": primary["root"], "reason": primary["reason"],
             "detail": primary["detail"], "file": primary["detail"] if primary["reason"] == "project" else None,
