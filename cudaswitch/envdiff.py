@@ -147,12 +147,13 @@ def path_entries(record):
             "LD_LIBRARY_PATH": list(record.get("env_lib") or record["lib_dirs"])}
 
 
-def switched(env, record, origin, source_file=None, known_roots=(), base=None):
+def switched(env, record, origin, source_file=None, known_roots=(), base=None, modules=None):
     """The full new environment for `record` (a registry record), from any current env: the
     toolkit's entries first, no other toolkit's entry left, the scalars naming it.
 
     `known_roots`: toolkit roots the registry knows (besides what looks like one on disk);
-    `base`: the environment to switch from, when it is not pristine(env) (a module unloaded first)."""
+    `base`: the environment to switch from, when it is not pristine(env) (a module unloaded first);
+    `modules`: what the module system swapped out, kept in the state for `off`."""
     base = pristine(env) if base is None else base
     new = dict(base)
     owner = Owner(list(known_roots) + [record["root"]], base)
@@ -181,6 +182,8 @@ def switched(env, record, origin, source_file=None, known_roots=(), base=None):
             _assign(new, name, value)
     state = {"v": STATE_VERSION, "root": record["root"], "version": record["version"],
              "origin": origin, "file": source_file, "scalars": scalars, "lists": lists}
+    if modules:
+        state["modules"] = modules
     new[STATE_VAR] = encode_state(state)
     return new
 

@@ -29,16 +29,43 @@ def use(reg, env, request_text, origin="shell", source_file=None):
     entries = envdiff.path_entries(record)
     if any(os.pathsep in d for d in entries["PATH"] + entries["LD_LIBRARY_PATH"]):
         raise CudaSwitchError("%s cannot go on PATH: its path holds %r" % (record["root"], os.pathsep))
-    new = envdiff.switched(env, record, origin, source_file, known_roots(reg))
-    return record, envdiff.diff(env, new)
+    return record, envdiff.diff(env, switched(reg, env, record, origin, source_file))
 
+
+def switched(reg, env, record, origin, source_file=None):
+    """The new environment: a loaded CUDA module swapped out through the module system first (see
+    modswitch; only then does a process start), then every other toolkit replaced by `record`."""
+    from cudaswitch import modswitch
+
+    state = envdiff.read_state(env)
+    base = envdiff.pristine(env, state)
+    modules = state.get("modules") if state else None
+    if modules and modswitch.MARKER not in modswitch.loaded_cuda_modules(base):
+        modules = None  # the user unloaded or replaced the marker: nothing of before is to reload
+    if modules is None and modswitch.foreign_modules(base):
+        from cudaswitch.paths import Paths
+
+        base, modules = modswitch.away(Paths(), base)
+    return envdiff.switched(env, record, origin, source_file, known_roots(reg), base=base, modules=modules)
+
+
+def restored(env):
+    """The environment from before cudaswitch, the modules it swapped out loaded again unless the
+    user unloaded, purged or replaced them meanwhile."""
+    state = envdiff.read_state(env)
+    base = envdiff.pristine(env, state)
+    if state and state.get("modules"):
+        from cudaswitch import modswitch
+
+        base = modswitch.back(base, state["modules"])
+    return base
 
 
 def off(env):
     """The diff back to the environment from before cudaswitch (None when nothing is active)."""
     if envdiff.read_state(env) is None:
         return None
-    return envdiff.diff(env, envdiff.pristine(env))
+    return envdiff.diff(env, restored(env))
 
 
 def hook_env(reg_loader, env, cwd):
@@ -59,12 +86,12 @@ def hook_env(reg_loader, env, cwd):
         record = find_record(reg, request)
         if state and state["root"] == record["root"] and state.get("file") == path:
             return record, None
-        return record, envdiff.diff(env, envdiff.switched(env, record, "project", path, known_roots(reg)))
+        return record, envdiff.diff(env, switched(reg, env, record, "project", path))
     reg = reg_loader()
     if reg.get("default_request"):
         record = next((r for r in reg["records"] if r["real"] == reg["default_real"]), None)
         if record and not (state and state["origin"] == "global" and state["root"] == record["root"]):
-            return record, envdiff.diff(env, envdiff.switched(env, record, "global", None, known_roots(reg)))
+            return record, envdiff.diff(env, switched(reg, env, record, "global"))
         if record:
             return record, None
     return None, off(env)

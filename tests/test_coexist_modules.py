@@ -1,0 +1,145 @@
+"""A shell with `module load cuda/13.0` (real Lmod, real Environment Modules, real bash and their
+`module` functions), then `cudaswitch use 13.1`: nothing of the module's toolkit remains (PATH,
+LD_LIBRARY_PATH, CPATH, CMAKE_PREFIX_PATH, CUDA_ROOT and a site variable the modulefile set), and
+`module list` no longer lists cuda/13.0; `off` loads cuda/13.0 again as a module. A `module unload
+cuda` or `module purge` by the user while switched is not undone by `off`."""
+
+import json
+import os
+
+import pytest
+
+from tests import kits
+from tests.conftest import CUDASWITCH
+from tests.shellrun import script
+
+VARS = ("PATH", "LD_LIBRARY_PATH", "CPATH", "CMAKE_PREFIX_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT",
+        "CUDA_INSTALL_PATH", "CUDASWITCH_STATE", "LOADEDMODULES", "MODULEPATH")
+DUMP = ("python3 -c 'import os, json, sys; print(\"DUMP\" + json.dumps({n: os.environ.get(n) for n in sys.argv[1:]}))' "
+        + " ".join(VARS))
+USE = 'eval "$(cudaswitch %s --shell bash)"'
+LIST = "module list 2>&1 | tr -s ' \\n' ' ' | sed 's/^/LIST /'; echo"
+NVCC = ("if command -v nvcc >/dev/null; then nvcc --version | grep -o 'release [0-9.]*' | sed 's/^/NVCC /'; "
+        "else echo 'NVCC none'; fi")
+
+LUA = """whatis("CUDA 13.0")
+family("cuda")
+local root = "{root}"
+setenv("CUDA_HOME", root)
+setenv("CUDA_ROOT", root)
+setenv("CUDA_INSTALL_PATH", root)
+prepend_path("PATH", pathJoin(root, "bin"))
+prepend_path("LD_LIBRARY_PATH", pathJoin(root, "lib64"))
+prepend_path("CPATH", pathJoin(root, "include"))
+prepend_path("CMAKE_PREFIX_PATH", root)
+"""
+TCL = """#%Module1.0
+module-whatis "CUDA 13.0"
+conflict cuda
+set root {{{root}}}
+setenv CUDA_HOME $root
+setenv CUDA_ROOT $root
+setenv CUDA_INSTALL_PATH $root
+prepend-path PATH $root/bin
+prepend-path LD_LIBRARY_PATH $root/lib64
+prepend-path CPATH $root/include
+prepend-path CMAKE_PREFIX_PATH $root
+"""
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """A cluster node: the module's toolkit under /sw (only the module points at it), a system
+    13.1 at /usr/local/cuda-13.1, and both module systems' modulefiles for cuda/13.0."""
+    from tests.conftest import Host
+
+    base = tmp_path_factory.mktemp("site")
+    host = Host(base / "root", base / "work")
+    host.env["PATH"] = os.path.dirname(CUDASWITCH) + ":/usr/bin:/bin"  # no nvcc of this machine's own
+    a = kits.install_classic(kits.cuda13("13.0"), host.path("/sw/cuda/13.0"), "13.0")
+    b = kits.install_classic(kits.cuda13("13.1"), host.path("/usr/local/cuda-13.1"), "13.1")
+    (base / "lua" / "cuda").mkdir(parents=True)
+    (base / "lua" / "cuda" / "13.0.lua").write_text(LUA.format(root=a))
+    (base / "tcl" / "cuda").mkdir(parents=True)
+    (base / "tcl" / "cuda" / "13.0").write_text(TCL.format(root=a))
+    return host, str(a), str(b), base
+
+
+def lmod_shell(site):
+    host, a, b, base = site
+    kits.require("lmod")
+    env = {**host.env, **kits.lmod_env(base / "lua")}
+    return env, ['source "$LMOD_PKG/init/bash"']
+
+
+def envmodules_shell(site):
+    """Modules' init defines `module` as an eval of modulecmd.tcl's bash output; this is that."""
+    host, a, b, base = site
+    modulecmd = kits.environment_modules()
+    env = {**host.env, "MODULES_CMD": str(modulecmd), "MODULEPATH": str(base / "tcl"), "LOADEDMODULES": "",
+           "MODULESHOME": str(modulecmd.parents[3] / "usr/share/modules")}
+    return env, ['module() { eval "$("$MODULES_CMD" bash "$@")"; }']
+
+
+SYSTEMS = {"lmod": lmod_shell, "envmodules": envmodules_shell}
+
+
+def run(site, system, lines):
+    env, init = SYSTEMS[system](site)
+    proc = script("bash", init + lines, env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    dumps = [json.loads(line[4:]) for line in out if line.startswith("DUMP")]
+    lists = [line[5:] for line in out if line.startswith("LIST ")]
+    nvccs = [line[5:] for line in out if line.startswith("NVCC ")]
+    return dumps, lists, nvccs, proc
+
+
+def under(env, root):
+    """Every (variable, value) that still names `root`."""
+    found = []
+    for name in VARS[:-3]:
+        value = env.get(name) or ""
+        found += [(name, e) for e in value.split(":") if e and (e == root or e.startswith(root + "/"))]
+    return found
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_use_swaps_the_module_out_and_off_loads_it_again(site, system):
+    host, a, b, base = site
+    dumps, lists, nvccs, proc = run(site, system, [
+        "module load cuda/13.0", DUMP, LIST, NVCC,
+        USE % "use 13.1", DUMP, LIST, NVCC,
+        USE % "off", DUMP, LIST, NVCC,
+        "module unload cuda", DUMP, NVCC])
+    loaded, switched, back, unloaded = dumps
+    assert loaded["CUDA_HOME"] == a and under(loaded, a) and "cuda/13.0" in lists[0]
+    assert nvccs[0] == "release 13.0"
+
+    assert under(switched, a) == [], "the module's toolkit is still there"
+    assert switched["CUDA_HOME"] == b and switched["CUDA_INSTALL_PATH"] is None and switched["CUDA_ROOT"] is None
+    assert "cuda/13.0" not in lists[1] and "cuda/cudaswitch" in lists[1]
+    assert nvccs[1] == "release 13.1"
+
+    assert back["CUDA_HOME"] == a and back["CUDASWITCH_STATE"] is None
+    assert "cuda/13.0" in lists[2] and "cudaswitch" not in lists[2]
+    assert nvccs[2] == "release 13.0"
+    for name in ("PATH", "LD_LIBRARY_PATH", "CPATH", "CMAKE_PREFIX_PATH", "CUDA_ROOT", "LOADEDMODULES",
+                 "MODULEPATH"):
+        assert back[name] == loaded[name], name
+
+    assert unloaded["CUDA_HOME"] is None and under(unloaded, a) == [] and under(unloaded, b) == []
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+@pytest.mark.parametrize("user", ["module unload cuda", "module purge"])
+def test_a_module_unloaded_by_the_user_meanwhile_stays_unloaded_after_off(site, system, user):
+    host, a, b, base = site
+    dumps, lists, nvccs, proc = run(site, system, [
+        DUMP, "module load cuda/13.0", USE % "use 13.1 --no-verify", user, USE % "off", DUMP, LIST, NVCC])
+    start, after = dumps
+    assert after["CUDA_HOME"] is None and after["CUDA_ROOT"] is None and after["CUDA_INSTALL_PATH"] is None
+    assert under(after, a) == [] and under(after, b) == []
+    assert "cuda/" not in lists[0]
+    assert nvccs == ["none"]
+    assert after["PATH"] == start["PATH"]
