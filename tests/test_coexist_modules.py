@@ -143,3 +143,38 @@ def test_a_module_unloaded_by_the_user_meanwhile_stays_unloaded_after_off(site, 
     assert "cuda/" not in lists[0]
     assert nvccs == ["none"]
     assert after["PATH"] == start["PATH"]
+
+
+DOCTOR = ("cudaswitch doctor --json | python3 -c 'import json, sys; print(\"DOC\" + json.dumps(json.load(sys.stdin)))'; "
+          "cudaswitch current --json | sed 's/^/CUR/'")
+
+
+def test_doctor_agrees_with_current_in_every_starting_state(site):
+    """doctor's toolkit layer diagnoses the toolkit `current` names, its env layer states the same
+    facts, and its one-toolkit verdict is ok exactly when nvcc and CUDA_HOME agree: in a hand-set
+    shell, a module shell, each switched, and after `module load; use; module unload; off`."""
+    host, a, b, base = site
+    hand_set = ["export PATH=%s/bin:$PATH LD_LIBRARY_PATH=%s/lib64 CUDA_HOME=%s" % (a, a, a)]
+    states = {
+        "hand-set": hand_set + [DOCTOR],
+        "hand-set, then use": hand_set + [USE % "use 13.1 --no-verify", DOCTOR],
+        "hand-set PATH, CUDA_HOME of another": hand_set + ["export CUDA_HOME=%s" % b, DOCTOR],
+        "module": ["module load cuda/13.0", DOCTOR],
+        "module, then use": ["module load cuda/13.0", USE % "use 13.1 --no-verify", DOCTOR],
+        "module, use, unload, off": ["module load cuda/13.0", USE % "use 13.1 --no-verify", "module unload cuda",
+                                     USE % "off", DOCTOR],
+    }
+    expected = {"hand-set": (a, "hand-set"), "hand-set, then use": (b, "shell"),
+                "hand-set PATH, CUDA_HOME of another": (a, "hand-set"), "module": (a, "module"),
+                "module, then use": (b, "shell"), "module, use, unload, off": (None, "none")}
+    for name, lines in states.items():
+        _, _, _, proc = run(site, "lmod", lines)
+        doc = json.loads(next(l[3:] for l in proc.stdout.splitlines() if l.startswith("DOC")))
+        cur = json.loads(next(l[3:] for l in proc.stdout.splitlines() if l.startswith("CUR")))
+        assert (cur["root"], cur["reason"]) == expected[name], (name, cur)
+        checks = {c["id"]: c for c in doc["checks"]}
+        assert checks["env.in_use"]["facts"]["root"] == cur["root"], name
+        assert (doc["toolkit"] or {}).get("root") == cur["root"], name
+        both = cur["nvcc"] and cur["cuda_home"]
+        if both:
+            assert (checks["env.one_toolkit"]["level"] == "ok") == cur["agree"], (name, checks["env.one_toolkit"])
