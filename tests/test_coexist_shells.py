@@ -94,3 +94,42 @@ def test_user_changes_while_switched_survive_off(standard_host, shell, tmp_path)
     assert after["PATH"] == "%s:%s" % (mine, before["PATH"])
     assert b not in after["PATH"] and after["LD_LIBRARY_PATH"] == before["LD_LIBRARY_PATH"]
     assert after["CPATH"] == before["CPATH"] == a + "/include"
+
+
+PRINT = {"bash": 'printf "P=<%s|%s|%s>\\n" "$PATH" "$LD_LIBRARY_PATH" "$CUDA_HOME"',
+         "zsh": 'printf "P=<%s|%s|%s>\\n" "$PATH" "$LD_LIBRARY_PATH" "$CUDA_HOME"',
+         "fish": 'printf "P=<%s|%s|%s>\\n" "$PATH" "$LD_LIBRARY_PATH" "$CUDA_HOME"'}
+
+
+def printed(output):
+    line = [l for l in output.splitlines() if l.startswith("P=<")][-1]
+    path, ld, home = line[3:-1].split("|")
+    return path.replace(" ", ":"), ld.replace(" ", ":"), home  # fish prints its PATH list space-joined
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_entering_a_project_replaces_hand_set_cuda_and_leaving_restores_it(standard_host, shell, tmp_path):
+    """The hook in a real interactive shell whose rc file exported toolkit A: entering a project
+    pinned to B leaves nothing of A and runs B's nvcc; leaving gives back A exactly."""
+    from tests.shellrun import INIT, Interactive
+
+    a = str(standard_host.path("/usr/local/cuda-13.0"))
+    b = str(standard_host.path("/usr/local/cuda-13.1"))
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / ".cudaversion").write_text("13.1\n")
+    sh = Interactive(shell, standard_host.env, cwd=str(tmp_path))
+    try:
+        for line in rc_lines(shell, a) + [INIT[shell]]:
+            sh.run(line)
+        before = printed(sh.run(PRINT[shell]))
+        sh.run("cd proj")
+        inside = printed(sh.run(PRINT[shell]))
+        assert "release 13.1" in sh.run("nvcc --version")
+        sh.run("cd ..")
+        after = printed(sh.run(PRINT[shell]))
+    finally:
+        sh.close()
+    assert before[2] == a and before[0].startswith(a + "/bin:")
+    assert inside[2] == b and inside[0].startswith(b + "/bin:")
+    assert not [e for e in (inside[0] + ":" + inside[1]).split(":") if e.startswith(a)]
+    assert after == before
