@@ -35,11 +35,13 @@ def use(reg, env, request_text, origin="shell", source_file=None):
 def switched(reg, env, record, origin, source_file=None):
     """The new environment: a loaded CUDA module swapped out through the module system first (see
     modswitch; only then does a process start), then every other toolkit replaced by `record`."""
-    from cudaswitch import modswitch
-
     state = envdiff.read_state(env)
     base = envdiff.pristine(env, state)
     modules = state.get("modules") if state else None
+    if not modules and "cuda" not in (base.get("LOADEDMODULES") or "").lower():
+        return envdiff.switched(env, record, origin, source_file, known_roots(reg), base=base)
+    from cudaswitch import modswitch
+
     if modules and modswitch.MARKER not in modswitch.loaded_cuda_modules(base):
         modules = None  # the user unloaded or replaced the marker: nothing of before is to reload
     if modules is None and modswitch.foreign_modules(base):

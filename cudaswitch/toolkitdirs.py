@@ -59,18 +59,20 @@ class Owner:
 
 
 def _looks_like_root(directory):
+    """A toolkit's marks first (most directories have none: one or two stats), then the envs
+    that carry the same marks but are not toolkits."""
     join, isfile = os.path.join, os.path.isfile
-    if os.path.isdir(join(directory, "conda-meta")) or isfile(join(directory, "pyvenv.cfg")):
+    marked = isfile(join(directory, "include", "cuda_runtime.h")) or (
+        isfile(join(directory, "bin", "nvcc")) and os.path.isdir(join(directory, "nvvm")))
+    if not marked:
+        for libdir in ("lib64", "lib"):
+            libs = join(directory, libdir)
+            if os.path.isdir(libs) and any(os.path.exists(join(libs, name)) for name in CUDART_NAMES):
+                marked = True
+                break
+    if not marked:
         return False
-    if isfile(join(directory, "include", "cuda_runtime.h")):
-        return True
-    if isfile(join(directory, "bin", "nvcc")) and os.path.isdir(join(directory, "nvvm")):
-        return True
-    for libdir in ("lib64", "lib"):
-        libs = join(directory, libdir)
-        if os.path.isdir(libs) and any(os.path.exists(join(libs, name)) for name in CUDART_NAMES):
-            return True
-    return False
+    return not (os.path.isdir(join(directory, "conda-meta")) or isfile(join(directory, "pyvenv.cfg")))
 
 
 def known_roots(reg):
