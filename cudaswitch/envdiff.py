@@ -22,6 +22,10 @@ SCALARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDA_DIR", "CUDACXX", "CUDATo
 ALWAYS_SET = ("CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDAToolkit_ROOT")
 LISTS = ("PATH", "LD_LIBRARY_PATH", "CPATH", "LIBRARY_PATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
          "CMAKE_PREFIX_PATH", "PKG_CONFIG_PATH", "MANPATH")
+# Flag variables a conda env's activation (conda-forge cuda-nvcc) or a build guide fills with its
+# toolkit's -I/-L dirs: those words go, so the switched toolkit's headers and libraries win.
+FLAG_VARS = ("CFLAGS", "CPPFLAGS", "CXXFLAGS", "LDFLAGS", "CUDAFLAGS", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
+DIR_OPTIONS = ("--include-path=", "--library-path=", "-isystem", "-I", "-L")
 STATE_VERSION = 2
 
 
@@ -170,7 +174,12 @@ def switched(env, record, origin, source_file=None, known_roots=(), base=None, m
         mine = os.pathsep.join(result) if result or name == "PATH" else None
         lists[name] = (before, mine, len(add))
         _assign(new, name, mine)
-    values = {name: record["root"] for name in ALWAYS_SET}
+    values = {}
+    for name in FLAG_VARS:
+        flags = without_toolkit_dirs(base.get(name), owner)
+        if flags is not None:
+            values[name] = flags
+    values.update((name, record["root"]) for name in ALWAYS_SET)
     values["CUDACXX"] = record.get("nvcc")
     for name in SCALARS:
         if name not in values and base.get(name) is not None:
@@ -186,6 +195,24 @@ def switched(env, record, origin, source_file=None, known_roots=(), base=None, m
         state["modules"] = modules
     new[STATE_VAR] = encode_state(state)
     return new
+
+
+def without_toolkit_dirs(flags, owner):
+    """`flags` without the -I/-L/-isystem words (joined or separate) naming a toolkit's dirs; None
+    when it has none. Split on single spaces so every other byte stays as it was."""
+    if not flags or ("-I" not in flags and "-L" not in flags and "-isystem" not in flags and "-path=" not in flags):
+        return None
+    words, out, i = flags.split(" "), [], 0
+    while i < len(words):
+        word, taken = words[i], 1
+        option = next((o for o in DIR_OPTIONS if word.startswith(o)), None)
+        directory = word[len(option):] if option else None
+        if option and not directory and not option.endswith("=") and i + 1 < len(words):
+            directory, taken = words[i + 1], 2
+        if not (directory and owner(directory)):
+            out += words[i:i + taken]
+        i += taken
+    return None if len(out) == len(words) else " ".join(out)
 
 
 def diff(old, new):

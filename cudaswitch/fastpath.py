@@ -64,6 +64,8 @@ def cmd_use(args):
     record, diff = switch.use(reg, env, positionals[0])
     text = render_diff(diff)
     _report_switch(paths, record, applied(env, diff), options)
+    for note in switch.notes(diff):
+        render.message("cudaswitch: " + note)
     render.emit_text(text)
     return 0
 

@@ -51,6 +51,22 @@ def switched(reg, env, record, origin, source_file=None):
     return envdiff.switched(env, record, origin, source_file, known_roots(reg), base=base, modules=modules)
 
 
+def notes(diff):
+    """One line each for what a switch took away beyond PATH-like entries: the CUDA modules it
+    swapped out, the toolkit flags it removed from a conda env's (or a guide's) flag variables."""
+    state = envdiff.read_state(diff["set"]) if envdiff.STATE_VAR in diff["set"] else None
+    if not state:
+        return []
+    out = []
+    if state.get("modules"):
+        out.append("swapped module %s for cuda/cudaswitch (`off` loads it again)" % ", ".join(
+            state["modules"]["unloaded"]))
+    flags = [n for n in envdiff.FLAG_VARS if n in state["scalars"]]
+    if flags:
+        out.append("took other toolkits' -I/-L dirs out of %s (`off` puts them back)" % ", ".join(flags))
+    return out
+
+
 def restored(env):
     """The environment from before cudaswitch, the modules it swapped out loaded again unless the
     user unloaded, purged or replaced them meanwhile."""

@@ -82,8 +82,8 @@ def known_roots(reg):
     for record in reg.get("records", ()):
         for key in ("env_bin", "env_lib"):
             roots += record.get(key) or []
-        if record.get("isolated"):
-            continue
+        if record.get("isolated") or "conda" in (record.get("sources") or ()):
+            continue  # (an env's nvcc on PATH also makes it a `system` find, in the classic layout)
         roots.append(record["root"])
         real = record.get("real")
         if real and real.startswith("/"):

@@ -133,3 +133,51 @@ def test_entering_a_project_replaces_hand_set_cuda_and_leaving_restores_it(stand
     assert inside[2] == b and inside[0].startswith(b + "/bin:")
     assert not [e for e in (inside[0] + ":" + inside[1]).split(":") if e.startswith(a)]
     assert after == before
+
+
+def conda_activation(env_root):
+    """What `conda activate cu13` leaves in bash for an env with conda-forge's cuda-nvcc: the env's
+    bin first, CONDA_PREFIX, and the lines of cuda-nvcc's activate.sh (outside conda-build)."""
+    targets = env_root + "/targets/x86_64-linux"
+    return ["export CONDA_PREFIX=%s CONDA_DEFAULT_ENV=cu13 CXX=/usr/bin/g++" % env_root,
+            "export PATH=%s/bin:$PATH" % env_root,
+            'export CFLAGS="${CFLAGS} -I%s/include"' % targets,
+            'export CPPFLAGS="${CPPFLAGS} -I%s/include"' % targets,
+            'export CXXFLAGS="${CXXFLAGS} -I%s/include"' % targets,
+            'export LDFLAGS="${LDFLAGS} -L%s/lib -L%s/lib/stubs"' % (targets, targets),
+            'export NVCC_PREPEND_FLAGS="${NVCC_PREPEND_FLAGS} -ccbin=${CXX}"']
+
+
+FLAG_DUMP = ("python3 -c 'import os, json; print(\"FLAGS\" + json.dumps({n: os.environ.get(n) for n in "
+             "(\"PATH\", \"CFLAGS\", \"CPPFLAGS\", \"CXXFLAGS\", \"LDFLAGS\", \"NVCC_PREPEND_FLAGS\", \"CUDA_HOME\", "
+             "\"CUDASWITCH_STATE\")}))'")
+# The CUDA runtime version a host compile with the user's CFLAGS and the switched CUDA_HOME sees.
+HEADER_SEEN = ("printf '#include <cuda_runtime_api.h>\\nSEEN CUDART_VERSION\\n' | "
+               "gcc $CFLAGS -I\"${CUDA_HOME:-/nonexistent}/include\" -E -x c - | grep '^SEEN'")
+
+
+def test_switching_away_from_a_conda_env_neutralises_its_cuda_flags(standard_host):
+    """conda-forge's cuda-nvcc puts `-I$CONDA_PREFIX/targets/x86_64-linux/include` in CFLAGS: a build
+    would compile against the env's 13.0 headers after `use 13.1`. The switch takes those words out
+    (and says so), keeps the env's python on PATH, and `off` puts every byte back."""
+    env_root = str(standard_host.path("/home/tester/miniconda3/envs/cu13"))
+    b = str(standard_host.path("/usr/local/cuda-13.1"))
+    lines = conda_activation(env_root) + [
+        FLAG_DUMP, "echo CURRENT=$(cudaswitch current | head -n 1)", HEADER_SEEN,
+        EVAL_USE["bash"].format(cmd="use 13.1 --no-verify"), FLAG_DUMP, HEADER_SEEN,
+        "nvcc --version | grep release",
+        EVAL_USE["bash"].format(cmd="off"), FLAG_DUMP]
+    proc = script("bash", lines, dict(standard_host.env))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    before, during, after = (json.loads(l[5:]) for l in out if l.startswith("FLAGS"))
+    seen = [l for l in out if l.startswith("SEEN")]
+    current = next(l for l in out if l.startswith("CURRENT="))
+    assert current.endswith("(conda env cu13)") and env_root in current, current
+    assert seen == ["SEEN 13000", "SEEN 13010"]  # before: the env's header; after: the switched toolkit's
+    assert "release 13.1" in proc.stdout
+    assert during["CFLAGS"] == during["CPPFLAGS"] == during["CXXFLAGS"] == during["LDFLAGS"] == ""
+    assert during["NVCC_PREPEND_FLAGS"] == before["NVCC_PREPEND_FLAGS"]  # the host compiler choice stays
+    assert during["PATH"].split(":")[:2] == [b + "/bin", env_root + "/bin"]  # the env's python stays
+    assert "took other toolkits' -I/-L dirs out of CFLAGS, CPPFLAGS, CXXFLAGS, LDFLAGS" in proc.stderr
+    assert after == before

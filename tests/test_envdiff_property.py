@@ -163,3 +163,19 @@ def test_a_list_emptied_by_the_switch_is_unset_not_empty():
     env = envdiff.switched(start, KITS[2], "shell", known_roots=KNOWN)
     assert "CPATH" not in env
     assert envdiff.pristine(env) == start
+
+
+def test_toolkit_dirs_leave_flag_variables_in_every_spelling():
+    """-I/-L joined or separate, -isystem, nvcc's --include-path=: a toolkit's dir goes, every other
+    word and space stays (a build guide's `CXXFLAGS="-O2 -I/usr/local/cuda-12.4/include  -g"`)."""
+    start = {"PATH": "/usr/bin", "CXXFLAGS": "-O2 -I/usr/local/cuda-12.4/include  -g -I /usr/local/cuda/include",
+             "NVCC_APPEND_FLAGS": "--include-path=%s/include -isystem %s/include -DX" % (UNKNOWN[0], UNKNOWN[1]),
+             "LDFLAGS": "-L/usr/lib -L/sw/cuda/11.8/lib64 -lfoo"}
+    env = envdiff.switched(start, KITS[2], "shell", known_roots=KNOWN)
+    assert env["CXXFLAGS"] == "-O2  -g"
+    assert env["NVCC_APPEND_FLAGS"] == "-DX"
+    assert env["LDFLAGS"] == "-L/usr/lib -lfoo"
+    env["LDFLAGS"] += " -L/u/mine"  # the user's own change while switched stays
+    back = envdiff.pristine(env)
+    assert back["CXXFLAGS"] == start["CXXFLAGS"] and back["NVCC_APPEND_FLAGS"] == start["NVCC_APPEND_FLAGS"]
+    assert back["LDFLAGS"] == "-L/usr/lib -lfoo -L/u/mine"
