@@ -21,6 +21,8 @@ USE = 'eval "$(cudaswitch %s --shell bash)"'
 LIST = "module list 2>&1 | tr -s ' \\n' ' ' | sed 's/^/LIST /'; echo"
 NVCC = ("if command -v nvcc >/dev/null; then nvcc --version | grep -o 'release [0-9.]*' | sed 's/^/NVCC /'; "
         "else echo 'NVCC none'; fi")
+FISH_NVCC = ("if command -v nvcc >/dev/null; nvcc --version | grep -o 'release [0-9.]*' | sed 's/^/NVCC /'; "
+             "else; echo 'NVCC none'; end")
 
 LUA = """whatis("CUDA 13.0")
 family("cuda")
@@ -65,14 +67,14 @@ def site(tmp_path_factory):
     return host, str(a), str(b), base
 
 
-def lmod_shell(site):
+def lmod_shell(site, shell="bash"):
     host, a, b, base = site
     kits.require("lmod")
     env = {**host.env, **kits.lmod_env(base / "lua")}
-    return env, ['source "$LMOD_PKG/init/bash"']
+    return env, ['source "$LMOD_PKG/init/%s"' % shell]
 
 
-def envmodules_shell(site):
+def envmodules_shell(site, shell="bash"):
     """Modules' init defines `module` as an eval of modulecmd.tcl's bash output; this is that."""
     host, a, b, base = site
     modulecmd = kits.environment_modules()
@@ -84,9 +86,9 @@ def envmodules_shell(site):
 SYSTEMS = {"lmod": lmod_shell, "envmodules": envmodules_shell}
 
 
-def run(site, system, lines):
-    env, init = SYSTEMS[system](site)
-    proc = script("bash", init + lines, env, timeout=300)
+def run(site, system, lines, shell="bash"):
+    env, init = SYSTEMS[system](site, shell)
+    proc = script(shell, init + lines, env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.splitlines()
     dumps = [json.loads(line[4:]) for line in out if line.startswith("DUMP")]
@@ -104,14 +106,17 @@ def under(env, root):
     return found
 
 
-@pytest.mark.parametrize("system", SYSTEMS)
-def test_use_swaps_the_module_out_and_off_loads_it_again(site, system):
+@pytest.mark.parametrize("system, shell", [("lmod", "bash"), ("envmodules", "bash"), ("lmod", "zsh"),
+                                           ("lmod", "fish")])
+def test_use_swaps_the_module_out_and_off_loads_it_again(site, system, shell):
     host, a, b, base = site
+    use = "cudaswitch %s --shell fish | source" if shell == "fish" else USE.replace("bash", shell)
+    nvcc = FISH_NVCC if shell == "fish" else NVCC
     dumps, lists, nvccs, proc = run(site, system, [
-        "module load cuda/13.0", DUMP, LIST, NVCC,
-        USE % "use 13.1", DUMP, LIST, NVCC,
-        USE % "off", DUMP, LIST, NVCC,
-        "module unload cuda", DUMP, NVCC])
+        "module load cuda/13.0", DUMP, LIST, nvcc,
+        use % "use 13.1", DUMP, LIST, nvcc,
+        use % "off", DUMP, LIST, nvcc,
+        "module unload cuda", DUMP, nvcc], shell)
     loaded, switched, back, unloaded = dumps
     assert loaded["CUDA_HOME"] == a and under(loaded, a) and "cuda/13.0" in lists[0]
     assert nvccs[0] == "release 13.0"
@@ -178,3 +183,28 @@ def test_doctor_agrees_with_current_in_every_starting_state(site):
         both = cur["nvcc"] and cur["cuda_home"]
         if both:
             assert (checks["env.one_toolkit"]["level"] == "ok") == cur["agree"], (name, checks["env.one_toolkit"])
+
+
+def test_two_switches_then_off_reload_the_module_once(site):
+    """`use 13.1; use module:13.0; off` keeps the first swap's record: one reload, nothing doubled."""
+    host, a, b, base = site
+    dumps, lists, nvccs, proc = run(site, "lmod", [
+        "module load cuda/13.0", DUMP, USE % "use 13.1 --no-verify", USE % "use module:13.0 --no-verify", DUMP,
+        LIST, USE % "off", DUMP, LIST])
+    loaded, second, back = dumps
+    assert second["CUDA_HOME"] == a and "cuda/cudaswitch" in lists[0] and "cuda/13.0" not in lists[0]
+    assert under(second, b) == []
+    for name in ("PATH", "LD_LIBRARY_PATH", "CPATH", "CMAKE_PREFIX_PATH", "CUDA_HOME", "LOADEDMODULES", "MODULEPATH"):
+        assert back[name] == loaded[name], name
+    assert "cuda/13.0" in lists[1]
+
+
+def test_a_cuda_module_loaded_by_the_user_while_switched_is_kept_by_off(site):
+    """Lmod's family("cuda") swaps the marker out when the user loads a CUDA module: `off` then
+    takes away only cudaswitch's own toolkit and leaves the user's module as it is."""
+    host, a, b, base = site
+    dumps, lists, nvccs, proc = run(site, "lmod", [
+        USE % "use 13.1 --no-verify", "module load cuda/13.0", USE % "off", DUMP, LIST, NVCC])
+    after, = dumps
+    assert after["CUDA_HOME"] == a and under(after, b) == [] and "cuda/13.0" in lists[0]
+    assert nvccs == ["release 13.0"]
