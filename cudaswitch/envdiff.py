@@ -79,6 +79,16 @@ def pristine(env, state=None):
     return out
 
 
+def before_switch(env):
+    """pristine(env), and where `use` swapped a module out, the variables discovery reads as they
+    were before that swap: the registry cache built before a `use` stays valid after it."""
+    state = read_state(env)
+    out = pristine(env, state)
+    for name, value in ((state or {}).get("modules") or {}).get("outer", {}).items():
+        _assign(out, name, value)
+    return out
+
+
 def merged(before, mine, now, ours, name="PATH"):
     """`before` with the user's edits to `mine` (which began with `ours` cudaswitch entries) kept.
 

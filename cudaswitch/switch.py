@@ -47,7 +47,9 @@ def switched(reg, env, record, origin, source_file=None):
     if modules is None and modswitch.foreign_modules(base):
         from cudaswitch.paths import Paths
 
+        outer = {name: base.get(name) for name in registry.ENV_KEYS}
         base, modules = modswitch.away(Paths(), base)
+        modules["outer"] = outer
     return envdiff.switched(env, record, origin, source_file, known_roots(reg), base=base, modules=modules)
 
 

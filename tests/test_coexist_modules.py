@@ -208,3 +208,21 @@ def test_a_cuda_module_loaded_by_the_user_while_switched_is_kept_by_off(site):
     after, = dumps
     assert after["CUDA_HOME"] == a and under(after, b) == [] and "cuda/13.0" in lists[0]
     assert nvccs == ["release 13.0"]
+
+
+def test_the_registry_cache_survives_the_module_swap(site, tmp_path):
+    """Discovery reads the environment as it was before `use` (module loaded), so after the swap a
+    `current` or another `use` answers from the cache: no spider run, no module command."""
+    import sys
+
+    from tests.test_envmodules import SPAWN_PROBE
+
+    probe = tmp_path / "probe.py"
+    probe.write_text(SPAWN_PROBE)
+    spawned = '%s %s %%s 2>&1 >/dev/null | grep "^SPAWN" | sed "s/^/RAN /"; echo' % (sys.executable, probe)
+    dumps, lists, nvccs, proc = run(site, "lmod", [
+        "module load cuda/13.0", "cudaswitch list >/dev/null", USE % "use 13.1 --no-verify",
+        spawned % "current", spawned % "use 13.0 --no-verify --shell bash", LIST])
+    assert "cuda/cudaswitch" in lists[0]
+    ran = [line for line in proc.stdout.splitlines() if line.startswith("RAN ")]
+    assert ran == [], ran
