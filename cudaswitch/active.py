@@ -102,7 +102,7 @@ class Facts:
             return None
         root = self.owner(value)
         record = self.record_for(root or value)
-        fact = self._fact("CUDA_HOME", value, record["root"] if record else (root or value), record,
+        fact = self._fact("CUDA_HOME", value, record["root"] if record else root, record,
                           self._why_scalar("CUDA_HOME", value, root, record))
         fact["toolkit"] = bool(root or record)  # False: CUDA_HOME names no toolkit at all
         return fact
@@ -157,14 +157,16 @@ def describe(reg, env):
     the toolkit this shell uses (first nvcc on PATH, else CUDA_HOME, else the system default)."""
     facts = Facts(reg, env)
     nvcc, home = facts.nvcc(), facts.cuda_home()
-    primary = nvcc or home
+    primary = nvcc or (home if home and home["toolkit"] else None)
     if primary is None:
         record = next((r for r in reg["records"] if r["real"] == reg.get("system_real")), None)
         primary = {"what": "system default", "value": None, "root": record["root"] if record else None,
                    "version": record["version"] if record else None,
                    "reason": "system" if record else "none", "detail": None}
     disagree = []
-    if nvcc and home and home["toolkit"] and os.path.realpath(nvcc["root"] or "") != os.path.realpath(home["root"]):
+    if home and not home["toolkit"]:
+        disagree = [f for f in (nvcc, home) if f]  # torch and CMake would take a CUDA_HOME without CUDA
+    elif nvcc and home and os.path.realpath(nvcc["root"] or "") != os.path.realpath(home["root"]):
         disagree = [nvcc, home]
     return {"version": primary["version"], "root": primary["root"], "reason": primary["reason"],
             "detail": primary["detail"], "file": primary["detail"] if primary["reason"] == "project" else None,
@@ -194,7 +196,11 @@ def lines(info):
         out = ["%s %s (%s)" % (info["version"] or "unknown version", info["root"], why_text(info))]
     for fact in info["disagreements"]:
         label = "nvcc on PATH" if fact["what"] == "nvcc" else fact["what"]
-        out.append("  %s: %s %s (%s)" % (label, fact["version"] or "unknown toolkit", fact["value"], why_text(fact)))
+        if fact.get("toolkit") is False:
+            out.append("  %s: %s is no toolkit root (%s)" % (label, fact["value"], why_text(fact)))
+        else:
+            out.append("  %s: %s %s (%s)" % (label, fact["version"] or "unknown toolkit", fact["value"],
+                                            why_text(fact)))
     for pin in info.get("pending", ()):
         where = "project %s" % pin["file"] if pin["kind"] == "project" else "global default"
         target = pin["error"] or "%s %s" % (pin["version"], pin["root"])

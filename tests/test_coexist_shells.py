@@ -181,3 +181,24 @@ def test_switching_away_from_a_conda_env_neutralises_its_cuda_flags(standard_hos
     assert during["PATH"].split(":")[:2] == [b + "/bin", env_root + "/bin"]  # the env's python stays
     assert "took other toolkits' -I/-L dirs out of CFLAGS, CPPFLAGS, CXXFLAGS, LDFLAGS" in proc.stderr
     assert after == before
+
+
+def test_current_names_each_part_when_nvcc_and_cuda_home_disagree(standard_host):
+    """A guide's PATH line for 13.0 and a CUDA_HOME left at 13.1 (or at a directory that is no
+    toolkit): `current` names both parts, one line each, and --json carries the same facts."""
+    a = str(standard_host.path("/usr/local/cuda-13.0"))
+    b = str(standard_host.path("/usr/local/cuda-13.1"))
+    env = {"PATH": "%s/bin:/usr/bin:/bin" % a, "CUDA_HOME": b}
+    lines = standard_host.run("current", env=env, check=True).stdout.splitlines()
+    assert lines[0].endswith("%s (hand-set PATH)" % a) and lines[0].startswith("13.0.")
+    assert lines[1] == "  nvcc on PATH: %s %s/bin/nvcc (hand-set PATH)" % (lines[0].split()[0], a)
+    assert lines[2].startswith("  CUDA_HOME: 13.1.") and lines[2].endswith("%s (hand-set CUDA_HOME)" % b)
+    info = json.loads(standard_host.run("current", "--json", env=env, check=True).stdout)
+    assert info["agree"] is False and [d["root"] for d in info["disagreements"]] == [a, b]
+    assert (info["cuda_home"]["reason"], info["cuda_home"]["detail"]) == ("hand-set", "CUDA_HOME")
+
+    env["CUDA_HOME"] = "/opt/nothing here"
+    lines = standard_host.run("current", env=env, check=True).stdout.splitlines()
+    assert lines[-1] == "  CUDA_HOME: /opt/nothing here is no toolkit root (hand-set CUDA_HOME)"
+    info = json.loads(standard_host.run("current", "--json", env=env, check=True).stdout)
+    assert info["root"] == a and info["cuda_home"]["root"] is None and info["agree"] is False
