@@ -40,9 +40,21 @@ def read_state(env):
         return None
     if not isinstance(state, dict) or state.get("v") != STATE_VERSION:
         return None
-    if not isinstance(state.get("scalars"), dict) or not isinstance(state.get("lists"), dict):
+    if not _shape_ok(state):
         return None
     return state
+
+
+def _shape_ok(state):
+    """Every entry as switched() writes it: a state from another build or a hand edit is foreign."""
+    text = (str, type(None))
+    scalars, lists = state.get("scalars"), state.get("lists")
+    if not isinstance(scalars, dict) or not isinstance(lists, dict) or not isinstance(state.get("root"), str):
+        return False
+    return all(isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], text) and isinstance(v[1], text)
+               for v in scalars.values()) and all(
+        isinstance(v, tuple) and len(v) == 3 and isinstance(v[0], text) and isinstance(v[1], text)
+        and isinstance(v[2], int) for v in lists.values()) and isinstance(state.get("modules") or {}, dict)
 
 
 def encode_state(state):
@@ -74,7 +86,7 @@ def pristine(env, state=None):
         now = env.get(name)
         if now == mine:
             _assign(out, name, before)
-        elif now is not None or mine is None:  # a list the user unset since stays unset
+        elif now is not None:  # a list the user unset since stays unset
             _assign(out, name, merged(before, mine, now, ours, name))
     return out
 
@@ -171,19 +183,38 @@ def switched(env, record, origin, source_file=None, known_roots=(), base=None, m
     base = pristine(env) if base is None else base
     new = dict(base)
     owner = Owner(list(known_roots) + [record["root"]], base)
-    ours = path_entries(record)
+    lists = _replaced_lists(base, owner, path_entries(record))
+    scalars = {name: (base.get(name), value) for name, value in _scalar_values(base, record, owner).items()
+               if base.get(name) != value}
+    for name, (_, value) in scalars.items():
+        _assign(new, name, value)
+    for name, (_, value, _) in lists.items():
+        _assign(new, name, value)
+    state = {"v": STATE_VERSION, "root": record["root"], "version": record["version"],
+             "origin": origin, "file": source_file, "scalars": scalars, "lists": lists}
+    if modules:
+        state["modules"] = modules
+    new[STATE_VAR] = encode_state(state)
+    return new
+
+
+def _replaced_lists(base, owner, ours):
+    """{name: (value before, value set, how many entries are cudaswitch's)} for each list that
+    changes: `ours` first, then every entry of the old list that belongs to no toolkit."""
     lists = {}
     for name in LISTS:
         before = base.get(name)
         entries = _split(before)
         kept = [e for e in entries if not owner(e)]
         add = ours.get(name, [])
-        if not add and len(kept) == len(entries):
-            continue
-        result = add + kept
-        mine = os.pathsep.join(result) if result or name == "PATH" else None
-        lists[name] = (before, mine, len(add))
-        _assign(new, name, mine)
+        if add or len(kept) != len(entries):
+            result = add + kept
+            lists[name] = (before, os.pathsep.join(result) if result or name == "PATH" else None, len(add))
+    return lists
+
+
+def _scalar_values(base, record, owner):
+    """The value each scalar and flag variable gets (None: unset)."""
     values = {}
     for name in FLAG_VARS:
         flags = without_toolkit_dirs(base.get(name), owner)
@@ -194,17 +225,7 @@ def switched(env, record, origin, source_file=None, known_roots=(), base=None, m
     for name in SCALARS:
         if name not in values and base.get(name) is not None:
             values[name] = record["root"]
-    scalars = {}
-    for name, value in values.items():
-        if base.get(name) != value:
-            scalars[name] = (base.get(name), value)
-            _assign(new, name, value)
-    state = {"v": STATE_VERSION, "root": record["root"], "version": record["version"],
-             "origin": origin, "file": source_file, "scalars": scalars, "lists": lists}
-    if modules:
-        state["modules"] = modules
-    new[STATE_VAR] = encode_state(state)
-    return new
+    return values
 
 
 def without_toolkit_dirs(flags, owner):

@@ -59,9 +59,19 @@ def away(paths, env):
     return new, {"kind": command[0], "unloaded": loaded, "dir": directory}
 
 
+def valid(info):
+    """The module record of a state as away() wrote it, else None (a foreign state reloads nothing)."""
+    unloaded = info.get("unloaded") if isinstance(info, dict) else None
+    if isinstance(unloaded, list) and unloaded and all(isinstance(m, str) for m in unloaded) \
+            and isinstance(info.get("dir"), str):
+        return info
+    return None
+
+
 def back(env, info):
     """The environment with the unloaded modules loaded again, if the user left the marker in place;
     the marker's MODULEPATH dir goes either way."""
+    info = valid(info)
     if not info:
         return env
     new = dict(env)

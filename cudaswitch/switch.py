@@ -42,6 +42,7 @@ def switched(reg, env, record, origin, source_file=None):
         return envdiff.switched(env, record, origin, source_file, known_roots(reg), base=base)
     from cudaswitch import modswitch
 
+    modules = modswitch.valid(modules)
     if modules and modswitch.MARKER not in modswitch.loaded_cuda_modules(base):
         modules = None  # the user unloaded or replaced the marker: nothing of before is to reload
     if modules is None and modswitch.foreign_modules(base):

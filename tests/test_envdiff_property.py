@@ -179,3 +179,19 @@ def test_toolkit_dirs_leave_flag_variables_in_every_spelling():
     back = envdiff.pristine(env)
     assert back["CXXFLAGS"] == start["CXXFLAGS"] and back["NVCC_APPEND_FLAGS"] == start["NVCC_APPEND_FLAGS"]
     assert back["LDFLAGS"] == "-L/usr/lib -lfoo -L/u/mine"
+
+
+def test_a_foreign_or_mangled_state_is_ignored_not_fatal():
+    """A CUDASWITCH_STATE from another build (or edited by hand) is no state: `off` has nothing to
+    undo and `use` switches from the environment as it is."""
+    import binascii
+    import marshal
+
+    good = envdiff.switched({"PATH": "/usr/bin"}, KITS[0], "shell", known_roots=KNOWN)
+    state = envdiff.read_state(good)
+    for bad in ({**state, "lists": {"PATH": ("/usr/bin",)}}, {**state, "scalars": {"CUDA_HOME": "x"}},
+                {**state, "root": None}, {**state, "v": 1}, [1, 2]):
+        raw = binascii.b2a_base64(marshal.dumps(bad), newline=False).decode()
+        env = {**good, envdiff.STATE_VAR: raw}
+        assert envdiff.read_state(env) is None
+        assert envdiff.pristine(env) == {k: v for k, v in good.items() if k != envdiff.STATE_VAR}
