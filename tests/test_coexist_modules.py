@@ -226,3 +226,28 @@ def test_the_registry_cache_survives_the_module_swap(site, tmp_path):
     assert "cuda/cudaswitch" in lists[0]
     ran = [line for line in proc.stdout.splitlines() if line.startswith("RAN ")]
     assert ran == [], ran
+
+
+def test_the_hook_swaps_a_loaded_module_on_entering_a_project_and_back_on_leaving(site, tmp_path):
+    """An interactive bash on a cluster: cuda/13.0 loaded, the hook in the rc file, a project pinned
+    to 13.1. Entering it swaps the module out (module list says so); leaving loads it again."""
+    from tests.shellrun import INIT, Interactive
+
+    host, a, b, base = site
+    env, init = lmod_shell(site)
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / ".cudaversion").write_text("13.1\n")
+    sh = Interactive("bash", env, cwd=str(tmp_path))
+    try:
+        for line in init + ["module load cuda/13.0", INIT["bash"]]:
+            sh.run(line)
+        outside = sh.run('echo "HOME=<$CUDA_HOME>"; module list 2>&1 | cat')
+        sh.run("cd proj")
+        inside = sh.run('echo "HOME=<$CUDA_HOME>"; module list 2>&1 | cat')
+        sh.run("cd ..")
+        back = sh.run('echo "HOME=<$CUDA_HOME>"; module list 2>&1 | cat')
+    finally:
+        sh.close()
+    assert "HOME=<%s>" % a in outside and "cuda/13.0" in outside
+    assert "HOME=<%s>" % b in inside and "cuda/cudaswitch" in inside and "cuda/13.0" not in inside
+    assert "HOME=<%s>" % a in back and "cuda/13.0" in back and "cudaswitch" not in back
