@@ -83,7 +83,8 @@ class Facts:
         for record in self.reg["records"]:
             if root in (record["root"], record.get("real")) or real == record.get("real"):
                 return record
-            if real in (record.get("env_bin") or []) + (record.get("env_lib") or []):
+            views = (record.get("env_bin") or []) + (record.get("env_lib") or [])
+            if root in views or real in views:
                 return record
         return None
 
@@ -92,7 +93,7 @@ class Facts:
         if path is None:
             return None
         root = nvcc_root(self.owner, self.env, path)
-        record = self.record_for(root) or self.record_for(_view_owner(self.reg, os.path.dirname(path)))
+        record = self.record_for(root)  # a view dir (conda toolkits) is a known root: its record
         root = record["root"] if record else root
         return self._fact("nvcc", path, root, record, self._why_path(path, root, record))
 
@@ -143,13 +144,6 @@ class Facts:
         if state and name not in state["scalars"] and self._why_switched(record):
             return state["origin"], state.get("file")  # it already named the toolkit switched to
         return self._why_outside(root, record) or ("hand-set", name)
-
-
-def _view_owner(reg, directory):
-    for record in reg["records"]:
-        if directory in (record.get("env_bin") or []):
-            return record["root"]
-    return None
 
 
 def describe(reg, env):

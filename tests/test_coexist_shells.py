@@ -202,3 +202,14 @@ def test_current_names_each_part_when_nvcc_and_cuda_home_disagree(standard_host)
     assert lines[-1] == "  CUDA_HOME: /opt/nothing here is no toolkit root (hand-set CUDA_HOME)"
     info = json.loads(standard_host.run("current", "--json", env=env, check=True).stdout)
     assert info["root"] == a and info["cuda_home"]["root"] is None and info["agree"] is False
+
+
+def test_current_after_use_of_a_conda_toolkit_names_it_through_its_view(standard_host):
+    """A conda toolkit goes on PATH as a view dir in the cache: `current` still names the env's
+    toolkit and `shell`, not an unknown hand-set dir."""
+    diff = json.loads(standard_host.run("use", "conda:13", "--shell", "json", "--no-verify", check=True).stdout)
+    env = {**diff["set"], "PATH": diff["set"]["PATH"]}
+    info = json.loads(standard_host.run("current", "--json", env=env, check=True).stdout)
+    root = str(standard_host.path("/home/tester/miniconda3/envs/cu13"))
+    assert (info["root"], info["reason"], info["agree"]) == (root, "shell", True)
+    assert info["nvcc"]["value"].startswith(standard_host.env["CUDASWITCH_CACHE_DIR"])
