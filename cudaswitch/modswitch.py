@@ -82,21 +82,22 @@ def back(env, info):
         if command is None:
             raise CudaSwitchError("cannot reload %s: no module command is reachable" % info["unloaded"][0])
         first, rest = info["unloaded"][0], info["unloaded"][1:]
+        hint = "`module unload %s`, then `cudaswitch off` restores the rest without it" % MARKER
         for args in [["switch", MARKER, first]] + ([["load", *rest]] if rest else []):
-            new = _apply(new, _run(command, args, new))
+            new = _apply(new, _run(command, args, new, hint))
     entries = [d for d in (new.get("MODULEPATH") or "").split(":") if d != info["dir"]]
     if entries or new.get("MODULEPATH") is not None:
         new["MODULEPATH"] = ":".join(entries)
     return new
 
 
-def _run(command, args, env):
+def _run(command, args, env, hint=None):
     from cudaswitch.sources import modules
 
     try:
         return modules.run_module(command, args, env, TIMEOUT)
     except OSError as exc:
-        raise CudaSwitchError("module %s failed: %s" % (" ".join(args), exc)) from None
+        raise CudaSwitchError("module %s failed: %s" % (" ".join(args), exc), hint) from None
 
 
 def _apply(env, changes):

@@ -251,3 +251,23 @@ def test_the_hook_swaps_a_loaded_module_on_entering_a_project_and_back_on_leavin
     assert "HOME=<%s>" % a in outside and "cuda/13.0" in outside
     assert "HOME=<%s>" % b in inside and "cuda/cudaswitch" in inside and "cuda/13.0" not in inside
     assert "HOME=<%s>" % a in back and "cuda/13.0" in back and "cudaswitch" not in back
+
+
+def test_off_with_a_modulefile_gone_meanwhile_fails_cleanly_and_says_how_out(site, tmp_path):
+    """The site removed cuda/13.0 while the shell was switched: `off` cannot load it again. One
+    error line with the way out, nothing for eval, the shell still switched; the way out works."""
+    host, a, b, base = site
+    gone = tmp_path / "lua"
+    (gone / "cuda").mkdir(parents=True)
+    (gone / "cuda" / "13.0.lua").write_text(LUA.format(root=a))
+    env, init = lmod_shell(site)
+    env["MODULEPATH"] = str(gone)
+    proc = script("bash", init + [
+        "module load cuda/13.0", USE % "use 13.1 --no-verify", "rm %s" % (gone / "cuda" / "13.0.lua"),
+        'out=$(cudaswitch off --shell bash); echo "RC=$? OUT=<$out>"', 'echo "HOME=<$CUDA_HOME>"',
+        "module unload cuda/cudaswitch", USE % "off", DUMP], env, timeout=300)
+    assert "RC=1 OUT=<>" in proc.stdout and "HOME=<%s>" % b in proc.stdout
+    errors = [line for line in proc.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and "module switch" in errors[0] and "module unload cuda/cudaswitch" in proc.stderr
+    after = json.loads(next(line[4:] for line in proc.stdout.splitlines() if line.startswith("DUMP")))
+    assert after["CUDASWITCH_STATE"] is None and after["CUDA_HOME"] is None and under(after, b) == []
