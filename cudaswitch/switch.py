@@ -125,28 +125,30 @@ def current(reg_loader, env, cwd):
 
     reg = reg_loader()
     info = active.describe(reg, env)
-    info["pending"] = []
     state = envdiff.read_state(env)
-    if state and state["origin"] == "shell":
-        return info  # an explicit `use` wins over project files and the default until `off`
+    # An explicit `use` wins over project files and the default until `off`: nothing is pending.
+    pin = None if state and state["origin"] == "shell" else _pin(reg, cwd)
+    applied = pin and state and state["origin"] == pin["kind"] and state.get("file") == pin["file"]
+    info["pending"] = [pin] if pin and not applied else []
+    return info
+
+
+def _pin(reg, cwd):
+    """The nearest project file's request, else the global default, resolved; None without either."""
     from cudaswitch import projectfile
 
     found = projectfile.find(cwd)
-    pin = None
     if found:
         request = projectfile.parse_request(*found)
         pin = {"kind": "project", "file": found[0], "request": request.text}
     elif reg.get("default_request"):
         request = ToolkitRequest.parse(reg["default_request"])
         pin = {"kind": "global", "file": None, "request": request.text}
-    if pin is None:
-        return info
+    else:
+        return None
     try:
         record = find_record(reg, request)
         pin.update(version=record["version"], root=record["root"], error=None)
     except CudaSwitchError as exc:
         pin.update(version=None, root=None, error=exc.message)
-    applied = state and state["origin"] == pin["kind"] and state.get("file") == pin["file"]
-    if not applied:
-        info["pending"].append(pin)
-    return info
+    return pin
