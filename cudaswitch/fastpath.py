@@ -102,6 +102,8 @@ def cmd_off(args):
     if diff is None:
         render.message("cudaswitch: no toolkit was switched in this shell; nothing to undo")
         return 0
+    for note in switch.off_notes(os.environ):
+        render.message("cudaswitch: " + note)
     render.emit_text(render_diff(diff))
     return 0
 

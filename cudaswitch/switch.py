@@ -82,6 +82,22 @@ def restored(env):
     return base
 
 
+def off_notes(env):
+    """What `off` does with the modules `use` swapped out: loads them again, or says why not."""
+    state = envdiff.read_state(env)
+    if not (state and state.get("modules")):
+        return []
+    from cudaswitch import modswitch
+
+    info = modswitch.valid(state["modules"])
+    if not info:
+        return []
+    names = ", ".join(info["unloaded"])
+    if modswitch.MARKER in modswitch.loaded_cuda_modules(env):
+        return ["loading module %s again" % names]
+    return ["not loading %s again: %s was unloaded or replaced since `use`" % (names, modswitch.MARKER)]
+
+
 def off(env):
     """The diff back to the environment from before cudaswitch (None when nothing is active)."""
     if envdiff.read_state(env) is None:

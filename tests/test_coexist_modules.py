@@ -134,6 +134,8 @@ def test_use_swaps_the_module_out_and_off_loads_it_again(site, system, shell):
         assert back[name] == loaded[name], name
 
     assert unloaded["CUDA_HOME"] is None and under(unloaded, a) == [] and under(unloaded, b) == []
+    assert "cudaswitch: swapped module cuda/13.0 for cuda/cudaswitch" in proc.stderr
+    assert "cudaswitch: loading module cuda/13.0 again" in proc.stderr
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
@@ -148,6 +150,7 @@ def test_a_module_unloaded_by_the_user_meanwhile_stays_unloaded_after_off(site, 
     assert "cuda/" not in lists[0]
     assert nvccs == ["none"]
     assert after["PATH"] == start["PATH"]
+    assert "not loading cuda/13.0 again: cuda/cudaswitch was unloaded or replaced since `use`" in proc.stderr
 
 
 DOCTOR = ("cudaswitch doctor --json | python3 -c 'import json, sys; print(\"DOC\" + json.dumps(json.load(sys.stdin)))'; "
