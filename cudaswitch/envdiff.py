@@ -38,11 +38,36 @@ def read_state(env):
         state = marshal.loads(binascii.a2b_base64(raw.encode("ascii")))
     except (ValueError, EOFError, TypeError, UnicodeError, binascii.Error):
         return None
+    if isinstance(state, dict) and state.get("v") == 1:
+        state = _from_v1(state, env)  # a shell switched by the version before this one
     if not isinstance(state, dict) or state.get("v") != STATE_VERSION:
         return None
     if not _shape_ok(state):
         return None
     return state
+
+
+def _from_v1(old, env):
+    """The v2 form of a v1 state, which kept the replaced scalars (`prev`) and the entries it added
+    (`added`) and undid by restoring the one and removing the first occurrence of the other."""
+    prev, added = old.get("prev"), old.get("added")
+    if not isinstance(prev, dict) or not isinstance(added, dict):
+        return None
+    scalars = {n: (prev[n], env.get(n)) for n in ("CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDAToolkit_ROOT")
+               if n in prev and isinstance(prev[n], (str, type(None)))}
+    lists = {}
+    for name in ("PATH", "LD_LIBRARY_PATH"):
+        ours = added.get(name)
+        if not isinstance(ours, list) or env.get(name) is None:
+            continue
+        remaining = _split(env.get(name))
+        for entry in ours:
+            if entry in remaining:
+                remaining.remove(entry)
+        before = os.pathsep.join(remaining) if remaining else (None if prev.get(name) is None else "")
+        lists[name] = (before, env[name], 0)
+    return {"v": STATE_VERSION, "root": old.get("root"), "version": old.get("version"),
+            "origin": old.get("origin"), "file": old.get("file"), "scalars": scalars, "lists": lists}
 
 
 def _shape_ok(state):

@@ -195,3 +195,23 @@ def test_a_foreign_or_mangled_state_is_ignored_not_fatal():
         env = {**good, envdiff.STATE_VAR: raw}
         assert envdiff.read_state(env) is None
         assert envdiff.pristine(env) == {k: v for k, v in good.items() if k != envdiff.STATE_VAR}
+
+
+def test_a_shell_switched_by_the_previous_version_is_undone_as_that_version_would():
+    """A v1 state (the format before this one: replaced scalars + added entries) still means a
+    switch: `off` after an upgrade gives back the start instead of saying nothing was switched."""
+    import binascii
+    import marshal
+
+    start = {"PATH": "/usr/bin:/bin", "CUDA_HOME": "/opt/old"}
+    kit = KITS[2]
+    v1 = {"v": 1, "root": kit["root"], "version": kit["version"], "origin": "shell", "file": None,
+          "prev": {"PATH": 1, "LD_LIBRARY_PATH": None, "CUDA_HOME": "/opt/old", "CUDA_PATH": None,
+                   "CUDACXX": None, "CUDAToolkit_ROOT": None},
+          "added": {"PATH": kit["bin_dirs"], "LD_LIBRARY_PATH": kit["lib_dirs"]}}
+    env = {"PATH": kit["bin_dirs"][0] + ":/usr/bin:/bin", "LD_LIBRARY_PATH": kit["lib_dirs"][0],
+           "CUDA_HOME": kit["root"], "CUDA_PATH": kit["root"], "CUDACXX": kit["nvcc"],
+           "CUDAToolkit_ROOT": kit["root"],
+           envdiff.STATE_VAR: binascii.b2a_base64(marshal.dumps(v1), newline=False).decode()}
+    assert envdiff.read_state(env)["root"] == kit["root"]
+    assert envdiff.pristine(env) == start
