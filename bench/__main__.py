@@ -54,6 +54,7 @@ def measure(work, script, small, large, anchors, rounds):
     steps = [
         ("hook, nothing changed", lambda: pairs.hook_no_change(small, work, anchors["direnv"], rounds)),
         ("use vs Lmod", lambda: pairs.use_vs_lmod("use_vs_lmod", small, script, anchors["lmod"], rounds)),
+        ("use over a loaded module", lambda: pairs.use_over_module(small, script, anchors["lmod"], rounds)),
         ("hook-env entering", lambda: pairs.hook_env_entering(small, script, anchors["direnv"], rounds)),
         ("list, large host", lambda: pairs.list_large(large, script, max(5, rounds // 3))),
         ("use vs Lmod, large host", lambda: pairs.use_vs_lmod(

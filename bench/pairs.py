@@ -156,3 +156,31 @@ def script_commands_vs_python(small, script, python, rounds):
     return result("which_vs_python", side("cudaswitch which %s nvcc" % SMALL_VERSION, _cmd_text(argv_a), samples_a),
                   side("python -c pass (the venv's interpreter)", _cmd_text(argv_b), samples_b),
                   "<= 3.0x", lambda a, b, r: r <= 3.0)
+
+
+LOADED_ENV = ('source "$LMOD_PKG/init/bash" && module load cuda/$1 && '
+              'python3 -c "import os, json; print(json.dumps(dict(os.environ)))"')
+
+
+def use_over_module(host, script, lmod, rounds, request="13.0", module=SMALL_VERSION):
+    """`use REQUEST` in a shell where `module load cuda/MODULE` ran: the one case where `use` starts a
+    process (the module system's swap of cuda/MODULE for cudaswitch's marker), against Lmod's own load."""
+    if not lmod:
+        return result("use_over_loaded_module", side("use over a loaded module", "", []),
+                      side("Lmod load", "", []), "information", lambda a, b, r: None)
+    proc = subprocess.run(["bash", "--norc", "--noprofile", "-c", LOADED_ENV, "bench", module], env=host.env,
+                          capture_output=True, text=True, timeout=120)
+    loaded = __import__("json").loads(proc.stdout)
+    if "cuda/" + module not in loaded.get("LOADEDMODULES", ""):
+        raise RuntimeError("module load cuda/%s did not load: %s" % (module, proc.stderr[-2000:]))
+    argv_a = [str(script), "use", request, "--shell", "bash"]
+    check = subprocess.run(argv_a, env=loaded, cwd=host.work, capture_output=True, text=True, timeout=60)
+    if "cuda/cudaswitch" not in check.stdout:
+        raise RuntimeError("use did not swap the module out: %s" % check.stderr[-2000:])
+    argv_b = [lmod, "bash", "load", "cuda/" + module]
+    samples_a, samples_b = timing.alternate(timing.command_runner(argv_a, loaded, host.work),
+                                            timing.command_runner(argv_b, host.env, host.work), rounds)
+    a = side("cudaswitch use %s over module cuda/%s (swap)" % (request, module), _cmd_text(argv_a), samples_a)
+    b = side("Lmod load cuda/%s" % module, _cmd_text(argv_b), samples_b)
+    return result("use_over_loaded_module", a, b, "information (Lmod runs inside this `use`)",
+                  lambda a, b, r: None)

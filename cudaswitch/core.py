@@ -9,24 +9,35 @@ from cudaswitch.toolkit import Toolkit
 
 
 def active_root(env):
+    """The toolkit root this shell uses: the one cudaswitch switched to, else the one its first nvcc
+    or CUDA_HOME belongs to (hand-set, a module, a conda env); None when there is none."""
     state = envdiff.read_state(env)
-    return state["root"] if state else None
+    if state:
+        return state["root"]
+    from cudaswitch.active import shell_root
+
+    return shell_root(env)
+
+
+def _is(record, root):
+    return root is not None and (record["root"] == root or record["real"] == os.path.realpath(root))
 
 
 def list_items(registry, env):
     active = active_root(env)
     return [
-        Toolkit(r).public(default=r["real"] == registry["default_real"], active=r["root"] == active)
+        Toolkit(r).public(default=r["real"] == registry["default_real"], active=_is(r, active))
         for r in registry["records"]
     ]
 
 
 def current_record(registry, env):
-    """The toolkit in effect without a request: this shell's, else the default."""
-    active = active_root(env)
-    for record in registry["records"]:
-        if record["root"] == active or (active is None and record["real"] == registry["default_real"]):
-            return record
+    """The toolkit in effect without a request: the one this shell uses, else the default."""
+    active, records = active_root(env), registry["records"]
+    found = next((r for r in records if _is(r, active)), None) or next(
+        (r for r in records if r["real"] == registry["default_real"]), None)
+    if found:
+        return found
     raise CudaSwitchError("no toolkit is active and there is no default",
                           "give a request, or set one with `cudaswitch global VERSION`")
 

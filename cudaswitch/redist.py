@@ -221,7 +221,7 @@ def resolve(request, releases):
 
 
 def not_found(request_text, releases, base):
-    from cudaswitch.install import minor_ranges
+    from cudaswitch.install_steps import minor_ranges
 
     hint = "releases there: " + minor_ranges(releases) if releases else "the index lists no redistrib_*.json"
     return ToolkitNotFound("no CUDA release matches %r at %s" % (request_text, base), hint)

@@ -9,7 +9,7 @@ rename it into place. Same lock, same signal rules and same cleanup as the wheel
 import os
 import time
 
-from cudaswitch import install as installer
+from cudaswitch import install_steps as installer
 from cudaswitch import redist, redist_tree
 from cudaswitch.errors import CudaSwitchError, UsageError
 from cudaswitch.toolkit import version_tuple

@@ -24,7 +24,7 @@ RECORD_KEYS = frozenset(("version", "root", "real", "sources", "nvcc", "status",
 def cache_key(paths, env):
     """Two data dirs (CUDASWITCH_DATA_DIR, XDG_DATA_HOME) can share one cache dir: the managed
     toolkits and the config file in use are part of what a cache was built from."""
-    base = envdiff.pristine(env)
+    base = envdiff.before_switch(env)
     return (paths.managed_dir, paths.config_file) + tuple(base.get(k) for k in ENV_KEYS)
 
 
@@ -87,7 +87,7 @@ def discover(paths, env, config, nvcc_probes):
     from cudaswitch.request import SOURCES, select, ToolkitRequest
     from cudaswitch.sources import Scan, source_modules, system
 
-    scan = Scan(paths, envdiff.pristine(env), config, float(config.get("probe_timeout", 5.0)))
+    scan = Scan(paths, envdiff.before_switch(env), config, float(config.get("probe_timeout", 5.0)))
     order = [s for s in config.get("source_order", SOURCES) if s in SOURCES]
     order += [s for s in SOURCES if s not in order]
     by_real = {}

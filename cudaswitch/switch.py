@@ -4,6 +4,7 @@ the switch commands render. Import-light on purpose: runs on every `use` and on 
 import os
 
 from cudaswitch import envdiff, registry
+from cudaswitch.toolkitdirs import known_roots
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.request import ToolkitRequest, select
 
@@ -28,15 +29,80 @@ def use(reg, env, request_text, origin="shell", source_file=None):
     entries = envdiff.path_entries(record)
     if any(os.pathsep in d for d in entries["PATH"] + entries["LD_LIBRARY_PATH"]):
         raise CudaSwitchError("%s cannot go on PATH: its path holds %r" % (record["root"], os.pathsep))
-    new = envdiff.switched(env, record, origin, source_file)
-    return record, envdiff.diff(env, new)
+    return record, envdiff.diff(env, switched(reg, env, record, origin, source_file))
+
+
+def switched(reg, env, record, origin, source_file=None):
+    """The new environment: a loaded CUDA module swapped out through the module system first (see
+    modswitch; only then does a process start), then every other toolkit replaced by `record`."""
+    state = envdiff.read_state(env)
+    base = envdiff.pristine(env, state)
+    modules = state.get("modules") if state else None
+    if not modules and "cuda" not in (base.get("LOADEDMODULES") or "").lower():
+        return envdiff.switched(env, record, origin, source_file, known_roots(reg), base=base)
+    from cudaswitch import modswitch
+
+    modules = modswitch.valid(modules)
+    if modules and modswitch.MARKER not in modswitch.loaded_cuda_modules(base):
+        modules = None  # the user unloaded or replaced the marker: nothing of before is to reload
+    if modules is None and modswitch.foreign_modules(base):
+        from cudaswitch.paths import Paths
+
+        outer = {name: base.get(name) for name in registry.ENV_KEYS}
+        base, modules = modswitch.away(Paths(), base)
+        modules["outer"] = outer
+    return envdiff.switched(env, record, origin, source_file, known_roots(reg), base=base, modules=modules)
+
+
+def notes(diff):
+    """One line each for what a switch took away beyond PATH-like entries: the CUDA modules it
+    swapped out, the toolkit flags it removed from a conda env's (or a guide's) flag variables."""
+    state = envdiff.read_state(diff["set"]) if envdiff.STATE_VAR in diff["set"] else None
+    if not state:
+        return []
+    out = []
+    if state.get("modules"):
+        out.append("swapped module %s for cuda/cudaswitch (`off` loads it again)" % ", ".join(
+            state["modules"]["unloaded"]))
+    flags = [n for n in envdiff.FLAG_VARS if n in state["scalars"]]
+    if flags:
+        out.append("took other toolkits' -I/-L dirs out of %s (`off` puts them back)" % ", ".join(flags))
+    return out
+
+
+def restored(env):
+    """The environment from before cudaswitch, the modules it swapped out loaded again unless the
+    user unloaded, purged or replaced them meanwhile."""
+    state = envdiff.read_state(env)
+    base = envdiff.pristine(env, state)
+    if state and state.get("modules"):
+        from cudaswitch import modswitch
+
+        base = modswitch.back(base, state["modules"])
+    return base
+
+
+def off_notes(env):
+    """What `off` does with the modules `use` swapped out: loads them again, or says why not."""
+    state = envdiff.read_state(env)
+    if not (state and state.get("modules")):
+        return []
+    from cudaswitch import modswitch
+
+    info = modswitch.valid(state["modules"])
+    if not info:
+        return []
+    names = ", ".join(info["unloaded"])
+    if modswitch.MARKER in modswitch.loaded_cuda_modules(env):
+        return ["loading module %s again" % names]
+    return ["not loading %s again: %s was unloaded or replaced since `use`" % (names, modswitch.MARKER)]
 
 
 def off(env):
     """The diff back to the environment from before cudaswitch (None when nothing is active)."""
     if envdiff.read_state(env) is None:
         return None
-    return envdiff.diff(env, envdiff.pristine(env))
+    return envdiff.diff(env, restored(env))
 
 
 def hook_env(reg_loader, env, cwd):
@@ -57,33 +123,48 @@ def hook_env(reg_loader, env, cwd):
         record = find_record(reg, request)
         if state and state["root"] == record["root"] and state.get("file") == path:
             return record, None
-        return record, envdiff.diff(env, envdiff.switched(env, record, "project", path))
+        return record, envdiff.diff(env, switched(reg, env, record, "project", path))
     reg = reg_loader()
     if reg.get("default_request"):
         record = next((r for r in reg["records"] if r["real"] == reg["default_real"]), None)
         if record and not (state and state["origin"] == "global" and state["root"] == record["root"]):
-            return record, envdiff.diff(env, envdiff.switched(env, record, "global"))
+            return record, envdiff.diff(env, switched(reg, env, record, "global"))
         if record:
             return record, None
     return None, off(env)
 
 
 def current(reg_loader, env, cwd):
-    """The toolkit in effect and why: shell, project (file), global, system, or none."""
+    """What this shell really uses and why (active.describe), plus the pins that would apply but
+    are not applied here: a project file or a global default while the hook is not loaded."""
+    from cudaswitch import active
+
+    reg = reg_loader()
+    info = active.describe(reg, env)
     state = envdiff.read_state(env)
-    if state:
-        return {"version": state["version"], "root": state["root"], "reason": state["origin"],
-                "file": state.get("file")}
+    # An explicit `use` wins over project files and the default until `off`: nothing is pending.
+    pin = None if state and state["origin"] == "shell" else _pin(reg, cwd)
+    applied = pin and state and state["origin"] == pin["kind"] and state.get("file") == pin["file"]
+    info["pending"] = [pin] if pin and not applied else []
+    return info
+
+
+def _pin(reg, cwd):
+    """The nearest project file's request, else the global default, resolved; None without either."""
     from cudaswitch import projectfile
 
     found = projectfile.find(cwd)
-    reg = reg_loader()
     if found:
-        record = find_record(reg, projectfile.parse_request(*found))
-        return {"version": record["version"], "root": record["root"], "reason": "project",
-                "file": found[0], "applied": False}
-    for record in reg["records"]:
-        if record["real"] == reg["default_real"]:
-            reason = "global" if reg.get("default_request") else "system"
-            return {"version": record["version"], "root": record["root"], "reason": reason, "file": None}
-    return {"version": None, "root": None, "reason": "none", "file": None}
+        request = projectfile.parse_request(*found)
+        pin = {"kind": "project", "file": found[0], "request": request.text}
+    elif reg.get("default_request"):
+        request = ToolkitRequest.parse(reg["default_request"])
+        pin = {"kind": "global", "file": None, "request": request.text}
+    else:
+        return None
+    try:
+        record = find_record(reg, request)
+        pin.update(version=record["version"], root=record["root"], error=None)
+    except CudaSwitchError as exc:
+        pin.update(version=None, root=None, error=exc.message)
+    return pin

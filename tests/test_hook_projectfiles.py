@@ -39,15 +39,17 @@ def tree(tmp_path):
 ])
 def test_current_names_the_project_file_that_decides(standard_host, tree, where, file, version):
     info = json.loads(standard_host.run("current", "--json", cwd=tree / where, check=True).stdout)
-    assert (info["reason"], info["file"]) == ("project", str(tree / file))
-    assert info["root"] == str(standard_host.path("/usr/local/cuda-" + version))
+    pin = info["pending"][0]  # the hook is not loaded here: the pin is named, not claimed as applied
+    assert (pin["kind"], pin["file"]) == ("project", str(tree / file))
+    assert pin["root"] == str(standard_host.path("/usr/local/cuda-" + version))
     out = standard_host.run("hook-env", "--shell", "bash", cwd=tree / where, check=True).stdout
     assert "export CUDA_HOME='%s'\n" % standard_host.path("/usr/local/cuda-" + version) in out
 
 
 def test_pyproject_without_a_cudaswitch_table_is_no_project_file(standard_host, tree):
-    info = json.loads(standard_host.run("current", "--json", cwd=tree / "plainpy", check=True).stdout)
-    assert info["reason"] == "system" and info["file"] is None
+    no_nvcc = {"PATH": os.path.dirname(CUDASWITCH) + ":/usr/bin:/bin"}  # this machine's PATH may hold one
+    info = json.loads(standard_host.run("current", "--json", cwd=tree / "plainpy", env=no_nvcc, check=True).stdout)
+    assert info["reason"] == "system" and info["file"] is None and info["pending"] == []
 
 
 LOGGING_CUDASWITCH = '#!/bin/sh\necho "$*" >> "%s"\nexec "%s" "$@"\n'

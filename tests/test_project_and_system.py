@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from tests import kits
+from tests.conftest import CUDASWITCH
 
 
 def test_local_writes_validated_cudaversion_and_current_explains(standard_host, tmp_path):
@@ -15,8 +16,9 @@ def test_local_writes_validated_cudaversion_and_current_explains(standard_host, 
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / ".cudaversion").read_text() == "13.1\n"
     info = json.loads(standard_host.run("current", "--json", cwd=tmp_path / "").stdout)
-    assert info["reason"] == "project" and info["file"] == str(tmp_path / ".cudaversion")
-    assert info["root"] == str(standard_host.path("/usr/local/cuda-13.1"))
+    pin = info["pending"][0]  # no hook in this shell: named as the pin, not as what is in use
+    assert pin["kind"] == "project" and pin["file"] == str(tmp_path / ".cudaversion")
+    assert pin["root"] == str(standard_host.path("/usr/local/cuda-13.1"))
     refused = standard_host.run("local", "/usr/local/cuda-13.0", cwd=tmp_path)
     assert refused.returncode != 0 and refused.stderr.count("\n") == 1
     assert (tmp_path / ".cudaversion").read_text() == "13.1\n"  # untouched
@@ -25,7 +27,8 @@ def test_local_writes_validated_cudaversion_and_current_explains(standard_host, 
 
 
 def test_current_without_project_is_the_system_default(standard_host, tmp_path):
-    info = json.loads(standard_host.run("current", "--json", cwd=tmp_path).stdout)
+    no_nvcc = {"PATH": os.path.dirname(CUDASWITCH) + ":/usr/bin:/bin"}  # this machine's PATH may hold one
+    info = json.loads(standard_host.run("current", "--json", cwd=tmp_path, env=no_nvcc).stdout)
     assert info["reason"] == "system" and info["root"] == str(standard_host.path("/usr/local/cuda-13.0"))
 
 

@@ -64,7 +64,10 @@ def test_this_machine_lists_usr_local_cuda_13_0_as_ok_default(tmp_path):
     assert "system" in cuda["sources"] and cuda["nvcc"] == root + "/bin/nvcc"
     assert [r for r, item in items.items() if item["default"]] == [root]
     rows = [line.split() for line in run("list").stdout.splitlines()]
-    assert ["d", cuda["version"], "ok"] == next(r for r in rows if r[-1] == root)[:3]
+    # Active (*) exactly when this shell's nvcc leads there (the dev machine's /usr/local/bin/nvcc wrapper does)
+    in_use = json.loads(run("current", "--json").stdout)["root"] == root
+    assert cuda["active"] == in_use
+    assert ["*d" if in_use else "d", cuda["version"], "ok"] == next(r for r in rows if r[-1] == root)[:3]
 
 
 # ---------------------------------------------------------------- 2. list on the standard host

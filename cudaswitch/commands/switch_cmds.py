@@ -31,6 +31,8 @@ def use(request, shell=None, no_verify=False, strict=False):
     record, diff = switch.use(reg, env, request)
     text = render_diff(diff)
     _report_switch(paths, record, envdiff.applied(env, diff), no_verify, strict)
+    for note in switch.notes(diff):
+        render.message("cudaswitch: " + note)
     render.emit_text(text)
     return 0
 
@@ -57,6 +59,8 @@ def off(shell=None):
     if diff is None:
         render.message("cudaswitch: no toolkit was switched in this shell; nothing to undo")
         return 0
+    for note in switch.off_notes(os.environ):
+        render.message("cudaswitch: " + note)
     render.emit_text(render_diff(diff))
     return 0
 
@@ -82,13 +86,10 @@ def current(as_json=False):
     info = switch.current(lambda: switch.load(paths, env), env, os.getcwd())
     if as_json:
         render.emit_json(info, compact=True)
-    elif info["root"] is None:
-        render.emit_lines(["none (no toolkit active, no project file, no default)"])
     else:
-        why = info["reason"] + (" " + info["file"] if info.get("file") else "")
-        if info.get("applied") is False:
-            why += " (not applied in this shell: is the hook loaded?)"
-        render.emit_lines(["%s %s (%s)" % (info["version"], info["root"], why)])
+        from cudaswitch.active import lines
+
+        render.emit_lines(lines(info))
     return 0
 
 

@@ -251,3 +251,53 @@ def _display_words(args):
             words.append(args[i:end])
             i = end
     return words
+
+
+# ---------------------------------------------------------------- loading and unloading
+
+
+def module_command(env):
+    """("lmod" | "modules", argv prefix) of the module system this shell's `module` runs, or None.
+    The shell's own first: $LMOD_CMD, then $MODULES_CMD / $MODULESHOME's modulecmd.tcl."""
+    if env.get("LMOD_CMD") and _first_executable([env["LMOD_CMD"]]):
+        return "lmod", [env["LMOD_CMD"]]
+    tool = _module_system(env)
+    if tool is None:
+        return None
+    kind, command = tool
+    if kind == "lmod":
+        lmod = os.path.join(os.path.dirname(command), "lmod")
+        return ("lmod", [lmod]) if _first_executable([lmod]) else None
+    return kind, command
+
+
+def run_module(command, args, env, timeout):
+    """The variables `module ARGS` changes, {name: value | None (unset)}, asked in the module
+    system's `python` output (`os.environ['X'] = '...'`, `del os.environ['X']`), read as Python
+    literals without running anything. Raises OSError with the module system's message on failure."""
+    import ast
+    import warnings
+
+    kind, argv = command
+    path = ":".join(d for d in (env.get("PATH") or "").split(":") if d.startswith("/"))
+    try:  # its own session and cwd "/": a project dir's files are never in reach of the module system
+        proc = subprocess.run([*argv, "python", *args], capture_output=True, env={**env, "PATH": path},
+                              stdin=subprocess.DEVNULL, cwd="/", start_new_session=True,
+                              timeout=max(timeout, MIN_TIMEOUT))
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise OSError("%s did not answer: %s" % (argv[-1], exc)) from None
+    text = proc.stdout.decode("utf-8", "surrogateescape")
+    if proc.returncode != 0 or "_mlstatus = False" in text:
+        message = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise OSError((message or ["exit status %d" % proc.returncode])[-1][:200])
+    changes = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Modules writes a backslash unescaped ('\d'), as Python reads it
+        for line in text.splitlines():
+            line = line.strip().rstrip(";")
+            if line.startswith("del os.environ["):
+                changes[ast.literal_eval(line[len("del os.environ["):-1])] = None
+            elif line.startswith("os.environ["):
+                key, _, value = line[len("os.environ["):].partition("] = ")
+                changes[ast.literal_eval(key)] = ast.literal_eval(value)
+    return changes

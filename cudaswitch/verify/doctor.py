@@ -29,7 +29,7 @@ def doctor(paths, registry, env, python=None, timeout=None):
         ("toolkit", toolkit_layer(registry, record, env, drv, conf["probe_timeout"])),
         ("framework", torch_checks(probe, short_version(record["version"] or "") if record else None, drv)),
         ("deps", deps_checks(probe)),
-        ("env", env_checks(env, probe)),
+        ("env", env_checks(env, probe, registry)),
     ]
     checks = [dict(c, layer=name) for name, items in layers for c in items]
     public = Toolkit(record).public(default=record["real"] == registry.get("default_real"),
@@ -102,15 +102,25 @@ def deps_checks(probe):
     return out
 
 
-def env_checks(env, probe):
-    out = stale_entries(env) + [several_nvcc(env), torch_cuda_home(env), three_toolkits(env, probe),
-                                cudnn_copies(env, probe)]
+def env_checks(env, probe, registry=None):
+    out = [in_use(registry, env)] if registry else []
+    out += stale_entries(env) + [several_nvcc(env), torch_cuda_home(env), three_toolkits(env, probe),
+                                 cudnn_copies(env, probe)]
     compat = compat_libcuda_dirs(env)
     if compat:
         out.append(check("env.compat_libcuda", "warning", "a cuda-compat libcuda is on LD_LIBRARY_PATH: %s"
                          % ", ".join(compat), "only for forward compatibility on data-center GPUs; it causes "
                          "CUDA error 803/804 elsewhere", dirs=compat))
     return out
+
+
+def in_use(registry, env):
+    """The facts `current` reports, stated (info: the verdict on them is env.one_toolkit's)."""
+    from cudaswitch.active import describe, lines
+
+    facts = describe(registry, env)
+    return check("env.in_use", "info", "this shell uses " + "; ".join(line.strip() for line in lines(facts)),
+                 None, **{k: facts[k] for k in ("version", "root", "reason", "detail", "nvcc", "cuda_home")})
 
 
 def stale_entries(env):
@@ -123,7 +133,8 @@ def stale_entries(env):
                              % (name, ", ".join(stale)), "remove them from your shell rc files", variable=name,
                              entries=stale))
     if not out:
-        out.append(check("env.stale_entries", "ok", "no stale CUDA entries on PATH or LD_LIBRARY_PATH"))
+        out.append(check("env.stale_entries", "ok", "no CUDA entry on PATH or LD_LIBRARY_PATH names a "
+                         "missing directory"))
     return out
 
 
