@@ -11,7 +11,7 @@ import marshal
 import os
 
 STATE_VAR = "CUDASWITCH_STATE"
-SCALARS = ("CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDAToolkit_ROOT")
+SCALARS = ("CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDAToolkit_ROOT", "NVCC_CCBIN", "CUDAHOSTCXX")
 LISTS = ("PATH", "LD_LIBRARY_PATH")
 STATE_VERSION = 1
 
@@ -82,8 +82,9 @@ def path_entries(record):
             "LD_LIBRARY_PATH": list(record.get("env_lib") or record["lib_dirs"])}
 
 
-def switched(env, record, origin, source_file=None):
-    """The full new environment for `record` (a registry record), from any current env."""
+def switched(env, record, origin, source_file=None, compilers=None):
+    """The full new environment for `record` (a registry record), from any current env.
+    `compilers`: host compiler variables the switch also sets (NVCC_CCBIN, CUDAHOSTCXX)."""
     base = pristine(env)
     new = dict(base)
     added = path_entries(record)
@@ -99,6 +100,7 @@ def switched(env, record, origin, source_file=None):
         "CUDACXX": record.get("nvcc"),
         "CUDAToolkit_ROOT": record["root"],
     }
+    values.update(compilers or {})
     for name, value in values.items():
         prev[name] = base.get(name)
         _assign(new, name, value)

@@ -6,6 +6,7 @@ import os
 from cudaswitch import envdiff, registry
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.request import ToolkitRequest, select
+from cudaswitch.verify.hostcc import switched  # envdiff.switched plus the host compiler choice
 
 
 def load(paths, env):
@@ -28,7 +29,7 @@ def use(reg, env, request_text, origin="shell", source_file=None):
     entries = envdiff.path_entries(record)
     if any(os.pathsep in d for d in entries["PATH"] + entries["LD_LIBRARY_PATH"]):
         raise CudaSwitchError("%s cannot go on PATH: its path holds %r" % (record["root"], os.pathsep))
-    new = envdiff.switched(env, record, origin, source_file)
+    new = switched(env, record, origin, source_file)
     return record, envdiff.diff(env, new)
 
 
@@ -57,12 +58,12 @@ def hook_env(reg_loader, env, cwd):
         record = find_record(reg, request)
         if state and state["root"] == record["root"] and state.get("file") == path:
             return record, None
-        return record, envdiff.diff(env, envdiff.switched(env, record, "project", path))
+        return record, envdiff.diff(env, switched(env, record, "project", path))
     reg = reg_loader()
     if reg.get("default_request"):
         record = next((r for r in reg["records"] if r["real"] == reg["default_real"]), None)
         if record and not (state and state["origin"] == "global" and state["root"] == record["root"]):
-            return record, envdiff.diff(env, envdiff.switched(env, record, "global"))
+            return record, envdiff.diff(env, switched(env, record, "global"))
         if record:
             return record, None
     return None, off(env)

@@ -61,13 +61,13 @@ def verify(request: Optional[str] = typer.Argument(None, help="Toolkit to verify
            timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds the Python probe may take."),
            as_json: bool = typer.Option(False, "--json")):
     """Verify a toolkit against nvcc, the host gcc, the driver and your torch. Exit 1 on an error check."""
-    from cudaswitch import envdiff
+    from cudaswitch.verify.hostcc import switched
     from cudaswitch.verify.report import verify_toolkit
 
     _check_options(python, timeout)
     paths, reg = _context()
     record = _record(reg, request)
-    new_env = envdiff.switched(dict(os.environ), record, "verify")
+    new_env = switched(dict(os.environ), record, "verify")
     report = verify_toolkit(paths, reg, record, new_env, python=python, smoke_compile=compile_, timeout=timeout,
                             current_env=dict(os.environ))
     _emit(report, as_json)

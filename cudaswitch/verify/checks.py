@@ -12,8 +12,10 @@ TORCH_MISMATCH = ("The detected CUDA version ({nvcc}) mismatches the version tha
                   "PyTorch ({torch}). Please make sure to use the same CUDA versions.")
 
 
-def torch_checks(probe, toolkit_cuda, driver):
-    """torch.* checks for one Python: installed? CUDA build? fits the toolkit, the driver, the GPUs?"""
+def torch_checks(probe, toolkit_cuda, driver, gpus=None):
+    """torch.* checks for one Python: installed? CUDA build? fits the toolkit, the driver, the GPUs?
+    `gpus`: the GPUs the driver reports (else those torch saw), checked whether or not torch can
+    start CUDA."""
     python = probe.get("python_requested") or probe.get("python")
     if "error" in probe or "fatal" in probe:
         return [check("torch.probe", "warning", "could not ask %s about torch: %s"
@@ -27,7 +29,7 @@ def torch_checks(probe, toolkit_cuda, driver):
     out = [_cuda_major(probe, toolkit_cuda, base)]
     out.append(driver_supports(driver, probe["cuda"], "torch.driver", "torch %s (CUDA %s)"
                                % (probe["torch"], probe["cuda"])))
-    out += _runtime(probe, driver, base)
+    out += _runtime(probe, driver, base, gpus)
     return [c for c in out if c]
 
 
@@ -82,15 +84,25 @@ def _cuda_major(probe, toolkit_cuda, base):
                  % (probe["torch"], probe["cuda"]), **base)
 
 
-def _runtime(probe, driver, base):
+def compiled_archs(probe):
+    """torch's compiled architectures: get_arch_list() (empty when CUDA cannot start), else the
+    build's own flags (torch._C._cuda_getArchFlags(), readable without a GPU)."""
+    return probe.get("arch_list") or (probe.get("arch_flags") or "").split()
+
+
+def _runtime(probe, driver, base, gpus=None):
     out = []
     errors = probe.get("errors") or {}
     if probe.get("available") is False and driver.get("present"):
         out.append(check("torch.available", "warning", "torch.cuda.is_available() is False%s"
                          % (": " + errors["available"] if "available" in errors else ""),
                          "see the driver checks above", **base))
-    arch_list = probe.get("arch_list") or []
-    for device in probe.get("devices") or []:
+    arch_list = compiled_archs(probe)
+    devices = gpus if gpus is not None else probe.get("devices") or []
+    if devices and not arch_list:
+        out.append(check("torch.gpu_arch", "info", "cannot check torch's architectures against the GPUs: torch "
+                         "%s reports no compiled architecture list" % probe["torch"], None, **base))
+    for device in devices if arch_list else []:
         out.append(arch_in_build(device, arch_list, base))
     if probe.get("matmul") is not None or "matmul" in errors:
         ok = (probe.get("matmul") or {}).get("ok")
@@ -118,9 +130,14 @@ def arch_in_build(device, arch_list, base):
     if ptx:
         return check("torch.gpu_arch", "info", "%s (%s) runs through PTX JIT from %s (slow first start)"
                      % (device["name"], sm, ptx[-1]), None, **facts)
-    return check("torch.gpu_arch", "error", "%s (%s) is not in torch's arch list (%s): kernels fail with \"no "
+    builds = table.torch_builds_for(device["capability"])
+    hint = "install a torch build whose arch list has %s" % sm
+    if builds:
+        hint = "torch's CUDA %s build has %s: pip install torch --index-url https://download.pytorch.org/whl/cu%s" % (
+            builds[0], sm, builds[0].replace(".", ""))
+    return check("torch.gpu_arch", "error", "%s (%s) is not in torch %s's arch list (%s): kernels fail with \"no "
                  "kernel image is available for execution on the device\"" % (device["name"], sm,
-                 " ".join(arch_list) or "empty"), "install a torch build that lists %s" % sm, **facts)
+                 base.get("torch") or "", " ".join(arch_list) or "empty"), hint, builds_with_arch=builds, **facts)
 
 
 def _split_arch(arch, prefix):

@@ -78,20 +78,29 @@ def _minor_version_compatible(driver, have, want):
     return not release or table.release_tuple(release) >= table.release_tuple(mvc["driver"])
 
 
-def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda):
-    """Host gcc above the toolkit's ceiling -> nvcc refuses with `#error -- unsupported GNU version!`."""
-    facts = {"gcc": version, "compiler": compiler, "ceiling": ceiling, "ceiling_from": ceiling_from, "cuda": cuda}
-    if not compiler or not version:
-        return check("gcc.supported", "info", "no host gcc found: nvcc needs one to compile",
-                     "install gcc or set NVCC_CCBIN", **facts)
+def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda, chosen=None):
+    """Host gcc above the toolkit's ceiling -> nvcc refuses with `#error -- unsupported GNU version!`,
+    so every compile fails: an error. `chosen`: the compilers the switch picked (NVCC_CCBIN...)."""
+    facts = {"gcc": version, "compiler": compiler, "ceiling": ceiling, "ceiling_from": ceiling_from, "cuda": cuda,
+             "chosen": chosen or {}}
+    if not compiler:
+        return check("gcc.supported", "warning", "no host gcc found: nvcc needs one to compile",
+                     "install gcc (and g++) or set NVCC_CCBIN", **facts)
+    if not version:
+        return check("gcc.supported", "info", "cannot check the host compiler %s: it did not report a version"
+                     % compiler, "run `%s --version` to see why" % compiler, **facts)
     if ceiling is None:
-        return check("gcc.supported", "info", "the gcc ceiling of CUDA %s is not known; host gcc is %s"
-                     % (cuda, version), None, **facts)
+        return check("gcc.supported", "info", "cannot check host gcc %s against CUDA %s: its gcc ceiling is "
+                     "not known" % (version, cuda), None, **facts)
     major = version_tuple(version)[0]
     if major > ceiling:
-        return check("gcc.supported", "warning", "host gcc %s is newer than CUDA %s accepts (gcc %d at most)"
-                     % (version, cuda, ceiling), "set NVCC_CCBIN (or -ccbin / CUDAHOSTCXX) to gcc-%d or "
-                     "older, or use a newer CUDA" % ceiling, **facts)
+        return check("gcc.supported", "error", "host gcc %s is newer than CUDA %s accepts (gcc %d at most): nvcc "
+                     "stops with \"#error -- unsupported GNU version!\"" % (version, cuda, ceiling),
+                     "install gcc-%d and g++-%d (or older; `cudaswitch use` then points nvcc at them), or use a "
+                     "newer CUDA" % (ceiling, ceiling), **facts)
+    if chosen:
+        return check("gcc.supported", "ok", "host compiler %s (gcc %s), chosen because the default gcc is above "
+                     "CUDA %s's limit (gcc %d)" % (os.path.basename(compiler), version, cuda, ceiling), **facts)
     return check("gcc.supported", "ok", "host gcc %s is within CUDA %s's limit (gcc %d)" % (version, cuda, ceiling),
                  **facts)
 

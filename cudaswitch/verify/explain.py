@@ -4,17 +4,16 @@ facts), then run the checks that confirm or rule out each cause on this host.
 Messages are matched with whitespace folded and case ignored, against several wordings per rule
 (torch rewords messages between releases and wraps them in tracebacks)."""
 
-import functools
 import os
 import re
 
 from cudaswitch.toolkit import short_version, version_tuple
-from cudaswitch.verify import driver as drivermod, facts as table, nvcc as nvccmod
-from cudaswitch.verify.checks import arch_in_build, compat_libcuda_dirs, cudnn_copies, torch_checks
-from cudaswitch.verify.compat import check, driver_supports, torch_home
+from cudaswitch.verify import facts as table, nvcc as nvccmod, pipeline
+from cudaswitch.verify.checks import arch_in_build, compat_libcuda_dirs, compiled_archs
+from cudaswitch.verify.compat import check, torch_home
 from cudaswitch.verify.doctor import driver_checks
-from cudaswitch.verify.report import current_or_none, gcc_check, settings
-from cudaswitch.verify.runner import find_python, probe_torch, run_bounded, which
+from cudaswitch.verify.host import Host
+from cudaswitch.verify.runner import run_bounded, which
 
 UNKNOWN = ("cudaswitch does not know this message: no rule in its compat.toml matches it "
            "(`cudaswitch doctor` checks this host in general)")
@@ -34,7 +33,7 @@ def match_rules(text):
 
 def explain(text, paths, registry, env, python=None, timeout=None):
     """{"known": bool, "matches": [{"id", "cause", "todo", "matched", "source", "checks"}], "message"}."""
-    host = Host(paths, registry, env, python, timeout)
+    host = Host(paths, registry, env, python=python, timeout=timeout)
     matches = []
     for rule, matched in match_rules(text):
         checks = []
@@ -46,37 +45,12 @@ def explain(text, paths, registry, env, python=None, timeout=None):
     return {"known": bool(matches), "matches": matches, "message": message}
 
 
-class Host:
-    """Facts about this host, each gathered at most once and only when a rule asks for it."""
-
-    def __init__(self, paths, registry, env, python, timeout):
-        self.paths, self.registry, self.env = paths, registry, env
-        self.conf = settings(paths)
-        self.timeout = float(timeout or self.conf["torch_timeout"])
-        self.python = find_python(env, python, self.conf["python"])
-
-    @functools.cached_property
-    def driver(self):
-        return drivermod.driver_facts(self.paths, self.env, timeout=self.timeout)
-
-    @functools.cached_property
-    def torch(self):
-        return probe_torch(self.python, self.env, self.timeout) if self.python else {"error": "no python3 on PATH"}
-
-    @functools.cached_property
-    def record(self):
-        return current_or_none(self.registry, self.env)
-
-    @property
-    def toolkit_cuda(self):
-        return short_version(self.record["version"]) if self.record and self.record.get("version") else None
-
-
 def confirm_gpu_arch(host, text):
     out = []
     probe = host.torch
-    for device in host.driver["gpus"] or probe.get("devices") or []:
-        out.append(arch_in_build(device, probe.get("arch_list") or [], {"torch": probe.get("torch")}))
+    archs = compiled_archs(probe)
+    for device in host.gpus if archs else []:
+        out.append(arch_in_build(device, archs, {"torch": probe.get("torch")}))
     for sm in sorted(set(re.findall(r"sm_(\d+a?)", text))):
         row = table.arch_row(sm)
         if row:
@@ -90,24 +64,19 @@ def confirm_gpu_arch(host, text):
 
 
 def confirm_driver(host, text):
-    drv = host.driver
-    out = driver_checks(drv)
-    if drv["present"] and host.toolkit_cuda:
-        out.append(driver_supports(drv, host.toolkit_cuda, "driver.supports_toolkit", "the CUDA %s toolkit"
-                                   % host.toolkit_cuda))
+    out = driver_checks(host.driver)
+    if host.driver["present"] and host.record:
+        out += pipeline.driver_for_toolkit(host)
     return out
 
 
 def confirm_torch_driver(host, text):
-    probe = host.torch
-    if not probe.get("cuda"):
-        return []  # confirm_torch reports a CPU-only or missing torch
-    return [driver_supports(host.driver, probe["cuda"], "torch.driver", "torch %s (CUDA %s)"
-                            % (probe["torch"], probe["cuda"]))]
+    # confirm_torch reports a CPU-only or missing torch; this one only the driver part
+    return [c for c in pipeline.torch(host) if c["id"] == "torch.driver"]
 
 
 def confirm_torch(host, text):
-    return torch_checks(host.torch, host.toolkit_cuda, host.driver)
+    return pipeline.torch(host)
 
 
 def confirm_cuda_home(host, text):
@@ -155,7 +124,7 @@ def _ldconfig_has(name, env):
 
 
 def confirm_cudnn(host, text):
-    return [cudnn_copies(host.env, host.torch)]
+    return pipeline.cudnn_copies(host)
 
 
 def confirm_nccl(host, text):
@@ -175,8 +144,7 @@ def confirm_nccl(host, text):
 
 def confirm_nvcc_arch(host, text):
     out = []
-    record = host.record
-    archs = nvccmod.gpu_archs(record["nvcc"], host.env, 15.0) if record and record.get("nvcc") else None
+    archs = host.nvcc_archs
     for arch in sorted(set(re.findall(r"(?:compute|sm)_(\d+[a-z]?)", text))):
         row = table.arch_row(arch)
         known = "compute_" + arch.rstrip("af") in (archs or [])
@@ -190,11 +158,10 @@ def confirm_nvcc_arch(host, text):
 
 def confirm_gcc(host, text):
     out = []
-    if host.record and host.record.get("version"):
-        out.append(gcc_check(host.record, host.env, 10.0))
+    if host.record:
+        out += pipeline.host_compiler(host)
     said = re.search(r"later than (\d+)|maximum required version by CUDA \S+ \((\d+)", " ".join(text.split()))
-    compiler = nvccmod.host_compiler(host.env)
-    version = nvccmod.compiler_version(compiler, host.env, 10.0) if compiler else None
+    version = host.compiler_version
     if not out and not said:
         out.append(check("gcc.host", "info", "host gcc: %s" % (version or "none found"), None, gcc=version))
     if said and version:

@@ -47,11 +47,28 @@ def _driver_identity(paths, env):
     return ("proc", text, _identity(paths.host("/usr/lib/wsl/lib/libcuda.so.1")))
 
 
+COMPILE_TOOLS = ("nvcc", "ptxas", "fatbinary", "nvlink", "cudafe++")
+BUILD_ENV = ("NVCC_CCBIN", "CUDAHOSTCXX", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
+
+
+def toolkit_identity(record, env):
+    """What a real build with this toolkit depends on, read with stat alone: the compile tools,
+    cicc, host_config.h, libcudart, the host compiler and the variables nvcc reads."""
+    root = record["root"]
+    files = [os.path.join(b, tool) for b in record.get("bin_dirs") or [] for tool in COMPILE_TOOLS]
+    files += [os.path.join(root, "nvvm", "bin", "cicc"), os.path.join(root, "include", "crt", "host_config.h")]
+    for lib in record.get("lib_dirs") or []:
+        files.append(os.path.join(lib, "libcudart.so"))
+        files.append(os.path.join(os.path.dirname(lib), "include", "crt", "host_config.h"))
+    return (tuple(_identity(f) for f in files), _identity(env.get("NVCC_CCBIN") or which("gcc", env)),
+            tuple(env.get(k) for k in BUILD_ENV))
+
+
 def dependency_key(paths, record, new_env):
     """Everything the verdict depends on that can be read without starting a process."""
     return (
         cache.FORMAT, record["root"], record.get("version"), record.get("status"),
-        _identity(record.get("nvcc")),
+        toolkit_identity(record, new_env),
         _identity(which("python3", new_env) or which("python", new_env)),
         _identity(new_env.get("NVCC_CCBIN") or which("gcc", new_env)),
         _driver_identity(paths, new_env),
