@@ -1,7 +1,8 @@
 """The host compiler is part of a switch: nvcc refuses a gcc above the ceiling in the toolkit's
 crt/host_config.h (`#error -- unsupported GNU version!`), so when the default gcc is above it and
-the host has a supported gcc-N/g++-N pair, the switch points nvcc (NVCC_CCBIN) and CMake
-(CUDAHOSTCXX) at that pair. `-allow-unsupported-compiler` is never added: it turns a clear refusal
+the host has a supported g++-N (Debian's and Fedora's gcc-N/g++-N packages), the switch points
+nvcc (NVCC_CCBIN) and CMake (CUDAHOSTCXX) at it. The C++ driver, not gcc-N: nvcc also links
+through it, and a C driver leaves libstdc++ off the link line (`__cxa_guard_acquire` undefined). `-allow-unsupported-compiler` is never added: it turns a clear refusal
 into failures deep in libstdc++ headers.
 
 Import-light (os, marshal): it runs inside `use` and the hook. A compiler's version is asked once
@@ -106,8 +107,8 @@ def major(version):
     return int(head) if head.isdigit() else None
 
 
-def supported_pairs(env, ceiling):
-    """[(N, gcc-N, g++-N)] on PATH and in /usr/bin with N <= ceiling, newest first."""
+def supported_compilers(env, ceiling):
+    """[(N, g++-N)] on PATH and in /usr/bin with N <= ceiling, newest first."""
     found = {}
     dirs = [d for d in (env.get("PATH") or "").split(os.pathsep) if os.path.isabs(d)] + list(EXTRA_DIRS)
     for directory in dict.fromkeys(dirs):
@@ -116,17 +117,17 @@ def supported_pairs(env, ceiling):
         except OSError:
             continue
         for name in names:
-            number = name[4:] if name.startswith("gcc-") else ""
+            number = name[4:] if name.startswith("g++-") else ""
             if number.isdigit() and int(number) <= ceiling and int(number) not in found:
-                gcc, gxx = os.path.join(directory, name), os.path.join(directory, "g++-" + number)
-                if os.access(gcc, os.X_OK) and os.access(gxx, os.X_OK):
-                    found[int(number)] = (int(number), gcc, gxx)
+                gxx = os.path.join(directory, name)
+                if os.access(gxx, os.X_OK):
+                    found[int(number)] = (int(number), gxx)
     return [found[n] for n in sorted(found, reverse=True)]
 
 
 def choose(cache_dir, record, env):
-    """{"NVCC_CCBIN": gcc-N, "CUDAHOSTCXX": g++-N} when the default gcc is above the toolkit's
-    ceiling and a supported pair exists; {} otherwise (also when the user set either variable:
+    """{"NVCC_CCBIN": g++-N, "CUDAHOSTCXX": g++-N} when the default gcc is above the toolkit's
+    ceiling and a supported one exists; {} otherwise (also when the user set either variable:
     their choice stands, and the verdict judges it)."""
     if not record.get("nvcc") or any(env.get(name) for name in CHOSEN):
         return {}
@@ -137,9 +138,9 @@ def choose(cache_dir, record, env):
     have = major(compiler_version(cache_dir, gcc, env))
     if have is None or have <= ceiling:
         return {}
-    for number, gcc_n, gxx_n in supported_pairs(env, ceiling):
-        if major(compiler_version(cache_dir, gcc_n, env)) == number:  # the name could lie: ask it
-            return {"NVCC_CCBIN": gcc_n, "CUDAHOSTCXX": gxx_n}
+    for number, gxx in supported_compilers(env, ceiling):
+        if major(compiler_version(cache_dir, gxx, env)) == number:  # the name could lie: ask it
+            return {"NVCC_CCBIN": gxx, "CUDAHOSTCXX": gxx}
     return {}
 
 

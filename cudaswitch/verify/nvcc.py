@@ -7,7 +7,7 @@ import tempfile
 
 from cudaswitch.verify.runner import run_bounded, which
 
-NVCC_ERROR = re.compile(r"(#error.*|nvcc fatal.*|error:.*)")
+NVCC_ERROR = re.compile(r"(#error.*|nvcc fatal.*|error:.*|undefined reference.*|cannot find -l.*|not found.*)")
 
 SMOKE_SOURCE = r"""
 #include <cstdio>

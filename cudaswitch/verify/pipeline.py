@@ -86,6 +86,9 @@ def nvcc_compile(host):
     if record.get("missing"):
         return [check("nvcc.compile", "error", "cannot build with this toolkit: missing %s"
                       % ", ".join(record["missing"]), None, built=False, missing=record["missing"])]
+    if host.compiler and not host.compiler_version:  # it did not even say its version: a build would hang too
+        return [check("nvcc.compile", "info", "cannot build with this toolkit here: the host compiler %s did not "
+                      "report its version" % host.compiler, "see gcc.supported", built=False)]
     result = host.build
     when = " (remembered from an earlier build)" if result.get("cached") else ""
     if not result["built"]:
