@@ -211,3 +211,60 @@ def compat_libcuda_dirs(env):
     """LD_LIBRARY_PATH entries of a cuda-compat package (/usr/local/cuda-X/compat): their libcuda
     overrides the driver's, which is error 803/804 on a GPU or kernel module it does not fit."""
     return [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d.rstrip("/").endswith("/compat")]
+
+
+# Libraries torch's NVIDIA wheels ship that a toolkit's lib64 also holds under the same soname.
+# LD_LIBRARY_PATH is searched before torch's RUNPATH, so the toolkit's copy wins; an older one
+# breaks at import or first use (libcusparse from the wheel needs its own libnvJitLink:
+# `undefined symbol: __nvJitLink...`).
+WHEEL_LIBRARIES = {"libnvJitLink": "nvjitlink", "libcusparse": "cusparse", "libcublas": "cublas",
+                   "libcublasLt": "cublas", "libcudnn": "cudnn", "libnccl": "nccl", "libcudart": "cuda-runtime"}
+
+
+def library_shadowing(env, probe):
+    """Toolkit libraries on LD_LIBRARY_PATH older than the copy torch's wheels ship (same soname)."""
+    site = os.path.dirname(probe.get("torch_dir") or "")
+    wheel = _wheel_libraries(site, probe.get("distributions") or []) if site else {}
+    if not wheel:
+        return []
+    found = []
+    for directory in [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d]:
+        for soname, (wheel_path, wheel_version) in sorted(wheel.items()):
+            other = os.path.join(directory, soname)
+            if not os.path.exists(other) or os.path.realpath(other) == os.path.realpath(wheel_path):
+                continue
+            mine = _file_version(other, soname)
+            if mine and wheel_version and version_tuple(mine) < version_tuple(wheel_version):
+                found.append({"soname": soname, "shadowing": os.path.realpath(other), "version": mine,
+                              "wheel": wheel_path, "wheel_version": wheel_version})
+    if not found:
+        return [check("env.library_shadowing", "ok", "no toolkit library on the loader path is older than torch's "
+                      "own copy", None, checked=sorted(wheel))]
+    text = "; ".join("%s %s (%s) comes before torch's %s %s" % (f["soname"], f["version"], f["shadowing"],
+                                                                  f["wheel_version"], f["wheel"]) for f in found)
+    dirs = sorted({os.path.dirname(f["shadowing"]) for f in found})
+    return [check("env.library_shadowing", "error", "an older library shadows torch's: " + text,
+                  "run torch without %s on LD_LIBRARY_PATH: it finds its own copies through its RUNPATH"
+                  % ", ".join(dirs), shadowed=found)]
+
+
+def _wheel_libraries(site, distributions):
+    """{soname: (path, version)} of the libraries under site-packages/nvidia/*/lib."""
+    versions = {}
+    for dist in distributions:
+        name = re.sub(r"-cu\d+$", "", dist["name"])
+        versions.setdefault(name, dist["version"])
+    out = {}
+    for path in sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib", "lib*.so.*"))):
+        soname = os.path.basename(path)
+        stem = soname.split(".so", 1)[0]
+        if stem in WHEEL_LIBRARIES:
+            out[soname] = (path, versions.get("nvidia-" + WHEEL_LIBRARIES[stem]))
+    return out
+
+
+def _file_version(path, soname):
+    """'12.1.105' from the real file a soname link leads to (libnvJitLink.so.12.1.105), or None."""
+    real = os.path.basename(os.path.realpath(path))
+    tail = real[len(soname.split(".so", 1)[0]) + len(".so."):] if ".so." in real else ""
+    return tail if tail.count(".") >= 1 and all(p.isdigit() for p in tail.split(".")) else None

@@ -102,7 +102,7 @@ def deps_checks(probe):
 def env_checks(host):
     env = host.env
     out = stale_entries(env) + [several_nvcc(env), torch_cuda_home(env)]
-    out += pipeline.run(host, (pipeline.one_toolkit, pipeline.cudnn_copies))
+    out += pipeline.run(host, (pipeline.one_toolkit, pipeline.cudnn_copies, pipeline.library_shadowing))
     compat = compat_libcuda_dirs(env)
     if compat:
         out.append(check("env.compat_libcuda", "warning", "a cuda-compat libcuda is on LD_LIBRARY_PATH: %s"

@@ -91,8 +91,11 @@ def confirm_cuda_home(host, text):
     torch_cuda = host.torch.get("cuda")
     same = found and torch_cuda and version_tuple(found)[0] == version_tuple(torch_cuda)[0]
     level = "ok" if same else ("error" if found and torch_cuda else "info")
-    return [check("env.torch_cuda_home", level, "torch takes CUDA_HOME=%s (%s); its nvcc is %s; torch was built "
-                  "with CUDA %s" % (home, how, found or result.get("error"), torch_cuda or "none (CPU build)"),
+    probe = host.torch
+    built = ("torch %s was built with CUDA %s" % (probe["torch"], torch_cuda) if torch_cuda else
+             "torch %s is a CPU build" % probe["torch"] if probe.get("torch") else "this Python has no torch")
+    return [check("env.torch_cuda_home", level, "torch would take CUDA_HOME=%s (%s); its nvcc is %s; %s"
+                  % (home, how, found or result.get("error"), built),
                   None if same else "`cudaswitch use %s`" % (short_version(torch_cuda) if torch_cuda else "VERSION"),
                   cuda_home=home, nvcc_version=found, torch_cuda=torch_cuda)]
 

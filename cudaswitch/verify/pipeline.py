@@ -86,6 +86,11 @@ def nvcc_compile(host):
     if record.get("missing"):
         return [check("nvcc.compile", "error", "cannot build with this toolkit: missing %s"
                       % ", ".join(record["missing"]), None, built=False, missing=record["missing"])]
+    unsafe = _shell_unsafe([record["root"], record["nvcc"], host.compiler or ""])
+    if unsafe:
+        return [check("nvcc.compile", "info", "cannot build with this toolkit safely: nvcc runs its steps through "
+                      "a shell, and %s holds characters a shell would read (%s)" % (unsafe[0], unsafe[1]),
+                      "a toolkit path of letters, digits and /._-+ builds", built=False)]
     if host.compiler and not host.compiler_version:  # it did not even say its version: a build would hang too
         return [check("nvcc.compile", "info", "cannot build with this toolkit here: the host compiler %s did not "
                       "report its version" % host.compiler, "see gcc.supported", built=False)]
@@ -105,6 +110,18 @@ def nvcc_compile(host):
         "runs" if result["run_ok"] else "fails on the GPU", when, result["run_output"]), None, **result)]
 
 
+SAFE_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,=@%:")
+
+
+def _shell_unsafe(paths):
+    """(path, its odd characters) for the first path nvcc's internal shell commands could misread."""
+    for path in paths:
+        odd = sorted(set(path) - SAFE_PATH_CHARS)
+        if odd:
+            return path, " ".join(repr(c) for c in odd)
+    return None
+
+
 def _build_hint(error):
     if "unsupported GNU version" in error:
         return "the host gcc is too new for this toolkit: see gcc.supported"
@@ -122,13 +139,17 @@ def one_toolkit(host):
     return [torchchecks.three_toolkits(host.env, host.torch)]
 
 
+def library_shadowing(host):
+    return torchchecks.library_shadowing(host.env, host.torch)
+
+
 def cudnn_copies(host):
     return [torchchecks.cudnn_copies(host.env, host.torch)]
 
 
 TOOLKIT = (toolkit_status, nvcc_runs, driver_for_toolkit, host_compiler, toolkit_gpu_arch, nvcc_compile)
 USE = (toolkit_status, driver_for_toolkit, host_compiler, toolkit_gpu_arch, nvcc_compile)
-TORCH = (torch, one_toolkit, cudnn_copies)
+TORCH = (torch, one_toolkit, cudnn_copies, library_shadowing)
 VERIFY = TOOLKIT + TORCH
 
 
