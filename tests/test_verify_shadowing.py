@@ -62,3 +62,28 @@ def test_older_toolkit_copy_shadowing_torchs_is_an_error_naming_both(host, tmp_p
     proc = host.run("verify", "12.4", "--python", python, "--json", timeout=300)
     [item] = by_id(report(proc), "env.library_shadowing")
     assert item["level"] == "ok"
+
+
+def test_loader_path_setting_avoids_it(host, tmp_path):
+    """The same venv and toolkit with `loader_path = false`: the switch leaves LD_LIBRARY_PATH alone."""
+    import json
+
+    root = kits.install_classic_runtime12(host.path("/usr/local/cuda-12.4"))
+    lib64 = root / "targets/x86_64-linux/lib"
+    shared_object(lib64 / "libnvJitLink.so.12.1.105")
+    os.symlink("libnvJitLink.so.12.1.105", lib64 / "libnvJitLink.so.12")
+    python = venv_with_torch_package(tmp_path, "venv", {"__init__.py": STAND_IN_TORCH})
+    wheel(kits.site_packages(tmp_path / "venv"), "nvjitlink", "nvidia-nvjitlink-cu12", "12.4.127", "libnvJitLink.so.12")
+    [before] = by_id(report(host.run("verify", "12.4", "--python", python, "--json", timeout=300)),
+                     "env.library_shadowing")
+    assert before["level"] == "error" and "loader_path = false" in before["hint"]
+    (host.work / "config").mkdir(parents=True, exist_ok=True)
+    (host.work / "config" / "config.toml").write_text("loader_path = false\n")
+    [after] = by_id(report(host.run("verify", "12.4", "--python", python, "--json", timeout=300)),
+                    "env.library_shadowing")
+    assert after["level"] == "ok"
+    switched = json.loads(host.run("use", "12.4", "--shell", "json", "--no-verify", check=True).stdout)
+    assert "LD_LIBRARY_PATH" not in switched["set"] and switched["set"]["CUDA_HOME"] == str(root)
+    (host.work / "config" / "config.toml").write_text('verdict = "sometimes"\n')  # a bad value: one line
+    proc = host.run("verify", "12.4", "--python", python, "--json", timeout=300)
+    assert proc.returncode != 0 and "'verdict' must be one of all, problems, off" in proc.stderr

@@ -244,7 +244,8 @@ def library_shadowing(env, probe):
                                                                   f["wheel_version"], f["wheel"]) for f in found)
     dirs = sorted({os.path.dirname(f["shadowing"]) for f in found})
     return [check("env.library_shadowing", "error", "an older library shadows torch's: " + text,
-                  "run torch without %s on LD_LIBRARY_PATH: it finds its own copies through its RUNPATH"
+                  "set `loader_path = false` in cudaswitch's config.toml (switches then leave LD_LIBRARY_PATH "
+                  "alone; torch finds its own copies through its RUNPATH), or drop %s from LD_LIBRARY_PATH"
                   % ", ".join(dirs), shadowed=found)]
 
 

@@ -145,11 +145,16 @@ def choose(cache_dir, record, env):
 
 
 def switched(env, record, origin, source_file=None):
-    """envdiff.switched with the host compiler chosen for `record` (see choose)."""
+    """envdiff.switched with the host compiler chosen for `record` (see choose), and without the
+    toolkit's lib dirs when config says `loader_path = false` (see verify/fastconfig.py)."""
     from cudaswitch import envdiff
     from cudaswitch.paths import Paths
+    from cudaswitch.verify.fastconfig import switch_settings
 
-    compilers = choose(Paths(env).cache_dir, record, envdiff.pristine(env))
+    paths = Paths(env)
+    compilers = choose(paths.cache_dir, record, envdiff.pristine(env))
+    if not switch_settings(paths)["loader_path"]:
+        record = dict(record, lib_dirs=[], env_lib=[])
     return envdiff.switched(env, record, origin, source_file, compilers=compilers)
 
 

@@ -77,16 +77,31 @@ def dependency_key(paths, record, new_env):
     )
 
 
-def verdict_for_use(paths, record, new_env, timeout=20.0):
-    """(level, one_line) for switching to `record` with environment `new_env`; cached."""
+def verdict_for_use(paths, record, new_env, timeout=20.0, again=False):
+    """(level, one_line) for switching to `record` with environment `new_env`; cached. again:
+    this shell switched before, so an ok line leaves out what it already said (no driver here)."""
     key = dependency_key(paths, record, new_env)
     where = cache.cache_file(paths)
     entries = cache.load(where)
     hit = entries.get(key)
-    if hit is not None and cache.unchanged(hit["watch"]):
-        return hit["level"], hit["line"]
-    from cudaswitch.verify.usecheck import use_verdict
+    if hit is None or not cache.unchanged(hit["watch"]):
+        from cudaswitch.verify.usecheck import use_verdict
 
-    level, line, watch = use_verdict(paths, record, new_env, timeout)
-    cache.store(where, entries, key, {"level": level, "line": line, "watch": cache.mtimes(watch)})
-    return level, line
+        level, line, watch, line_again = use_verdict(paths, record, new_env, timeout)
+        hit = {"level": level, "line": line, "again": line_again, "watch": cache.mtimes(watch)}
+        cache.store(where, entries, key, hit)
+    return hit["level"], hit["again"] if again else hit["line"]
+
+
+def verdict_to_show(paths, record, new_env, strict=False, again=False):
+    """(level, line or None) as config's `verdict` setting asks: "all" lines, only "problems", or
+    "off" (nothing verified, nothing said; --strict verifies all the same)."""
+    from cudaswitch.verify.fastconfig import switch_settings
+
+    mode = switch_settings(paths)["verdict"]
+    if mode == "off" and not strict:
+        return "info", None
+    level, line = verdict_for_use(paths, record, new_env, timeout=None, again=again)
+    if mode == "all" or level in ("warning", "error"):
+        return level, line
+    return level, None

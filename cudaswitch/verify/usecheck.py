@@ -17,18 +17,26 @@ def use_verdict(paths, record, new_env, timeout):
     checks = pipeline.run(host, pipeline.USE)
     if pipeline.has_torch(host):  # no torch at all: nothing to say about it
         checks += pipeline.run(host, pipeline.TORCH)
-    level, line = summarize(record, checks, host)
-    return level, line, _watch(host.torch, host.python)
+    level, line, again = summarize(record, checks, host)
+    return level, line, _watch(host.torch, host.python), again
+
+
+MAX_LINE = 100
+TAIL = " (`cudaswitch verify`)"
 
 
 def summarize(record, checks, host):
+    """(level, line, line for a shell that switched before): at most MAX_LINE characters."""
     level = worst(checks)
     head = "CUDA %s" % (record.get("version") or "?")
     bad = sorted((c for c in checks if c["level"] in ("warning", "error")), key=lambda c: -LEVELS.index(c["level"]))
     if bad:
         more = " (+%d more)" % (len(bad) - 1) if len(bad) > 1 else ""
-        return level, "%s: %s: %s%s; `cudaswitch verify` for the report" % (head, level, bad[0]["message"], more)
+        start = "%s: %s: " % (head, level)
+        line = start + fit(short_paths(bad[0]["message"]), MAX_LINE - len(start) - len(more) - len(TAIL)) + more + TAIL
+        return level, line, line
     drv = host.driver
+    no_driver = not drv.get("cuda")
     parts = ["driver CUDA %s" % drv["cuda"] if drv.get("cuda") else "no NVIDIA driver here"]
     if any(c["id"] == "nvcc.compile" and c["level"] == "ok" for c in checks):
         parts.append("builds with nvcc")
@@ -37,7 +45,20 @@ def summarize(record, checks, host):
         parts.append("host compiler %s" % os.path.basename(chosen[0]["facts"]["compiler"]))
     if host.torch.get("torch"):
         parts.append("torch %s" % host.torch["torch"])
-    return level, "%s: ok (%s)" % (head, ", ".join(parts))
+    again = parts[1:] if no_driver else parts  # "no driver" is said once per shell, not on every cd
+    return (level, fit("%s: ok (%s)" % (head, ", ".join(parts)), MAX_LINE),
+            fit("%s: ok" % head + (" (%s)" % ", ".join(again) if again else ""), MAX_LINE))
+
+
+def short_paths(text):
+    """Absolute paths shortened to their last two parts: the report has them whole."""
+    import re
+
+    return re.sub(r"/(?:[^\s/:;,()']+/)+([^\s/:;,()']+/[^\s/:;,()']+)", r".../\1", text)
+
+
+def fit(text, width):
+    return text if len(text) <= width else text[:max(width - 3, 0)].rstrip() + "..."
 
 
 def _watch(probe, python):
