@@ -3,6 +3,9 @@
 A check function takes a Host (verify/host.py) and returns a list of checks (compat.check dicts);
 it asks the Host for what it needs, so a command pays only for the facts its checks read."""
 
+import glob
+import os
+
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify import checks as torchchecks, compat, facts as table, hostcc
 from cudaswitch.verify.compat import check
@@ -147,8 +150,75 @@ def cudnn_copies(host):
     return [torchchecks.cudnn_copies(host.env, host.torch)]
 
 
-TOOLKIT = (toolkit_status, nvcc_runs, driver_for_toolkit, host_compiler, toolkit_gpu_arch, nvcc_compile)
-USE = (toolkit_status, driver_for_toolkit, host_compiler, toolkit_gpu_arch, nvcc_compile)
+# Forward compatibility (cuda-compat) is for data-center GPUs only; GeForce/TITAN get error 804.
+DATACENTER = ("Tesla", "A100", "A800", "A30", "A40", "A10", "A16", "A2 ", "H100", "H200", "H800", "H20", "L4",
+              "L40", "L20", "B100", "B200", "GB200", "GH200", "T4", "V100", "P100")
+
+
+def _gpu_kind(name):
+    if "GeForce" in name or "TITAN" in name.upper():
+        return "consumer"
+    return "datacenter" if any(token in name + " " for token in DATACENTER) else None
+
+
+def forward_compat(host):
+    """The toolkit's compat/libcuda.so.* (cuda-compat): ok on data-center GPUs with an older driver,
+    error 804 on consumer GPUs, error 803 when it is older than the installed driver."""
+    if not _usable(host):
+        return []
+    compat_dir, version = _compat_libcuda(host.record["root"])
+    if not version:
+        return []
+    on_path = os.path.realpath(compat_dir) in {os.path.realpath(d) for d in (host.env.get("LD_LIBRARY_PATH") or "")
+                                               .split(os.pathsep) if d}
+    facts = {"compat_dir": compat_dir, "compat_version": version, "on_loader_path": on_path,
+             "driver_release": host.driver.get("release")}
+    release = host.driver.get("release")
+    if release and table.release_tuple(version) < table.release_tuple(release):
+        return [check("driver.forward_compat", "error" if on_path else "info", "the toolkit's compat libcuda %s is "
+                      "older than the installed driver %s: on the loader path it fails with CUDA error 803 (system "
+                      "has unsupported display driver / cuda driver combination)%s" % (version, release,
+                      "" if on_path else "; it is not on it"), "take %s off LD_LIBRARY_PATH" % compat_dir
+                      if on_path else None, **facts)]
+    if compat.driver_supports(host.driver, host.toolkit_cuda, "x", "x")["level"] != "error":
+        return [check("driver.forward_compat", "info", "the toolkit's compat libcuda %s is not needed: the driver "
+                      "runs CUDA %s itself" % (version, host.toolkit_cuda), None, **facts)]
+    return [_compat_for_gpus(host, facts)]
+
+
+def _compat_for_gpus(host, facts):
+    kinds = {gpu["name"]: _gpu_kind(gpu["name"]) for gpu in host.gpus}
+    consumer = [name for name, kind in kinds.items() if kind == "consumer"]
+    what = "compat libcuda %s" % facts["compat_version"]
+    if consumer:
+        return check("driver.forward_compat", "error" if facts["on_loader_path"] else "warning", "the toolkit's %s "
+                     "cannot help on %s: forward compatibility is for data-center GPUs, elsewhere CUDA fails with "
+                     "error 804 (forward compatibility was attempted on non supported HW)" % (what, ", ".join(consumer)),
+                     "update the NVIDIA driver instead", gpus=kinds, **facts)
+    if not kinds or None in kinds.values():
+        return check("driver.forward_compat", "info", "cannot check whether the toolkit's %s works here: %s" % (
+            what, "no GPU visible" if not kinds else "GPU kind not known"), None, gpus=kinds, **facts)
+    if facts["on_loader_path"]:
+        return check("driver.forward_compat", "ok", "the toolkit's %s runs CUDA %s on %s with driver %s (forward "
+                     "compatibility)" % (what, host.toolkit_cuda, ", ".join(kinds), facts["driver_release"] or "?"),
+                     gpus=kinds, **facts)
+    return check("driver.forward_compat", "warning", "the toolkit's %s would run CUDA %s on %s (forward "
+                 "compatibility), but it is not on the loader path" % (what, host.toolkit_cuda, ", ".join(kinds)),
+                 "put %s first on LD_LIBRARY_PATH" % facts["compat_dir"], gpus=kinds, **facts)
+
+
+def _compat_libcuda(root):
+    """(root/compat, newest 'libcuda.so.R' release R) or (dir, None)."""
+    directory = os.path.join(root, "compat")
+    names = [os.path.basename(p) for p in glob.glob(os.path.join(directory, "libcuda.so.*"))]
+    releases = [n[len("libcuda.so."):] for n in names]
+    releases = [r for r in releases if r.count(".") >= 1 and r.replace(".", "").isdigit()]
+    return directory, max(releases, key=table.release_tuple) if releases else None
+
+
+TOOLKIT = (toolkit_status, nvcc_runs, driver_for_toolkit, forward_compat, host_compiler, toolkit_gpu_arch,
+           nvcc_compile)
+USE = (toolkit_status, driver_for_toolkit, forward_compat, host_compiler, toolkit_gpu_arch, nvcc_compile)
 TORCH = (torch, one_toolkit, cudnn_copies, library_shadowing)
 VERIFY = TOOLKIT + TORCH
 
