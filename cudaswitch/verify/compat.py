@@ -105,9 +105,9 @@ def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda, chosen=None):
                  **facts)
 
 
-def torch_home(env):
+def torch_home(env, fallback="/usr/local/cuda"):
     """(CUDA_HOME torch's cpp_extension would take, how): $CUDA_HOME, $CUDA_PATH, which nvcc's parent
-    (symlinks NOT resolved), then /usr/local/cuda."""
+    (symlinks NOT resolved), then /usr/local/cuda (`fallback`: that path under a root prefix)."""
     from cudaswitch.verify.runner import which
 
     for name in ("CUDA_HOME", "CUDA_PATH"):
@@ -116,8 +116,8 @@ def torch_home(env):
     nvcc = which("nvcc", env)
     if nvcc:
         return os.path.dirname(os.path.dirname(nvcc)), "the parent of the first nvcc on PATH, %s" % nvcc
-    if os.path.exists("/usr/local/cuda"):
-        return "/usr/local/cuda", "the /usr/local/cuda fallback"
+    if os.path.exists(fallback):
+        return fallback, "the /usr/local/cuda fallback"
     return None, "nothing"
 
 

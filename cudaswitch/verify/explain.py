@@ -101,7 +101,7 @@ def confirm_cuda_home(host, text):
 
 
 def confirm_loader_path(host, text):
-    wanted = re.search(r"(lib[A-Za-z_]+\.so(?:\.[\d.]*\d)?)", text)
+    wanted = re.search(r"(lib[A-Za-z_-]+\.so(?:\.[\d.]*\d)?)", text)
     name = wanted.group(1) if wanted else "libcudart.so"
     dirs = [d for d in (host.env.get("LD_LIBRARY_PATH") or "").split(":") if d]
     on_path = [d for d in dirs if os.path.exists(os.path.join(d, name))]
@@ -190,7 +190,77 @@ def confirm_libcuda(host, text):
                   loaded=drv["loaded"], compat=compat)]
 
 
+def confirm_cuda_home_set(host, text):
+    """Would an extension build here find a toolkit (cpp_extension's CUDA_HOME rule)?"""
+    home, how = torch_home(host.env, host.paths.host("/usr/local/cuda"))
+    if home:
+        return [check("env.cuda_home_found", "ok", "here an extension build would take CUDA_HOME=%s (%s): the "
+                      "message came from another environment" % (home, how), None, cuda_home=home, how=how)]
+    kits = [r["version"] for r in host.registry["records"] if r.get("nvcc")]
+    hint = "`cudaswitch use %s`" % short_version(kits[0]) if kits else "install a toolkit (`cudaswitch install VERSION`)"
+    return [check("env.cuda_home_found", "warning", "here too no CUDA_HOME, CUDA_PATH, nvcc on PATH or "
+                  "/usr/local/cuda: an extension build finds no toolkit; toolkits with nvcc found: %s"
+                  % (", ".join(kits) or "none"), hint, cuda_home=None, toolkits=kits)]
+
+
+def confirm_library_shadowing(host, text):
+    found = pipeline.library_shadowing(host)
+    if found:
+        return found
+    python = host.python or "no python3"
+    return [check("env.library_shadowing", "info", "cannot check for shadowed libraries: torch in %s ships no "
+                  "NVIDIA wheel libraries here (%s)" % (python, host.torch.get("torch") or "no torch"), None)]
+
+
+def confirm_forward_compat(host, text):
+    if not host.record:
+        return [check("driver.forward_compat", "info", "cannot check forward compatibility: no toolkit active", None)]
+    return pipeline.forward_compat(host) or [check("driver.forward_compat", "info", "the active toolkit %s has no "
+                                                   "compat/libcuda (cuda-compat)" % host.record["root"], None)]
+
+
+def confirm_toolkit_arch(host, text):
+    if not host.record or not host.driver.get("gpus"):
+        return [check("toolkit.gpu_arch", "info", "cannot check which architectures the toolkit targets against "
+                      "the GPU: %s" % ("no toolkit active" if not host.record else "no GPU visible here"), None)]
+    return pipeline.toolkit_gpu_arch(host)
+
+
+def confirm_cudart_link(host, text):
+    """Does the active toolkit have the unversioned libcudart.so (or the static one) a link needs?"""
+    record = host.record
+    if not record:
+        return [check("toolkit.cudart_link", "info", "cannot check: no toolkit active", "`cudaswitch use VERSION`")]
+    libs = [os.path.join(d, name) for d in record.get("lib_dirs") or [] for name in ("libcudart.so", "libcudart_static.a")]
+    have = [p for p in libs if os.path.exists(p)]
+    level = "ok" if have else "error"
+    return [check("toolkit.cudart_link", level, "CUDA %s at %s %s" % (record.get("version"), record["root"],
+                  "has %s: link with -L%s" % (", ".join(os.path.basename(p) for p in have), os.path.dirname(have[0]))
+                  if have else "has no libcudart.so or libcudart_static.a: a runtime-only install cannot link"),
+                  None if have else "use a complete toolkit (`cudaswitch list` shows their status)", found=have)]
+
+
+def confirm_gpu_memory(host, text):
+    """GPU memory in use, from nvidia-smi where there is one; otherwise say it cannot be checked."""
+    gpus = host.driver.get("gpus") or []
+    smi = which("nvidia-smi", host.env)
+    if not gpus:
+        return [check("gpu.memory", "info", "cannot check GPU memory: no GPU visible on this host",
+                      "run `nvidia-smi` on the machine that printed the message")]
+    if not smi:
+        return [check("gpu.memory", "info", "cannot check GPU memory: no nvidia-smi here (GPUs: %s)"
+                      % ", ".join(g["name"] for g in gpus), None)]
+    code, out, why = run_bounded([smi, "--query-gpu=index,name,memory.used,memory.total", "--format=csv,noheader"],
+                                 host.env, 15.0)
+    rows = out.decode("utf-8", "replace").strip().splitlines() if code == 0 else []
+    return [check("gpu.memory", "info", "GPU memory now: %s" % ("; ".join(rows) if rows else why or "no answer"),
+                  "nvidia-smi lists the processes holding it", rows=rows)]
+
+
 CONFIRMERS = {
+    "cuda_home_set": confirm_cuda_home_set, "library_shadowing": confirm_library_shadowing,
+    "forward_compat": confirm_forward_compat, "toolkit_arch": confirm_toolkit_arch,
+    "cudart_link": confirm_cudart_link, "gpu_memory": confirm_gpu_memory,
     "gpu_arch": confirm_gpu_arch, "driver": confirm_driver, "torch_driver": confirm_torch_driver,
     "torch": confirm_torch, "cuda_home": confirm_cuda_home, "loader_path": confirm_loader_path,
     "cudnn_copies": confirm_cudnn, "nccl": confirm_nccl, "nvcc_arch": confirm_nvcc_arch, "gcc": confirm_gcc,

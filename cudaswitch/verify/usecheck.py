@@ -33,7 +33,8 @@ def summarize(record, checks, host):
     if bad:
         more = " (+%d more)" % (len(bad) - 1) if len(bad) > 1 else ""
         start = "%s: %s: " % (head, level)
-        line = start + fit(short_paths(bad[0]["message"]), MAX_LINE - len(start) - len(more) - len(TAIL)) + more + TAIL
+        width = MAX_LINE - len(start) - len(more) - len(TAIL)
+        line = start + fit(short_paths(bad[0]["message"]), width, middle=True) + more + TAIL
         return level, line, line
     drv = host.driver
     no_driver = not drv.get("cuda")
@@ -57,8 +58,15 @@ def short_paths(text):
     return re.sub(r"/(?:[^\s/:;,()']+/)+([^\s/:;,()']+/[^\s/:;,()']+)", r".../\1", text)
 
 
-def fit(text, width):
-    return text if len(text) <= width else text[:max(width - 3, 0)].rstrip() + "..."
+def fit(text, width, middle=False):
+    """text cut to width with "..."; middle: cut from the middle, since a problem's subject comes
+    first and its reason ("did not answer within 2 s") last."""
+    if len(text) <= width:
+        return text
+    if not middle:
+        return text[:max(width - 3, 0)].rstrip() + "..."
+    head = (width - 3) * 2 // 5
+    return text[:head] + "..." + text[len(text) - (width - 3 - head):]
 
 
 def _watch(probe, python):
