@@ -2,7 +2,8 @@
 
 On a cache hit this module imports nothing beyond os, sys and marshal (no json, re, subprocess,
 typing: see DESIGN.md budgets) and starts no process. On a miss it runs the checks of
-cudaswitch.verify.usecheck (driver, host gcc, the torch probe) and stores the result.
+cudaswitch.verify.usecheck (the toolkit's parts, driver, host compiler, a real build the first time,
+the torch probe) and stores the result.
 """
 
 import os
