@@ -18,9 +18,11 @@ def torch_checks(probe, toolkit_cuda, driver, gpus=None):
     start CUDA."""
     python = probe.get("python_requested") or probe.get("python")
     if "error" in probe or "fatal" in probe:
-        return [check("torch.probe", "warning", "could not ask %s about torch: %s"
-                      % (python, probe.get("error") or probe.get("fatal")),
-                      "run `%s -c \"import torch\"` to see why" % python, python=python)]
+        why = probe.get("error") or probe.get("fatal")
+        name = os.path.basename(python or "python")
+        return [check("torch.probe", "warning", "could not ask %s about torch: %s" % (python, why),
+                      "run `%s -c \"import torch\"` to see why" % python, python=python,
+                      line="cannot ask %s about torch: %s" % (name, why.replace(python or "\0", name)))]
     if not probe.get("torch"):
         return [_no_torch(probe, python)]
     base = {"python": python, "torch": probe["torch"], "torch_cuda": probe.get("cuda"), "toolkit": toolkit_cuda}

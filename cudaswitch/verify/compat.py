@@ -63,6 +63,7 @@ def _older_driver(driver, have, want, check_id, subject, facts):
                      "compatibility, but %s" % (driver["cuda"], subject, want[0], want[1], caveat),
                      upgrade + " for full support", **facts)
     facts["source"] = "NV-rn"
+    facts["line"] = "driver supports CUDA %s only; CUDA %d.%d needs a newer one" % (driver["cuda"], want[0], want[1])
     return check(check_id, "error", "driver supports CUDA %s only, older than %s needs (CUDA %d.%d)"
                  % (driver["cuda"], subject, want[0], want[1]), upgrade + ", or use an older CUDA " +
                  "%d.x" % have[0], **facts)

@@ -21,9 +21,10 @@ def toolkit_status(host):
     text = "CUDA %s at %s" % (record.get("version") or "?", record["root"])
     hint = {"ok": None, "warning": "see `cudaswitch list`",
             "error": "reinstall the toolkit, or install the missing parts (e.g. the nvvm package for cicc)"}[level]
+    line = "cannot compile, missing: " + ", ".join(record["missing"]) if record.get("missing") else None
     return [check("toolkit.status", level, text + (": " + problems if problems else " can compile (all parts of "
                   "the compile pipeline are there)"), hint, status=record["status"], root=record["root"],
-                  missing=record.get("missing") or [])]
+                  missing=record.get("missing") or [], line=line)]
 
 
 def _usable(host):

@@ -33,8 +33,8 @@ def summarize(record, checks, host):
     if bad:
         more = " (+%d more)" % (len(bad) - 1) if len(bad) > 1 else ""
         start = "%s: %s: " % (head, level)
-        width = MAX_LINE - len(start) - len(more) - len(TAIL)
-        line = start + fit(short_paths(bad[0]["message"]), width, middle=True) + more + TAIL
+        line = start + fit(line_text(bad[0]), MAX_LINE - len(start) - len(more)) + more
+        line += TAIL if len(line) + len(TAIL) <= MAX_LINE else ""
         return level, line, line
     drv = host.driver
     no_driver = not drv.get("cuda")
@@ -51,6 +51,15 @@ def summarize(record, checks, host):
             fit("%s: ok" % head + (" (%s)" % ", ".join(again) if again else ""), MAX_LINE))
 
 
+def line_text(item):
+    """A check's words for the one line: its own short form, else its message up to the first
+    ": " when the whole is long (the rest explains; `verify` shows it)."""
+    text = short_paths(item["facts"].get("line") or item["message"])
+    if len(text) > MAX_LINE // 2 and ": " in text and not item["facts"].get("line"):
+        text = text.split(": ", 1)[0]
+    return text
+
+
 def short_paths(text):
     """Absolute paths shortened to their last two parts: the report has them whole."""
     import re
@@ -58,15 +67,8 @@ def short_paths(text):
     return re.sub(r"/(?:[^\s/:;,()']+/)+([^\s/:;,()']+/[^\s/:;,()']+)", r".../\1", text)
 
 
-def fit(text, width, middle=False):
-    """text cut to width with "..."; middle: cut from the middle, since a problem's subject comes
-    first and its reason ("did not answer within 2 s") last."""
-    if len(text) <= width:
-        return text
-    if not middle:
-        return text[:max(width - 3, 0)].rstrip() + "..."
-    head = (width - 3) * 2 // 5
-    return text[:head] + "..." + text[len(text) - (width - 3 - head):]
+def fit(text, width):
+    return text if len(text) <= width else text[:max(width - 3, 0)].rstrip() + "..."
 
 
 def _watch(probe, python):
