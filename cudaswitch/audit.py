@@ -43,7 +43,7 @@ def run_audit(env, root=None, compile_=False, allow_exec=False, progress=None):
     for entry in toolkits:
         entry["driver_supported"], entry["driver_check"] = driver_verdict(driver, entry)
     if compile_:
-        _compile_all(toolkits, progress)
+        _compile_all(paths, records, used_env, toolkits, progress)
     return {
         "kind": REPORT_KIND, "format": REPORT_FORMAT, "cudaswitch": __version__,
         "host": host_name(paths, root), "root": paths.root, "executed": executes,
@@ -153,13 +153,22 @@ def _some(items, shown=4):
     return "%s and %d more" % (", ".join(items[:shown]), len(items) - shown)
 
 
-def _compile_all(toolkits, progress):
+def _compile_all(paths, records, env, toolkits, progress):
+    """The one-kernel build of verify/build.py, remembered with the builds `use` and `verify` made.
+    With the host's default compiler: the audit says what the host gives anyone, not what a
+    cudaswitch switch would pick (`verify` says that)."""
+    from cudaswitch.envdiff import switched
+    from cudaswitch.verify.build import cached_build
+
+    by_root = {r["root"]: r for r in records}
     for done, entry in enumerate(toolkits, 1):
         progress("compiling a kernel", done - 1, len(toolkits))
-        if entry["nvcc"] is None:
+        record = by_root.get(entry["root"])
+        if entry["nvcc"] is None or record is None:
             entry["compiles"], entry["compile_error"] = False, "no nvcc"
-        else:
-            entry["compiles"], entry["compile_error"] = audit_probe.compile_kernel(entry["nvcc"], COMPILE_TIMEOUT)
+            continue
+        result = cached_build(paths, record, switched(env, record, "audit"), run=False, timeout=COMPILE_TIMEOUT)
+        entry["compiles"], entry["compile_error"] = result["built"], None if result["built"] else result["error"]
     progress("compiling a kernel", len(toolkits), len(toolkits))
 
 

@@ -25,9 +25,9 @@ def host_driver(paths, env):
     """verify/driver.py's facts (issue 7). Under a root prefix it reads /proc/driver/nvidia/version
     there and loads no libcuda (an image's driver is not this kernel's); the audit's env for a root
     carries no CUDASWITCH_LIBCUDA, so nothing is run."""
-    from cudaswitch.verify import driver
+    from cudaswitch.verify.host import Host, settings
 
-    return driver.driver_facts(paths, env)
+    return Host(paths, None, env, record=None, timeout=20.0, conf=settings(paths, tolerant=True)).driver
 
 
 def driver_verdict(driver, entry):

@@ -27,7 +27,10 @@ TYPES = {
     "torch_timeout": (int, float),
     "probe_exec": bool,
     "redist_url": str,
+    "verdict": str,
+    "loader_path": bool,
 }
+VERDICT_MODES = ("all", "problems", "off")
 
 
 def _read(path):
@@ -57,6 +60,8 @@ def _validate(path, data):
             continue  # unknown keys are kept: a newer cudaswitch may have written them
         if not isinstance(value, wanted) or (isinstance(value, bool) and wanted is not bool):
             raise ConfigError("%s: %r has the wrong type (%s)" % (path, key, type(value).__name__))
+    if data.get("verdict", "all") not in VERDICT_MODES:
+        raise ConfigError("%s: 'verdict' must be one of %s, not %r" % (path, ", ".join(VERDICT_MODES), data["verdict"]))
     unknown = [s for s in data.get("source_order", []) if s not in SOURCES]
     if unknown:
         raise ConfigError("%s: unknown source %r in source_order" % (path, unknown[0]),

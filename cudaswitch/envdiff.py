@@ -198,18 +198,19 @@ def path_entries(record):
             "LD_LIBRARY_PATH": list(record.get("env_lib") or record["lib_dirs"])}
 
 
-def switched(env, record, origin, source_file=None, known_roots=(), base=None, modules=None):
+def switched(env, record, origin, source_file=None, known_roots=(), base=None, modules=None, compilers=None):
     """The full new environment for `record` (a registry record), from any current env: the
     toolkit's entries first, no other toolkit's entry left, the scalars naming it.
 
     `known_roots`: toolkit roots the registry knows (besides what looks like one on disk);
     `base`: the environment to switch from, when it is not pristine(env) (a module unloaded first);
-    `modules`: what the module system swapped out, kept in the state for `off`."""
+    `modules`: what the module system swapped out, kept in the state for `off`;
+    `compilers`: host compiler variables the switch also sets (NVCC_CCBIN, CUDAHOSTCXX)."""
     base = pristine(env) if base is None else base
     new = dict(base)
     owner = Owner(list(known_roots) + [record["root"]], base)
-    lists = _replaced_lists(base, owner, path_entries(record))
-    scalars = {name: (base.get(name), value) for name, value in _scalar_values(base, record, owner).items()
+    lists = _replaced_lists(base, owner, path_entries(record), record["root"])
+    scalars = {name: (base.get(name), value) for name, value in _scalar_values(base, record, owner, compilers).items()
                if base.get(name) != value}
     for name, (_, value) in scalars.items():
         _assign(new, name, value)
@@ -223,24 +224,27 @@ def switched(env, record, origin, source_file=None, known_roots=(), base=None, m
     return new
 
 
-def _replaced_lists(base, owner, ours):
+def _replaced_lists(base, owner, ours, own_root):
     """{name: (value before, value set, how many entries are cudaswitch's)} for each list that
-    changes: `ours` first, then every entry of the old list that belongs to no toolkit."""
+    changes: `ours` first, then every entry of the old list that belongs to no toolkit, and the
+    chosen toolkit's compat/ dir (cuda-compat's libcuda, put first on purpose for forward
+    compatibility on an older driver)."""
     lists = {}
+    compat = os.path.join(os.path.normpath(own_root), "compat")
     for name in LISTS:
         before = base.get(name)
         entries = _split(before)
-        kept = [e for e in entries if not owner(e)]
         add = ours.get(name, [])
+        kept = [e for e in entries if not owner(e) or os.path.normpath(e) == compat]
         if add or len(kept) != len(entries):
             result = add + kept
             lists[name] = (before, os.pathsep.join(result) if result or name == "PATH" else None, len(add))
     return lists
 
 
-def _scalar_values(base, record, owner):
+def _scalar_values(base, record, owner, compilers=None):
     """The value each scalar and flag variable gets (None: unset)."""
-    values = {}
+    values = dict(compilers or {})
     for name in FLAG_VARS:
         flags = without_toolkit_dirs(base.get(name), owner)
         if flags is not None:

@@ -60,11 +60,45 @@ def describe(root, layout, timeout, nvcc_cache, hint_version=None, run_nvcc=True
         problems.append("no version found (no version.json, version.txt, nvcc or libcudart)")
     if nvcc is None:
         problems.append(_no_nvcc_problem(root, bins))
+    missing = missing_compile_parts(root, bins, libs) if nvcc else []
+    if missing:
+        problems.append(MISSING_PREFIX + ", ".join(missing))
     return {
         "version": version, "root": root, "nvcc": nvcc, "status": _status(problems, nvcc),
         "problems": problems, "bin_dirs": bins, "lib_dirs": libs, "isolated": layout in ISOLATED_LAYOUTS,
-        "components": components, "layout": layout,
+        "components": components, "layout": layout, "missing": missing,
     }
+
+
+# What nvcc runs or reads for `nvcc x.cu -o x`: cudafe++ and the front end's headers come with
+# nvcc itself; these are the parts copies and partial installs lose (a wheel set without
+# nvidia-cuda-nvvm has no cicc; a runtime package has no crt/ headers).
+MISSING_PREFIX = "cannot compile, missing: "
+BIN_PARTS = ("ptxas", "fatbinary", "nvlink")
+HEADER_PARTS = ("crt/host_config.h", "cuda_runtime.h")
+
+
+def missing_compile_parts(root, bins, libs):
+    """The compile-pipeline parts a toolkit with nvcc lacks, by name ([] when it can compile)."""
+    missing = []
+    homes = [root] + [os.path.dirname(b) for b in bins]
+    if not any(os.access(os.path.join(h, "nvvm", "bin", "cicc"), os.X_OK) for h in homes):
+        missing.append("nvvm/bin/cicc")
+    for tool in BIN_PARTS:
+        if not any(os.access(os.path.join(b, tool), os.X_OK) for b in bins):
+            missing.append("bin/" + tool)
+    includes = _include_dirs(root, libs)
+    for header in HEADER_PARTS:
+        if not any(os.path.isfile(os.path.join(d, header)) for d in includes):
+            missing.append("include/" + header)
+    if not any(glob.glob(os.path.join(d, "libcudart.so*")) for d in libs):
+        missing.append("libcudart")
+    return missing
+
+
+def _include_dirs(root, libs):
+    found = [os.path.join(root, "include")] + glob.glob(os.path.join(root, "targets", "*", "include"))
+    return found + [os.path.join(os.path.dirname(lib), "include") for lib in libs]
 
 
 def _file_version(root, layout, problems):
@@ -116,7 +150,7 @@ def _no_nvcc_problem(root, bins):
 
 
 def _status(problems, nvcc):
-    hard = [p for p in problems if not p.startswith("no nvcc in ")]
+    hard = [p for p in problems if not p.startswith(("no nvcc in ", MISSING_PREFIX))]
     if hard:
         return "broken"
-    return "ok" if nvcc else "incomplete"
+    return "ok" if nvcc and not any(p.startswith(MISSING_PREFIX) for p in problems) else "incomplete"

@@ -14,7 +14,7 @@ from cudaswitch import envdiff
 from cudaswitch.paths import atomic_write, resolve_in_root
 from cudaswitch.toolkit import version_tuple
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5  # records carry "missing" (compile-pipeline parts)
 ENV_KEYS = ("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
             "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME")
 RECORD_KEYS = frozenset(("version", "root", "real", "sources", "nvcc", "status", "problems", "bin_dirs",

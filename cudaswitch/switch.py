@@ -7,6 +7,7 @@ from cudaswitch import envdiff, registry
 from cudaswitch.toolkitdirs import known_roots
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.request import ToolkitRequest, select
+from cudaswitch.verify import hostcc  # envdiff.switched plus the host compiler choice
 
 
 def load(paths, env):
@@ -39,7 +40,7 @@ def switched(reg, env, record, origin, source_file=None):
     base = envdiff.pristine(env, state)
     modules = state.get("modules") if state else None
     if not modules and "cuda" not in (base.get("LOADEDMODULES") or "").lower():
-        return envdiff.switched(env, record, origin, source_file, known_roots(reg), base=base)
+        return hostcc.switched(env, record, origin, source_file, known_roots(reg), base=base)
     from cudaswitch import modswitch
 
     modules = modswitch.valid(modules)
@@ -51,7 +52,7 @@ def switched(reg, env, record, origin, source_file=None):
         outer = {name: base.get(name) for name in registry.ENV_KEYS}
         base, modules = modswitch.away(Paths(), base)
         modules["outer"] = outer
-    return envdiff.switched(env, record, origin, source_file, known_roots(reg), base=base, modules=modules)
+    return hostcc.switched(env, record, origin, source_file, known_roots(reg), base=base, modules=modules)
 
 
 def notes(diff):

@@ -59,7 +59,40 @@ MESSAGES = [
     ("driver_mismatch_803", "CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
                             "functions before calling NumCudaDevices() that might have already set an error? "
                             "Error 803: system has unsupported display driver / cuda driver combination"),
-    ("driver_mismatch_803", "RuntimeError: CUDA error: forward compatibility was attempted on non supported HW"),
+    ("driver_mismatch_803", "cupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system "
+                            "has unsupported display driver / cuda driver combination"),
+    ("compat_unsupported_804", "RuntimeError: CUDA error: forward compatibility was attempted on non supported HW"),
+    ("compat_unsupported_804", "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). "
+                               "Error 804: forward compatibility was attempted on non supported HW"),
+    # cpp_extension without a toolkit, and DeepSpeed's op builder
+    ("cuda_home_unset", "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root."),
+    ("cuda_home_unset", "deepspeed.ops.op_builder.builder.MissingCUDAException: CUDA_HOME does not exist, unable to "
+                        "compile CUDA op(s)"),
+    # torch's libcusparse wheel meeting an older libnvJitLink (12.1 toolkit on LD_LIBRARY_PATH; 12.4 wheels)
+    ("nvjitlink_symbol", "ImportError: /venv/lib/python3.11/site-packages/torch/lib/../../nvidia/cusparse/lib/"
+                         "libcusparse.so.12: undefined symbol: __nvJitLinkAddData_12_1, version libnvJitLink.so.12"),
+    ("nvjitlink_symbol", "OSError: /opt/conda/lib/python3.10/site-packages/nvidia/cusparse/lib/libcusparse.so.12: "
+                         "undefined symbol: __nvJitLinkComplete_12_4, version libnvJitLink.so.12"),
+    # NVRTC's builtins: torch's JIT fuser and the dlopen error
+    ("nvrtc_builtins_missing", "RuntimeError: nvrtc: error: failed to open libnvrtc-builtins.so.12.1.\n  Make sure "
+                               "that libnvrtc-builtins.so.12.1 is installed correctly."),
+    ("nvrtc_builtins_missing", "OSError: libnvrtc-builtins.so.11.8: cannot open shared object file: No such file or "
+                               "directory"),
+    ("cublas_init", "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"),
+    ("cublas_init", "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"),
+    ("cudart_link_missing", "/usr/bin/ld: cannot find -lcudart: No such file or directory\ncollect2: error: ld "
+                            "returned 1 exit status"),
+    ("cudart_link_missing", "ld.lld: error: unable to find library -lcudart"),
+    # torch 2.x OutOfMemoryError and torch 1.x RuntimeError wording
+    ("cuda_oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+                 "of 23.65 GiB of which 1.12 GiB is free."),
+    ("cuda_oom", "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.79 GiB total capacity; "
+                 "6.50 GiB already allocated; 10.56 MiB free; 6.60 GiB reserved in total by PyTorch)"),
+    ("ptx_toolchain", "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain."),
+    ("ptx_toolchain", "cupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_UNSUPPORTED_PTX_VERSION: the "
+                      "provided PTX was compiled with an unsupported toolchain."),
+    ("invalid_device_function", "RuntimeError: CUDA error: invalid device function"),
+    ("invalid_device_function", "error: cudaErrorInvalidDeviceFunction from my_ext_kernel launch"),
 ]
 
 
@@ -91,6 +124,37 @@ def test_unknown_message_says_it_does_not_know(host):
     assert "does not know this message" in result["message"]
     human = host.run("explain", "Segmentation fault in frobnicate")
     assert human.returncode == 1 and "does not know this message" in human.stdout
+
+
+def test_cuda_home_unset_is_confirmed_or_refuted_here(host):
+    """Confirmed with nothing that gives a CUDA_HOME (a bare PATH: mirrors a fresh cloud VM whose
+    toolkit was never put on PATH); refuted once a toolkit is switched in."""
+    from tests import kits
+
+    text = "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root."
+    root = kits.install_classic(kits.cuda13("13.1"), host.path("/usr/local/cuda-13.1"), "13.1")
+    bare = {"PATH": "/nonexistent-bin"}  # and no /usr/local/cuda under the host root
+    proc = host.run("explain", text, "--json", env=bare)
+    [confirmed] = [c for c in json.loads(proc.stdout)["matches"][0]["checks"] if c["id"] == "env.cuda_home_found"]
+    assert confirmed["level"] == "warning" and "cudaswitch use 13.1" in confirmed["hint"]
+    proc = host.run("explain", text, "--json", env={"CUDA_HOME": str(root)})
+    [refuted] = [c for c in json.loads(proc.stdout)["matches"][0]["checks"] if c["id"] == "env.cuda_home_found"]
+    assert refuted["level"] == "ok" and str(root) in refuted["message"]
+
+
+def test_cudart_link_is_checked_against_the_active_toolkit(host):
+    from tests import kits
+
+    root = kits.install_classic(kits.cuda13("13.1"), host.path("/usr/local/cuda-13.1"), "13.1")
+    switched = json.loads(host.run("use", "13.1", "--shell", "json", "--no-verify", check=True).stdout)["set"]
+    proc = host.run("explain", "/usr/bin/ld: cannot find -lcudart", "--json", env=switched)
+    [item] = json.loads(proc.stdout)["matches"][0]["checks"]
+    assert item["level"] == "ok" and "libcudart.so" in item["message"] and str(root) in item["message"]
+    for lib in (root / "targets/x86_64-linux/lib").glob("libcudart*"):
+        lib.unlink()  # hardlinks/links into the kit cache: the cache keeps its copies
+    proc = host.run("explain", "/usr/bin/ld: cannot find -lcudart", "--json", env=switched)
+    [item] = json.loads(proc.stdout)["matches"][0]["checks"]
+    assert item["level"] == "error" and "cannot link" in item["message"]
 
 
 def test_explain_confirms_on_this_host(host):

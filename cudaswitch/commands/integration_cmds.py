@@ -45,15 +45,16 @@ def kernel_install(request, python=None, name=None):
 
 
 def _kernel_spec(paths, reg, request, python):
-    from cudaswitch import envdiff
     from cudaswitch.integrations import kernels
+    from cudaswitch.toolkitdirs import known_roots
+    from cudaswitch.verify.hostcc import switched
     from cudaswitch.resolve import resolve
     from cudaswitch.verify.quick import verdict_for_use
     from cudaswitch.verify.runner import find_python
 
     env = dict(os.environ)
     record = resolve(reg, request)
-    new_env = envdiff.switched(env, record, "kernel")
+    new_env = switched(env, record, "kernel", None, known_roots(reg))  # what `use` would give
     chosen = find_python(new_env, python)
     if not chosen:
         from cudaswitch.errors import CudaSwitchError

@@ -42,13 +42,14 @@ def _report_switch(paths, record, new_env, no_verify=False, strict=False):
     With --strict an error verdict refuses the switch (raised before anything reaches stdout)."""
     if no_verify:
         line, level = "CUDA %s (%s): not verified (--no-verify)" % (record["version"], record["root"]), "info"
-    else:
-        from cudaswitch.verify.quick import verdict_for_use
+    else:  # config `verdict` picks which lines show; a shell that switched before hears "no driver" once
+        from cudaswitch.verify.quick import verdict_to_show
 
-        level, line = verdict_for_use(paths, record, new_env, timeout=None)
+        level, line = verdict_to_show(paths, record, new_env, strict=strict, again="CUDASWITCH_STATE" in os.environ)
     if level == "error" and strict:
         raise CudaSwitchError("refusing to switch (--strict): " + line)
-    render.message("cudaswitch: " + line)
+    if line:
+        render.message("cudaswitch: " + line)
 
 
 def off(shell=None):

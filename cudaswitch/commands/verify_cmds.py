@@ -53,13 +53,14 @@ def _emit(report, as_json, group_key=None):
 
 
 def verify(request=None, python=None, compile_=False, timeout=None, as_json=False):
-    from cudaswitch import envdiff
+    from cudaswitch.toolkitdirs import known_roots
+    from cudaswitch.verify.hostcc import switched
     from cudaswitch.verify.report import verify_toolkit
 
     _check_options(python, timeout)
     paths, reg = _context()
     record = _record(reg, request)
-    new_env = envdiff.switched(dict(os.environ), record, "verify")
+    new_env = switched(dict(os.environ), record, "verify", None, known_roots(reg))
     report = verify_toolkit(paths, reg, record, new_env, python=python, smoke_compile=compile_, timeout=timeout,
                             current_env=dict(os.environ))
     _emit(report, as_json)

@@ -7,7 +7,7 @@ path keeps its mtime (sys.path dirs of the probed Python, torch's dir: `pip inst
 import marshal
 import os
 
-FORMAT = 1
+FORMAT = 2
 MAX_ENTRIES = 32
 
 

@@ -12,13 +12,17 @@ TORCH_MISMATCH = ("The detected CUDA version ({nvcc}) mismatches the version tha
                   "PyTorch ({torch}). Please make sure to use the same CUDA versions.")
 
 
-def torch_checks(probe, toolkit_cuda, driver):
-    """torch.* checks for one Python: installed? CUDA build? fits the toolkit, the driver, the GPUs?"""
+def torch_checks(probe, toolkit_cuda, driver, gpus=None):
+    """torch.* checks for one Python: installed? CUDA build? fits the toolkit, the driver, the GPUs?
+    `gpus`: the GPUs the driver reports (else those torch saw), checked whether or not torch can
+    start CUDA."""
     python = probe.get("python_requested") or probe.get("python")
     if "error" in probe or "fatal" in probe:
-        return [check("torch.probe", "warning", "could not ask %s about torch: %s"
-                      % (python, probe.get("error") or probe.get("fatal")),
-                      "run `%s -c \"import torch\"` to see why" % python, python=python)]
+        why = probe.get("error") or probe.get("fatal")
+        name = os.path.basename(python or "python")
+        return [check("torch.probe", "warning", "could not ask %s about torch: %s" % (python, why),
+                      "run `%s -c \"import torch\"` to see why" % python, python=python,
+                      line="cannot ask %s about torch: %s" % (name, why.replace(python or "\0", name)))]
     if not probe.get("torch"):
         return [_no_torch(probe, python)]
     base = {"python": python, "torch": probe["torch"], "torch_cuda": probe.get("cuda"), "toolkit": toolkit_cuda}
@@ -27,7 +31,7 @@ def torch_checks(probe, toolkit_cuda, driver):
     out = [_cuda_major(probe, toolkit_cuda, base)]
     out.append(driver_supports(driver, probe["cuda"], "torch.driver", "torch %s (CUDA %s)"
                                % (probe["torch"], probe["cuda"])))
-    out += _runtime(probe, driver, base)
+    out += _runtime(probe, driver, base, gpus)
     return [c for c in out if c]
 
 
@@ -82,15 +86,25 @@ def _cuda_major(probe, toolkit_cuda, base):
                  % (probe["torch"], probe["cuda"]), **base)
 
 
-def _runtime(probe, driver, base):
+def compiled_archs(probe):
+    """torch's compiled architectures: get_arch_list() (empty when CUDA cannot start), else the
+    build's own flags (torch._C._cuda_getArchFlags(), readable without a GPU)."""
+    return probe.get("arch_list") or (probe.get("arch_flags") or "").split()
+
+
+def _runtime(probe, driver, base, gpus=None):
     out = []
     errors = probe.get("errors") or {}
     if probe.get("available") is False and driver.get("present"):
         out.append(check("torch.available", "warning", "torch.cuda.is_available() is False%s"
                          % (": " + errors["available"] if "available" in errors else ""),
                          "see the driver checks above", **base))
-    arch_list = probe.get("arch_list") or []
-    for device in probe.get("devices") or []:
+    arch_list = compiled_archs(probe)
+    devices = gpus if gpus is not None else probe.get("devices") or []
+    if devices and not arch_list:
+        out.append(check("torch.gpu_arch", "info", "cannot check torch's architectures against the GPUs: torch "
+                         "%s reports no compiled architecture list" % probe["torch"], None, **base))
+    for device in devices if arch_list else []:
         out.append(arch_in_build(device, arch_list, base))
     if probe.get("matmul") is not None or "matmul" in errors:
         ok = (probe.get("matmul") or {}).get("ok")
@@ -118,9 +132,14 @@ def arch_in_build(device, arch_list, base):
     if ptx:
         return check("torch.gpu_arch", "info", "%s (%s) runs through PTX JIT from %s (slow first start)"
                      % (device["name"], sm, ptx[-1]), None, **facts)
-    return check("torch.gpu_arch", "error", "%s (%s) is not in torch's arch list (%s): kernels fail with \"no "
+    builds = table.torch_builds_for(device["capability"])
+    hint = "install a torch build whose arch list has %s" % sm
+    if builds:
+        hint = "torch's CUDA %s build has %s: pip install torch --index-url https://download.pytorch.org/whl/cu%s" % (
+            builds[0], sm, builds[0].replace(".", ""))
+    return check("torch.gpu_arch", "error", "%s (%s) is not in torch %s's arch list (%s): kernels fail with \"no "
                  "kernel image is available for execution on the device\"" % (device["name"], sm,
-                 " ".join(arch_list) or "empty"), "install a torch build that lists %s" % sm, **facts)
+                 base.get("torch") or "", " ".join(arch_list) or "empty"), hint, builds_with_arch=builds, **facts)
 
 
 def _split_arch(arch, prefix):
@@ -194,3 +213,61 @@ def compat_libcuda_dirs(env):
     """LD_LIBRARY_PATH entries of a cuda-compat package (/usr/local/cuda-X/compat): their libcuda
     overrides the driver's, which is error 803/804 on a GPU or kernel module it does not fit."""
     return [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d.rstrip("/").endswith("/compat")]
+
+
+# Libraries torch's NVIDIA wheels ship that a toolkit's lib64 also holds under the same soname.
+# LD_LIBRARY_PATH is searched before torch's RUNPATH, so the toolkit's copy wins; an older one
+# breaks at import or first use (libcusparse from the wheel needs its own libnvJitLink:
+# `undefined symbol: __nvJitLink...`).
+WHEEL_LIBRARIES = {"libnvJitLink": "nvjitlink", "libcusparse": "cusparse", "libcublas": "cublas",
+                   "libcublasLt": "cublas", "libcudnn": "cudnn", "libnccl": "nccl", "libcudart": "cuda-runtime"}
+
+
+def library_shadowing(env, probe):
+    """Toolkit libraries on LD_LIBRARY_PATH older than the copy torch's wheels ship (same soname)."""
+    site = os.path.dirname(probe.get("torch_dir") or "")
+    wheel = _wheel_libraries(site, probe.get("distributions") or []) if site else {}
+    if not wheel:
+        return []
+    found = []
+    for directory in [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d]:
+        for soname, (wheel_path, wheel_version) in sorted(wheel.items()):
+            other = os.path.join(directory, soname)
+            if not os.path.exists(other) or os.path.realpath(other) == os.path.realpath(wheel_path):
+                continue
+            mine = _file_version(other, soname)
+            if mine and wheel_version and version_tuple(mine) < version_tuple(wheel_version):
+                found.append({"soname": soname, "shadowing": os.path.realpath(other), "version": mine,
+                              "wheel": wheel_path, "wheel_version": wheel_version})
+    if not found:
+        return [check("env.library_shadowing", "ok", "no toolkit library on the loader path is older than torch's "
+                      "own copy", None, checked=sorted(wheel))]
+    text = "; ".join("%s %s (%s) comes before torch's %s %s" % (f["soname"], f["version"], f["shadowing"],
+                                                                  f["wheel_version"], f["wheel"]) for f in found)
+    dirs = sorted({os.path.dirname(f["shadowing"]) for f in found})
+    return [check("env.library_shadowing", "error", "an older library shadows torch's: " + text,
+                  "set `loader_path = false` in cudaswitch's config.toml (switches then leave LD_LIBRARY_PATH "
+                  "alone; torch finds its own copies through its RUNPATH), or drop %s from LD_LIBRARY_PATH"
+                  % ", ".join(dirs), shadowed=found)]
+
+
+def _wheel_libraries(site, distributions):
+    """{soname: (path, version)} of the libraries under site-packages/nvidia/*/lib."""
+    versions = {}
+    for dist in distributions:
+        name = re.sub(r"-cu\d+$", "", dist["name"])
+        versions.setdefault(name, dist["version"])
+    out = {}
+    for path in sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib", "lib*.so.*"))):
+        soname = os.path.basename(path)
+        stem = soname.split(".so", 1)[0]
+        if stem in WHEEL_LIBRARIES:
+            out[soname] = (path, versions.get("nvidia-" + WHEEL_LIBRARIES[stem]))
+    return out
+
+
+def _file_version(path, soname):
+    """'12.1.105' from the real file a soname link leads to (libnvJitLink.so.12.1.105), or None."""
+    real = os.path.basename(os.path.realpath(path))
+    tail = real[len(soname.split(".so", 1)[0]) + len(".so."):] if ".so." in real else ""
+    return tail if tail.count(".") >= 1 and all(p.isdigit() for p in tail.split(".")) else None

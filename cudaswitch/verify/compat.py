@@ -63,6 +63,7 @@ def _older_driver(driver, have, want, check_id, subject, facts):
                      "compatibility, but %s" % (driver["cuda"], subject, want[0], want[1], caveat),
                      upgrade + " for full support", **facts)
     facts["source"] = "NV-rn"
+    facts["line"] = "driver supports CUDA %s only; CUDA %d.%d needs a newer one" % (driver["cuda"], want[0], want[1])
     return check(check_id, "error", "driver supports CUDA %s only, older than %s needs (CUDA %d.%d)"
                  % (driver["cuda"], subject, want[0], want[1]), upgrade + ", or use an older CUDA " +
                  "%d.x" % have[0], **facts)
@@ -78,27 +79,36 @@ def _minor_version_compatible(driver, have, want):
     return not release or table.release_tuple(release) >= table.release_tuple(mvc["driver"])
 
 
-def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda):
-    """Host gcc above the toolkit's ceiling -> nvcc refuses with `#error -- unsupported GNU version!`."""
-    facts = {"gcc": version, "compiler": compiler, "ceiling": ceiling, "ceiling_from": ceiling_from, "cuda": cuda}
-    if not compiler or not version:
-        return check("gcc.supported", "info", "no host gcc found: nvcc needs one to compile",
-                     "install gcc or set NVCC_CCBIN", **facts)
+def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda, chosen=None):
+    """Host gcc above the toolkit's ceiling -> nvcc refuses with `#error -- unsupported GNU version!`,
+    so every compile fails: an error. `chosen`: the compilers the switch picked (NVCC_CCBIN...)."""
+    facts = {"gcc": version, "compiler": compiler, "ceiling": ceiling, "ceiling_from": ceiling_from, "cuda": cuda,
+             "chosen": chosen or {}}
+    if not compiler:
+        return check("gcc.supported", "warning", "no host gcc found: nvcc needs one to compile",
+                     "install gcc (and g++) or set NVCC_CCBIN", **facts)
+    if not version:
+        return check("gcc.supported", "info", "cannot check the host compiler %s: it did not report a version"
+                     % compiler, "run `%s --version` to see why" % compiler, **facts)
     if ceiling is None:
-        return check("gcc.supported", "info", "the gcc ceiling of CUDA %s is not known; host gcc is %s"
-                     % (cuda, version), None, **facts)
+        return check("gcc.supported", "info", "cannot check host gcc %s against CUDA %s: its gcc ceiling is "
+                     "not known" % (version, cuda), None, **facts)
     major = version_tuple(version)[0]
     if major > ceiling:
-        return check("gcc.supported", "warning", "host gcc %s is newer than CUDA %s accepts (gcc %d at most)"
-                     % (version, cuda, ceiling), "set NVCC_CCBIN (or -ccbin / CUDAHOSTCXX) to gcc-%d or "
-                     "older, or use a newer CUDA" % ceiling, **facts)
+        return check("gcc.supported", "error", "host gcc %s is newer than CUDA %s accepts (gcc %d at most): nvcc "
+                     "stops with \"#error -- unsupported GNU version!\"" % (version, cuda, ceiling),
+                     "install gcc-%d and g++-%d (or older; `cudaswitch use` then points nvcc at them), or use a "
+                     "newer CUDA" % (ceiling, ceiling), **facts)
+    if chosen:
+        return check("gcc.supported", "ok", "host compiler %s (gcc %s), chosen because the default gcc is above "
+                     "CUDA %s's limit (gcc %d)" % (os.path.basename(compiler), version, cuda, ceiling), **facts)
     return check("gcc.supported", "ok", "host gcc %s is within CUDA %s's limit (gcc %d)" % (version, cuda, ceiling),
                  **facts)
 
 
-def torch_home(env):
+def torch_home(env, fallback="/usr/local/cuda"):
     """(CUDA_HOME torch's cpp_extension would take, how): $CUDA_HOME, $CUDA_PATH, which nvcc's parent
-    (symlinks NOT resolved), then /usr/local/cuda."""
+    (symlinks NOT resolved), then /usr/local/cuda (`fallback`: that path under a root prefix)."""
     from cudaswitch.verify.runner import which
 
     for name in ("CUDA_HOME", "CUDA_PATH"):
@@ -107,8 +117,8 @@ def torch_home(env):
     nvcc = which("nvcc", env)
     if nvcc:
         return os.path.dirname(os.path.dirname(nvcc)), "the parent of the first nvcc on PATH, %s" % nvcc
-    if os.path.exists("/usr/local/cuda"):
-        return "/usr/local/cuda", "the /usr/local/cuda fallback"
+    if os.path.exists(fallback):
+        return fallback, "the /usr/local/cuda fallback"
     return None, "nothing"
 
 

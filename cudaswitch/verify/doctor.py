@@ -4,37 +4,33 @@ hardware, driver, toolkit, framework, deps (project dependencies), env (environm
 import os
 import re
 
-from cudaswitch.toolkit import Toolkit, short_version
-from cudaswitch.verify import driver as drivermod
-from cudaswitch.verify.checks import compat_libcuda_dirs, cudnn_copies, three_toolkits, torch_checks
+from cudaswitch.toolkit import Toolkit
+from cudaswitch.verify import driver as drivermod, pipeline
+from cudaswitch.verify.checks import compat_libcuda_dirs
 from cudaswitch.verify.compat import check, looks_like_toolkit, nvcc_target, torch_home
 from cudaswitch.core import active_root
-from cudaswitch.verify.report import current_or_none, settings, toolkit_checks
-from cudaswitch.verify.runner import find_python, probe_torch, which
+from cudaswitch.verify.host import Host
+from cudaswitch.verify.runner import which
 
 WHEEL_MAJOR = re.compile(r"^nvidia-.+-cu(\d+)$")
 
 
 def doctor(paths, registry, env, python=None, timeout=None):
     """{"toolkit": list-shape | None, "checks": [...], "driver": {...}, "torch": {...}}."""
-    conf = settings(paths)
-    timeout = float(timeout or conf["torch_timeout"])
-    drv = drivermod.driver_facts(paths, env, timeout=timeout)
-    record = current_or_none(registry, env)
-    python = find_python(env, python, conf["python"])
-    probe = probe_torch(python, env, timeout) if python else {"error": "no python3 on PATH"}
+    host = Host(paths, registry, env, python=python, timeout=timeout)
     layers = [
-        ("hardware", hardware_checks(paths, drv)),
-        ("driver", driver_checks(drv)),
-        ("toolkit", toolkit_layer(registry, record, env, drv, conf["probe_timeout"])),
-        ("framework", torch_checks(probe, short_version(record["version"] or "") if record else None, drv)),
-        ("deps", deps_checks(probe)),
-        ("env", env_checks(env, probe, registry)),
+        ("hardware", hardware_checks(host.paths, host.driver)),
+        ("driver", driver_checks(host.driver)),
+        ("toolkit", toolkit_layer(host)),
+        ("framework", pipeline.torch(host)),
+        ("deps", deps_checks(host.torch)),
+        ("env", env_checks(host)),
     ]
     checks = [dict(c, layer=name) for name, items in layers for c in items]
+    record = host.record
     public = Toolkit(record).public(default=record["real"] == registry.get("default_real"),
                                     active=active_root(env) == record["root"]) if record else None
-    return {"toolkit": public, "checks": checks, "driver": drv, "torch": probe}
+    return {"toolkit": public, "checks": checks, "driver": host.driver, "torch": host.torch}
 
 
 def hardware_checks(paths, drv):
@@ -66,16 +62,17 @@ def driver_checks(drv):
     return out
 
 
-def toolkit_layer(registry, record, env, drv, probe_timeout):
+def toolkit_layer(host):
+    registry, record = host.registry, host.record
     if not registry["records"]:
         return [check("toolkit.found", "info", "no CUDA toolkits found", "`cudaswitch install VERSION`")]
     if record is None:
         return [check("toolkit.active", "info", "%d toolkit(s) found, none active and no default"
                       % len(registry["records"]), "`cudaswitch use VERSION` or `cudaswitch global VERSION`")]
-    how = "active in this shell" if active_root(env) == record["root"] else "the default"
+    how = "active in this shell" if active_root(host.env) == record["root"] else "the default"
     head = check("toolkit.active", "ok", "CUDA %s at %s is %s" % (record["version"], record["root"], how),
                  root=record["root"])
-    checks = toolkit_checks(record, env, drv, probe_timeout)
+    checks = pipeline.run(host, pipeline.TOOLKIT)
     # toolkit.status repeats the head line when the toolkit is complete; its problems matter otherwise
     return [head] + [c for c in checks if not (c["id"] == "toolkit.status" and c["level"] == "ok")]
 
@@ -102,10 +99,10 @@ def deps_checks(probe):
     return out
 
 
-def env_checks(env, probe, registry=None):
-    out = [in_use(registry, env)] if registry else []
-    out += stale_entries(env) + [several_nvcc(env), torch_cuda_home(env), three_toolkits(env, probe),
-                                 cudnn_copies(env, probe)]
+def env_checks(host):
+    env = host.env
+    out = [in_use(host.registry, env)] + stale_entries(env) + [several_nvcc(env), torch_cuda_home(env)]
+    out += pipeline.run(host, (pipeline.one_toolkit, pipeline.cudnn_copies, pipeline.library_shadowing))
     compat = compat_libcuda_dirs(env)
     if compat:
         out.append(check("env.compat_libcuda", "warning", "a cuda-compat libcuda is on LD_LIBRARY_PATH: %s"

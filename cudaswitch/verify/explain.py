@@ -4,17 +4,16 @@ facts), then run the checks that confirm or rule out each cause on this host.
 Messages are matched with whitespace folded and case ignored, against several wordings per rule
 (torch rewords messages between releases and wraps them in tracebacks)."""
 
-import functools
 import os
 import re
 
 from cudaswitch.toolkit import short_version, version_tuple
-from cudaswitch.verify import driver as drivermod, facts as table, nvcc as nvccmod
-from cudaswitch.verify.checks import arch_in_build, compat_libcuda_dirs, cudnn_copies, torch_checks
-from cudaswitch.verify.compat import check, driver_supports, torch_home
+from cudaswitch.verify import facts as table, hostcc, pipeline
+from cudaswitch.verify.checks import arch_in_build, compat_libcuda_dirs, compiled_archs
+from cudaswitch.verify.compat import check, torch_home
 from cudaswitch.verify.doctor import driver_checks
-from cudaswitch.verify.report import current_or_none, gcc_check, settings
-from cudaswitch.verify.runner import find_python, probe_torch, run_bounded, which
+from cudaswitch.verify.host import Host
+from cudaswitch.verify.runner import run_bounded, which
 
 UNKNOWN = ("cudaswitch does not know this message: no rule in its compat.toml matches it "
            "(`cudaswitch doctor` checks this host in general)")
@@ -34,7 +33,7 @@ def match_rules(text):
 
 def explain(text, paths, registry, env, python=None, timeout=None):
     """{"known": bool, "matches": [{"id", "cause", "todo", "matched", "source", "checks"}], "message"}."""
-    host = Host(paths, registry, env, python, timeout)
+    host = Host(paths, registry, env, python=python, timeout=timeout)
     matches = []
     for rule, matched in match_rules(text):
         checks = []
@@ -46,37 +45,12 @@ def explain(text, paths, registry, env, python=None, timeout=None):
     return {"known": bool(matches), "matches": matches, "message": message}
 
 
-class Host:
-    """Facts about this host, each gathered at most once and only when a rule asks for it."""
-
-    def __init__(self, paths, registry, env, python, timeout):
-        self.paths, self.registry, self.env = paths, registry, env
-        self.conf = settings(paths)
-        self.timeout = float(timeout or self.conf["torch_timeout"])
-        self.python = find_python(env, python, self.conf["python"])
-
-    @functools.cached_property
-    def driver(self):
-        return drivermod.driver_facts(self.paths, self.env, timeout=self.timeout)
-
-    @functools.cached_property
-    def torch(self):
-        return probe_torch(self.python, self.env, self.timeout) if self.python else {"error": "no python3 on PATH"}
-
-    @functools.cached_property
-    def record(self):
-        return current_or_none(self.registry, self.env)
-
-    @property
-    def toolkit_cuda(self):
-        return short_version(self.record["version"]) if self.record and self.record.get("version") else None
-
-
 def confirm_gpu_arch(host, text):
     out = []
     probe = host.torch
-    for device in host.driver["gpus"] or probe.get("devices") or []:
-        out.append(arch_in_build(device, probe.get("arch_list") or [], {"torch": probe.get("torch")}))
+    archs = compiled_archs(probe)
+    for device in host.gpus if archs else []:
+        out.append(arch_in_build(device, archs, {"torch": probe.get("torch")}))
     for sm in sorted(set(re.findall(r"sm_(\d+a?)", text))):
         row = table.arch_row(sm)
         if row:
@@ -90,24 +64,19 @@ def confirm_gpu_arch(host, text):
 
 
 def confirm_driver(host, text):
-    drv = host.driver
-    out = driver_checks(drv)
-    if drv["present"] and host.toolkit_cuda:
-        out.append(driver_supports(drv, host.toolkit_cuda, "driver.supports_toolkit", "the CUDA %s toolkit"
-                                   % host.toolkit_cuda))
+    out = driver_checks(host.driver)
+    if host.driver["present"] and host.record:
+        out += pipeline.driver_for_toolkit(host)
     return out
 
 
 def confirm_torch_driver(host, text):
-    probe = host.torch
-    if not probe.get("cuda"):
-        return []  # confirm_torch reports a CPU-only or missing torch
-    return [driver_supports(host.driver, probe["cuda"], "torch.driver", "torch %s (CUDA %s)"
-                            % (probe["torch"], probe["cuda"]))]
+    # confirm_torch reports a CPU-only or missing torch; this one only the driver part
+    return [c for c in pipeline.torch(host) if c["id"] == "torch.driver"]
 
 
 def confirm_torch(host, text):
-    return torch_checks(host.torch, host.toolkit_cuda, host.driver)
+    return pipeline.torch(host)
 
 
 def confirm_cuda_home(host, text):
@@ -122,14 +91,17 @@ def confirm_cuda_home(host, text):
     torch_cuda = host.torch.get("cuda")
     same = found and torch_cuda and version_tuple(found)[0] == version_tuple(torch_cuda)[0]
     level = "ok" if same else ("error" if found and torch_cuda else "info")
-    return [check("env.torch_cuda_home", level, "torch takes CUDA_HOME=%s (%s); its nvcc is %s; torch was built "
-                  "with CUDA %s" % (home, how, found or result.get("error"), torch_cuda or "none (CPU build)"),
+    probe = host.torch
+    built = ("torch %s was built with CUDA %s" % (probe["torch"], torch_cuda) if torch_cuda else
+             "torch %s is a CPU build" % probe["torch"] if probe.get("torch") else "this Python has no torch")
+    return [check("env.torch_cuda_home", level, "torch would take CUDA_HOME=%s (%s); its nvcc is %s; %s"
+                  % (home, how, found or result.get("error"), built),
                   None if same else "`cudaswitch use %s`" % (short_version(torch_cuda) if torch_cuda else "VERSION"),
                   cuda_home=home, nvcc_version=found, torch_cuda=torch_cuda)]
 
 
 def confirm_loader_path(host, text):
-    wanted = re.search(r"(lib[A-Za-z_]+\.so(?:\.[\d.]*\d)?)", text)
+    wanted = re.search(r"(lib[A-Za-z_-]+\.so(?:\.[\d.]*\d)?)", text)
     name = wanted.group(1) if wanted else "libcudart.so"
     dirs = [d for d in (host.env.get("LD_LIBRARY_PATH") or "").split(":") if d]
     on_path = [d for d in dirs if os.path.exists(os.path.join(d, name))]
@@ -155,7 +127,7 @@ def _ldconfig_has(name, env):
 
 
 def confirm_cudnn(host, text):
-    return [cudnn_copies(host.env, host.torch)]
+    return pipeline.cudnn_copies(host)
 
 
 def confirm_nccl(host, text):
@@ -175,8 +147,7 @@ def confirm_nccl(host, text):
 
 def confirm_nvcc_arch(host, text):
     out = []
-    record = host.record
-    archs = nvccmod.gpu_archs(record["nvcc"], host.env, 15.0) if record and record.get("nvcc") else None
+    archs = host.nvcc_archs
     for arch in sorted(set(re.findall(r"(?:compute|sm)_(\d+[a-z]?)", text))):
         row = table.arch_row(arch)
         known = "compute_" + arch.rstrip("af") in (archs or [])
@@ -190,18 +161,17 @@ def confirm_nvcc_arch(host, text):
 
 def confirm_gcc(host, text):
     out = []
-    if host.record and host.record.get("version"):
-        out.append(gcc_check(host.record, host.env, 10.0))
+    if host.record:
+        out += pipeline.host_compiler(host)
     said = re.search(r"later than (\d+)|maximum required version by CUDA \S+ \((\d+)", " ".join(text.split()))
-    compiler = nvccmod.host_compiler(host.env)
-    version = nvccmod.compiler_version(compiler, host.env, 10.0) if compiler else None
+    version = host.compiler_version
     if not out and not said:
         out.append(check("gcc.host", "info", "host gcc: %s" % (version or "none found"), None, gcc=version))
     if said and version:
         ceiling = int(said.group(1) or said.group(2))
         above = version_tuple(version)[0] > ceiling
         refusing = [r["version"] for r in host.registry["records"] if r.get("version")
-                    and nvccmod.gcc_ceiling_from_host(r)[0] == ceiling]
+                    and hostcc.gcc_ceiling(r)[0] == ceiling]
         out.append(check("gcc.message", "warning" if above else "info", "the message's toolkit accepts gcc %d at most; "
                          "the host gcc is %s%s; toolkits here with that ceiling: %s" % (ceiling, version,
                          " (above it)" if above else "", ", ".join(refusing) or "none"),
@@ -220,7 +190,77 @@ def confirm_libcuda(host, text):
                   loaded=drv["loaded"], compat=compat)]
 
 
+def confirm_cuda_home_set(host, text):
+    """Would an extension build here find a toolkit (cpp_extension's CUDA_HOME rule)?"""
+    home, how = torch_home(host.env, host.paths.host("/usr/local/cuda"))
+    if home:
+        return [check("env.cuda_home_found", "ok", "here an extension build would take CUDA_HOME=%s (%s): the "
+                      "message came from another environment" % (home, how), None, cuda_home=home, how=how)]
+    kits = [r["version"] for r in host.registry["records"] if r.get("nvcc")]
+    hint = "`cudaswitch use %s`" % short_version(kits[0]) if kits else "install a toolkit (`cudaswitch install VERSION`)"
+    return [check("env.cuda_home_found", "warning", "here too no CUDA_HOME, CUDA_PATH, nvcc on PATH or "
+                  "/usr/local/cuda: an extension build finds no toolkit; toolkits with nvcc found: %s"
+                  % (", ".join(kits) or "none"), hint, cuda_home=None, toolkits=kits)]
+
+
+def confirm_library_shadowing(host, text):
+    found = pipeline.library_shadowing(host)
+    if found:
+        return found
+    python = host.python or "no python3"
+    return [check("env.library_shadowing", "info", "cannot check for shadowed libraries: torch in %s ships no "
+                  "NVIDIA wheel libraries here (%s)" % (python, host.torch.get("torch") or "no torch"), None)]
+
+
+def confirm_forward_compat(host, text):
+    if not host.record:
+        return [check("driver.forward_compat", "info", "cannot check forward compatibility: no toolkit active", None)]
+    return pipeline.forward_compat(host) or [check("driver.forward_compat", "info", "the active toolkit %s has no "
+                                                   "compat/libcuda (cuda-compat)" % host.record["root"], None)]
+
+
+def confirm_toolkit_arch(host, text):
+    if not host.record or not host.driver.get("gpus"):
+        return [check("toolkit.gpu_arch", "info", "cannot check which architectures the toolkit targets against "
+                      "the GPU: %s" % ("no toolkit active" if not host.record else "no GPU visible here"), None)]
+    return pipeline.toolkit_gpu_arch(host)
+
+
+def confirm_cudart_link(host, text):
+    """Does the active toolkit have the unversioned libcudart.so (or the static one) a link needs?"""
+    record = host.record
+    if not record:
+        return [check("toolkit.cudart_link", "info", "cannot check: no toolkit active", "`cudaswitch use VERSION`")]
+    libs = [os.path.join(d, name) for d in record.get("lib_dirs") or [] for name in ("libcudart.so", "libcudart_static.a")]
+    have = [p for p in libs if os.path.exists(p)]
+    level = "ok" if have else "error"
+    return [check("toolkit.cudart_link", level, "CUDA %s at %s %s" % (record.get("version"), record["root"],
+                  "has %s: link with -L%s" % (", ".join(os.path.basename(p) for p in have), os.path.dirname(have[0]))
+                  if have else "has no libcudart.so or libcudart_static.a: a runtime-only install cannot link"),
+                  None if have else "use a complete toolkit (`cudaswitch list` shows their status)", found=have)]
+
+
+def confirm_gpu_memory(host, text):
+    """GPU memory in use, from nvidia-smi where there is one; otherwise say it cannot be checked."""
+    gpus = host.driver.get("gpus") or []
+    smi = which("nvidia-smi", host.env)
+    if not gpus:
+        return [check("gpu.memory", "info", "cannot check GPU memory: no GPU visible on this host",
+                      "run `nvidia-smi` on the machine that printed the message")]
+    if not smi:
+        return [check("gpu.memory", "info", "cannot check GPU memory: no nvidia-smi here (GPUs: %s)"
+                      % ", ".join(g["name"] for g in gpus), None)]
+    code, out, why = run_bounded([smi, "--query-gpu=index,name,memory.used,memory.total", "--format=csv,noheader"],
+                                 host.env, 15.0)
+    rows = out.decode("utf-8", "replace").strip().splitlines() if code == 0 else []
+    return [check("gpu.memory", "info", "GPU memory now: %s" % ("; ".join(rows) if rows else why or "no answer"),
+                  "nvidia-smi lists the processes holding it", rows=rows)]
+
+
 CONFIRMERS = {
+    "cuda_home_set": confirm_cuda_home_set, "library_shadowing": confirm_library_shadowing,
+    "forward_compat": confirm_forward_compat, "toolkit_arch": confirm_toolkit_arch,
+    "cudart_link": confirm_cudart_link, "gpu_memory": confirm_gpu_memory,
     "gpu_arch": confirm_gpu_arch, "driver": confirm_driver, "torch_driver": confirm_torch_driver,
     "torch": confirm_torch, "cuda_home": confirm_cuda_home, "loader_path": confirm_loader_path,
     "cudnn_copies": confirm_cudnn, "nccl": confirm_nccl, "nvcc_arch": confirm_nvcc_arch, "gcc": confirm_gcc,

@@ -73,6 +73,15 @@ def arch_row(sm):
     return None
 
 
+def torch_builds_for(capability):
+    """CUDA versions of torch builds whose compiled architectures include `capability` ('6.1'), newest
+    first (a GPU runs SASS of its own major with a lower or equal minor)."""
+    have = version_tuple(capability)[:2]
+    fits = [r["cuda"] for r in load().get("torch_arch", [])
+            if version_tuple(r["first"])[:2] <= have and have[0] <= version_tuple(r["last"])[0]]
+    return sorted(fits, key=version_tuple, reverse=True)
+
+
 def error_rules():
     return load()["error"]
 

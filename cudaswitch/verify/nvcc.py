@@ -1,15 +1,13 @@
 """Ask the toolkit itself: does nvcc run, which gcc does it accept, which GPUs can it target,
 and does a one-kernel program build (and, with a GPU, run)."""
 
-import glob
 import os
 import re
 import tempfile
 
 from cudaswitch.verify.runner import run_bounded, which
 
-GCC_CEILING = re.compile(r"#if\s+__GNUC__\s*>\s*(\d+)")
-NVCC_ERROR = re.compile(r"(#error.*|nvcc fatal.*|error:.*)")
+NVCC_ERROR = re.compile(r"(#error.*|nvcc fatal.*|error:.*|undefined reference.*|cannot find -l.*|not found.*)")
 
 SMOKE_SOURCE = r"""
 #include <cstdio>
@@ -25,29 +23,6 @@ int main() {
     return err == cudaSuccess && h[31] == 1 ? 0 : 1;
 }
 """
-
-
-def host_config_files(record):
-    """crt/host_config.h candidates: classic include/, targets/<triple>/include/, wheel layouts."""
-    root = record["root"]
-    found = [os.path.join(root, "include", "crt", "host_config.h")]
-    found += sorted(glob.glob(os.path.join(root, "targets", "*", "include", "crt", "host_config.h")))
-    for lib in record.get("lib_dirs") or []:
-        found.append(os.path.join(os.path.dirname(lib), "include", "crt", "host_config.h"))
-    return [p for p in dict.fromkeys(found) if os.path.isfile(p)]
-
-
-def gcc_ceiling_from_host(record):
-    """(newest gcc major the toolkit accepts, file it says so in) or (None, None)."""
-    for path in host_config_files(record):
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                match = GCC_CEILING.search(handle.read())
-        except OSError:
-            continue
-        if match:
-            return int(match.group(1)), path
-    return None, None
 
 
 def host_compiler(env):
@@ -83,31 +58,30 @@ def first_error_line(text):
 
 
 def compile_smoke(record, env, run, timeout):
-    """Build the one-kernel program; run it when `run` (a GPU is there). Returns a result dict."""
-    nvcc = record.get("nvcc")
-    if not nvcc:
+    """Compile (`nvcc -c`) and link the one-kernel program; run it when `run` (a GPU is there).
+    Linked against the shared libcudart, the part every toolkit has (not all ship the static one)."""
+    if not record.get("nvcc"):
         return {"built": False, "error": "this toolkit has no nvcc"}
+    nvcc = record["nvcc"]
     with tempfile.TemporaryDirectory(prefix="cudaswitch-smoke-") as tmp:
-        source = os.path.join(tmp, "smoke.cu")
-        with open(source, "w") as handle:
+        with open(os.path.join(tmp, "smoke.cu"), "w") as handle:
             handle.write(SMOKE_SOURCE)
-        # Without a GPU, compiling to an object is enough to exercise host gcc and headers.
-        output = os.path.join(tmp, "smoke" if run else "smoke.o")
-        argv = [nvcc, source, "-o", output] + ([] if run else ["-c"])
-        result = _run(argv, env, timeout, tmp)
-        result["command"] = " ".join(argv[:1] + ["smoke.cu", "-o", os.path.basename(output)] + argv[4:])
-        if not result["ok"]:
-            return {"built": False, "error": first_error_line(result["output"]) or result["output"],
-                    "command": result["command"]}
-        if not run:
-            return {"built": True, "ran": False, "command": result["command"]}
-        ran = _run([output], env, timeout, tmp)
-        return {"built": True, "ran": True, "run_ok": ran["ok"], "run_output": ran["output"].strip()[-300:],
-                "command": result["command"]}
+        steps = [[nvcc, "-c", "smoke.cu", "-o", "smoke.o"], [nvcc, "smoke.o", "-o", "smoke", "-cudart", "shared"]]
+        for argv in steps:
+            result = _run(argv, env, timeout, tmp)
+            command = " ".join(["nvcc"] + argv[1:])
+            if not result["ok"]:
+                return {"built": False, "error": first_error_line(result["output"]) or result["output"],
+                        "command": command, "timed_out": result.get("timed_out", False)}
+        done = {"built": True, "ran": False, "command": "; ".join(" ".join(["nvcc"] + a[1:]) for a in steps)}
+        if run:
+            ran = _run([os.path.join(tmp, "smoke")], env, timeout, tmp)
+            done.update(ran=True, run_ok=ran["ok"], run_output=ran["output"].strip()[-300:])
+        return done
 
 
 def _run(argv, env, timeout, cwd):
     code, out, err = run_bounded(argv, env, timeout, cwd)
     if code is None:
-        return {"ok": False, "output": err}
+        return {"ok": False, "output": err, "timed_out": "did not answer" in err}
     return {"ok": code == 0, "output": (out + err).decode("utf-8", "replace")}

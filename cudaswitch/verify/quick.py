@@ -2,28 +2,18 @@
 
 On a cache hit this module imports nothing beyond os, sys and marshal (no json, re, subprocess,
 typing: see DESIGN.md budgets) and starts no process. On a miss it runs the checks of
-cudaswitch.verify.usecheck (driver, host gcc, the torch probe) and stores the result.
+cudaswitch.verify.usecheck (the toolkit's parts, driver, host compiler, a real build the first time,
+the torch probe) and stores the result.
 """
 
 import os
 
 from cudaswitch.pathsearch import which  # noqa: F401  (re-exported for the verdict's callers)
 from cudaswitch.verify import cache
+from cudaswitch.verify.identity import _identity, toolkit_identity  # noqa: F401  (re-exported)
 
 ENV_KEYS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONSAFEPATH",
             "NVCC_CCBIN", "CUDA_VISIBLE_DEVICES", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")
-
-
-def _identity(path):
-    """(path, real path, mtime, size) of a file, or None: a rebuilt or replaced binary changes it."""
-    if not path:
-        return None
-    try:
-        real = os.path.realpath(path)
-        st = os.stat(real)
-    except OSError:
-        return (path, None)
-    return (path, real, st.st_mtime_ns, st.st_size)
 
 
 def _driver_identity(paths, env):
@@ -42,7 +32,7 @@ def dependency_key(paths, record, new_env):
     """Everything the verdict depends on that can be read without starting a process."""
     return (
         cache.FORMAT, record["root"], record.get("version"), record.get("status"),
-        _identity(record.get("nvcc")),
+        toolkit_identity(record, new_env),
         _identity(which("python3", new_env) or which("python", new_env)),
         _identity(new_env.get("NVCC_CCBIN") or which("gcc", new_env)),
         _driver_identity(paths, new_env),
@@ -51,16 +41,31 @@ def dependency_key(paths, record, new_env):
     )
 
 
-def verdict_for_use(paths, record, new_env, timeout=20.0):
-    """(level, one_line) for switching to `record` with environment `new_env`; cached."""
+def verdict_for_use(paths, record, new_env, timeout=20.0, again=False):
+    """(level, one_line) for switching to `record` with environment `new_env`; cached. again:
+    this shell switched before, so an ok line leaves out what it already said (no driver here)."""
     key = dependency_key(paths, record, new_env)
     where = cache.cache_file(paths)
     entries = cache.load(where)
     hit = entries.get(key)
-    if hit is not None and cache.unchanged(hit["watch"]):
-        return hit["level"], hit["line"]
-    from cudaswitch.verify.usecheck import use_verdict
+    if hit is None or not cache.unchanged(hit["watch"]):
+        from cudaswitch.verify.usecheck import use_verdict
 
-    level, line, watch = use_verdict(paths, record, new_env, timeout)
-    cache.store(where, entries, key, {"level": level, "line": line, "watch": cache.mtimes(watch)})
-    return level, line
+        level, line, watch, line_again = use_verdict(paths, record, new_env, timeout)
+        hit = {"level": level, "line": line, "again": line_again, "watch": cache.mtimes(watch)}
+        cache.store(where, entries, key, hit)
+    return hit["level"], hit["again"] if again else hit["line"]
+
+
+def verdict_to_show(paths, record, new_env, strict=False, again=False):
+    """(level, line or None) as config's `verdict` setting asks: "all" lines, only "problems", or
+    "off" (nothing verified, nothing said; --strict verifies all the same)."""
+    from cudaswitch.verify.fastconfig import switch_settings
+
+    mode = switch_settings(paths)["verdict"]
+    if mode == "off" and not strict:
+        return "info", None
+    level, line = verdict_for_use(paths, record, new_env, timeout=None, again=again)
+    if mode == "all" or level in ("warning", "error"):
+        return level, line
+    return level, None

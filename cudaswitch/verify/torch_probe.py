@@ -112,6 +112,9 @@ def probe():
     out["cuda"] = getattr(version, "cuda", None)
     out["hip"] = getattr(version, "hip", None)
     guarded(out, "arch_list", torch.cuda.get_arch_list)
+    # The build's own list: get_arch_list() is [] whenever CUDA cannot start (old driver, no GPU
+    # visible), yet the GPU still needs one of these architectures once it does.
+    guarded(out, "arch_flags", lambda: torch._C._cuda_getArchFlags() if out["cuda"] else None)
     guarded(out, "available", torch.cuda.is_available)
     guarded(out, "devices", lambda: devices(torch) if out.get("available") else [])
     guarded(out, "cudnn", lambda: torch.backends.cudnn.version() if out["cuda"] else None)

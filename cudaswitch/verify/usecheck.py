@@ -2,13 +2,9 @@
 
 import os
 
-from cudaswitch.toolkit import short_version
-from cudaswitch.verify import driver
-from cudaswitch.verify.checks import cudnn_copies, three_toolkits, torch_checks
-from cudaswitch.verify.compat import LEVELS, driver_supports, worst
-from cudaswitch.verify.report import gcc_check, status_check
-from cudaswitch.verify.runner import find_python, probe_torch
-
+from cudaswitch.verify import pipeline
+from cudaswitch.verify.compat import LEVELS, worst
+from cudaswitch.verify.host import Host, settings
 
 USE_TIMEOUT = 15.0  # a cache miss may import torch (seconds when cold); a hung Python is cut here
 
@@ -16,34 +12,63 @@ USE_TIMEOUT = 15.0  # a cache miss may import torch (seconds when cold); a hung 
 def use_verdict(paths, record, new_env, timeout):
     """(level, line, paths to watch): the verdict and what would make it stale. timeout None: the
     configured torch_timeout, capped at USE_TIMEOUT unless config.toml sets one explicitly."""
-    conf = _settings(paths)
-    timeout = timeout or conf.get("torch_timeout_set") or USE_TIMEOUT
-    drv = driver.driver_facts(paths, new_env, timeout=timeout)
-    checks = [status_check(record)]
-    if record.get("version") and record["status"] != "broken":
-        cuda = short_version(record["version"])
-        checks.append(driver_supports(drv, cuda, "driver.supports_toolkit", "CUDA %s" % cuda))
-        checks.append(gcc_check(record, new_env, conf["probe_timeout"]))
-    python = find_python(new_env, None, conf.get("python"))
-    probe = probe_torch(python, new_env, timeout) if python else {"error": "no python3 on PATH"}
-    if "No module named 'torch'" not in (probe.get("torch_error") or ""):  # no torch: nothing to say
-        checks += torch_checks(probe, short_version(record.get("version") or "") or None, drv)
-        checks += [three_toolkits(new_env, probe), cudnn_copies(new_env, probe)]
-    level, line = summarize(record, checks, drv, probe)
-    return level, line, _watch(probe, python)
+    conf = settings(paths, tolerant=True)
+    host = Host(paths, None, new_env, record, timeout=timeout or conf["torch_timeout_set"] or USE_TIMEOUT, conf=conf)
+    checks = pipeline.run(host, pipeline.USE)
+    if pipeline.has_torch(host):  # no torch at all: nothing to say about it
+        checks += pipeline.run(host, pipeline.TORCH)
+    level, line, again = summarize(record, checks, host)
+    return level, line, _watch(host.torch, host.python), again
 
 
-def summarize(record, checks, drv, probe):
+MAX_LINE = 100
+TAIL = " (`cudaswitch verify`)"
+
+
+def summarize(record, checks, host):
+    """(level, line, line for a shell that switched before): at most MAX_LINE characters."""
     level = worst(checks)
     head = "CUDA %s" % (record.get("version") or "?")
     bad = sorted((c for c in checks if c["level"] in ("warning", "error")), key=lambda c: -LEVELS.index(c["level"]))
     if bad:
         more = " (+%d more)" % (len(bad) - 1) if len(bad) > 1 else ""
-        return level, "%s: %s: %s%s; `cudaswitch verify` for the report" % (head, level, bad[0]["message"], more)
+        start = "%s: %s: " % (head, level)
+        line = start + fit(line_text(bad[0]), MAX_LINE - len(start) - len(more)) + more
+        line += TAIL if len(line) + len(TAIL) <= MAX_LINE else ""
+        return level, line, line
+    drv = host.driver
+    no_driver = not drv.get("cuda")
     parts = ["driver CUDA %s" % drv["cuda"] if drv.get("cuda") else "no NVIDIA driver here"]
-    if probe.get("torch"):
-        parts.append("torch %s" % probe["torch"])
-    return level, "%s: ok (%s)" % (head, ", ".join(parts))
+    if any(c["id"] == "nvcc.compile" and c["level"] == "ok" for c in checks):
+        parts.append("builds with nvcc")
+    chosen = [c for c in checks if c["id"] == "gcc.supported" and c["facts"].get("chosen")]
+    if chosen:
+        parts.append("host compiler %s" % os.path.basename(chosen[0]["facts"]["compiler"]))
+    if host.torch.get("torch"):
+        parts.append("torch %s" % host.torch["torch"])
+    again = parts[1:] if no_driver else parts  # "no driver" is said once per shell, not on every cd
+    return (level, fit("%s: ok (%s)" % (head, ", ".join(parts)), MAX_LINE),
+            fit("%s: ok" % head + (" (%s)" % ", ".join(again) if again else ""), MAX_LINE))
+
+
+def line_text(item):
+    """A check's words for the one line: its own short form, else its message up to the first
+    ": " when the whole is long (the rest explains; `verify` shows it)."""
+    text = short_paths(item["facts"].get("line") or item["message"])
+    if len(text) > MAX_LINE // 2 and ": " in text and not item["facts"].get("line"):
+        text = text.split(": ", 1)[0]
+    return text
+
+
+def short_paths(text):
+    """Absolute paths shortened to their last two parts: the report has them whole."""
+    import re
+
+    return re.sub(r"/(?:[^\s/:;,()']+/)+([^\s/:;,()']+/[^\s/:;,()']+)", r".../\1", text)
+
+
+def fit(text, width):
+    return text if len(text) <= width else text[:max(width - 3, 0)].rstrip() + "..."
 
 
 def _watch(probe, python):
@@ -54,17 +79,3 @@ def _watch(probe, python):
     if probe.get("python"):
         watch.append(os.path.realpath(probe["python"]))
     return watch
-
-
-def _settings(paths):
-    from cudaswitch.errors import CudaSwitchError
-    from cudaswitch.verify.report import settings
-
-    from cudaswitch import config
-
-    try:
-        conf = settings(paths)
-        conf["torch_timeout_set"] = config.load(paths).get("torch_timeout")  # None: not in the file
-    except CudaSwitchError:  # a broken config.toml must not break `use`; `list` reports it
-        return {"probe_timeout": 5.0, "python": None}
-    return conf

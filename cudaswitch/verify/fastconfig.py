@@ -1,0 +1,64 @@
+"""The config keys `use` and the hook need on every switch, without importing tomllib.
+
+config.toml is parsed (tomllib, ~3 ms of imports) only when its identity (mtime, size, inode)
+changed; the answer is kept in a marshal file beside the other caches.
+
+- `verdict = "all" | "problems" | "off"`: which verdict lines `use` prints ("off" also skips
+  verification; `--strict` still verifies).
+- `loader_path = true | false`: whether a switch puts the toolkit's lib dirs on LD_LIBRARY_PATH.
+  Default true: binaries built with the toolkit (no RUNPATH to its lib64) and CMake/Makefile
+  projects find libcudart and friends only that way, which is most users of a switched shell. A
+  pip torch brings its own NVIDIA libraries through its RUNPATH, and LD_LIBRARY_PATH comes first,
+  so a toolkit older than those wheels breaks torch; the verdict then says so as an error and
+  names this setting (false: switch PATH and CUDA_HOME only).
+"""
+
+import marshal
+import os
+
+FILE = "settings.marshal"
+DEFAULTS = {"verdict": "all", "loader_path": True}
+VERDICT_MODES = ("all", "problems", "off")
+
+
+def _identity(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def switch_settings(paths):
+    """{"verdict", "loader_path"}; a config that cannot be read gives the defaults (`list` and
+    `verify` report its error; a switch must still work)."""
+    key = _identity(paths.config_file)
+    if key is None:
+        return dict(DEFAULTS)
+    where = os.path.join(paths.cache_dir, FILE)
+    try:
+        with open(where, "rb") as handle:
+            cached = marshal.load(handle)
+        if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("settings"), dict):
+            return cached["settings"]
+    except (OSError, ValueError, EOFError, TypeError):
+        pass
+    settings = _from_config(paths)
+    from cudaswitch.paths import atomic_write
+
+    try:
+        atomic_write(where, marshal.dumps({"key": key, "settings": settings}))
+    except (OSError, ValueError):
+        pass
+    return settings
+
+
+def _from_config(paths):
+    from cudaswitch import config
+    from cudaswitch.errors import CudaSwitchError
+
+    try:
+        cfg = config.load(paths)
+    except CudaSwitchError:
+        return dict(DEFAULTS)
+    return {key: cfg.get(key, default) for key, default in DEFAULTS.items()}

@@ -1,0 +1,135 @@
+"""The facts every verdict is a function of: this host (driver, GPUs, the user's Python and torch)
+and one toolkit in one environment (nvcc, its host compiler and ceiling, a real build). Each fact
+is gathered at most once, and only when a check asks for it; `use`, `verify`, `doctor`, `explain`
+and `audit` all read them from here, so a check written once sees the same facts everywhere."""
+
+import functools
+
+from cudaswitch.toolkit import short_version
+from cudaswitch.verify import driver as drivermod, hostcc, nvcc as nvccmod
+
+DEFAULT_TORCH_TIMEOUT = 60.0
+CURRENT = object()  # record=CURRENT: the active (else default) toolkit, looked up when asked
+
+
+def settings(paths, tolerant=False):
+    """Timeouts and the configured Python from config.toml. tolerant: a broken config gives the
+    defaults (`use` must still switch; `list` reports the config error)."""
+    from cudaswitch import config
+    from cudaswitch.errors import CudaSwitchError
+
+    try:
+        cfg = config.load(paths)
+    except CudaSwitchError:
+        if not tolerant:
+            raise
+        cfg = {}
+    return {"probe_timeout": float(cfg.get("probe_timeout", 5.0)), "python": cfg.get("python"),
+            "torch_timeout": float(cfg.get("torch_timeout", DEFAULT_TORCH_TIMEOUT)),
+            "torch_timeout_set": cfg.get("torch_timeout")}
+
+
+class Host:
+    """Lazily computed facts. `env` is the environment the checks judge (for `use`/`verify`, the
+    one after switching); `record` the toolkit (CURRENT: the active or default one, or None)."""
+
+    def __init__(self, paths, registry, env, record=CURRENT, python=None, timeout=None, conf=None,
+                 fresh_build=False):
+        self.paths, self.registry, self.env = paths, registry, env
+        self.conf = conf if conf is not None else settings(paths)
+        self.timeout = float(timeout or self.conf["torch_timeout"])
+        self.fresh_build = fresh_build  # `verify --compile`: build again, whatever the cache says
+        self._python, self._record = python, record
+
+    @functools.cached_property
+    def python(self):
+        from cudaswitch.verify.runner import find_python
+
+        return find_python(self.env, self._python, self.conf["python"])
+
+    @functools.cached_property
+    def driver(self):
+        return drivermod.driver_facts(self.paths, self.env, timeout=self.timeout)
+
+    @functools.cached_property
+    def torch(self):
+        from cudaswitch.verify.runner import probe_torch
+
+        return probe_torch(self.python, self.env, self.timeout) if self.python else {"error": "no python3 on PATH"}
+
+    @functools.cached_property
+    def record(self):
+        if self._record is not CURRENT:
+            return self._record
+        return current_or_none(self.registry, self.env)
+
+    @property
+    def toolkit_cuda(self):
+        """'13.1' for the toolkit, None without one (or without a known version)."""
+        return short_version(self.record["version"]) if self.record and self.record.get("version") else None
+
+    @property
+    def probe_timeout(self):
+        return max(self.conf["probe_timeout"], 10.0)
+
+    @functools.cached_property
+    def nvcc_version(self):
+        """run_nvcc's answer for the toolkit's nvcc: {"version"} or {"error"}; {} without nvcc."""
+        from cudaswitch.probe import run_nvcc
+
+        nvcc = self.record.get("nvcc") if self.record else None
+        return run_nvcc(nvcc, self.probe_timeout) if nvcc else {}
+
+    @functools.cached_property
+    def compiler(self):
+        """The host compiler nvcc would use in env: NVCC_CCBIN, else gcc on PATH."""
+        return nvccmod.host_compiler(self.env)
+
+    @functools.cached_property
+    def compiler_version(self):
+        return hostcc.compiler_version(self.paths.cache_dir, self.compiler, self.env) if self.compiler else None
+
+    @functools.cached_property
+    def gcc_ceiling(self):
+        """(newest gcc major, where that comes from): the toolkit's host_config.h, else compat.toml."""
+        ceiling, source = hostcc.gcc_ceiling(self.record)
+        if ceiling is None and self.record.get("version"):
+            from cudaswitch.verify import facts as table
+
+            ceiling, row = table.gcc_ceiling(self.record["version"])
+            source = "compat.toml (%s)" % row["source"] if row else None
+        return ceiling, source
+
+    @functools.cached_property
+    def nvcc_archs(self):
+        """['compute_75', ...] from `nvcc --list-gpu-arch`, or None when nvcc cannot say."""
+        nvcc = self.record.get("nvcc") if self.record else None
+        return nvccmod.gpu_archs(nvcc, self.env, self.probe_timeout) if nvcc else None
+
+    @functools.cached_property
+    def gpus(self):
+        """GPUs as the driver reports them (libcuda, NVML, nvidia-smi), else as torch saw them."""
+        return self.driver.get("gpus") or self.torch.get("devices") or []
+
+    @functools.cached_property
+    def build(self):
+        """The one-kernel program built with this toolkit in env (cached by what it depends on)."""
+        from cudaswitch.verify import build
+
+        return build.cached_build(self.paths, self.record, self.env, run=bool(self.driver.get("gpus")),
+                                  fresh=self.fresh_build)
+
+    @functools.cached_property
+    def pci(self):
+        return drivermod.nvidia_pci_devices(self.paths)
+
+
+def current_or_none(registry, env):
+    """The active (else default) toolkit's record; None where there is none, which is no error here."""
+    from cudaswitch import core
+    from cudaswitch.errors import CudaSwitchError
+
+    try:
+        return core.current_record(registry, env)
+    except CudaSwitchError:
+        return None

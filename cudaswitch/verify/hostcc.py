@@ -1,0 +1,169 @@
+"""The host compiler is part of a switch: nvcc refuses a gcc above the ceiling in the toolkit's
+crt/host_config.h (`#error -- unsupported GNU version!`), so when the default gcc is above it and
+the host has a supported g++-N (Debian's and Fedora's gcc-N/g++-N packages), the switch points
+nvcc (NVCC_CCBIN) and CMake (CUDAHOSTCXX) at it. The C++ driver, not gcc-N: nvcc also links
+through it, and a C driver leaves libstdc++ off the link line (`__cxa_guard_acquire` undefined). `-allow-unsupported-compiler` is never added: it turns a clear refusal
+into failures deep in libstdc++ headers.
+
+Import-light (os, marshal): it runs inside `use` and the hook. A compiler's version is asked once
+(`gcc -dumpfullversion`) and cached by the binary's path, mtime and size.
+"""
+
+import marshal
+import os
+
+from cudaswitch.pathsearch import which
+
+CHOSEN = ("NVCC_CCBIN", "CUDAHOSTCXX")
+VERSIONS_FILE = "compilers.marshal"
+VERSION_TIMEOUT = 10.0
+EXTRA_DIRS = ("/usr/bin",)  # distro packages install gcc-N here even when PATH lacks it
+
+
+def host_config_files(record):
+    """crt/host_config.h candidates: classic include/, targets/<triple>/include/, wheel layouts."""
+    root = record["root"]
+    found = [os.path.join(root, "include", "crt", "host_config.h")]
+    try:  # listdir, not glob: glob imports re, which this hot path must not
+        targets = sorted(os.listdir(os.path.join(root, "targets")))
+    except OSError:
+        targets = []
+    found += [os.path.join(root, "targets", t, "include", "crt", "host_config.h") for t in targets]
+    for lib in record.get("lib_dirs") or []:
+        found.append(os.path.join(os.path.dirname(lib), "include", "crt", "host_config.h"))
+    return [p for p in dict.fromkeys(found) if os.path.isfile(p)]
+
+
+def ceiling_from_header(text):
+    """N from the first `#if __GNUC__ > N` line, or None."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#if") and "__GNUC__ >" in stripped:
+            digits = stripped.split("__GNUC__ >", 1)[1].strip().split(" ")[0].strip("()")
+            if digits.isdigit():
+                return int(digits)
+    return None
+
+
+def gcc_ceiling(record):
+    """(newest gcc major the toolkit accepts, the host_config.h saying so) or (None, None)."""
+    for path in host_config_files(record):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                ceiling = ceiling_from_header(handle.read())
+        except OSError:
+            continue
+        if ceiling is not None:
+            return ceiling, path
+    return None, None
+
+
+def _key(path):
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    return "%s|%d|%d" % (real, st.st_mtime_ns, st.st_size)
+
+
+def compiler_version(cache_dir, compiler, env):
+    """'12.2.0' for a compiler binary (cached by identity), or None when it does not say."""
+    try:
+        key = _key(compiler)
+    except OSError:
+        return None
+    where = os.path.join(cache_dir, VERSIONS_FILE)
+    known = _load(where)
+    if key in known:
+        return known[key]
+    from cudaswitch.verify.nvcc import compiler_version as ask
+
+    version = ask(compiler, env, VERSION_TIMEOUT)
+    known[key] = version
+    _store(where, known)
+    return version
+
+
+def _load(where):
+    try:
+        with open(where, "rb") as handle:
+            data = marshal.load(handle)
+    except (OSError, ValueError, EOFError, TypeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _store(where, known):
+    from cudaswitch.paths import atomic_write
+
+    if len(known) > 64:
+        known = dict(list(known.items())[-64:])
+    try:
+        atomic_write(where, marshal.dumps(known))
+    except (OSError, ValueError):
+        pass  # an unwritable cache costs one `gcc -dumpversion` next time, not correctness
+
+
+def major(version):
+    head = (version or "").split(".")[0]
+    return int(head) if head.isdigit() else None
+
+
+def supported_compilers(env, ceiling):
+    """[(N, g++-N)] on PATH and in /usr/bin with N <= ceiling, newest first."""
+    found = {}
+    dirs = [d for d in (env.get("PATH") or "").split(os.pathsep) if os.path.isabs(d)] + list(EXTRA_DIRS)
+    for directory in dict.fromkeys(dirs):
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            number = name[4:] if name.startswith("g++-") else ""
+            if number.isdigit() and int(number) <= ceiling and int(number) not in found:
+                gxx = os.path.join(directory, name)
+                if os.access(gxx, os.X_OK):
+                    found[int(number)] = (int(number), gxx)
+    return [found[n] for n in sorted(found, reverse=True)]
+
+
+def choose(cache_dir, record, env):
+    """{"NVCC_CCBIN": g++-N, "CUDAHOSTCXX": g++-N} when the default gcc is above the toolkit's
+    ceiling and a supported one exists; {} otherwise (also when the user set either variable:
+    their choice stands, and the verdict judges it)."""
+    if not record.get("nvcc") or any(env.get(name) for name in CHOSEN):
+        return {}
+    ceiling = gcc_ceiling(record)[0]
+    gcc = which("gcc", env)
+    if ceiling is None or not gcc:
+        return {}
+    have = major(compiler_version(cache_dir, gcc, env))
+    if have is None or have <= ceiling:
+        return {}
+    for number, gxx in supported_compilers(env, ceiling):
+        if major(compiler_version(cache_dir, gxx, env)) == number:  # the name could lie: ask it
+            return {"NVCC_CCBIN": gxx, "CUDAHOSTCXX": gxx}
+    return {}
+
+
+def switched(env, record, origin, source_file=None, known_roots=(), base=None, modules=None):
+    """envdiff.switched with the host compiler chosen for `record` (see choose), and without the
+    toolkit's lib dirs when config says `loader_path = false` (see verify/fastconfig.py)."""
+    from cudaswitch import envdiff
+    from cudaswitch.paths import Paths
+    from cudaswitch.verify.fastconfig import switch_settings
+
+    paths = Paths(env)
+    compilers = choose(paths.cache_dir, record, envdiff.pristine(env) if base is None else base)
+    if not switch_settings(paths)["loader_path"]:
+        record = dict(record, lib_dirs=[], env_lib=[])
+    return envdiff.switched(env, record, origin, source_file, known_roots, base=base, modules=modules,
+                            compilers=compilers)
+
+
+def chosen_by_switch(env):
+    """The compilers the active switch set (its state remembers what they replaced), or {}."""
+    from cudaswitch import envdiff
+
+    state = envdiff.read_state(env)
+    if not state:
+        return {}
+    return {name: env.get(name) for name in CHOSEN if name in state["scalars"] and env.get(name)}
