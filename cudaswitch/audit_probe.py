@@ -10,8 +10,9 @@ import glob
 import mmap
 import os
 import re
-import subprocess
 import tempfile
+
+from cudaswitch.run import run
 
 COMPONENTS = ("cudart", "nvcc", "cudnn", "nccl", "cupti", "cublas")
 # version.json keys and wheel (dist-info) names per component
@@ -190,13 +191,11 @@ def compile_kernel(nvcc, timeout):
     with tempfile.TemporaryDirectory(prefix="cudaswitch-audit-") as work:
         with open(os.path.join(work, "k.cu"), "w") as handle:
             handle.write(KERNEL)
-        try:
-            proc = subprocess.run([nvcc, "k.cu", "-o", "k"], cwd=work, capture_output=True,
-                                  timeout=timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
+        proc = run([nvcc, "k.cu", "-o", "k"], timeout=timeout, cwd=work)
+        if proc.timed_out:
             return False, "nvcc did not finish within %g s" % timeout
-        except OSError as exc:
-            return False, "nvcc cannot run: %s" % (exc.strerror or exc)
+        if proc.returncode is None:
+            return False, "nvcc cannot run: %s" % proc.error.split(": ", 1)[-1]
     if proc.returncode == 0:
         return True, None
     return False, _error_line(proc.stderr.decode("utf-8", "replace") or proc.stdout.decode("utf-8", "replace"))

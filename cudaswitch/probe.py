@@ -10,7 +10,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 
 NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 DIST_INFO = re.compile(r"nvidia_cuda_nvcc(?:_cu\d+)?-(\d+\.\d+\.\d+)[^/]*\.dist-info$")
@@ -78,28 +77,16 @@ def cudart_version(lib_dirs):
 
 def run_nvcc(nvcc, timeout):
     """{'version': 'x.y.z'} or {'error': one line}; never raises, never waits past `timeout`."""
-    try:
-        # Own session: on timeout the whole group dies, not only a wrapper script whose
-        # children (a hung real nvcc, `sleep`) would otherwise outlive cudaswitch.
-        proc = subprocess.Popen([nvcc, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    except OSError as exc:
-        return {"error": "nvcc cannot run: " + _one_line(exc)}
-    try:
-        stdout, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:  # the group ended between the timeout and the kill
-            pass
-        try:
-            proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:  # a grandchild left the group and holds our pipes
-            pass
+    from cudaswitch.run import run
+
+    result = run([nvcc, "--version"], timeout=timeout)
+    if result.timed_out:
         return {"error": "nvcc did not answer within %g s" % timeout}
-    if proc.returncode != 0:
-        return {"error": "nvcc --version " + _exit_reason(proc.returncode)}
-    match = NVCC_RELEASE.search(stdout.decode("utf-8", "replace"))
+    if result.returncode is None:
+        return {"error": "nvcc cannot run: " + result.error.split(": ", 1)[-1]}
+    if result.returncode != 0:
+        return {"error": "nvcc --version " + _exit_reason(result.returncode)}
+    match = NVCC_RELEASE.search(result.stdout.decode("utf-8", "replace"))
     if not match:
         return {"error": "nvcc --version printed no release line"}
     return {"version": match.group(2)}

@@ -87,7 +87,7 @@ def discover(paths, env, config, nvcc_probes):
     from cudaswitch.request import SOURCES, select, ToolkitRequest
     from cudaswitch.sources import Scan, source_modules, system
 
-    scan = Scan(paths, envdiff.pristine(env), config, float(config.get("probe_timeout", 5.0)))
+    scan = Scan(paths, absolute_only(envdiff.pristine(env)), config, float(config.get("probe_timeout", 5.0)))
     order = [s for s in config.get("source_order", SOURCES) if s in SOURCES]
     order += [s for s in SOURCES if s not in order]
     by_real = {}
@@ -112,6 +112,25 @@ def discover(paths, env, config, nvcc_probes):
         "system_real": system_real, "default_real": default_real, "source_order": order,
         "default_request": config.get("default"),
     }
+
+
+PATH_VARS = ("PATH", "MODULEPATH")
+DIR_VARS = ("HOME", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE", "VIRTUAL_ENV", "LMOD_CMD", "LMOD_DIR",
+            "MODULES_CMD", "MODULESHOME")
+
+
+def absolute_only(env):
+    """The environment discovery reads, without relative paths: `PATH=$PATH:bin` or CUDA_HOME=.
+    would name a directory of whatever project the shell is in, and the registry only lists
+    toolkits that are on the host wherever one stands."""
+    out = dict(env)
+    for var in PATH_VARS:
+        if var in out:
+            out[var] = os.pathsep.join(d for d in out[var].split(os.pathsep) if d.startswith("/"))
+    for var in DIR_VARS:
+        if var in out and not out[var].startswith("/"):
+            del out[var]
+    return out
 
 
 def _merge(by_real, candidate, scan, nvcc_probes, layouts):

@@ -16,7 +16,6 @@ each CUDA modulefile and its dir.
 import json
 import os
 import shutil
-import subprocess
 
 from cudaswitch.sources import Candidate
 
@@ -125,11 +124,11 @@ def _root_of(info):
 
 
 def _run(argv, env, timeout):
-    try:
-        return subprocess.run(argv, capture_output=True, env=env, stdin=subprocess.DEVNULL,
-                              timeout=max(timeout, MIN_TIMEOUT))
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    """The finished run (stdout, stderr, returncode), or None when it could not run or hung."""
+    from cudaswitch.run import run
+
+    result = run(argv, env=env, timeout=max(timeout, MIN_TIMEOUT))
+    return None if result.returncode is None else result
 
 
 # ---------------------------------------------------------------- Environment Modules

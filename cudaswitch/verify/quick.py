@@ -17,7 +17,9 @@ def which(name, env):
     """First executable `name` on env's PATH. Lives here, not in runner.py, because this module is
     import-light (the `use` cache hit) and runner imports json and subprocess; runner re-exports it."""
     for directory in (env.get("PATH") or "").split(":"):
-        candidate = os.path.join(directory or ".", name)
+        if not directory.startswith("/"):  # an empty or relative entry would find a repo's own tool
+            continue
+        candidate = os.path.join(directory, name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
