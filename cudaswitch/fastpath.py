@@ -40,6 +40,16 @@ def _paths():
     return Paths()
 
 
+def _environ():
+    """os.environ, with a PATH: bash and zsh started without one (`env -u PATH bash`) keep a default
+    they do not export, and a switch computed from no PATH would leave the shell only the toolkit's
+    bin (and `off` would unset PATH). The hooks' `cudaswitch` function exports the shell's own."""
+    env = dict(os.environ)
+    if not env.get("PATH"):
+        env["PATH"] = os.defpath
+    return env
+
+
 def _renderer(options):
     """The output format's render function, checked before any work is done."""
     from cudaswitch import shells
@@ -59,7 +69,7 @@ def cmd_use(args):
     if len(positionals) != 1:
         raise UsageError("use takes one REQUEST, e.g. `cudaswitch use 12.4`")
     render_diff = _renderer(options)
-    paths, env = _paths(), dict(os.environ)
+    paths, env = _paths(), _environ()
     reg = switch.load(paths, env)
     record, diff = switch.use(reg, env, positionals[0])
     text = render_diff(diff)
@@ -96,7 +106,7 @@ def cmd_off(args):
     positionals, options = parse(args)
     _no_positionals(positionals, "off")
     render_diff = _renderer(options)
-    diff = switch.off(dict(os.environ))
+    diff = switch.off(_environ())
     if diff is None:
         render.message("cudaswitch: no toolkit was switched in this shell; nothing to undo")
         return 0
@@ -110,7 +120,7 @@ def cmd_hook_env(args):
     positionals, options = parse(args)
     _no_positionals(positionals, "hook-env")
     render_diff = _renderer(options)
-    paths, env = _paths(), dict(os.environ)
+    paths, env = _paths(), _environ()
     record, diff = switch.hook_env(lambda: switch.load(paths, env), env, os.getcwd())
     if diff:
         text = render_diff(diff)
@@ -150,7 +160,7 @@ def cmd_exec(args):
     command = args[split + 1:]
     if len(positionals) != 1 or not command:
         raise UsageError("usage: cudaswitch exec REQUEST -- CMD [ARGS...]")
-    paths, env = _paths(), dict(os.environ)
+    paths, env = _paths(), _environ()
     reg = switch.load(paths, env)
     record, diff = switch.use(reg, env, positionals[0])
     new = applied(env, diff)
@@ -185,23 +195,15 @@ HOOK_SHELLS = ("bash", "zsh", "fish")
 
 
 def cmd_init(args):
-    """Print the hook for SHELL: a real file under shell/, shipped in the package, after a line that
+    """Print the hook for SHELL (shell/hook.py fills in the project-file rules), after a line that
     names this very program by absolute path (a launcher shim on PATH, e.g. pyenv's, rewrites PATH
     before cudaswitch reads it, and that would leak into every `use`)."""
     positionals, _ = parse(args)
     if len(positionals) != 1 or positionals[0] not in HOOK_SHELLS:
         raise UsageError("usage: cudaswitch init bash|zsh|fish")
-    from importlib.resources import files
+    from cudaswitch.shell.hook import hook_text
 
-    shell = positionals[0]
-    program = _own_program()
-    if program:
-        from cudaswitch.shells import bash, fish, zsh
-
-        quote = {"bash": bash.quote, "zsh": zsh.quote, "fish": fish.quote}[shell]
-        assign = "set -g __cudaswitch_bin %s\n" if shell == "fish" else "__cudaswitch_bin=%s\n"
-        render.emit_text(assign % quote(program))
-    render.emit_text(files("cudaswitch.shell").joinpath("cudaswitch." + shell).read_text())
+    render.emit_text(hook_text(positionals[0], _own_program()))
     return 0
 
 

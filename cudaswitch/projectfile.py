@@ -16,6 +16,9 @@ from cudaswitch.request import ToolkitRequest
 MAX_BYTES = 4096
 PYPROJECT_MAX_BYTES = 1 << 20
 NAMES = (".cudaversion", ".tool-versions", "pyproject.toml")
+# For the shell hooks (generated into their text by `init`): (file name, the word its first
+# MAX_BYTES must hold for it to matter, whether a match ends the walk up). hook-env decides for real.
+HOOK_RULES = ((".cudaversion", "", True), (".tool-versions", "cuda", False), ("pyproject.toml", "cudaswitch", False))
 
 
 def find(start):
