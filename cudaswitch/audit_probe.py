@@ -208,4 +208,4 @@ def _error_line(text):
 
 
 def _numbers(text):
-    return tuple(int(p) for p in text.split(".") if p.isdigit())
+    return tuple(int(p[:9]) for p in text.split(".") if p.isascii() and p.isdigit())

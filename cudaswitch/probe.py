@@ -39,7 +39,7 @@ def read_version_json(root):
             return components[key], components, None
     sdk = components.get("cuda", "")
     pieces = sdk.split(".")
-    if len(pieces) == 3 and pieces[2].isdigit() and int(pieces[2]) >= DATE_STAMP_MINOR:
+    if len(pieces) == 3 and pieces[2].isascii() and pieces[2].isdigit() and int(pieces[2][:9]) >= DATE_STAMP_MINOR:
         sdk = ".".join(pieces[:2])
     return sdk or None, components, None
 
@@ -111,7 +111,7 @@ def _exit_reason(code):
 
 
 def _key(text):
-    return tuple(int(p) for p in text.split(".") if p.isdigit())
+    return tuple(int(p[:9]) for p in text.split(".") if p.isascii() and p.isdigit())
 
 
 def _one_line(exc):

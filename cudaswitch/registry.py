@@ -12,9 +12,11 @@ import os
 
 from cudaswitch import envdiff
 from cudaswitch.paths import atomic_write, resolve_in_root
-from cudaswitch.toolkit import version_tuple
+from cudaswitch.safeio import Unreadable, read_regular
+from cudaswitch.toolkit import STATUSES, version_tuple
 
 CACHE_FORMAT = 4
+CACHE_MAX_BYTES = 64 << 20
 ENV_KEYS = ("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
             "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME")
 RECORD_KEYS = frozenset(("version", "root", "real", "sources", "nvcc", "status", "problems", "bin_dirs",
@@ -28,13 +30,18 @@ def cache_key(paths, env):
     return (paths.managed_dir, paths.config_file) + tuple(base.get(k) for k in ENV_KEYS)
 
 
+def _load_cache_file(path):
+    """The unmarshalled cache, or None for anything else: absent, a FIFO or device put in its
+    place, a directory, a truncated or bit-flipped file, a foreign marshal."""
+    try:
+        return marshal.loads(read_regular(path, CACHE_MAX_BYTES))
+    except (OSError, Unreadable, ValueError, EOFError, TypeError, MemoryError, RecursionError):
+        return None
+
+
 def read_cache(paths, env):
     """The cached registry if every input it depends on is unchanged, else None."""
-    try:
-        with open(paths.registry_cache, "rb") as handle:
-            cache = marshal.load(handle)
-    except (OSError, ValueError, EOFError, TypeError):
-        return None
+    cache = _load_cache_file(paths.registry_cache)
     if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not _shape_ok(cache):
         return None
     if cache.get("key") != cache_key(paths, env) or cache.get("config_mtime") != paths.config_mtime():
@@ -51,9 +58,21 @@ def read_cache(paths, env):
 
 def _shape_ok(cache):
     """A file with our format number but another shape (another build, a bit flip) is foreign."""
-    records = cache.get("records")
-    return isinstance(cache.get("watched"), dict) and isinstance(records, list) and all(
-        isinstance(r, dict) and RECORD_KEYS.issubset(r) for r in records)
+    records, watched = cache.get("records"), cache.get("watched")
+    if not isinstance(watched, dict) or not isinstance(records, list) or not isinstance(cache.get("key"), tuple):
+        return False
+    if not all(isinstance(k, str) and type(v) is int for k, v in watched.items()):
+        return False
+    return all(isinstance(r, dict) and RECORD_KEYS.issubset(r) and _record_ok(r) for r in records) and all(
+        cache.get(k) is None or isinstance(cache.get(k), str) for k in ("system_real", "default_real"))
+
+
+def _record_ok(record):
+    strings = ("version", "root", "real", "status")
+    lists = ("sources", "problems", "bin_dirs", "lib_dirs")
+    return (all(isinstance(record[k], str) for k in strings) and record["status"] in STATUSES
+            and all(isinstance(record[k], list) and all(isinstance(i, str) for i in record[k]) for k in lists)
+            and (record["nvcc"] is None or isinstance(record["nvcc"], str)))
 
 
 def load(paths, env, refresh=False, config=None):
@@ -74,12 +93,11 @@ def load(paths, env, refresh=False, config=None):
 
 
 def _old_probes(paths):
-    try:
-        with open(paths.registry_cache, "rb") as handle:
-            probes = marshal.load(handle).get("nvcc_probes", {})
-        return probes if isinstance(probes, dict) else {}
-    except Exception:  # any garbage: start with no probe results
+    cache = _load_cache_file(paths.registry_cache)
+    probes = cache.get("nvcc_probes") if isinstance(cache, dict) else None
+    if not isinstance(probes, dict):
         return {}
+    return {k: v for k, v in probes.items() if isinstance(k, str) and isinstance(v, dict)}
 
 
 def discover(paths, env, config, nvcc_probes):

@@ -17,14 +17,21 @@ def cache_file(paths):
 
 def load(path):
     """{key: entry}; a missing, corrupt or foreign file is an empty cache."""
-    try:
-        with open(path, "rb") as handle:
-            data = marshal.load(handle)
-    except (OSError, ValueError, EOFError, TypeError):
+    from cudaswitch.safeio import Unreadable, read_regular
+
+    try:  # non-blocking, regular files only: a FIFO or /dev/zero put here must not hang `use`
+        data = marshal.loads(read_regular(path, 16 << 20))
+    except (OSError, Unreadable, ValueError, EOFError, TypeError, MemoryError, RecursionError):
         return {}
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), dict):
         return {}
-    return data["entries"]
+    return {k: v for k, v in data["entries"].items() if _entry_ok(v)}
+
+
+def _entry_ok(entry):
+    return (isinstance(entry, dict) and isinstance(entry.get("level"), str) and isinstance(entry.get("line"), str)
+            and isinstance(entry.get("watch"), dict)
+            and all(isinstance(p, str) and (m is None or type(m) is int) for p, m in entry["watch"].items()))
 
 
 def unchanged(watch):

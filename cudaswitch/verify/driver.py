@@ -149,7 +149,7 @@ def _ask_nvidia_smi(facts, env, timeout):
         return
     for line in out.decode("utf-8", "replace").splitlines():
         cells = [c.strip() for c in line.split(",")]
-        if len(cells) == 4 and cells[0].isdigit():
+        if len(cells) == 4 and cells[0].isascii() and cells[0].isdigit() and len(cells[0]) < 6:
             facts["gpus"].append({"index": int(cells[0]), "name": cells[1], "capability": cells[2]})
             if not facts["release"]:
                 facts["release"], facts["release_source"] = cells[3], "nvidia-smi"
