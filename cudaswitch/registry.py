@@ -12,10 +12,10 @@ import os
 
 from cudaswitch import envdiff
 from cudaswitch.paths import atomic_write, resolve_in_root
-from cudaswitch.safeio import Unreadable, read_regular
+from cudaswitch.safeio import load_marshal, seal
 from cudaswitch.toolkit import STATUSES, version_tuple
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 CACHE_MAX_BYTES = 64 << 20
 ENV_KEYS = ("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
             "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME")
@@ -33,10 +33,7 @@ def cache_key(paths, env):
 def _load_cache_file(path):
     """The unmarshalled cache, or None for anything else: absent, a FIFO or device put in its
     place, a directory, a truncated or bit-flipped file, a foreign marshal."""
-    try:
-        return marshal.loads(read_regular(path, CACHE_MAX_BYTES))
-    except (OSError, Unreadable, ValueError, EOFError, TypeError, MemoryError, RecursionError):
-        return None
+    return load_marshal(path, CACHE_MAX_BYTES)
 
 
 def read_cache(paths, env):
@@ -86,7 +83,7 @@ def load(paths, env, refresh=False, config=None):
         config = configmod.load(paths)
     cache = discover(paths, env, config, _old_probes(paths))
     try:
-        atomic_write(paths.registry_cache, marshal.dumps(cache))
+        atomic_write(paths.registry_cache, seal(marshal.dumps(cache)))
     except OSError:
         pass  # a read-only cache dir costs speed, not correctness
     return cache

@@ -115,3 +115,40 @@ def quote_prefix(text, length=16):
     enough to leak a secret a hostile link pointed at, and no raw control characters."""
     shown = text[:length]
     return ascii(shown) + ("..." if len(text) > length else "")
+
+
+SEAL = b"CSW1"
+
+
+def seal(payload):
+    """payload framed for a cache file: a magic, its length and CRC-32. marshal trusts the sizes it
+    reads, so a bit flip in a bare marshal can ask for gigabytes; a sealed file is checked first."""
+    import binascii
+
+    return SEAL + len(payload).to_bytes(8, "little") + binascii.crc32(payload).to_bytes(4, "little") + payload
+
+
+def unseal(data):
+    """The payload of a sealed cache file, or None when it is not one or does not check out."""
+    import binascii
+
+    if not data.startswith(SEAL) or len(data) < 16:
+        return None
+    payload = data[16:]
+    if int.from_bytes(data[4:12], "little") != len(payload):
+        return None
+    if int.from_bytes(data[12:16], "little") != binascii.crc32(payload):
+        return None
+    return payload
+
+
+def load_marshal(path, limit):
+    """The object in a sealed marshal cache file, or None for anything else (absent, a FIFO or
+    device in its place, a directory, truncated, bit-flipped, foreign)."""
+    import marshal
+
+    try:
+        payload = unseal(read_regular(path, limit))
+        return None if payload is None else marshal.loads(payload)
+    except (OSError, Unreadable, ValueError, EOFError, TypeError, MemoryError, RecursionError):
+        return None

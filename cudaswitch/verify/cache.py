@@ -7,7 +7,7 @@ path keeps its mtime (sys.path dirs of the probed Python, torch's dir: `pip inst
 import marshal
 import os
 
-FORMAT = 1
+FORMAT = 2
 MAX_ENTRIES = 32
 
 
@@ -17,12 +17,9 @@ def cache_file(paths):
 
 def load(path):
     """{key: entry}; a missing, corrupt or foreign file is an empty cache."""
-    from cudaswitch.safeio import Unreadable, read_regular
+    from cudaswitch.safeio import load_marshal
 
-    try:  # non-blocking, regular files only: a FIFO or /dev/zero put here must not hang `use`
-        data = marshal.loads(read_regular(path, 16 << 20))
-    except (OSError, Unreadable, ValueError, EOFError, TypeError, MemoryError, RecursionError):
-        return {}
+    data = load_marshal(path, 16 << 20)  # a FIFO, /dev/zero or a bit flip here must not hang `use`
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), dict):
         return {}
     return {k: v for k, v in data["entries"].items() if _entry_ok(v)}
@@ -58,6 +55,7 @@ def mtimes(paths_):
 def store(path, entries, key, entry):
     """Add one entry (dropping the oldest beyond MAX_ENTRIES) and write atomically; never raises."""
     from cudaswitch.paths import atomic_write
+    from cudaswitch.safeio import seal
 
     entries = dict(entries)
     entries.pop(key, None)
@@ -65,6 +63,6 @@ def store(path, entries, key, entry):
     while len(entries) > MAX_ENTRIES:
         entries.pop(next(iter(entries)))
     try:
-        atomic_write(path, marshal.dumps({"format": FORMAT, "entries": entries}))
+        atomic_write(path, seal(marshal.dumps({"format": FORMAT, "entries": entries})))
     except (OSError, ValueError):
         pass  # a read-only cache dir costs a probe next time, not correctness
