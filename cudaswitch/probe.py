@@ -11,6 +11,8 @@ import os
 import re
 import signal
 
+from cudaswitch.safeio import Unreadable, read_or_none, read_regular
+
 NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 DIST_INFO = re.compile(r"nvidia_cuda_nvcc(?:_cu\d+)?-(\d+\.\d+\.\d+)[^/]*\.dist-info$")
 CUDART_SONAME = re.compile(r"libcudart\.so\.(\d+(?:\.\d+){1,2})$")
@@ -21,11 +23,10 @@ def read_version_json(root):
     """(version, components, problem) from version.json; version None when absent or unusable."""
     path = os.path.join(root, "version.json")
     try:
-        with open(path, "rb") as handle:
-            data = json.loads(handle.read(1 << 20))
+        data = json.loads(read_regular(path, 1 << 20))
     except FileNotFoundError:
         return None, {}, None
-    except (OSError, ValueError) as exc:
+    except (OSError, Unreadable, ValueError, RecursionError) as exc:
         return None, {}, "version.json is unreadable or not JSON (%s)" % _one_line(exc)
     if not isinstance(data, dict):
         return None, {}, "version.json is not a JSON object"
@@ -45,11 +46,7 @@ def read_version_json(root):
 
 
 def read_version_txt(root):
-    try:
-        with open(os.path.join(root, "version.txt"), encoding="utf-8", errors="replace") as handle:
-            text = handle.read(4096)
-    except OSError:
-        return None
+    text = (read_or_none(os.path.join(root, "version.txt"), 4096) or b"").decode("utf-8", "replace")
     match = re.search(r"CUDA Version (\d+(?:\.\d+){1,2})", text)
     return match.group(1) if match else None
 

@@ -11,7 +11,7 @@ import marshal
 import os
 
 from cudaswitch import envdiff
-from cudaswitch.paths import atomic_write, resolve_in_root
+from cudaswitch.paths import atomic_write, link_leaving, resolve_in_root
 from cudaswitch.safeio import load_marshal, seal
 from cudaswitch.toolkit import STATUSES, version_tuple
 
@@ -179,6 +179,11 @@ def _describe(candidate, real, error, scan, nvcc_probes, layouts):
         return layouts.broken(candidate.root, "cannot read %s: %s" % (candidate.root, exc.strerror))
     if not entries:
         return layouts.broken(candidate.root, "empty directory (remains of an uninstalled toolkit?)")
+    if scan.paths.root != "/":
+        escape = link_leaving(real, scan.paths.root)
+        if escape:  # nothing of it is read or run: it would be the auditing host's
+            return dict(layouts.broken(candidate.root, "a link leaves the audited root (not followed): " + escape),
+                        outside_root=True)
     # config `probe_exec = false` (audit --root): binaries in an image may be for another host
     return layouts.describe(candidate.root, candidate.layout, scan.timeout, nvcc_probes,
                             candidate.hint_version, run_nvcc=scan.config.get("probe_exec", True))

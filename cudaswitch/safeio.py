@@ -16,8 +16,8 @@ class Unreadable(Exception):
     """A file that cannot be read as data; str() is one line without the file's content."""
 
 
-def read_regular(path, limit):
-    """Up to limit + 1 bytes of the regular file at path (so callers can tell "too large").
+def open_regular(path):
+    """A read-only fd of the regular file at path, opened without blocking (the caller closes it).
 
     Raises FileNotFoundError when absent, Unreadable for anything else that is not data."""
     try:
@@ -27,18 +27,40 @@ def read_regular(path, limit):
     except OSError as exc:
         raise Unreadable(_reason(exc)) from None
     try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise Unreadable(_reason(exc)) from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
             raise Unreadable("it is a directory, not a file")
-        if not stat.S_ISREG(st.st_mode):
-            raise Unreadable("not a regular file (a FIFO, socket or device)")
-        if st.st_size == 0:  # /proc and /sys files say 0; reading /proc/kmsg would consume the kernel log
+        raise Unreadable("not a regular file (a FIFO, socket or device)")
+    return fd
+
+
+def read_regular(path, limit):
+    """Up to limit + 1 bytes of the regular file at path (so callers can tell "too large").
+
+    Raises FileNotFoundError when absent, Unreadable for anything else that is not data."""
+    fd = open_regular(path)
+    try:
+        if os.fstat(fd).st_size == 0:  # /proc and /sys files say 0; reading /proc/kmsg would consume the kernel log
             return b""
         return _read_up_to(fd, limit + 1)
     except OSError as exc:
         raise Unreadable(_reason(exc)) from None
     finally:
         os.close(fd)
+
+
+def read_or_none(path, limit):
+    """read_regular, or None for any file that is absent or not data: image files under a root,
+    /proc and /sys entries, version files, where "cannot read" means "not there"."""
+    try:
+        return read_regular(path, limit)
+    except (OSError, Unreadable):
+        return None
 
 
 def _read_up_to(fd, count):

@@ -40,11 +40,10 @@ def host_config_files(record):
 def gcc_ceiling_from_host(record):
     """(newest gcc major the toolkit accepts, file it says so in) or (None, None)."""
     for path in host_config_files(record):
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                match = GCC_CEILING.search(handle.read())
-        except OSError:
-            continue
+        from cudaswitch.safeio import read_or_none
+
+        data = read_or_none(path, 1 << 20)
+        match = GCC_CEILING.search(data.decode("utf-8", "replace")) if data is not None else None
         if match:
             return int(match.group(1)), path
     return None, None
