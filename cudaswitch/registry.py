@@ -179,7 +179,7 @@ def _describe(candidate, real, error, scan, nvcc_probes, layouts):
         return layouts.broken(candidate.root, "cannot read %s: %s" % (candidate.root, exc.strerror))
     if not entries:
         return layouts.broken(candidate.root, "empty directory (remains of an uninstalled toolkit?)")
-    if scan.paths.root != "/":
+    if scan.paths.root != "/" and candidate.source != "managed":  # managed: this host's own data dir
         escape = link_leaving(real, scan.paths.root)
         if escape:  # nothing of it is read or run: it would be the auditing host's
             return dict(layouts.broken(candidate.root, "a link leaves the audited root (not followed): " + escape),

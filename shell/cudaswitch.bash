@@ -43,16 +43,18 @@ __cudaswitch_export() {
 # Sets __cudaswitch_fp_now to "path<US>content" of each candidate project file from $PWD up to the
 # nearest .cudaversion. .tool-versions / pyproject.toml count only when they mention cuda.
 __cudaswitch_fingerprint() {
-    local dir=$PWD fp="" f content meta="" LC_ALL=C  # C: read -N counts bytes, not characters
+    local dir=$PWD fp="" f content meta LC_ALL=C  # C: read -n counts bytes, not characters
     while :; do
         for f in @FILES@; do
             [[ -e $f || -L $f ]] || continue
-            content=""
+            content="" meta=""
             # A regular, non-empty file only, and only its start: a FIFO or a link to /dev/tty or
             # /proc/kmsg (size 0) would block the read, a 50 MiB file would cost every prompt.
             if [[ -f $f && -s $f && -r $f ]]; then
-                # read fails at end of file: `|| :` keeps a user's `set -e` or ERR trap quiet.
-                IFS= read -r -N @READ_BYTES@ content <"$f" || :
+                # Up to the first NUL (read -N would skip NULs and go on through a file of zeros);
+                # whether it stopped there is part of the fingerprint. `||` keeps `set -e` quiet.
+                meta=0
+                IFS= read -r -d '' -n @READ_BYTES@ content <"$f" || meta=1
             fi
             case $f in
                 @RULES@
