@@ -2,7 +2,9 @@
 #
 # precmd computes, in pure zsh (no process started), a fingerprint of the nearest project file:
 # its path, size, mtime and inode (zsh/stat), and its first @READ_BYTES@ bytes, read only when that
-# metadata changed. Only when the fingerprint differs from the last one applied does it run
+# metadata changed (zstat's mtime has whole seconds: an edit that keeps the size and the inode within
+# the second of the last read waits for the next change). Only when the fingerprint differs from the
+# last one applied does it run
 # `cudaswitch hook-env`. precmd hooks do not change $? as the prompt sees it; we return it anyway.
 
 # The program itself: the absolute path `cudaswitch init` wrote above (as direnv and mise do, so a
