@@ -46,16 +46,6 @@ def child_env(env) -> dict:
     return out
 
 
-def which(name, env=None):
-    """First executable `name` on env's PATH, absolute entries only."""
-    path = (os.environ if env is None else env).get("PATH")
-    for directory in safe_path(path).split(os.pathsep):
-        candidate = os.path.join(directory, name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
 def run(argv, env=None, timeout=10.0, cwd=None, merge_stderr=False, on_line=None,
         max_output=MAX_OUTPUT) -> Result:
     """Run argv to completion or to `timeout` s; never raises for a child that cannot start or hangs.
@@ -134,14 +124,10 @@ def _collect(proc, timeout, on_line, max_output):
                         on_line(line.decode("utf-8", "replace").rstrip())
     if on_line and partial:
         on_line(bytes(partial).decode("utf-8", "replace").rstrip())
-    finished = exited_at is not None or _reaped(proc)
+    finished = exited_at is not None or proc.poll() is not None
     out = bytes(buffers[proc.stdout.fileno()])
     err = bytes(buffers[proc.stderr.fileno()]) if proc.stderr else b""
     return out, err, finished
-
-
-def _reaped(proc):
-    return proc.poll() is not None
 
 
 def kill_group(proc) -> None:
