@@ -220,7 +220,14 @@ FAST = {"use": cmd_use, "off": cmd_off, "hook-env": cmd_hook_env, "current": cmd
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _dispatch(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:  # Ctrl-C before a command's own handler is in place (importing typer)
+        render.message("cudaswitch: interrupted")
+        return 130
+
+
+def _dispatch(argv):
     own_args = argv[1:argv.index("--")] if "--" in argv else argv[1:]  # exec's CMD may take --help
     if argv and argv[0] in FAST and "--help" not in own_args and "-h" not in own_args:
         try:
