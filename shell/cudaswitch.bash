@@ -2,8 +2,9 @@
 #
 # On every prompt the hook computes, in pure bash (no process started), a fingerprint of the
 # nearest project file: its path and its first @READ_BYTES@ bytes (bash has no stat builtin; that is
-# all hook-env reads of .cudaversion and .tool-versions). Only when that differs from the last one
-# applied does it run `cudaswitch hook-env`. It keeps $? for the prompt and other PROMPT_COMMAND parts.
+# all hook-env reads of .cudaversion and .tool-versions, while a pyproject.toml edited only past its
+# first 4 KiB is seen at the next cd). Only when that differs from the last one applied does it run
+# `cudaswitch hook-env`. It keeps $? for the prompt and other PROMPT_COMMAND parts.
 
 # The program itself: the absolute path `cudaswitch init` wrote above (as direnv and mise do, so a
 # launcher shim such as pyenv's cannot rewrite PATH before we read it), else the one on PATH.
