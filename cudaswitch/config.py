@@ -35,7 +35,7 @@ def _timeout(key, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "must be a number of seconds"
     if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
-        return "must be between 0 and %g seconds, not %s" % (MAX_TIMEOUT, value if abs(value) < 1e9 else "that")
+        return "must be between 0 and %g seconds, not %g" % (MAX_TIMEOUT, value)
     return None
 
 
