@@ -93,7 +93,10 @@ def _toolkit_entry(record, registry, env, executes):
     entry["layout"] = record.get("layout")
     entry["real"] = record["real"] if not record["real"].startswith("dangling:") else None
     nvcc_ran = _nvcc_probe(registry, record) if executes else None
-    entry["components"], entry["component_sources"] = audit_probe.components(record, nvcc_ran)
+    if record.get("outside_root") or record["real"].startswith("dangling:"):  # nothing of it is the image's
+        entry["components"], entry["component_sources"] = dict.fromkeys(audit_probe.COMPONENTS), {}
+    else:
+        entry["components"], entry["component_sources"] = audit_probe.components(record, nvcc_ran)
     entry["version_json"] = {k: v for k, v in record.get("components", {}).items() if k != "cudart_soname"}
     _check_nvcc_agrees(entry, nvcc_ran)
     entry["size_bytes"] = audit_probe.tree_size(entry["real"] or record["root"])

@@ -8,16 +8,15 @@ import glob
 import os
 import socket
 
+from cudaswitch.safeio import read_or_none
+
 
 def host_name(paths, root):
     """This host's name; for a root its /etc/hostname, else the root's path (still unique)."""
     if root is None:
         return socket.gethostname()
-    try:
-        with open(paths.host("/etc/hostname"), encoding="utf-8", errors="replace") as handle:
-            name = handle.readline().strip()
-    except OSError:
-        name = ""
+    text = (read_or_none(paths.host("/etc/hostname"), 4096) or b"").decode("utf-8", "replace")
+    name = (text.splitlines() or [""])[0].strip()
     return name or paths.root
 
 
@@ -48,13 +47,12 @@ def read_gpus(paths):
     gpus = []
     for info in sorted(glob.glob(paths.host("/proc/driver/nvidia/gpus/*/information"))):
         fields = {}
-        try:
-            with open(info, encoding="utf-8", errors="replace") as handle:
-                for line in handle:
-                    key, _, value = line.partition(":")
-                    fields[key.strip()] = value.strip()
-        except OSError:
+        data = read_or_none(info, 1 << 16)
+        if data is None:
             continue
+        for line in data.decode("utf-8", "replace").splitlines():
+            key, _, value = line.partition(":")
+            fields[key.strip()] = value.strip()
         gpus.append({"model": fields.get("Model"),
                      "bus": fields.get("Bus Location") or os.path.basename(os.path.dirname(info))})
     return gpus

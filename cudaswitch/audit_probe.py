@@ -10,8 +10,10 @@ import glob
 import mmap
 import os
 import re
-import subprocess
 import tempfile
+
+from cudaswitch.run import run
+from cudaswitch.safeio import Unreadable, open_regular, read_or_none
 
 COMPONENTS = ("cudart", "nvcc", "cudnn", "nccl", "cupti", "cublas")
 # version.json keys and wheel (dist-info) names per component
@@ -51,11 +53,10 @@ def header_version(include_dirs, names, macros):
     for directory in include_dirs:
         for name in names:
             path = os.path.join(directory, name)
-            try:
-                with open(path, "rb") as handle:
-                    text = handle.read(1 << 20).decode("latin-1")
-            except OSError:
+            data = read_or_none(path, 1 << 20)  # a FIFO or device in an image must not hang the audit
+            if data is None:
                 continue
+            text = data.decode("latin-1")
             values = [re.search(r"^\s*#\s*define\s+%s\s+(\d+)" % m, text, re.M) for m in macros]
             if all(values):
                 return ".".join(v.group(1) for v in values), path
@@ -66,11 +67,8 @@ def cudart_header_version(include_dirs):
     """CUDART_VERSION 13000 in cuda_runtime_api.h -> '13.0' (major*1000 + minor*10)."""
     for directory in include_dirs:
         path = os.path.join(directory, "cuda_runtime_api.h")
-        try:
-            with open(path, "rb") as handle:
-                match = re.search(rb"#\s*define\s+CUDART_VERSION\s+(\d+)", handle.read(1 << 20))
-        except OSError:
-            continue
+        data = read_or_none(path, 1 << 20)
+        match = re.search(rb"#\s*define\s+CUDART_VERSION\s+(\d+)", data) if data is not None else None
         if match:
             value = int(match.group(1))
             return "%d.%d" % (value // 1000, (value % 1000) // 10), path
@@ -110,11 +108,17 @@ def dist_info_versions(record):
 def nvcc_binary_version(nvcc):
     """The version nvcc prints for --version, read from the binary's bytes (nothing is run)."""
     try:
-        with open(nvcc, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        fd = open_regular(nvcc)  # a FIFO named nvcc would block a plain open forever
+    except (OSError, Unreadable):
+        return None
+    try:
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
             match = NVCC_BANNER.search(data)
             return match.group(2).decode() if match else None
     except (OSError, ValueError):  # ValueError: empty file
         return None
+    finally:
+        os.close(fd)
 
 
 def components(record, nvcc_version=None):
@@ -190,13 +194,11 @@ def compile_kernel(nvcc, timeout):
     with tempfile.TemporaryDirectory(prefix="cudaswitch-audit-") as work:
         with open(os.path.join(work, "k.cu"), "w") as handle:
             handle.write(KERNEL)
-        try:
-            proc = subprocess.run([nvcc, "k.cu", "-o", "k"], cwd=work, capture_output=True,
-                                  timeout=timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
+        proc = run([nvcc, "k.cu", "-o", "k"], timeout=timeout, cwd=work)
+        if proc.timed_out:
             return False, "nvcc did not finish within %g s" % timeout
-        except OSError as exc:
-            return False, "nvcc cannot run: %s" % (exc.strerror or exc)
+        if proc.returncode is None:
+            return False, "nvcc cannot run: %s" % proc.error.split(": ", 1)[-1]
     if proc.returncode == 0:
         return True, None
     return False, _error_line(proc.stderr.decode("utf-8", "replace") or proc.stdout.decode("utf-8", "replace"))
@@ -209,4 +211,4 @@ def _error_line(text):
 
 
 def _numbers(text):
-    return tuple(int(p) for p in text.split(".") if p.isdigit())
+    return tuple(int(p[:9]) for p in text.split(".") if p.isascii() and p.isdigit())

@@ -4,50 +4,109 @@ Read with tomllib (tomli before 3.11), written with tomli-w, atomically. A confi
 parsed is an error naming the file and line; it is never overwritten by a later write.
 """
 
+import math
 import os
-import sys
 
-from cudaswitch.errors import ConfigError
+from cudaswitch.errors import BadRequest, ConfigError
 from cudaswitch.paths import atomic_write
 from cudaswitch.request import SOURCES
+from cudaswitch.safeio import Unreadable, parse_toml, read_regular
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
+MAX_BYTES = 1 << 20
+MAX_TIMEOUT = 3600.0
 DEFAULTS = {"source_order": list(SOURCES), "probe_timeout": 5.0}
-TYPES = {
-    "default": str,
-    "source_order": list,
-    "search_roots": list,
-    "toolkits": list,
-    "probe_timeout": (int, float),
-    "python": str,
-    "torch_timeout": (int, float),
-    "probe_exec": bool,
-    "redist_url": str,
-    "verdict": str,
-    "loader_path": bool,
+
+
+def _text(key, value):
+    if not isinstance(value, str) or not value or "\0" in value or len(value) > 4096:
+        return "must be a non-empty string"
+    return None
+
+
+def _strings(key, value):
+    if not isinstance(value, list) or len(value) > 1000:
+        return "must be a list of strings"
+    if not all(isinstance(item, str) and item and "\0" not in item for item in value):
+        return "must be a list of strings, not %s" % _kind(next(i for i in value if not isinstance(i, str) or not i))
+    return None
+
+
+def _timeout(key, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "must be a number of seconds"
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
+        return "must be between 0 and %g seconds, not %g" % (MAX_TIMEOUT, value)
+    return None
+
+
+def _flag(key, value):
+    return None if isinstance(value, bool) else "must be true or false"
+
+
+def _request(key, value):
+    problem = _text(key, value)
+    if problem:
+        return problem
+    from cudaswitch.request import ToolkitRequest
+
+    try:
+        ToolkitRequest.parse(value)
+    except BadRequest:
+        return "is not a toolkit request (e.g. \"12.4\", \"13\", \"latest\")"
+    return None
+
+
+def _sources(key, value):
+    problem = _strings(key, value)
+    unknown = [s for s in value if s not in SOURCES] if not problem else []
+    if unknown:
+        return "names unknown source %s (sources: %s)" % (ascii(unknown[0][:20]), ", ".join(SOURCES))
+    return problem
+
+
+def _verdict(key, value):
+    return None if value in VERDICT_MODES else "must be one of %s" % ", ".join(VERDICT_MODES)
+
+
+CHECKS = {
+    "default": _request,
+    "source_order": _sources,
+    "search_roots": _strings,
+    "toolkits": _strings,
+    "probe_timeout": _timeout,
+    "python": _text,
+    "torch_timeout": _timeout,
+    "probe_exec": _flag,
+    "redist_url": _text,
+    "verdict": _verdict,
+    "loader_path": _flag,
 }
 VERDICT_MODES = ("all", "problems", "off")
 
 
+def _kind(value):
+    return {bool: "a boolean", int: "a number", float: "a number", str: "an empty string", list: "a list",
+            dict: "a table"}.get(type(value), type(value).__name__)
+
+
 def _read(path):
-    """The file's own keys (no defaults); {} when absent; ConfigError naming file and line."""
+    """The file's own keys (no defaults); {} when absent; one-line ConfigError otherwise."""
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
+        data = read_regular(path, MAX_BYTES)
     except FileNotFoundError:
         return {}
-    except tomllib.TOMLDecodeError as exc:
+    except Unreadable as exc:
+        raise ConfigError("%s: cannot read: %s" % (path, exc), "fix or remove the file") from None
+    if len(data) > MAX_BYTES:
+        raise ConfigError("%s: larger than %d bytes" % (path, MAX_BYTES), "fix or remove the file")
+    try:
+        return parse_toml(data)
+    except Unreadable as exc:
         raise ConfigError("%s: %s" % (path, exc), "fix or remove the file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("%s: cannot read: %s" % (path, exc)) from None
 
 
 def load(paths):
-    """The config as a dict with defaults filled in; ConfigError names file and line when bad."""
+    """The config as a dict with defaults filled in; ConfigError names file and key when bad."""
     data = _read(paths.config_file)
     _validate(paths.config_file, data)
     return {**DEFAULTS, **data}
@@ -55,17 +114,12 @@ def load(paths):
 
 def _validate(path, data):
     for key, value in data.items():
-        wanted = TYPES.get(key)
-        if wanted is None:
+        check = CHECKS.get(key)
+        if check is None:
             continue  # unknown keys are kept: a newer cudaswitch may have written them
-        if not isinstance(value, wanted) or (isinstance(value, bool) and wanted is not bool):
-            raise ConfigError("%s: %r has the wrong type (%s)" % (path, key, type(value).__name__))
-    if data.get("verdict", "all") not in VERDICT_MODES:
-        raise ConfigError("%s: 'verdict' must be one of %s, not %r" % (path, ", ".join(VERDICT_MODES), data["verdict"]))
-    unknown = [s for s in data.get("source_order", []) if s not in SOURCES]
-    if unknown:
-        raise ConfigError("%s: unknown source %r in source_order" % (path, unknown[0]),
-                          "sources: " + ", ".join(SOURCES))
+        problem = check(key, value)
+        if problem:
+            raise ConfigError("%s: %s %s" % (path, key, problem), "fix or remove the key")
 
 
 def update(paths, **changes):
@@ -80,5 +134,8 @@ def update(paths, **changes):
         else:
             data[key] = value
     _validate(path, data)
-    atomic_write(path, tomli_w.dumps(data).encode("utf-8"))
+    try:
+        atomic_write(path, tomli_w.dumps(data).encode("utf-8"))
+    except OSError as exc:  # a read-only or full filesystem: the old file is left as it was
+        raise ConfigError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
     return data

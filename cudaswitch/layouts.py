@@ -47,7 +47,7 @@ def describe(root, layout, timeout, nvcc_cache, hint_version=None, run_nvcc=True
     With run_nvcc False nothing under `root` is executed (nvcc's version is then not known)."""
     problems = []
     bins, libs = tool_dirs(root, layout)
-    nvcc = next((os.path.join(b, "nvcc") for b in bins if os.access(os.path.join(b, "nvcc"), os.X_OK)), None)
+    nvcc = next((os.path.join(b, "nvcc") for b in bins if _runnable(os.path.join(b, "nvcc"))), None)
     file_version, components = _file_version(root, layout, problems)
     cudart = probe.cudart_version(libs)
     if cudart:
@@ -115,6 +115,11 @@ def _dist_info_version(root, layout):
     if layout == "conda":
         return None
     return probe.read_dist_info(os.path.dirname(root), root, os.path.join(root, "dist-info"))
+
+
+def _runnable(path):
+    """An executable regular file: a FIFO or device named nvcc is not a compiler."""
+    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 def broken(root, reason):

@@ -130,3 +130,32 @@ def resolve_in_root(paths, path, limit=40):
             current = root if root != "/" else ""
         parts = [p for p in target.split("/") if p] + parts
     return current or "/", None
+
+
+def link_leaving(tree, root, limit=200000):
+    """The first link under `tree` (a toolkit root inside the audited `root`) that the kernel would
+    follow out of `root`, as "relative/path -> target", or None. Reading or running a file through
+    such a link (an image's cuda-12.9/bin -> the host's /usr/local/cuda-12.9/bin) would audit the
+    auditor's host, so the toolkit is reported broken instead. Links are not followed in the walk."""
+    inside = os.path.realpath(root).rstrip("/") + "/"
+    stack, seen = [tree], 0
+    while stack and seen < limit:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if entry.is_symlink():
+                if not (os.path.realpath(entry.path) + "/").startswith(inside):
+                    return "%s -> %s" % (os.path.relpath(entry.path, tree), _target(entry.path))
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+    return None
+
+
+def _target(path):
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"

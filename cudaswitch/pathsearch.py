@@ -4,9 +4,12 @@ import os
 
 
 def which(name, env):
-    """First executable `name` on env's PATH."""
+    """First executable `name` on env's PATH. Only absolute entries count: an empty or relative
+    entry (`PATH=$PATH:bin`, `PATH=$PATH:`) would find a cloned repository's own nvcc or gcc."""
     for directory in (env.get("PATH") or "").split(":"):
-        candidate = os.path.join(directory or ".", name)
+        if not directory.startswith("/"):
+            continue
+        candidate = os.path.join(directory, name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None

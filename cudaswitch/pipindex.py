@@ -10,10 +10,7 @@ import os
 import re
 import shlex
 import shutil
-import signal
-import subprocess
 import sys
-import threading
 
 FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
 RESOLVE_TIMEOUT = 300.0
@@ -60,55 +57,26 @@ def download(requirements, dest, env, timeout, on_line=None):
 def _run(command, env, timeout, on_line):
     """Run pip, stream its output, kill it at the deadline or when we are interrupted.
 
-    pip runs in its own session so that killing it takes any helper it started along (a
-    CUDASWITCH_PIP wrapper script, a keyring helper) instead of leaving them orphaned."""
-    try:
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, env=dict(env, PYTHONUNBUFFERED="1"),
-                                start_new_session=True)
-    except OSError as exc:  # e.g. CUDASWITCH_PIP names a file that is not there
-        raise PipError("cannot run %s (%s)" % (command[0], exc.strerror or exc)) from None
-    expired = threading.Event()
+    pip runs in its own session (cudaswitch.run) so that killing it takes any helper it started
+    along (a CUDASWITCH_PIP wrapper script, a keyring helper) instead of leaving them orphaned."""
+    from cudaswitch.run import run
 
-    def deadline():
-        expired.set()
-        _kill_group(proc)
-
-    timer = threading.Timer(timeout, deadline)
-    timer.start()
-    try:
-        lines = _read_lines(proc.stdout, on_line)
-        code = proc.wait()
-    except BaseException:
-        _kill_group(proc)
-        proc.wait()
-        raise
-    finally:
-        timer.cancel()
-        proc.stdout.close()
-    if code != 0 and expired.is_set():
-        raise PipError("pip did not finish within %g s" % timeout, lines)
-    if code != 0:
-        raise _failure(code, lines)
-    return lines
-
-
-def _read_lines(stream, on_line):
-    """All of pip's output lines; the progress ones also go to on_line as they come."""
     lines = []
-    for raw in stream:
-        line = raw.decode("utf-8", "replace").rstrip()
+
+    def take(line):
         lines.append(line)
         if on_line and line.strip().startswith(SHOWN_PREFIXES):
             on_line(line.strip())
+
+    result = run(command, env=dict(env, PYTHONUNBUFFERED="1"), timeout=timeout, merge_stderr=True,
+                 on_line=take)
+    if result.timed_out:
+        raise PipError("pip did not finish within %g s" % timeout, lines)
+    if result.returncode is None:  # e.g. CUDASWITCH_PIP names a file that is not there
+        raise PipError(result.error)
+    if result.returncode != 0:
+        raise _failure(result.returncode, lines)
     return lines
-
-
-def _kill_group(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:  # already gone
-        pass
 
 
 def _failure(code, lines):

@@ -10,7 +10,8 @@ import json
 import os
 import re
 import signal
-import subprocess
+
+from cudaswitch.safeio import Unreadable, read_or_none, read_regular
 
 NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 DIST_INFO = re.compile(r"nvidia_cuda_nvcc(?:_cu\d+)?-(\d+\.\d+\.\d+)[^/]*\.dist-info$")
@@ -22,11 +23,10 @@ def read_version_json(root):
     """(version, components, problem) from version.json; version None when absent or unusable."""
     path = os.path.join(root, "version.json")
     try:
-        with open(path, "rb") as handle:
-            data = json.loads(handle.read(1 << 20))
+        data = json.loads(read_regular(path, 1 << 20))
     except FileNotFoundError:
         return None, {}, None
-    except (OSError, ValueError) as exc:
+    except (OSError, Unreadable, ValueError, RecursionError) as exc:
         return None, {}, "version.json is unreadable or not JSON (%s)" % _one_line(exc)
     if not isinstance(data, dict):
         return None, {}, "version.json is not a JSON object"
@@ -40,17 +40,13 @@ def read_version_json(root):
             return components[key], components, None
     sdk = components.get("cuda", "")
     pieces = sdk.split(".")
-    if len(pieces) == 3 and pieces[2].isdigit() and int(pieces[2]) >= DATE_STAMP_MINOR:
+    if len(pieces) == 3 and pieces[2].isascii() and pieces[2].isdigit() and int(pieces[2][:9]) >= DATE_STAMP_MINOR:
         sdk = ".".join(pieces[:2])
     return sdk or None, components, None
 
 
 def read_version_txt(root):
-    try:
-        with open(os.path.join(root, "version.txt"), encoding="utf-8", errors="replace") as handle:
-            text = handle.read(4096)
-    except OSError:
-        return None
+    text = (read_or_none(os.path.join(root, "version.txt"), 4096) or b"").decode("utf-8", "replace")
     match = re.search(r"CUDA Version (\d+(?:\.\d+){1,2})", text)
     return match.group(1) if match else None
 
@@ -78,28 +74,16 @@ def cudart_version(lib_dirs):
 
 def run_nvcc(nvcc, timeout):
     """{'version': 'x.y.z'} or {'error': one line}; never raises, never waits past `timeout`."""
-    try:
-        # Own session: on timeout the whole group dies, not only a wrapper script whose
-        # children (a hung real nvcc, `sleep`) would otherwise outlive cudaswitch.
-        proc = subprocess.Popen([nvcc, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    except OSError as exc:
-        return {"error": "nvcc cannot run: " + _one_line(exc)}
-    try:
-        stdout, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:  # the group ended between the timeout and the kill
-            pass
-        try:
-            proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:  # a grandchild left the group and holds our pipes
-            pass
+    from cudaswitch.run import run
+
+    result = run([nvcc, "--version"], timeout=timeout)
+    if result.timed_out:
         return {"error": "nvcc did not answer within %g s" % timeout}
-    if proc.returncode != 0:
-        return {"error": "nvcc --version " + _exit_reason(proc.returncode)}
-    match = NVCC_RELEASE.search(stdout.decode("utf-8", "replace"))
+    if result.returncode is None:
+        return {"error": "nvcc cannot run: " + result.error.split(": ", 1)[-1]}
+    if result.returncode != 0:
+        return {"error": "nvcc --version " + _exit_reason(result.returncode)}
+    match = NVCC_RELEASE.search(result.stdout.decode("utf-8", "replace"))
     if not match:
         return {"error": "nvcc --version printed no release line"}
     return {"version": match.group(2)}
@@ -124,7 +108,7 @@ def _exit_reason(code):
 
 
 def _key(text):
-    return tuple(int(p) for p in text.split(".") if p.isdigit())
+    return tuple(int(p[:9]) for p in text.split(".") if p.isascii() and p.isdigit())
 
 
 def _one_line(exc):

@@ -8,14 +8,17 @@ refused with one line naming the file.
 """
 
 import os
-import stat
 
 from cudaswitch.errors import BadRequest, ProjectFileError
 from cudaswitch.request import ToolkitRequest
+from cudaswitch.safeio import Unreadable, parse_toml, quote_prefix, read_regular
 
 MAX_BYTES = 4096
 PYPROJECT_MAX_BYTES = 1 << 20
 NAMES = (".cudaversion", ".tool-versions", "pyproject.toml")
+# For the shell hooks (generated into their text by `init`): (file name, the word its first
+# MAX_BYTES must hold for it to matter, whether a match ends the walk up). hook-env decides for real.
+HOOK_RULES = ((".cudaversion", "", True), (".tool-versions", "cuda", False), ("pyproject.toml", "cudaswitch", False))
 
 
 def find(start):
@@ -24,7 +27,7 @@ def find(start):
     while True:
         for name in NAMES:
             path = os.path.join(directory, name)
-            if os.path.lexists(path):
+            if os.path.lexists(path):  # a dangling .cudaversion is refused, not passed over
                 text = _request_in(path, name)
                 if text is not None:
                     return path, text
@@ -39,8 +42,21 @@ def parse_request(path, text):
     try:
         return ToolkitRequest.parse(text, allow_path=False)
     except BadRequest:
-        raise ProjectFileError("refusing %s: %r is not a toolkit version request" % (path, text[:40]),
+        raise ProjectFileError("refusing %s: %s is not a toolkit version request" % (path, _shown(path, text)),
                                "project files may hold e.g. 12.4, 13 or '>=12.1,<13' only") from None
+
+
+def _shown(path, text):
+    """What an error may quote of a file's content: a short escaped prefix, and nothing at all when
+    the file is a link that leaves its project (to ~/.git-credentials, /proc/self/environ...)."""
+    if _leaves_project(path):
+        return "its content (read through a link leaving the project, not shown)"
+    return quote_prefix(text)
+
+
+def _leaves_project(path):
+    project = os.path.realpath(os.path.dirname(path))
+    return not os.path.realpath(path).startswith(project + os.sep)
 
 
 def _request_in(path, name):
@@ -72,23 +88,19 @@ def _read_text(path):
         raise ProjectFileError("refusing %s: it is not UTF-8 text" % path) from None
     bad = [c for c in text if (ord(c) < 32 and c not in "\n\r\t") or ord(c) == 127]
     if bad:
-        raise ProjectFileError("refusing %s: it holds control character %r" % (path, bad[0]))
+        raise ProjectFileError("refusing %s: it holds control character %s" % (path, ascii(bad[0])))
     return text
 
 
 def _read_bytes(path, limit):
     """Up to limit + 1 bytes of a regular file. A FIFO or a link to /dev/tty in a cloned repo would
-    block a plain open() forever, and with it the prompt: open non-blocking, check the open file."""
-    if os.path.isdir(path):
-        raise ProjectFileError("refusing %s: it is a directory, not a file" % path)
+    block a plain open() forever, and with it the prompt (safeio opens non-blocking)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    except OSError as exc:
-        raise ProjectFileError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ProjectFileError("refusing %s: not a regular file (a FIFO or device)" % path)
-        return handle.read(limit + 1)
+        return read_regular(path, limit)
+    except FileNotFoundError:
+        raise ProjectFileError("refusing %s: it is a dangling link" % path) from None
+    except Unreadable as exc:
+        raise ProjectFileError("refusing %s: %s" % (path, exc)) from None
 
 
 def _from_pyproject(path):
@@ -100,16 +112,17 @@ def _from_pyproject(path):
         return None
     if b"cudaswitch" not in data:
         return None
+    if len(data) > PYPROJECT_MAX_BYTES:  # a table past the cap would be judged on half a file
+        raise ProjectFileError("refusing %s: larger than %d bytes" % (path, PYPROJECT_MAX_BYTES))
     try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
-
-    try:
-        table = tomllib.loads(data.decode("utf-8")).get("tool", {}).get("cudaswitch", {})
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ProjectFileError("refusing %s: not valid TOML (%s)" % (path, exc)) from None
-    value = table.get("cuda") if isinstance(table, dict) else None
+        document = parse_toml(data)
+    except Unreadable as exc:
+        raise ProjectFileError("refusing %s: %s" % (path, exc)) from None
+    tool = document.get("tool")
+    table = tool.get("cudaswitch") if isinstance(tool, dict) else None
+    if not isinstance(table, dict):
+        return None
+    value = table.get("cuda")
     if value is not None and not isinstance(value, str):
         raise ProjectFileError("refusing %s: [tool.cudaswitch] cuda must be a string" % path)
     return value

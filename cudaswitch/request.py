@@ -16,7 +16,7 @@ MAX_LENGTH = 200
 
 def _is_version(text):
     pieces = text.split(".")
-    return 1 <= len(pieces) <= 3 and all(p.isdigit() and len(p) <= 6 for p in pieces)
+    return 1 <= len(pieces) <= 3 and all(p.isascii() and p.isdigit() and len(p) <= 6 for p in pieces)
 
 
 class ToolkitRequest:

@@ -6,7 +6,6 @@ through update-alternatives so dpkg's records stay true; otherwise the link is r
 """
 
 import os
-import subprocess
 
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.paths import Paths
@@ -73,11 +72,12 @@ def _numbers(version):
 
 
 def _run(command, check=False):
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CudaSwitchError("update-alternatives failed: %s" % exc) from None
+    from cudaswitch.run import run
+
+    proc = run(command, timeout=TIMEOUT)
+    if proc.returncode is None:
+        raise CudaSwitchError("update-alternatives failed: %s" % proc.error)
+    proc.stdout, proc.stderr = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
     if check and proc.returncode != 0:
         reason = (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
         if "ermission" in reason:

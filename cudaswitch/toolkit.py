@@ -15,7 +15,7 @@ def version_tuple(text):
     """'12.4.131' -> (12, 4, 131); anything unparsable -> () so it sorts lowest."""
     out = []
     for piece in (text or "").split("."):
-        if not piece.isdigit():
+        if not (piece.isascii() and piece.isdigit()) or len(piece) > 9:  # "¹³", 5,000 digits
             break
         out.append(int(piece))
     return tuple(out)

@@ -1,8 +1,10 @@
 # cudaswitch hook for bash. Load it from ~/.bashrc with:  eval "$(cudaswitch init bash)"
 #
 # On every prompt the hook computes, in pure bash (no process started), a fingerprint of the
-# nearest project file: its path and content. Only when that differs from the last one applied
-# does it run `cudaswitch hook-env`. It keeps $? for the prompt and other PROMPT_COMMAND parts.
+# nearest project file: its path and its first @READ_BYTES@ bytes (bash has no stat builtin; that is
+# all hook-env reads of .cudaversion and .tool-versions, while a pyproject.toml edited only past its
+# first 4 KiB is seen at the next cd). Only when that differs from the last one applied does it run
+# `cudaswitch hook-env`. It keeps $? for the prompt and other PROMPT_COMMAND parts.
 
 # The program itself: the absolute path `cudaswitch init` wrote above (as direnv and mise do, so a
 # launcher shim such as pyenv's cannot rewrite PATH before we read it), else the one on PATH.
@@ -19,7 +21,7 @@ cudaswitch() {
     case "${1-}" in
         use|off)
             local __cudaswitch_out
-            __cudaswitch_out=$(command "${__cudaswitch_bin:-cudaswitch}" "$@" --shell bash) || return $?
+            __cudaswitch_out=$(__cudaswitch_export; command "${__cudaswitch_bin:-cudaswitch}" "$@" --shell bash) || return $?
             eval "$__cudaswitch_out"
             # After `off` the project file (if any) applies again at the next prompt.
             [[ $1 == off ]] && __cudaswitch_fp=$'\x1d'
@@ -29,24 +31,36 @@ cudaswitch() {
     esac
 }
 
+# Run inside the $(...) of a cudaswitch call: a variable the shell has but does not export (PATH
+# in a shell started without one keeps a default) must reach cudaswitch, or `off` would unset it.
+__cudaswitch_export() {
+    local __cudaswitch_v
+    for __cudaswitch_v in @VARIABLES@; do
+        [[ -n ${!__cudaswitch_v+x} ]] && export "$__cudaswitch_v"
+    done
+    return 0
+}
+
 # Sets __cudaswitch_fp_now to "path<US>content" of each candidate project file from $PWD up to the
 # nearest .cudaversion. .tool-versions / pyproject.toml count only when they mention cuda.
 __cudaswitch_fingerprint() {
-    local dir=$PWD fp="" f content
+    local dir=$PWD fp="" f content meta LC_ALL=C  # C: read -n counts bytes, not characters
     while :; do
-        for f in "$dir/.cudaversion" "$dir/.tool-versions" "$dir/pyproject.toml"; do
+        for f in @FILES@; do
             [[ -e $f || -L $f ]] || continue
-            content=""
-            if [[ -f $f && -r $f ]]; then
-                # read fails at end of file: `|| :` keeps a user's `set -e` or ERR trap quiet.
-                IFS= read -r -d '' content <"$f" || :
+            content="" meta=""
+            # A regular, non-empty file only, and only its start: a FIFO or a link to /dev/tty or
+            # /proc/kmsg (size 0) would block the read, a 50 MiB file would cost every prompt.
+            if [[ -f $f && -s $f && -r $f ]]; then
+                # Up to the first NUL (read -N would skip NULs and go on through a file of zeros);
+                # whether it stopped there is part of the fingerprint. `||` keeps `set -e` quiet.
+                meta=0
+                IFS= read -r -d '' -n @READ_BYTES@ content <"$f" || meta=1
             fi
             case $f in
-                */.cudaversion) __cudaswitch_fp_now="$fp$f"$'\x1f'"$content"; return 0 ;;
-                */.tool-versions) [[ $content == *cuda* ]] || continue ;;
-                *) [[ $content == *cudaswitch* ]] || continue ;;
+                @RULES@
             esac
-            fp+="$f"$'\x1f'"$content"$'\x1e'
+            fp+="$f"$'\x1f'"$meta$content"$'\x1e'
         done
         [[ -z $dir || $dir == / ]] && break
         dir=${dir%/*}
@@ -64,7 +78,7 @@ __cudaswitch_hook() {
             printf 'cudaswitch: %s not found; project CUDA versions are not applied\n' "${__cudaswitch_bin:-cudaswitch}" >&2
         else
             local __cudaswitch_out
-            if __cudaswitch_out=$(command "${__cudaswitch_bin:-cudaswitch}" hook-env --shell bash); then
+            if __cudaswitch_out=$(__cudaswitch_export; command "${__cudaswitch_bin:-cudaswitch}" hook-env --shell bash); then
                 eval "$__cudaswitch_out"
             fi
         fi

@@ -2,8 +2,9 @@
 #     cudaswitch init fish | source
 #
 # Before each prompt the hook computes, with fish builtins only (no process started), a
-# fingerprint of the nearest project file: its path and content. Only when it differs from the
-# last one applied does it run `cudaswitch hook-env`. Event handlers leave $status alone.
+# fingerprint of the nearest project file: its path, mtime (`path mtime`) and first @READ_BYTES@
+# bytes. Only when it differs from the last one applied does it run `cudaswitch hook-env`.
+# Event handlers leave $status alone.
 
 # The program itself: the absolute path `cudaswitch init` wrote above (as direnv and mise do, so a
 # launcher shim such as pyenv's cannot rewrite PATH before we read it), else the one on PATH.
@@ -37,22 +38,20 @@ function __cudaswitch_fingerprint
     set -l dir $PWD
     set -l fp ''
     while true
-        for f in $dir/.cudaversion $dir/.tool-versions $dir/pyproject.toml
+        for f in @FILES@
             test -e $f; or test -L $f; or continue
             set -l content ''
-            if test -f $f -a -r $f
-                read -z content <$f
+            set -l meta ''
+            # A regular, non-empty file only, and only its start: a FIFO or a link to /dev/tty or
+            # /proc/kmsg (size 0) would block the read, a 50 MiB file would cost every prompt.
+            if test -f $f -a -s $f -a -r $f
+                set meta (path mtime -- $f 2>/dev/null)\x1d
+                read -z -n @READ_BYTES@ content <$f
             end
             switch $f
-                case '*/.cudaversion'
-                    set -g __cudaswitch_fp_now "$fp$f"\x1f"$content"
-                    return 0
-                case '*/.tool-versions'
-                    string match -q '*cuda*' -- $content; or continue
-                case '*'
-                    string match -q '*cudaswitch*' -- $content; or continue
+                @RULES@
             end
-            set fp "$fp$f"\x1f"$content"\x1e
+            set fp "$fp$f"\x1f"$meta$content"\x1e
         end
         test -z "$dir" -o "$dir" = /; and break
         set dir (string replace -r '/[^/]*$' '' -- $dir)

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from cudaswitch.safeio import seal, unseal
+
 from tests import kits
 from tests.conftest import CUDASWITCH
 from tests.registry_helpers import logging_toolkit, nvcc_version, runs
@@ -49,8 +51,8 @@ def one_error_line(proc):
 
 def foreign_shape(cache):
     """Our format number, another shape: what a different cudaswitch build could leave behind."""
-    data = marshal.loads(cache)
-    return marshal.dumps({**data, "records": {"13.0": data["records"]}, "watched": sorted(data["watched"])})
+    data = marshal.loads(unseal(cache))
+    return seal(marshal.dumps({**data, "records": {"13.0": data["records"]}, "watched": sorted(data["watched"])}))
 
 
 CORRUPT_CACHES = {
@@ -59,7 +61,8 @@ CORRUPT_CACHES = {
     "empty file": lambda good: b"",
     "pickle": lambda good: pickle.dumps({"format": 3, "records": []}),
     "json": lambda good: b'{"format": 3, "records": []}',
-    "older format": lambda good: marshal.dumps({**marshal.loads(good), "format": 1}),
+    "older format": lambda good: seal(marshal.dumps({**marshal.loads(unseal(good)), "format": 1})),
+    "bare marshal": lambda good: unseal(good),  # an older cudaswitch's file
     "foreign shape": foreign_shape,
 }
 

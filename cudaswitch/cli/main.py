@@ -16,7 +16,14 @@ COMPLETION = "_CUDASWITCH_COMPLETE"  # click's completion protocol: only typer a
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _dispatch(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:  # Ctrl-C before the boundary is in place (while importing)
+        render.message("cudaswitch: interrupted")
+        return 130
+
+
+def _dispatch(argv):
     verbose = _leading_verbose(argv)
     words = argv[len(verbose):]
     found = table.find(words)

@@ -96,12 +96,12 @@ def kernel_remove(name):
 def direnv_use(words):
     """What `use cuda REQUEST` in an .envrc runs: bash code on stdout, the verdict on stderr."""
     from cudaswitch import envdiff
-    from cudaswitch.commands.switch_cmds import _report_switch
+    from cudaswitch.commands.switch_cmds import _environ, _report_switch
     from cudaswitch.integrations import direnv
     from cudaswitch.paths import Paths
     from cudaswitch.shells import bash
 
-    paths, env = Paths(), dict(os.environ)
+    paths, env = Paths(), _environ()
     record, diff = direnv.switch_for_envrc(paths, env, words)
     text = bash.render(diff)
     _report_switch(paths, record, envdiff.applied(env, diff))

@@ -15,6 +15,16 @@ def _paths():
     return Paths()
 
 
+def _environ():
+    """os.environ, with a PATH: bash and zsh started without one (`env -u PATH bash`) keep a default
+    they do not export, and a switch computed from no PATH would leave the shell only the toolkit's
+    bin (and `off` would unset PATH). The hooks' `cudaswitch` function exports the shell's own."""
+    env = dict(os.environ)
+    if not env.get("PATH"):
+        env["PATH"] = os.defpath
+    return env
+
+
 def _renderer(shell):
     """The output format's render function, checked before any work is done."""
     from cudaswitch import shells
@@ -26,7 +36,7 @@ def use(request, shell=None, no_verify=False, strict=False):
     from cudaswitch import envdiff, switch
 
     render_diff = _renderer(shell)
-    paths, env = _paths(), dict(os.environ)
+    paths, env = _paths(), _environ()
     reg = switch.load(paths, env)
     record, diff = switch.use(reg, env, request)
     text = render_diff(diff)
@@ -56,11 +66,11 @@ def off(shell=None):
     from cudaswitch import switch
 
     render_diff = _renderer(shell)
-    diff = switch.off(dict(os.environ))
+    diff = switch.off(_environ())
     if diff is None:
         render.message("cudaswitch: no toolkit was switched in this shell; nothing to undo")
         return 0
-    for note in switch.off_notes(os.environ):
+    for note in switch.off_notes(_environ()):
         render.message("cudaswitch: " + note)
     render.emit_text(render_diff(diff))
     return 0
@@ -70,7 +80,7 @@ def hook_env(shell=None):
     from cudaswitch import envdiff, switch
 
     render_diff = _renderer(shell)
-    paths, env = _paths(), dict(os.environ)
+    paths, env = _paths(), _environ()
     record, diff = switch.hook_env(lambda: switch.load(paths, env), env, os.getcwd())
     if diff:
         text = render_diff(diff)
@@ -83,7 +93,7 @@ def hook_env(shell=None):
 def current(as_json=False):
     from cudaswitch import switch
 
-    paths, env = _paths(), dict(os.environ)
+    paths, env = _paths(), _environ()
     info = switch.current(lambda: switch.load(paths, env), env, os.getcwd())
     if as_json:
         render.emit_json(info, compact=True)
@@ -101,7 +111,7 @@ def exec_(request, cmd):
     command = cmd[1:] if cmd[:1] == ["--"] else cmd
     if not command:
         raise UsageError("give the command to run: cudaswitch exec REQUEST -- CMD [ARGS...]")
-    paths, env = _paths(), dict(os.environ)
+    paths, env = _paths(), _environ()
     record, diff = switch.use(switch.load(paths, env), env, request)
     new = envdiff.applied(env, diff)
     sys.stdout.flush()
@@ -112,11 +122,9 @@ def exec_(request, cmd):
 
 
 def init(shell):
-    """Print the hook for SHELL: a real file under shell/, shipped in the package, after a line that
+    """Print the hook for SHELL (shell/hook.py fills in the project-file rules), after a line that
     names this very program by absolute path (a launcher shim on PATH, e.g. pyenv's, rewrites PATH
     before cudaswitch reads it, and that would leak into every `use`)."""
-    from importlib.resources import files
-
     program = _own_program()
     if shell == "direnv":  # not a shell hook: the `use_cuda` function for direnvrc
         from cudaswitch.integrations import direnv
@@ -124,16 +132,10 @@ def init(shell):
 
         render.emit_text(direnv.direnvrc(bash.quote(program or "cudaswitch")))
         return 0
-    if program:
-        from cudaswitch.shells import bash, fish, zsh
-
-        quote = {"bash": bash.quote, "zsh": zsh.quote, "fish": fish.quote}[shell]
-        assign = "set -g __cudaswitch_bin %s\n" if shell == "fish" else "__cudaswitch_bin=%s\n"
-        render.emit_text(assign % quote(program))
-    render.emit_text(files("cudaswitch.shell").joinpath("cudaswitch." + shell).read_text())
+    from cudaswitch.shell.hook import hook_text
     from cudaswitch.shells import completion
 
-    render.emit_text(completion.script(shell))
+    render.emit_text(hook_text(shell, program) + completion.script(shell))
     return 0
 
 

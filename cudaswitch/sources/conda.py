@@ -8,6 +8,7 @@ import os
 import re
 
 from cudaswitch.sources import Candidate
+from cudaswitch.safeio import read_or_none
 
 NAME = "conda"
 DESCRIPTION = "$CONDA_PREFIX, ~/.conda/environments.txt, envs/ of conda installs"
@@ -34,11 +35,8 @@ def _env_prefixes(scan):
     home = scan.host(os.path.expanduser("~"))
     environments = os.path.join(home, ".conda", "environments.txt")
     scan.watch(environments)
-    try:
-        with open(environments, encoding="utf-8", errors="replace") as handle:
-            listed = [line.strip() for line in handle if line.strip()]
-    except OSError:
-        listed = []
+    text = (read_or_none(environments, 1 << 20) or b"").decode("utf-8", "replace")
+    listed = [line.strip() for line in text.splitlines() if line.strip()]
     for line in listed:
         yield scan.env_path(line)
     for base in _install_roots(scan, home):

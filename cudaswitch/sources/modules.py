@@ -16,7 +16,6 @@ each CUDA modulefile and its dir.
 import json
 import os
 import shutil
-import subprocess
 
 from cudaswitch.sources import Candidate
 
@@ -125,11 +124,11 @@ def _root_of(info):
 
 
 def _run(argv, env, timeout):
-    try:
-        return subprocess.run(argv, capture_output=True, env=env, stdin=subprocess.DEVNULL,
-                              timeout=max(timeout, MIN_TIMEOUT))
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    """The finished run (stdout, stderr, returncode), or None when it could not run or hung."""
+    from cudaswitch.run import run
+
+    result = run(argv, env=env, timeout=max(timeout, MIN_TIMEOUT))
+    return None if result.returncode is None else result
 
 
 # ---------------------------------------------------------------- Environment Modules
@@ -279,13 +278,11 @@ def run_module(command, args, env, timeout):
     import warnings
 
     kind, argv = command
-    path = ":".join(d for d in (env.get("PATH") or "").split(":") if d.startswith("/"))
-    try:  # its own session and cwd "/": a project dir's files are never in reach of the module system
-        proc = subprocess.run([*argv, "python", *args], capture_output=True, env={**env, "PATH": path},
-                              stdin=subprocess.DEVNULL, cwd="/", start_new_session=True,
-                              timeout=max(timeout, MIN_TIMEOUT))
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise OSError("%s did not answer: %s" % (argv[-1], exc)) from None
+    from cudaswitch.run import run  # own session, private cwd, absolute PATH only: no project file in reach
+
+    proc = run([*argv, "python", *args], env=env, timeout=max(timeout, MIN_TIMEOUT))
+    if proc.returncode is None:
+        raise OSError("%s did not answer: %s" % (argv[-1], proc.error or "timed out"))
     text = proc.stdout.decode("utf-8", "surrogateescape")
     if proc.returncode != 0 or "_mlstatus = False" in text:
         message = proc.stderr.decode(errors="replace").strip().splitlines()

@@ -4,6 +4,7 @@ import os
 import re
 
 from cudaswitch.paths import resolve_in_root
+from cudaswitch.safeio import read_or_none
 from cudaswitch.sources import Candidate
 
 NAME = "system"
@@ -79,11 +80,7 @@ def _nvcc_on_path(scan):
 
 def _wrapped_root(nvcc):
     """`#!/bin/sh\\nexec /usr/local/cuda-13.0/bin/nvcc "$@"` -> /usr/local/cuda-13.0."""
-    try:
-        with open(nvcc, "rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return None
+    head = read_or_none(nvcc, 4096) or b""  # a FIFO named nvcc must not hang discovery
     if not head.startswith(b"#!"):
         return None
     match = WRAPPER_TARGET.search(head)

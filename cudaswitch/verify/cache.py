@@ -17,14 +17,18 @@ def cache_file(paths):
 
 def load(path):
     """{key: entry}; a missing, corrupt or foreign file is an empty cache."""
-    try:
-        with open(path, "rb") as handle:
-            data = marshal.load(handle)
-    except (OSError, ValueError, EOFError, TypeError):
-        return {}
+    from cudaswitch.safeio import load_marshal
+
+    data = load_marshal(path, 16 << 20)  # a FIFO, /dev/zero or a bit flip here must not hang `use`
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), dict):
         return {}
-    return data["entries"]
+    return {k: v for k, v in data["entries"].items() if _entry_ok(v)}
+
+
+def _entry_ok(entry):
+    return (isinstance(entry, dict) and isinstance(entry.get("level"), str) and isinstance(entry.get("line"), str)
+            and isinstance(entry.get("watch"), dict)
+            and all(isinstance(p, str) and (m is None or type(m) is int) for p, m in entry["watch"].items()))
 
 
 def unchanged(watch):
@@ -51,6 +55,7 @@ def mtimes(paths_):
 def store(path, entries, key, entry):
     """Add one entry (dropping the oldest beyond MAX_ENTRIES) and write atomically; never raises."""
     from cudaswitch.paths import atomic_write
+    from cudaswitch.safeio import seal
 
     entries = dict(entries)
     entries.pop(key, None)
@@ -58,6 +63,6 @@ def store(path, entries, key, entry):
     while len(entries) > MAX_ENTRIES:
         entries.pop(next(iter(entries)))
     try:
-        atomic_write(path, marshal.dumps({"format": FORMAT, "entries": entries}))
+        atomic_write(path, seal(marshal.dumps({"format": FORMAT, "entries": entries})))
     except (OSError, ValueError):
         pass  # a read-only cache dir costs a probe next time, not correctness

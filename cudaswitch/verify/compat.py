@@ -130,10 +130,10 @@ def looks_like_toolkit(root):
 def nvcc_target(path):
     """Where an nvcc on PATH really leads: a symlink's target, or the nvcc a small wrapper script execs."""
     real = os.path.realpath(path)
-    try:
-        with open(real, "rb") as handle:
-            head = handle.read(4096)
-    except OSError:
+    from cudaswitch.safeio import read_or_none
+
+    head = read_or_none(real, 4096)
+    if head is None:
         return real
     if head.startswith(b"#!"):
         found = re.findall(rb"(/[^\s\"']+/nvcc)\b", head)

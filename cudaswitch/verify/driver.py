@@ -12,6 +12,8 @@ import os
 import re
 import sys
 
+from cudaswitch.safeio import read_or_none
+
 from cudaswitch.verify.runner import PROBE_LOG, run_bounded, run_framed, which
 
 LIBCUDA_OVERRIDE = "CUDASWITCH_LIBCUDA"
@@ -69,11 +71,10 @@ sys.stdout.write(marker + json.dumps(out) + marker + "\n")
 
 def read_proc_release(paths):
     """(release, first line) from /proc/driver/nvidia/version under the root prefix, or (None, None)."""
-    try:
-        with open(paths.host(PROC_VERSION), encoding="utf-8", errors="replace") as handle:
-            first = handle.readline().strip()
-    except OSError:
+    data = read_or_none(paths.host(PROC_VERSION), 4096)  # an image's /proc may hold a FIFO
+    if data is None:
         return None, None
+    first = (data.decode("utf-8", "replace").splitlines() or [""])[0].strip()
     match = RELEASE.search(first)
     return (match.group(1) if match else None), first
 
@@ -149,7 +150,7 @@ def _ask_nvidia_smi(facts, env, timeout):
         return
     for line in out.decode("utf-8", "replace").splitlines():
         cells = [c.strip() for c in line.split(",")]
-        if len(cells) == 4 and cells[0].isdigit():
+        if len(cells) == 4 and cells[0].isascii() and cells[0].isdigit() and len(cells[0]) < 6:
             facts["gpus"].append({"index": int(cells[0]), "name": cells[1], "capability": cells[2]})
             if not facts["release"]:
                 facts["release"], facts["release_source"] = cells[3], "nvidia-smi"
@@ -171,8 +172,4 @@ def nvidia_pci_devices(paths):
 
 
 def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except OSError:
-        return ""
+    return (read_or_none(path, 4096) or b"").decode("utf-8", "replace").strip()

@@ -19,7 +19,7 @@ def load():
 
 def release_tuple(text):
     """'535.129.03' -> (535, 129, 3); a driver release compares numerically part by part."""
-    return tuple(int(p) for p in (text or "").split(".") if p.isdigit())
+    return tuple(int(p[:9]) for p in (text or "").split(".") if p.isascii() and p.isdigit())
 
 
 def driver_minimum(cuda):

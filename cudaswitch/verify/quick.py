@@ -20,11 +20,9 @@ def _driver_identity(paths, env):
     override = env.get("CUDASWITCH_LIBCUDA")
     if override:
         return ("override", _identity(override))
-    try:
-        with open(paths.host("/proc/driver/nvidia/version"), "rb") as handle:
-            text = handle.read(4096)
-    except OSError:
-        text = None
+    from cudaswitch.safeio import read_or_none
+
+    text = read_or_none(paths.host("/proc/driver/nvidia/version"), 4096)
     return ("proc", text, _identity(paths.host("/usr/lib/wsl/lib/libcuda.so.1")))
 
 

@@ -7,8 +7,6 @@ marker; whatever else the process prints (torch warnings, banners) is ignored.
 
 import json
 import os
-import signal
-import subprocess
 
 from cudaswitch.pathsearch import which  # noqa: F401  (re-exported: the one PATH lookup)
 
@@ -25,18 +23,13 @@ def find_python(env, explicit=None, configured=None):
 
 def run_bounded(argv, env, timeout, cwd=None):
     """(returncode, stdout bytes, stderr bytes), or (None, b"", why: str) when it could not run or
-    did not finish in `timeout` s. Its own session, so a timeout kills everything it started."""
-    try:
-        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
-    except OSError as exc:
-        return None, b"", "cannot run %s: %s" % (argv[0], exc.strerror or exc)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        return None, b"", "%s did not answer within %g s" % (argv[0], timeout)
-    return proc.returncode, out, err
+    did not finish in `timeout` s. cudaswitch.run gives it a private cwd, a safe PATH, its own session."""
+    from cudaswitch.run import run
+
+    result = run(argv, env=env, timeout=timeout, cwd=cwd)
+    if result.returncode is None:
+        return None, b"", result.error
+    return result.returncode, result.stdout, result.stderr
 
 
 def run_framed(argv, env, timeout, cwd=None):
@@ -46,17 +39,6 @@ def run_framed(argv, env, timeout, cwd=None):
     if code is None:
         return None, err
     return _parse(out, err, marker, code, argv[0])
-
-
-def _kill_group(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    try:  # a grandchild that left the group may still hold the pipes: do not wait for it
-        proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _parse(out, err, marker, code, program):

@@ -1,0 +1,176 @@
+"""Reading files that anyone may have put there: project files from a cloned repository, a config
+or cache that a crash, a full disk or a bit flip left behind, an image's files under `audit --root`.
+
+Each read opens without blocking (a FIFO, a link to /dev/tty), takes regular files only (not
+/dev/zero, not a directory), reads at most `limit` bytes and says how it failed in one line. TOML
+is parsed with bounded nesting. Built-in modules only: the fast path reads caches through here.
+"""
+
+import os
+import stat
+
+TOML_MAX_DEPTH = 32  # config and project files nest two or three levels; 1000 overflows tomllib's recursion
+
+
+class Unreadable(Exception):
+    """A file that cannot be read as data; str() is one line without the file's content."""
+
+
+def open_regular(path):
+    """A read-only fd of the regular file at path, opened without blocking (the caller closes it).
+
+    Raises FileNotFoundError when absent, Unreadable for anything else that is not data."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise Unreadable(_reason(exc)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise Unreadable(_reason(exc)) from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise Unreadable("it is a directory, not a file")
+        raise Unreadable("not a regular file (a FIFO, socket or device)")
+    return fd
+
+
+def read_regular(path, limit):
+    """Up to limit + 1 bytes of the regular file at path (so callers can tell "too large").
+
+    Raises FileNotFoundError when absent, Unreadable for anything else that is not data."""
+    fd = open_regular(path)
+    try:
+        if os.fstat(fd).st_size == 0:  # /proc and /sys files say 0; reading /proc/kmsg would consume the kernel log
+            return b""
+        return _read_up_to(fd, limit + 1)
+    except OSError as exc:
+        raise Unreadable(_reason(exc)) from None
+    finally:
+        os.close(fd)
+
+
+def read_or_none(path, limit):
+    """read_regular, or None for any file that is absent or not data: image files under a root,
+    /proc and /sys entries, version files, where "cannot read" means "not there"."""
+    try:
+        return read_regular(path, limit)
+    except (OSError, Unreadable):
+        return None
+
+
+def _read_up_to(fd, count):
+    chunks, left = [], count
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _reason(exc):
+    return exc.strerror or type(exc).__name__
+
+
+def toml_depth(text):
+    """Deepest nesting of arrays and inline tables in TOML text (strings and comments skipped)."""
+    depth = deepest = 0
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            triple = text.startswith(c * 3, i)
+            end = text.find(c * 3 if triple else c, i + (3 if triple else 1))
+            while c == '"' and end > 0 and not triple and _escaped(text, end):
+                end = text.find(c, end + 1)
+            i = n if end < 0 else end + (3 if triple else 1)
+            continue
+        if c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return deepest
+
+
+def _escaped(text, index):
+    backslashes = 0
+    while index - 1 - backslashes >= 0 and text[index - 1 - backslashes] == "\\":
+        backslashes += 1
+    return backslashes % 2 == 1
+
+
+def parse_toml(data):
+    """dict from TOML bytes; Unreadable with a one-line reason (no content) when it is not TOML."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Unreadable("it is not UTF-8 text") from None
+    if toml_depth(text) > TOML_MAX_DEPTH:
+        raise Unreadable("not valid TOML (nested deeper than %d levels)" % TOML_MAX_DEPTH)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise Unreadable("not valid TOML (%s)" % str(exc).splitlines()[0][:120]) from None
+    except (RecursionError, MemoryError, ValueError):
+        raise Unreadable("not valid TOML") from None
+
+
+def quote_prefix(text, length=16):
+    """A short, escaped prefix of refused text for an error message: enough to recognise, never
+    enough to leak a secret a hostile link pointed at, and no raw control characters."""
+    shown = text[:length]
+    return ascii(shown) + ("..." if len(text) > length else "")
+
+
+SEAL = b"CSW1"
+
+
+def seal(payload):
+    """payload framed for a cache file: a magic, its length and CRC-32. marshal trusts the sizes it
+    reads, so a bit flip in a bare marshal can ask for gigabytes; a sealed file is checked first."""
+    import binascii
+
+    return SEAL + len(payload).to_bytes(8, "little") + binascii.crc32(payload).to_bytes(4, "little") + payload
+
+
+def unseal(data):
+    """The payload of a sealed cache file, or None when it is not one or does not check out."""
+    import binascii
+
+    if not data.startswith(SEAL) or len(data) < 16:
+        return None
+    payload = data[16:]
+    if int.from_bytes(data[4:12], "little") != len(payload):
+        return None
+    if int.from_bytes(data[12:16], "little") != binascii.crc32(payload):
+        return None
+    return payload
+
+
+def load_marshal(path, limit):
+    """The object in a sealed marshal cache file, or None for anything else (absent, a FIFO or
+    device in its place, a directory, truncated, bit-flipped, foreign)."""
+    import marshal
+
+    try:
+        payload = unseal(read_regular(path, limit))
+        return None if payload is None else marshal.loads(payload)
+    except (OSError, Unreadable, ValueError, EOFError, TypeError, MemoryError, RecursionError):
+        return None
