@@ -3,8 +3,9 @@
 progress bar on a terminal's stderr, and stdout stays clean JSON.
 
 The trees are small hand-made copies of the real layouts (version.json, a cuda_runtime_api.h,
-a libcudart.so.X.Y.Z, an nvcc carrying NVIDIA's banner): 300 real toolkits would be 90 GB. Their
-nvcc is a script that fails if run, so the test also shows nothing in the image runs.
+a libcudart.so.X.Y.Z, an nvcc carrying NVIDIA's banner, and the other parts of the compile
+pipeline as empty executables): 300 real toolkits would be 90 GB. Their tools are scripts that
+fail if run, so the test also shows nothing in the image runs.
 """
 
 import json
@@ -25,7 +26,13 @@ def small_toolkit(root, short, full, lib="lib64"):
     nvcc = root / "bin/nvcc"
     nvcc.write_text("#!/bin/sh\n# Cuda compilation tools, release %s, V%s\nexit 99\n" % (short, full))
     nvcc.chmod(0o755)
-    (root / "include").mkdir()
+    for tool in ("bin/ptxas", "bin/fatbinary", "bin/nvlink", "nvvm/bin/cicc"):
+        (root / tool).parent.mkdir(parents=True, exist_ok=True)
+        (root / tool).write_text("#!/bin/sh\nexit 99\n")
+        (root / tool).chmod(0o755)
+    (root / "include/crt").mkdir(parents=True)
+    (root / "include/crt/host_config.h").write_text("#if __GNUC__ > 15\n#error -- unsupported GNU version!\n#endif\n")
+    (root / "include/cuda_runtime.h").write_text("#include \"cuda_runtime_api.h\"\n")
     major, minor = (int(p) for p in short.split("."))
     (root / "include/cuda_runtime_api.h").write_text("#define CUDART_VERSION %d\n" % (major * 1000 + minor * 10))
     (root / lib).mkdir(parents=True, exist_ok=True)
