@@ -30,11 +30,13 @@ def _context(refresh=False):
 
 
 @app.command("list")
-def list_(as_json: bool = typer.Option(False, "--json"), refresh: bool = typer.Option(False, "--refresh")):
+def list_(as_json: bool = typer.Option(False, "--json"), refresh: bool = typer.Option(False, "--refresh"),
+          wide: bool = typer.Option(False, "--wide", help="Every value whole: no shortened roots, whatever the width.")):
     """Every toolkit found: version, sources, root, status, active and default."""
     from cudaswitch import fastpath  # runs there without typer; this entry gives it --help
 
-    raise typer.Exit(fastpath.cmd_list((["--json"] if as_json else []) + (["--refresh"] if refresh else [])))
+    raise typer.Exit(fastpath.cmd_list((["--json"] if as_json else []) + (["--refresh"] if refresh else [])
+                                       + (["--wide"] if wide else [])))
 
 
 @app.command()

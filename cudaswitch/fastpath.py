@@ -162,10 +162,10 @@ def cmd_exec(args):
 
 
 def cmd_list(args):
-    """list [--json] [--refresh]: same output as the typer command in cli.py, which serves --help."""
+    """list [--json] [--refresh] [--wide]: same output as the typer command in cli.py, which serves --help."""
     from cudaswitch import core, registry
 
-    positionals, options = parse(args, flags={"--json", "--refresh", "--verbose", "-v"})
+    positionals, options = parse(args, flags={"--json", "--refresh", "--wide", "--verbose", "-v"})
     _no_positionals(positionals, "list")
     paths, env = _paths(), dict(os.environ)
     reg = registry.load(paths, env, refresh=bool(options.get("--refresh")))
@@ -173,7 +173,7 @@ def cmd_list(args):
     if options.get("--json"):
         render.emit_json(items)
     elif items:
-        render.toolkit_table(items)
+        render.toolkit_table(items, wide=bool(options.get("--wide")))
     else:
         from cudaswitch.sources import searched  # only when nothing was found: it imports every source
 

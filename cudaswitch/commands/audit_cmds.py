@@ -22,7 +22,8 @@ def audit(ctx: typer.Context,
           compile_: bool = typer.Option(False, "--compile", help="Compile a one-kernel program with each toolkit."),
           allow_exec: bool = typer.Option(False, "--exec", help="With --root: allow running binaries found there."),
           progress: Optional[bool] = typer.Option(None, "--progress/--no-progress",
-                                                  help="Progress bar on stderr (default: when stderr is a terminal).")):
+                                                  help="Progress bar on stderr (default: when stderr is a terminal)."),
+          wide: bool = typer.Option(False, "--wide", help="Every value whole: no shortened roots, whatever the width.")):
     """Which toolkits this host (or image) has, which work, and which the driver supports."""
     if ctx.invoked_subcommand is not None:
         return
@@ -35,14 +36,15 @@ def audit(ctx: typer.Context,
     if as_json or compact:
         render.emit_json(report, compact=compact)
     else:
-        audit_render.audit_report(report)
+        audit_render.audit_report(report, wide=wide)
 
 
 @audit_app.command("merge")
 def merge(files: Optional[List[str]] = typer.Argument(None, metavar="[FILE]...",
                                                      help="Reports (`audit --json`); none or '-': JSON lines on stdin."),
           as_json: bool = typer.Option(False, "--json", help="The matrix as JSON."),
-          strict: bool = typer.Option(False, "--strict", help="Exit 1 when any report is refused.")):
+          strict: bool = typer.Option(False, "--strict", help="Exit 1 when any report is refused."),
+          wide: bool = typer.Option(False, "--wide", help="Every value whole, whatever the width.")):
     """Merge many hosts' reports into one matrix of toolkit versions x hosts.
 
     A report that cannot be read is named on stderr and the rest still merge; the exit status is
@@ -64,7 +66,7 @@ def merge(files: Optional[List[str]] = typer.Argument(None, metavar="[FILE]...",
     if as_json:
         render.emit_json(merged)
     else:
-        audit_render.merge_report(merged)
+        audit_render.merge_report(merged, wide=wide)
     if strict and errors:
         raise typer.Exit(1)
 
