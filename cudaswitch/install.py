@@ -323,8 +323,10 @@ def uninstall(paths, env, registry, request, force=False):
     root = record["root"]
     was_active = active_root(env) == root
     if was_active and not force:
+        from cudaswitch import envdiff, hints
+
         raise CudaSwitchError("CUDA %s at %s is active in this shell" % (record["version"], root),
-                              "run `eval \"$(cudaswitch off)\"` first, or pass --force")
+                              "%s first, or pass --force" % hints.leave_active(env, envdiff.read_state(env), os.getcwd()))
     name = os.path.basename(root)
     with version_lock(paths.managed_dir, name):
         trash = os.path.join(paths.managed_dir, ".trash-%s-%d" % (name, os.getpid()))

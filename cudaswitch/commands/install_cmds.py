@@ -39,7 +39,9 @@ def install_command(
     for note in result["notes"]:
         render.message("note: " + note)
     if result["nvcc"]:
-        render.message("use it with: eval \"$(cudaswitch use managed:%s)\"" % _short(result["version"]))
+        from cudaswitch import hints
+
+        render.message(hints.use_hint(os.environ, "managed:" + _short(result["version"])))
 
 
 def _short(version):
@@ -59,7 +61,9 @@ def uninstall_command(
     result = install.uninstall(paths, os.environ, reg, request, force)
     render.message("removed CUDA %s from %s" % (os.path.basename(result["root"]), result["root"]))
     if result["was_active"]:
-        render.message("it was active in this shell: run `eval \"$(cudaswitch off)\"` or `use` another")
+        from cudaswitch import envdiff, hints
+
+        render.message(hints.after_removing_active(os.environ, envdiff.read_state(os.environ), os.getcwd()))
 
 
 def register(app):
