@@ -108,3 +108,24 @@ def test_piped_output_keeps_whole_lines(long_host):
                           stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     assert str(long_host.path(LONG_CONDA)) in proc.stdout
+
+
+@pytest.mark.parametrize("hosts", [3, 20], ids=["matrix", "summary"])
+def test_audit_merge_fits_80_columns(long_host, hosts):
+    """Node names as clusters spell them: the matrix when it fits, else one line per version."""
+    report = json.loads(long_host.run("audit", "--json", check=True, timeout=300).stdout)
+    def node(n):  # every third node lacks the newest toolkit: "MISSING ON" names them
+        toolkits = report["toolkits"][1:] if n % 3 == 2 else report["toolkits"]
+        return json.dumps({**report, "host": "gpu-node-%04d.cluster.example.org" % n, "toolkits": toolkits})
+    lines = "\n".join(node(n) for n in range(hosts))
+    proc = subprocess.run([CUDASWITCH, "audit", "merge"], input=lines, capture_output=True, text=True, timeout=300,
+                          env={**long_host.env, "COLUMNS": str(WIDTH)})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert max(len(line) for line in out) <= WIDTH, proc.stdout
+    for entry in report["toolkits"]:
+        assert any(line.startswith(entry["version"] + " ") for line in out), (entry["version"], proc.stdout)
+    assert "%d hosts merged" % hosts in proc.stdout
+    wide = subprocess.run([CUDASWITCH, "audit", "merge", "--wide"], input=lines, capture_output=True, text=True,
+                          timeout=300, env={**long_host.env, "COLUMNS": str(WIDTH)})
+    assert "gpu-node-0002.cluster.example.org" in wide.stdout
