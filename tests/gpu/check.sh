@@ -5,6 +5,9 @@
 #   bash tests/gpu/check.sh [--out DIR]   # on the GPU machine, from the repository root
 #   bash tests/gpu/check.sh --force       # the same without a GPU: tries the script itself
 #
+# tests/gpu/wheels/ is not committed (git ignores it): a copy of the working tree sent to a GPU
+# machine must take it along, and `--out DIR` puts the results where that machine hands files back.
+#
 # It installs cudaswitch from this working tree into a venv that sees the machine's packages
 # (--system-site-packages: its torch, typer, packaging), taking what is missing from
 # tests/gpu/wheels, then records as JSON in one results directory (default
