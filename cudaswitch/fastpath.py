@@ -134,7 +134,9 @@ def cmd_current(args):
     else:
         why = info["reason"] + (" " + info["file"] if info.get("file") else "")
         if info.get("applied") is False:
-            why += " (not applied in this shell: is the hook loaded?)"
+            from cudaswitch.hints import not_applied_note
+
+            why += " (%s)" % not_applied_note(env)
         render.emit_lines(["%s %s (%s)" % (info["version"], info["root"], why)])
     return 0
 

@@ -29,6 +29,18 @@ def switch_command(env, args: str) -> str:
     return 'eval "$(cudaswitch %s)"' % args
 
 
+def not_applied_note(env) -> str:
+    """Why a project file's toolkit is not in this shell's environment."""
+    if hook_shell(env):
+        return "not applied yet: the hook applies it at the next prompt"
+    from cudaswitch import shells
+
+    shell = shells.parent_shell()
+    init = "cudaswitch init fish | source" if shell == "fish" else 'eval "$(cudaswitch init %s)"' % (
+        shell if shell in HOOK_SHELLS else "bash")
+    return "not applied in this shell: the hook is not loaded (`%s`)" % init
+
+
 def use_hint(env, request: str) -> str:
     return "use it with: %s" % switch_command(env, "use " + request)
 

@@ -97,3 +97,13 @@ def test_uninstall_hint_after_use_without_the_hook(managed_host, tmp_path):
     proc = script("bash", env_lines, managed_host.env, cwd=str(tmp_path))
     line = hint_line(proc.stderr, "cudaswitch: error:")
     assert 'run `eval "$(cudaswitch off)"` first, or pass --force' in line
+
+
+def test_current_in_a_project_without_the_hook_says_how_to_load_it(standard_host, tmp_path):
+    (tmp_path / ".cudaversion").write_text("13.1\n")
+    proc = script("bash", ["cudaswitch current"], standard_host.env, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert 'the hook is not loaded (`eval "$(cudaswitch init bash)"`)' in proc.stdout
+    loaded = script("bash", ['eval "$(cudaswitch init bash)"', "__cudaswitch_hook", "cudaswitch current"],
+                    standard_host.env, cwd=str(tmp_path))
+    assert "project %s" % (tmp_path / ".cudaversion") in loaded.stdout and "not applied" not in loaded.stdout
