@@ -3,12 +3,14 @@ standard host (system, module, conda and pip toolkits) and with a GPU-reporting 
 stand-in (so the driver's GPU list is filled in as a real driver fills it)."""
 
 import json
+import subprocess
 from importlib.resources import files
 
 import jsonschema  # the test extra has it
 import pytest
 
 from tests import verify_support
+from tests.conftest import CUDASWITCH
 
 SCHEMA = json.loads(files("cudaswitch.data").joinpath("schemas/output.schema.json").read_text())
 
@@ -32,6 +34,20 @@ def test_list_and_use(standard_host):
     validate(items, "list")
     validate(run_json(standard_host, "use", "13.1", "--shell", "json"), "use")
     validate(run_json(standard_host, "use", "conda:13", "--shell", "json"), "use")
+    validate(run_json(standard_host, "current", "--json"), "current")
+    switch = run_json(standard_host, "use", "13.1", "--shell", "json")
+    switched = {k: v for k, v in {**standard_host.env, **switch["set"]}.items() if k not in switch["unset"]}
+    current = json.loads(subprocess.run([CUDASWITCH, "current", "--json"], env=switched, capture_output=True,
+                                        text=True, timeout=120, check=True).stdout)
+    assert current["reason"] == "shell"
+    validate(current, "current")
+
+
+def test_current_in_a_project(standard_host, tmp_path):
+    (tmp_path / ".cudaversion").write_text("13.1\n")
+    current = json.loads(standard_host.run("current", "--json", cwd=str(tmp_path), check=True).stdout)
+    assert current["reason"] == "project" and current["applied"] is False
+    validate(current, "current")
 
 
 @pytest.fixture(scope="module")
