@@ -118,8 +118,9 @@ def merge_report(merged, max_matrix_hosts=12, wide=False):
         headers = ["VERSION"] + hosts
         rows = [[row["version"] or "? (no version)"] + [_cell(row["hosts"].get(h)) for h in hosts]
                 for row in merged["toolkits"]]
-        lines = tables.layout(headers, rows, width)
-        matrix = width is None or max(len(line) for line in lines) <= width
+        styles = [[None] + [_cell_style(row["hosts"].get(h)) for h in hosts] for row in merged["toolkits"]]
+        lines = tables.layout(headers, rows, width, styles=styles, colour=colour)
+        matrix = width is None or max(len(line) for line in tables.layout(headers, rows, width)) <= width
     if not matrix:
         headers = ["VERSION", "OK", "INCOMPLETE", "BROKEN ON", "MISSING ON"]
         rows = [[row["version"] or "? (no version)", "%d hosts" % len(row["ok_on"]), "%d hosts" % len(row["incomplete_on"]),
@@ -134,3 +135,13 @@ def _cell(cell):
         return "-"
     text = "+".join(cell["statuses"])
     return text + (" x%d" % cell["copies"] if cell["copies"] > 1 else "")
+
+
+def _cell_style(cell):
+    """The colour of a cell's worst status (broken over incomplete over ok)."""
+    if cell is None:
+        return "dim"
+    for status in ("broken", "incomplete", "ok"):
+        if status in cell["statuses"]:
+            return STATUS_STYLE[status]
+    return None
