@@ -12,6 +12,7 @@ import os
 import sys
 
 MIN_SHORTENED = 24
+MIN_WIDTH = 40  # narrower than this, values shortened to fit would say nothing: let the terminal wrap
 GAP = "  "
 INDENT = "    "
 COLOURS = {"green": "32", "yellow": "33", "red": "31", "bold red": "1;31", "dim": "2", "bold": "1"}
@@ -43,11 +44,13 @@ def terminal_width(wide: bool = False, stream=None):
         return None
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
-        return int(columns)
+        return max(int(columns), MIN_WIDTH)
     stream = stream or sys.stdout
     try:
         if stream.isatty():
-            return os.get_terminal_size(stream.fileno()).columns
+            columns = os.get_terminal_size(stream.fileno()).columns
+            # 0: a pty that never had a size set (script, some CI runners): no limit known
+            return max(columns, MIN_WIDTH) if columns > 0 else None
     except (OSError, ValueError, AttributeError):
         pass
     return None
@@ -93,7 +96,7 @@ def layout(headers, rows, width=None, shorten=(), spill=(), styles=None, colour=
         style = [(styles[r][i] if styles else None) for i in inline]
         lines.append(_line([row[i] for i in inline], widths, style, colour))
         for i in spilled:
-            if row[i]:
+            if row[i] not in ("", "-"):  # nothing to say on a line of its own
                 lines += wrap(row[i], width, INDENT, headers[i].lower() + ": ")
     return lines
 
