@@ -129,3 +129,14 @@ def test_audit_merge_fits_80_columns(long_host, hosts):
     wide = subprocess.run([CUDASWITCH, "audit", "merge", "--wide"], input=lines, capture_output=True, text=True,
                           timeout=300, env={**long_host.env, "COLUMNS": str(WIDTH)})
     assert "gpu-node-0002.cluster.example.org" in wide.stdout
+
+
+def test_a_terminal_without_a_size_shortens_nothing(long_host):
+    """`script` gives a pty whose size was never set (0x0), as some CI runners do: no width is
+    known, so nothing is cut to fit one."""
+    script = kits.require("script")
+    env = {k: v for k, v in long_host.env.items() if k != "COLUMNS"}
+    proc = subprocess.run([script, "-qc", "%s list" % shlex.quote(CUDASWITCH), "/dev/null"], capture_output=True,
+                          text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert str(long_host.path(LONG_CONDA)) in proc.stdout and "…" not in proc.stdout
