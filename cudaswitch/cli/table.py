@@ -68,13 +68,15 @@ JSON = Opt("--json", "as_json", "flag", "Print the result as JSON on stdout.")
 SHELL = Opt("--shell", "shell", "str", "Output format: " + SHELL_FORMATS + ".", metavar="SHELL")
 PYTHON = Opt("--python", "python", "str", PYTHON_HELP, metavar="PY")
 TIMEOUT = Opt("--timeout", "timeout", "float", TIMEOUT_HELP, metavar="SECONDS")
+WIDE = Opt("--wide", "wide", "flag", "Every value whole: no shortened roots, whatever the width.")
 REQUEST = Arg("REQUEST", "Toolkit: 12.4, 12, 12.4.131, '>=12.1,<13', latest, system, SOURCE:REQUEST or a root path.")
 OPTIONAL_REQUEST = Arg("REQUEST", "Toolkit (default: the active one, else the default).", nargs="?")
 
 COMMANDS = (
     Command("list", "cudaswitch.commands.registry_cmds:list_", fast=True,
             help="Every toolkit found: version, status, sources, root; which is active and which the default.",
-            options=(JSON, Opt("--refresh", "refresh", "flag", "Search every source again instead of using the cache.")),
+            options=(JSON, Opt("--refresh", "refresh", "flag", "Search every source again instead of using the cache."),
+                     WIDE),
             examples=("cudaswitch list", "cudaswitch list --json --refresh")),
     Command("which", "cudaswitch.commands.registry_cmds:which", fast=True,
             help="Path of a toolkit's root, or of a tool in it (nvcc, ptxas, ...).",
@@ -151,7 +153,8 @@ COMMANDS = (
                      Opt("--compile", "compile_", "flag", "Compile a one-kernel program with each toolkit."),
                      Opt("--exec", "allow_exec", "flag", "With --root: allow running binaries found there."),
                      Opt("--progress", "progress", "tristate",
-                         "Progress on stderr (default: when stderr is a terminal; --no-progress: never).")),
+                         "Progress on stderr (default: when stderr is a terminal; --no-progress: never)."),
+                     WIDE),
             examples=("cudaswitch audit", "cudaswitch audit --json --compile",
                       "cudaswitch audit --root /srv/images/rocky9")),
     Command("audit merge", "cudaswitch.commands.audit_cmds:merge",
@@ -159,7 +162,7 @@ COMMANDS = (
                  "be read is named on stderr and the rest merge; exit 0 when one merged (--strict: 1 if any refused).",
             args=(Arg("FILE", "Reports from `audit --json`; none or '-': JSON lines on stdin.", nargs="*"),),
             options=(Opt("--json", "as_json", "flag", "The matrix as JSON."),
-                     Opt("--strict", "strict", "flag", "Exit 1 when any report is refused.")),
+                     Opt("--strict", "strict", "flag", "Exit 1 when any report is refused."), WIDE),
             examples=("pdsh -N -w 'node[01-64]' cudaswitch audit --json --compact | cudaswitch audit merge",
                       "cudaswitch audit merge audit/*.json")),
     Command("install", "cudaswitch.commands.install_cmds:install",

@@ -7,7 +7,7 @@ from cudaswitch import render
 from cudaswitch.errors import CudaSwitchError, UsageError
 
 
-def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=False, progress=None):
+def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=False, progress=None, wide=False):
     """Which toolkits this host (or image) has, which work, and which the driver supports."""
     from cudaswitch import audit_render
     from cudaswitch.audit import run_audit
@@ -18,11 +18,11 @@ def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=Fa
     if as_json or compact:
         render.emit_json(report, compact=compact)
     else:
-        audit_render.audit_report(report)
+        audit_render.audit_report(report, wide=wide)
     return 0
 
 
-def merge(file, as_json=False, strict=False):
+def merge(file, as_json=False, strict=False, wide=False):
     """Merge many hosts' reports; a report that cannot be read is named on stderr."""
     from cudaswitch import audit_merge, audit_render
 
@@ -41,7 +41,7 @@ def merge(file, as_json=False, strict=False):
     if as_json:
         render.emit_json(merged)
     else:
-        audit_render.merge_report(merged)
+        audit_render.merge_report(merged, wide=wide)
     return 1 if strict and errors else 0
 
 
