@@ -10,8 +10,9 @@ import socket
 
 
 def host_name(paths, root):
-    """This host's name; for a root its /etc/hostname, else the root's path (still unique)."""
-    if root is None:
+    """This host's name; under a root (`--root`, or a CUDASWITCH_ROOT host such as a node's
+    mounted root) its /etc/hostname, else the root's path (still unique)."""
+    if paths.root == "/":
         return socket.gethostname()
     try:
         with open(paths.host("/etc/hostname"), encoding="utf-8", errors="replace") as handle:

@@ -95,9 +95,11 @@ def _origins(entry):
 
 def merge_report(merged, max_matrix_hosts=12):
     """The versions x hosts matrix (few hosts), or one line per version naming the hosts where it
-    is missing or broken (many hosts: a 64-column table helps nobody)."""
+    is missing or broken (many hosts: a 64-column table helps nobody); then the skew report."""
     from rich.markup import escape
     from rich.table import Table
+
+    from cudaswitch.cluster_hosts import fold
 
     console = _console()
     hosts = [h["host"] for h in merged["hosts"]]
@@ -109,10 +111,41 @@ def merge_report(merged, max_matrix_hosts=12):
     for row in merged["toolkits"]:
         cells = [_cell(row["hosts"].get(h)) for h in hosts] if matrix else [
             "%d hosts" % len(row["ok_on"]), "%d hosts" % len(row["incomplete_on"]),
-            escape(", ".join(row["broken_on"]) or "-"), escape(", ".join(row["missing_on"]) or "-")]
+            escape(fold(row["broken_on"]) or "-"), escape(fold(row["missing_on"]) or "-")]
         table.add_row(escape(row["version"] or "? (no version)"), *cells)
     console.print(table)
     console.print("%d hosts merged" % len(hosts) + (", %d reports refused" % len(merged["errors"]) if merged["errors"] else ""))
+    if "skew" in merged:
+        for line in skew_lines(merged):
+            console.print(escape(line), style="yellow" if line.startswith("skew") else None)
+
+
+def skew_lines(merged):
+    """The skew report as lines: one per fact that differs between nodes, then node types and rules."""
+    from cudaswitch.cluster_hosts import fold
+
+    skew, lines = merged["skew"], []
+    for title, values in (("driver release", skew["driver"]["releases"]), ("driver branch", skew["driver"]["branches"]),
+                          ("GPUs", skew["gpus"]["models"])):
+        if len(values) > 1:
+            lines.append("skew: %s: %s" % (title, "; ".join("%s on %s (%d)" % (v, fold(h), len(h)) for v, h in values.items())))
+    for entry in skew["toolkits"]:
+        lines.append("skew: CUDA %s is missing on %s (on %d)" % (entry["version"], fold(entry["missing_on"]), entry["on"]))
+    for key, entries in skew["components"].items():
+        for entry in entries:
+            lines.append("skew: %s %s is missing on %s (on %d)" % (key, entry["version"], fold(entry["missing_on"]), entry["on"]))
+    for entry in skew["gpus"]["cannot_target"]:
+        lines.append("skew: CUDA %s cannot target %s (%s) on %s" % (entry["toolkit"], entry["gpu"], entry["model"], fold(entry["nodes"])))
+    if skew["missing"]:
+        lines.append("skew: no report from %s" % fold(skew["missing"]))
+    if skew["refused"]:
+        lines.append("skew: %d report(s) refused (named above)" % len(skew["refused"]))
+    types = merged["node_types"]
+    lines.append("%d node type(s): %s" % (len(types), "; ".join("%s %s (%d)" % (t["name"], fold(t["nodes"]), len(t["nodes"])) for t in types[:8])
+                                         + ("; ..." if len(types) > 8 else "")))
+    for rule in merged["rules"]:
+        lines.append("rule %s: %s: %s" % (rule["rule"], rule["message"], fold(rule["nodes"])))
+    return lines
 
 
 def _cell(cell):

@@ -41,45 +41,51 @@ def audit(ctx: typer.Context,
 @audit_app.command("merge")
 def merge(files: Optional[List[str]] = typer.Argument(None, metavar="[FILE]...",
                                                      help="Reports (`audit --json`); none or '-': JSON lines on stdin."),
-          as_json: bool = typer.Option(False, "--json", help="The matrix as JSON."),
-          strict: bool = typer.Option(False, "--strict", help="Exit 1 when any report is refused.")):
-    """Merge many hosts' reports into one matrix of toolkit versions x hosts.
+          as_json: bool = typer.Option(False, "--json", help="The matrix and the skew report as JSON."),
+          strict: bool = typer.Option(False, "--strict",
+                                      help="Exit 1 when any report is refused or missing, or a --require/--same rule is broken."),
+          nodes: Optional[str] = typer.Option(None, "--nodes", metavar="HOSTLIST",
+                                              help="The nodes that should have reported (node[01-64]); the others are named missing."),
+          require: Optional[List[str]] = typer.Option(None, "--require", metavar="KEY=VERSION",
+                                                      help="Every node must have it: cuda, cudnn, nccl, cupti or driver (cuda=12.4). Repeatable."),
+          same: Optional[List[str]] = typer.Option(None, "--same", metavar="KEY",
+                                                   help="Every node must agree on it: driver, branch, gpus, toolkits, cudnn, nccl or cupti. Repeatable."),
+          html: Optional[str] = typer.Option(None, "--html", metavar="FILE",
+                                             help="Also write the report as one self-contained HTML page.")):
+    """Merge many hosts' reports into one matrix of toolkit versions x hosts, and the skew between them.
 
     A report that cannot be read is named on stderr and the rest still merge; the exit status is
-    0 when at least one report merged (1 with --strict and any refused), 1 when none did."""
-    from cudaswitch import audit_merge, audit_render
+    0 when at least one report merged (1 with --strict and anything refused, missing or against
+    a rule), 1 when none did."""
+    from cudaswitch import audit_merge, audit_render, cluster_hosts, cluster_skew
 
     if not files and sys.stdin.isatty():
         raise UsageError("give report FILEs, or pipe JSON lines to stdin", "see `cudaswitch audit merge --help`")
-    reports, errors = [], []
-    for label, text, unreadable in _inputs(files or ["-"]):
-        found, failed = audit_merge.parse_documents(label, text) if unreadable is None else ([], [(label, unreadable)])
-        reports += found
-        errors += failed
-    for label, error in errors:
-        render.message("cudaswitch: error: %s: %s" % (label, error))
-    if not reports:
+    rules = cluster_skew.parse_require(require or []), cluster_skew.parse_same(same or [])
+    expected = cluster_hosts.expand(nodes) if nodes is not None else None
+    merger = audit_merge.Merger()
+    for label, report, error in audit_merge.read_inputs(files or ["-"], sys.stdin):
+        if error is None:
+            merger.add(label, report)
+        else:
+            merger.refuse(label, error)
+            render.message("cudaswitch: error: %s: %s" % (label, error))
+    if not merger.hosts:
         raise CudaSwitchError("no audit report could be read", "make them with `cudaswitch audit --json`")
-    merged = audit_merge.merge(reports, errors)
+    merged = cluster_skew.add_skew(merger.result(), merger.nodes, expected, *rules)
+    if html:
+        from cudaswitch import cluster_html
+
+        cluster_html.write_page(html, merged)
     if as_json:
         render.emit_json(merged)
     else:
         audit_render.merge_report(merged)
-    if strict and errors:
+    failures = cluster_skew.strict_failures(merged)
+    if strict and failures:
+        for line in failures:
+            render.message("cudaswitch: error: " + line)
         raise typer.Exit(1)
-
-
-def _inputs(files):
-    """(label, text, None) per input, or (label, None, why) for a file that cannot be read."""
-    for name in files:
-        if name == "-":
-            yield "<stdin>", sys.stdin.read(), None
-            continue
-        try:
-            with open(name, "rb") as handle:
-                yield name, handle.read().decode("utf-8", "replace"), None
-        except OSError as exc:
-            yield name, None, "cannot read (%s)" % (exc.strerror or exc)
 
 
 def register(app):
