@@ -1,0 +1,129 @@
+"""The README's pdsh and clush pipelines over 64 node roots (tests/cluster_support.py): each node's
+real `cudaswitch audit --json --compact` fanned out by the real engine (`-R exec`, %h per node),
+piped into `audit merge`. The merge must name exactly the nodes that drifted."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from tests import kits
+from tests.cluster_support import (DRIVER_CUDA, FAILING, HOSTLIST, LIBCUDA, NCCL, NODES, OTHER_DRIVER, OTHER_DRIVER_NODES, DRIVER,
+                                   WITHOUT_124, build_cluster, merged_json, node_command, skewed_nodes)
+from tests.conftest import CUDASWITCH, Host
+from tests.verify_support import build_libcuda
+
+DRIFTED = set(OTHER_DRIVER_NODES) | {WITHOUT_124, FAILING}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    base = build_cluster(tmp_path_factory.mktemp("cluster"))
+    return base, Host(base / NODES[0], base / ".merge-work").env
+
+
+def fan_out(engine, base, env):
+    """pdsh or clush exactly as a cluster runs them, with the exec worker instead of ssh."""
+    if engine == "pdsh":
+        argv = [kits.require("pdsh"), "-R", "exec", "-f", "8", "-N", "-w", HOSTLIST, *node_command(base)]
+    else:
+        argv = [kits.require("clush"), "-R", "exec", "-f", "8", "-N", "-w", HOSTLIST, " ".join(node_command(base))]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env, stdin=subprocess.DEVNULL,
+                          start_new_session=True)
+
+
+def merge(env, stdin, *args):
+    return subprocess.run([CUDASWITCH, "audit", "merge", *args], input=stdin, capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+@pytest.fixture(scope="module", params=["pdsh", "clush"])
+def collected(request, cluster):
+    base, env = cluster
+    proc = fan_out(request.param, base, env)
+    # the failing node's own one-line error comes back through the engine, and nothing else fails
+    assert FAILING in proc.stderr and "probe_timeout" in proc.stderr, proc.stderr[-3000:]
+    assert proc.stdout.count("\n") == len(NODES) - 1, proc.stderr[-3000:]
+    return request.param, proc.stdout
+
+
+def test_merge_names_exactly_the_drifted_nodes(cluster, collected):
+    _, env = cluster
+    engine, lines = collected
+    proc = merge(env, lines, "--json", "--nodes", HOSTLIST)
+    assert proc.returncode == 0, proc.stderr
+    merged = merged_json(proc)
+    skew = merged["skew"]
+    assert sorted(h["host"] for h in merged["hosts"]) == sorted(set(NODES) - {FAILING})
+    assert skew["driver"]["releases"][OTHER_DRIVER] == OTHER_DRIVER_NODES
+    assert sorted(skew["driver"]["branches"]) == ["570", "580"] and len(skew["driver"]["releases"][DRIVER]) == 61
+    assert [(e["version"], e["missing_on"]) for e in skew["toolkits"]] == [("12.4", [WITHOUT_124])]
+    assert [(e["version"], e["missing_on"]) for e in skew["components"]["nccl"]] == [(NCCL, [WITHOUT_124])]
+    assert skew["missing"] == [FAILING] and skew["refused"] == []
+    assert len(skew["gpus"]["models"]) == 3 and skew["gpus"]["cannot_target"] == []
+    assert skewed_nodes(merged) == DRIFTED, engine
+    # three images, and the drifted nodes split off them: driver 570 (type A), no 12.4 (type B)
+    assert sorted(len(t["nodes"]) for t in merged["node_types"]) == [1, 2, 7, 15, 38]
+
+
+def test_text_report_names_them(cluster, collected):
+    _, env = cluster
+    _, lines = collected
+    proc = merge(env, lines, "--nodes", HOSTLIST)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    # node61 sent no report, so the 61 on the common driver skip it
+    assert "skew: driver release: %s on node[01-06,08-32,34-60,62-64] (61); %s on node[07,33] (2)" % (
+        DRIVER, OTHER_DRIVER) in out, out
+    assert "skew: CUDA 12.4 is missing on node50 (on 62)" in out
+    assert "skew: nccl %s is missing on node50 (on 62)" % NCCL in out
+    assert "skew: no report from node61" in out
+
+
+def test_strict_rules_exit_1_naming_the_nodes(cluster, collected):
+    _, env = cluster
+    _, lines = collected
+    proc = merge(env, lines, "--strict", "--require", "cuda=12.4", "--same", "driver", "--nodes", HOSTLIST)
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("cudaswitch: error: ")]
+    assert errors == [
+        "cudaswitch: error: no report from node61",
+        "cudaswitch: error: require cuda=12.4: cuda 12.4 is not on 1 node(s): node50",
+        "cudaswitch: error: same driver: 2 node(s) differ in driver from %s (on 61): node[07,33]" % DRIVER,
+    ], proc.stderr
+    assert proc.stdout  # the report is still printed
+
+
+def test_strict_passes_on_nodes_that_agree(cluster, collected):
+    """The same rules over the nodes that did not drift: exit 0, so the rules are not always red."""
+    _, env = cluster
+    _, lines = collected
+    healthy = "\n".join(line for line in lines.splitlines()
+                        if not any('"host":"%s"' % node in line for node in DRIFTED)) + "\n"
+    proc = merge(env, healthy, "--strict", "--require", "cuda=12.4", "--require", "nccl=2.21", "--same", "driver")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+
+
+def test_a_gpu_the_toolkit_cannot_target(cluster, tmp_path):
+    """Mirrors a V100 node left in a partition whose image moved to CUDA 13.0, which dropped
+    Volta (compat.toml table 6): the merge names the toolkit, the GPU and the node."""
+    base, env = cluster
+    old = tmp_path / "node99"
+    subprocess.run(["cp", "-al", str(base / "node01"), str(old)], check=True, timeout=120)
+    (old / LIBCUDA).unlink()
+    shutil.copy(build_libcuda(tmp_path / "lib", DRIVER_CUDA, init_rc=0, gpus=["sm_70"] * 4), old / LIBCUDA)
+    (old / "etc/hostname").unlink()  # a hardlink to node01's: never write through it
+    (old / "etc/hostname").write_text("node99\n")
+    reports = []
+    for root in (base / "node01", old):
+        node_env = {**env, "CUDASWITCH_ROOT": str(root), "CUDASWITCH_LIBCUDA": str(root / LIBCUDA)}
+        proc = subprocess.run([CUDASWITCH, "audit", "--json", "--compact"], capture_output=True, text=True,
+                              timeout=300, env=node_env, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stderr
+        reports.append(proc.stdout)
+    merged = merged_json(merge(env, "".join(reports), "--json"))
+    assert merged["skew"]["gpus"]["cannot_target"] == [
+        {"toolkit": "13.0", "gpu": "sm_70", "model": "Tesla V100-SXM2-32GB", "nodes": ["node99"]}]
+    text = merge(env, "".join(reports)).stdout
+    assert "skew: CUDA 13.0 cannot target sm_70 (Tesla V100-SXM2-32GB) on node99" in text
