@@ -21,7 +21,8 @@ STATUS_RANK = {status: rank for rank, status in enumerate(STATUSES)}  # ok best,
 # A CUDA (or cuDNN, NCCL, driver) version: bounded, so "12." + 5,000 digits is refused, not parsed.
 VERSION = re.compile(r"\d{1,9}(\.\d{1,9}){0,4}")
 CAPABILITY = re.compile(r"\d{1,3}\.\d{1,3}")
-HOST_PREFIX = re.compile(r"^([A-Za-z0-9_.\-\[\]]{1,255}):\s*(?=\{)")
+HOST_PREFIX = re.compile(r"^([A-Za-z0-9_.\-\[\]]{1,255}): ")  # pdsh's and clush's "node01: "
+JSON_SPACE = " \t\r\n"  # what JSON calls whitespace; str.strip() would take more
 MAX_REPORT_BYTES = 16 << 20  # a host with 100 toolkits writes ~500 KB
 MAX_TEXT = 4096  # longest string merge keeps from a report (names, paths)
 TRACKED = ("cudnn", "nccl", "cupti")  # libraries a multi-node job needs on every node
@@ -71,7 +72,7 @@ def _stream_documents(label, stream):
     """JSON lines read one at a time, or one document when the first line is not one by itself."""
     first, number = None, 0
     for number, line in enumerate(_capped_lines(stream), 1):
-        if line.strip():
+        if line.strip(JSON_SPACE):
             first = line
             break
     if first is None:
@@ -85,7 +86,7 @@ def _stream_documents(label, stream):
         return
     yield from _checked_data(_line_label(label, number, node), data)
     for number, line in enumerate(_capped_lines(stream), number + 1):
-        if line.strip():
+        if line.strip(JSON_SPACE):
             node, document = _strip_prefix(line)
             yield from _checked(_line_label(label, number, node), document)
 
@@ -107,7 +108,8 @@ def _capped_lines(stream):
 def parse_documents(label, text):
     """(label, report, None) / (label, None, error) per document of one file's text: one JSON
     document, or JSON lines when its first line is a document by itself."""
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    # split on "\n" only: str.splitlines() also breaks at \x1c or \x85 inside a JSON string
+    lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip(JSON_SPACE)]
     if not lines:
         yield label, None, "empty"
         return
@@ -115,13 +117,15 @@ def parse_documents(label, text):
         for number, line in lines:
             node, document = _strip_prefix(line)
             yield from _checked(_line_label(label, number, node), document)
-    else:
+    elif HOST_PREFIX.match(lines[0][1].strip(JSON_SPACE)):
         yield from _checked(label, "\n".join(_strip_prefix(line)[1] for _, line in lines))
+    else:
+        yield from _checked(label, text)  # as written: json's own rules, nothing stripped
 
 
 def _strip_prefix(line):
     """(node or None, the line without pdsh's/clush's `node: ` prefix)."""
-    line = line.strip()
+    line = line.strip(JSON_SPACE)
     match = HOST_PREFIX.match(line)
     return (match.group(1), line[match.end():]) if match else (None, line)
 
@@ -222,7 +226,8 @@ def _validate_toolkit(index, entry):
     root = entry.get("root")
     if not isinstance(root, (str, type(None))) or len(root or "") > MAX_TEXT:
         raise BadReport("toolkit %d has a \"root\" that is not a path" % index)
-    components = entry.get("components") or {}
+    components = entry.get("components")
+    components = {} if components is None else components
     if not isinstance(components, dict):
         raise BadReport("toolkit %d has \"components\" that are a JSON %s" % (index, _json_type(components)))
     for name in TRACKED:
