@@ -9,6 +9,7 @@ The merge streams: one report is read, checked and folded into the matrix at a t
 small summary per node is kept, so 10,000 nodes' reports merge in the memory of a few.
 """
 
+import functools
 import json
 import os
 import re
@@ -19,13 +20,17 @@ from cudaswitch.toolkit import STATUSES, version_tuple
 
 STATUS_RANK = {status: rank for rank, status in enumerate(STATUSES)}  # ok best, broken worst
 # A CUDA (or cuDNN, NCCL, driver) version: bounded, so "12." + 5,000 digits is refused, not parsed.
-VERSION = re.compile(r"\d{1,9}(\.\d{1,9}){0,4}")
-CAPABILITY = re.compile(r"\d{1,3}\.\d{1,3}")
+VERSION = re.compile(r"[0-9]{1,9}(\.[0-9]{1,9}){0,4}")
+CAPABILITY = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}")
 HOST_PREFIX = re.compile(r"^([A-Za-z0-9_.\-\[\]]{1,255}): ")  # pdsh's and clush's "node01: "
 JSON_SPACE = " \t\r\n"  # what JSON calls whitespace; str.strip() would take more
 MAX_REPORT_BYTES = 16 << 20  # a host with 100 toolkits writes ~500 KB
 MAX_TEXT = 4096  # longest string merge keeps from a report (names, paths)
 TRACKED = ("cudnn", "nccl", "cupti")  # libraries a multi-node job needs on every node
+
+
+# Nodes share a handful of versions: sort keys and GPU checks are computed once per value.
+version_key = functools.lru_cache(maxsize=8192)(version_tuple)
 
 
 class BadReport(ValueError):
@@ -177,7 +182,11 @@ def validate(report):
             raise BadReport("not an audit report (\"%s\" is a JSON %s)" % (key, _json_type(report.get(key))))
     _validate_driver(report.get("driver"))
     for index, gpu in enumerate(report.get("gpus") or []):
-        _validate_gpu(index, gpu)
+        key = _gpu_key(gpu)
+        if key is None or key not in _VALID_GPUS:
+            _validate_gpu(index, gpu)
+            if key is not None:
+                _VALID_GPUS.add(key)
     for index, entry in enumerate(report["toolkits"]):
         _validate_toolkit(index, entry)
     return report
@@ -204,6 +213,17 @@ def _validate_driver(driver):
     for key in ("release", "cuda"):
         if driver.get(key) is not None and not _is_version(driver[key]):
             raise BadReport("driver %s %s is not a version" % (key, _quote(driver[key])))
+
+
+_VALID_GPUS = set()
+
+
+def _gpu_key(gpu):
+    """A hashable key for a GPU entry already checked once (8 GPUs x 10,000 nodes, few models)."""
+    if not isinstance(gpu, dict):
+        return None
+    key = (gpu.get("name"), gpu.get("model"), gpu.get("capability"))
+    return key if all(isinstance(v, (str, type(None))) for v in key) else None
 
 
 def _validate_gpu(index, gpu):
@@ -271,7 +291,7 @@ class Merger:
 
     def result(self) -> dict:
         names = [h["host"] for h in self.hosts]
-        ordered = sorted(self.rows, key=lambda v: (v is not None, version_tuple(v)), reverse=True)
+        ordered = sorted(self.rows, key=lambda v: (v is not None, version_key(v)), reverse=True)
         return {"hosts": self.hosts, "toolkits": [_row(version, self.rows[version], names) for version in ordered],
                 "errors": self.errors}
 
@@ -294,8 +314,8 @@ def node_summary(name, report):
         gpus[label] = gpus.get(label, 0) + 1
     return {"host": name, "driver": release, "branch": release.split(".")[0] if release else None,
             "driver_cuda": driver.get("cuda"), "toolkits": toolkits,
-            "versions": {v: versions[v] for v in sorted(versions, key=version_tuple)},
-            "components": {key: sorted(found, key=version_tuple) for key, found in components.items()},
+            "versions": {v: versions[v] for v in sorted(versions, key=version_key)},
+            "components": {key: sorted(found, key=version_key) for key, found in components.items()},
             "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items())}
 
 

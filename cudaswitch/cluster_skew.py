@@ -4,12 +4,10 @@ only, GPU models and the toolkits that cannot target them, nodes that sent no re
 node types (identical nodes grouped); and the user's `--require` / `--same` rules.
 """
 
-import json
 from typing import Dict, List, Optional, Sequence
 
-from cudaswitch.audit_merge import TRACKED, VERSION
+from cudaswitch.audit_merge import TRACKED, VERSION, version_key
 from cudaswitch.errors import UsageError
-from cudaswitch.toolkit import version_tuple
 
 REQUIRE_KEYS = ("cuda",) + TRACKED + ("driver",)
 SAME_KEYS = ("driver", "branch", "gpus", "toolkits") + TRACKED
@@ -51,7 +49,7 @@ VALUE_OF = {
     "driver": lambda n: n["driver"] or "none found",
     "branch": lambda n: n["branch"] or "none found",
     "gpus": _gpu_text,
-    "toolkits": lambda n: " ".join(sorted(n["toolkits"], key=version_tuple)) or "none",
+    "toolkits": lambda n: " ".join(sorted(n["toolkits"], key=version_key)) or "none",
     **{key: (lambda key: lambda n: " ".join(n["components"][key]) or "none")(key) for key in TRACKED},
 }
 
@@ -83,7 +81,7 @@ def _partial(nodes, versions_of):
         for version in versions_of(node):
             present.setdefault(version, []).append(node["host"])
     out = []
-    for version in sorted(present, key=version_tuple, reverse=True):
+    for version in sorted(present, key=version_key, reverse=True):
         if len(present[version]) < len(nodes):
             have = set(present[version])
             out.append({"version": version, "on": len(have),
@@ -109,28 +107,32 @@ def cannot_target(nodes: List[dict]) -> List[dict]:
                     entry = out.setdefault((short, capability, model), {
                         "toolkit": short, "gpu": "sm_" + capability.replace(".", ""), "model": model, "nodes": []})
                     entry["nodes"].append(node["host"])
-    return [out[key] for key in sorted(out, key=lambda k: (version_tuple(k[0]), k[1:]))]
+    return [out[key] for key in sorted(out, key=lambda k: (version_key(k[0]), k[1:]))]
 
 
 def _targets(row, short):
     """True / False from a table-6 row, None when the table has no row for the GPU."""
     if row is None:
         return None
-    have = version_tuple(short)[:2]
-    if have < version_tuple(row["first"])[:2]:
+    have = version_key(short)[:2]
+    if have < version_key(row["first"])[:2]:
         return False
-    return not (row.get("last") and have > version_tuple(row["last"])[:2])
+    return not (row.get("last") and have > version_key(row["last"])[:2])
 
 
 def node_types(nodes: List[dict]) -> List[dict]:
     """Identical nodes grouped (driver, GPUs, toolkits with status, libraries), largest first."""
-    groups: Dict[str, dict] = {}
+    groups: Dict[tuple, dict] = {}
     for node in nodes:
-        facts = {"driver": node["driver"], "driver_cuda": node["driver_cuda"], "gpus": _gpu_text(node),
-                 "toolkits": dict(sorted(node["toolkits"].items(), key=lambda kv: version_tuple(kv[0]))),
-                 "versions": node["versions"], "components": node["components"]}
-        key = json.dumps(facts, sort_keys=True)
-        groups.setdefault(key, {"facts": facts, "nodes": []})["nodes"].append(node["host"])
+        key = (node["driver"], node["driver_cuda"], tuple(node["gpus"]), tuple(sorted(node["toolkits"].items())),
+               tuple(node["versions"].items()), tuple((k, tuple(v)) for k, v in sorted(node["components"].items())))
+        group = groups.get(key)
+        if group is None:
+            facts = {"driver": node["driver"], "driver_cuda": node["driver_cuda"], "gpus": _gpu_text(node),
+                     "toolkits": dict(sorted(node["toolkits"].items(), key=lambda kv: version_key(kv[0]))),
+                     "versions": node["versions"], "components": node["components"]}
+            group = groups[key] = {"facts": facts, "nodes": []}
+        group["nodes"].append(node["host"])
     ordered = sorted(groups.values(), key=lambda g: -len(g["nodes"]))
     return [{"name": "type %d" % number, **group} for number, group in enumerate(ordered, 1)]
 
