@@ -41,10 +41,14 @@ SCRIPT = """
       tr.classList.toggle('hidden', onlySkew.checked && !tr.classList.contains('skewed'));
     });
   }
+  // a link can carry a filter: report.html#filter=node07
+  var hash = /^#filter=(.*)$/.exec(location.hash);
+  if (hash) { filter.value = decodeURIComponent(hash[1]); }
   filter.addEventListener('input', apply);
   onlySkew.addEventListener('change', apply);
   apply();
   document.body.setAttribute('data-ready', '1');
+  document.body.setAttribute('data-ready-ms', String(Math.round(performance.now())));
 })();
 """
 

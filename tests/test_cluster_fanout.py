@@ -2,8 +2,10 @@
 real `cudaswitch audit --json --compact` fanned out by the real engine (`-R exec`, %h per node),
 piped into `audit merge`. The merge must name exactly the nodes that drifted."""
 
+import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +129,59 @@ def test_a_gpu_the_toolkit_cannot_target(cluster, tmp_path):
         {"toolkit": "13.0", "gpu": "sm_70", "model": "Tesla V100-SXM2-32GB", "nodes": ["node99"]}]
     text = merge(env, "".join(reports)).stdout
     assert "skew: CUDA 13.0 cannot target sm_70 (Tesla V100-SXM2-32GB) on node99" in text
+
+
+HIGHLIGHT = (0xFF, 0xD5, 0x4F)  # td.skew's background in the page's stylesheet
+
+
+def test_html_report_in_chromium(cluster, collected, tmp_path):
+    """`--html`: Chromium loads the page offline with no console message; one column per node
+    type, the drifted nodes' cells highlighted and no others in those rows; the filter from a
+    link narrows the columns; the screenshot shows highlight only where the page has skew."""
+    from tests import browser_support as browser
+
+    _, env = cluster
+    _, lines = collected
+    page = tmp_path / "report.html"
+    merged = merged_json(merge(env, lines, "--json", "--nodes", HOSTLIST, "--html", str(page)))
+    dom_text, console = browser.load(page.as_uri(), tmp_path / "profile")
+    assert console == []
+    dom = browser.Dom(dom_text)
+    assert dom.body.get("data-ready") == "1"
+    types = {t["name"]: sorted(t["nodes"]) for t in merged["node_types"]}
+    assert {g["name"]: sorted(g["nodes"]) for g in dom.groups} == types and len(dom.groups) == 5
+    index = {name: i for i, name in enumerate(g["name"] for g in dom.groups)}
+    group_of = {node: g["name"] for g in dom.groups for node in g["nodes"]}
+
+    def highlighted(fact):
+        return {name for name, i in index.items() if "skew" in dom.rows[fact]["cells"][i]["classes"]}
+
+    assert highlighted("driver release") == {group_of[n] for n in OTHER_DRIVER_NODES}
+    assert highlighted("CUDA 12.4.131") == {group_of[WITHOUT_124]} == highlighted("nccl")
+    assert dom.rows["CUDA 12.4.131"]["cells"][index[group_of[WITHOUT_124]]]["text"] == "absent"
+    assert highlighted("driver CUDA") == highlighted("driver release")  # R570 is a CUDA 12.8 driver
+    assert highlighted("CUDA 13.0.88") == set() and "skewed" not in dom.rows["CUDA 13.0.88"]["classes"]
+    assert "skew: no report from node61" in dom_text
+
+    filtered = browser.Dom(browser.load(page.as_uri() + "#filter=node50", tmp_path / "profile")[0])
+    assert [g["name"] for g in filtered.groups if not g["hidden"]] == [group_of[WITHOUT_124]]
+
+    shot = Path(os.environ.get("CUDASWITCH_TEST_SCREENSHOTS", tmp_path)) / "report.png"
+    assert browser.screenshot(page.as_uri(), tmp_path / "profile", shot) == []
+    healthy = "\n".join(line for line in lines.splitlines() if not any('"host":"%s"' % n in line for n in DRIFTED
+                                                                      ) and '"host":"node0' in line) + "\n"
+    calm = tmp_path / "calm.html"
+    merged_json(merge(env, healthy, "--json", "--html", str(calm)))
+    calm_shot = tmp_path / "calm.png"
+    browser.screenshot(calm.as_uri(), tmp_path / "profile", calm_shot)
+    assert browser.count_colour(shot, HIGHLIGHT) > 500 and browser.count_colour(calm_shot, HIGHLIGHT) == 0
+
+
+def test_the_console_check_sees_a_broken_page(tmp_path):
+    """The control for the check above: a page whose script throws is caught by it."""
+    from tests import browser_support as browser
+
+    page = tmp_path / "broken.html"
+    page.write_text("<html><body><script>console.error('boom'); missing();</script></body></html>")
+    _, console = browser.load(page.as_uri(), tmp_path / "profile")
+    assert len(console) == 2 and "boom" in console[0] and "missing is not defined" in console[1]
