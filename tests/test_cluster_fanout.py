@@ -2,6 +2,7 @@
 real `cudaswitch audit --json --compact` fanned out by the real engine (`-R exec`, %h per node),
 piped into `audit merge`. The merge must name exactly the nodes that drifted."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -185,3 +186,24 @@ def test_the_console_check_sees_a_broken_page(tmp_path):
     page.write_text("<html><body><script>console.error('boom'); missing();</script></body></html>")
     _, console = browser.load(page.as_uri(), tmp_path / "profile")
     assert len(console) == 2 and "boom" in console[0] and "missing is not defined" in console[1]
+
+
+def test_html_at_10000_nodes(tmp_path):
+    """10,000 generated node reports (bench/merge.py's, the shape of real ones; a few nodes drift):
+    the page stays under 5 MiB, grouped into a few columns, and Chromium loads it without a
+    console message."""
+    from bench.merge import report
+    from tests import browser_support as browser
+
+    lines = "".join(json.dumps(report(n, 10_000), separators=(",", ":")) + "\n" for n in range(1, 10_001))
+    page = tmp_path / "big.html"
+    env = Host(tmp_path, tmp_path / "work").env
+    merged = merged_json(merge(env, lines, "--json", "--html", str(page)))
+    assert len(merged["hosts"]) == 10_000
+    assert page.stat().st_size <= 5 * 2**20
+    dom_text, console = browser.load(page.as_uri(), tmp_path / "profile")
+    assert console == []
+    dom = browser.Dom(dom_text)
+    assert dom.body.get("data-ready") == "1"
+    assert len(dom.groups) == len(merged["node_types"]) <= 8
+    assert sum(len(g["nodes"]) for g in dom.groups) == 10_000
