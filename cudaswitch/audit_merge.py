@@ -45,10 +45,11 @@ def read_inputs(names, stdin):
             yield from _stream_documents("<stdin>", stdin)
             continue
         text, why = _read_capped(name)
+        label = name if name.isprintable() else repr(name)  # a newline in a file name: still one line
         if why is not None:
-            yield name, None, why
+            yield label, None, why
         else:
-            yield from parse_documents(name, text)
+            yield from parse_documents(label, text)
 
 
 def _read_capped(name):

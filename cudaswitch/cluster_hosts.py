@@ -10,6 +10,7 @@ from typing import Iterable, List
 from cudaswitch.errors import UsageError
 
 MAX_NODES = 1_000_000
+MAX_BRACKETS = 1000  # each [range] in one name is one level of recursion
 BRACKET = re.compile(r"\[([^\[\]]*)\]")
 NUMBERED = re.compile(r"^(.*?)(\d+)$")
 RANGE = re.compile(r"^(\d{1,9})(?:-(\d{1,9}))?$")
@@ -18,6 +19,8 @@ RANGE = re.compile(r"^(\d{1,9})(?:-(\d{1,9}))?$")
 def expand(hostlist: str) -> List[str]:
     """`node[01-03],gpu1` -> ['node01', 'node02', 'node03', 'gpu1'] (zero padding kept)."""
     names: List[str] = []
+    if hostlist.count("[") > MAX_BRACKETS:
+        raise UsageError("host list %s has more than %d [ranges]" % (_short(hostlist), MAX_BRACKETS))
     for item in _split_top(hostlist):
         names.extend(_expand_item(item, hostlist))
         if len(names) > MAX_NODES:

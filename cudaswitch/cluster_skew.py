@@ -20,7 +20,7 @@ def parse_require(texts: Sequence[str]) -> List[tuple]:
         key, sep, version = text.partition("=")
         if not sep or key not in REQUIRE_KEYS or not VERSION.fullmatch(version):
             raise UsageError("--require %s: expected KEY=VERSION with KEY one of %s (cuda=12.4)"
-                             % (text[:40], ", ".join(REQUIRE_KEYS)))
+                             % (_shown(text), ", ".join(REQUIRE_KEYS)))
         out.append((key, version))
     return out
 
@@ -28,8 +28,14 @@ def parse_require(texts: Sequence[str]) -> List[tuple]:
 def parse_same(texts: Sequence[str]) -> List[str]:
     for key in texts:
         if key not in SAME_KEYS:
-            raise UsageError("--same %s: expected one of %s" % (key[:40], ", ".join(SAME_KEYS)))
+            raise UsageError("--same %s: expected one of %s" % (_shown(key), ", ".join(SAME_KEYS)))
     return list(texts)
+
+
+def _shown(text, limit=40):
+    """A short, printable prefix of what the user typed: an error stays one line."""
+    text = text if text.isprintable() else repr(text)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _by_value(nodes, value_of):
@@ -45,12 +51,17 @@ def _gpu_text(node):
                      for model, cap, count in node["gpus"]) or "none found"
 
 
+def _component_text(key):
+    return lambda node: " ".join(node["components"][key]) or "none"
+
+
+# What `--same KEY` compares, as the text shown for each node's value.
 VALUE_OF = {
     "driver": lambda n: n["driver"] or "none found",
     "branch": lambda n: n["branch"] or "none found",
     "gpus": _gpu_text,
     "toolkits": lambda n: " ".join(sorted(n["toolkits"], key=version_key)) or "none",
-    **{key: (lambda key: lambda n: " ".join(n["components"][key]) or "none")(key) for key in TRACKED},
+    **{key: _component_text(key) for key in TRACKED},
 }
 
 
