@@ -46,7 +46,7 @@ def test_bad_option_values_are_one_line_and_nothing_on_stdout():
                        (["--same", "colour"], "--same colour: expected one of"),
                        (["--nodes", "node[1-x]"], "has a range that is not N or N-M"),
                        (["--nodes", "node[1-99999999]"], "empty or too large"),
-                       (["--nodes", "a[1-999],b[1-999],c[1-999]" * 400], "names more than"),
+                       (["--nodes", "a[1-999]b[1-999]c[1-999]"], "names more than"),
                        (["--nodes", "node[01-"], "is not one pdsh would read"),
                        (["--nodes", "n[1]" * 5000], "more than 1000 [ranges]")]:
         proc = subprocess.run([CUDASWITCH, "audit", "merge", *args], input="{}\n", capture_output=True,
