@@ -283,6 +283,8 @@ def _validate_toolkit(index, entry):
     root = entry.get("root")
     if not isinstance(root, (str, type(None))) or len(root or "") > MAX_TEXT:
         raise BadReport("toolkit %d has a \"root\" that is not a path" % index)
+    if entry.get("driver_supported") not in (True, False, None):
+        raise BadReport("toolkit %d has a \"driver_supported\" that is not true, false or null" % index)
     components = entry.get("components")
     components = {} if components is None else components
     if not isinstance(components, dict):
@@ -338,7 +340,10 @@ def node_summary(name, report):
     driver = report.get("driver") or {}
     release = driver.get("release")
     toolkits, versions, components = {}, {}, {key: set() for key in TRACKED}
+    unsupported = set()
     for entry in report["toolkits"]:
+        if entry.get("driver_supported") is False and entry.get("version"):
+            unsupported.add(_short(entry["version"]))
         _keep_best(toolkits, _short(entry.get("version")), entry["status"])
         _keep_best(versions, entry.get("version"), entry["status"])
         for key in TRACKED:
@@ -350,7 +355,7 @@ def node_summary(name, report):
         label = (gpu.get("name") or gpu.get("model") or "unknown GPU", gpu.get("capability"))
         gpus[label] = gpus.get(label, 0) + 1
     return {"host": name, "driver": release, "branch": release.split(".")[0] if release else None,
-            "driver_cuda": driver.get("cuda"), "toolkits": toolkits,
+            "driver_cuda": driver.get("cuda"), "toolkits": toolkits, "unsupported": sorted(unsupported),
             "versions": {v: versions[v] for v in sorted(versions, key=version_key)},
             "components": {key: sorted(found, key=version_key) for key, found in components.items()},
             "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items())}

@@ -134,6 +134,8 @@ def skew_lines(merged):
     for key, entries in skew["components"].items():
         for entry in entries:
             lines.append("skew: %s %s is missing on %s (on %d)" % (key, entry["version"], fold(entry["missing_on"]), entry["on"]))
+    for entry in skew.get("driver_cannot_run", []):
+        lines.append("skew: the driver cannot run CUDA %s on %s" % (entry["toolkit"], fold(entry["nodes"])))
     for entry in skew["gpus"]["cannot_target"]:
         lines.append("skew: CUDA %s cannot target %s (%s) on %s" % (entry["toolkit"], entry["gpu"], entry["model"], fold(entry["nodes"])))
     if skew["missing"]:

@@ -109,10 +109,17 @@ def _rows(types) -> List[tuple]:
             ("driver CUDA", [f["driver_cuda"] or "none found" for f in facts]),
             ("GPUs", [f["gpus"] for f in facts])]
     versions = sorted({v for f in facts for v in f["versions"]}, key=version_tuple, reverse=True)
-    rows += [("CUDA %s" % v, [f["versions"].get(v) for f in facts]) for v in versions]
+    rows += [("CUDA %s" % v, [_status(f, v) for f in facts]) for v in versions]
     for key in sorted({k for f in facts for k in f["components"]}):
         rows.append((key, [" ".join(f["components"][key]) or None for f in facts]))
     return rows
+
+
+def _status(facts, version):
+    status = facts["versions"].get(version)
+    if status and ".".join(version.split(".")[:2]) in facts.get("driver_cannot_run", ()):
+        return status + ", driver too old"
+    return status
 
 
 def _row(label, values, weights):

@@ -75,6 +75,7 @@ def skew(nodes: List[dict], expected: Optional[List[str]], errors: List[dict]) -
         "toolkits": _partial(nodes, lambda n: n["toolkits"]),
         "components": {key: _partial(nodes, lambda n, key=key: n["components"][key]) for key in TRACKED},
         "gpus": {"models": _by_value(nodes, _gpu_text), "cannot_target": cannot_target(nodes)},
+        "driver_cannot_run": _unsupported(nodes),
         "missing": [name for name in expected or [] if name not in reported],
         "refused": [e["file"] for e in errors],
     }
@@ -98,6 +99,16 @@ def _partial(nodes, versions_of):
             out.append({"version": version, "on": len(have),
                         "missing_on": [n["host"] for n in nodes if n["host"] not in have]})
     return out
+
+
+def _unsupported(nodes):
+    """[{toolkit, nodes}]: the node's driver is too old for a toolkit it has (the audit's verdict,
+    minor-version compatibility included): what builds on one node and fails on another."""
+    out = {}
+    for node in nodes:
+        for short in node["unsupported"]:
+            out.setdefault(short, []).append(node["host"])
+    return [{"toolkit": short, "nodes": out[short]} for short in sorted(out, key=version_key)]
 
 
 def cannot_target(nodes: List[dict]) -> List[dict]:
@@ -136,12 +147,14 @@ def node_types(nodes: List[dict]) -> List[dict]:
     groups: Dict[tuple, dict] = {}
     for node in nodes:
         key = (node["driver"], node["driver_cuda"], tuple(node["gpus"]), tuple(sorted(node["toolkits"].items())),
-               tuple(node["versions"].items()), tuple((k, tuple(v)) for k, v in sorted(node["components"].items())))
+               tuple(node["versions"].items()), tuple((k, tuple(v)) for k, v in sorted(node["components"].items())),
+               tuple(node["unsupported"]))
         group = groups.get(key)
         if group is None:
             facts = {"driver": node["driver"], "driver_cuda": node["driver_cuda"], "gpus": _gpu_text(node),
                      "toolkits": dict(sorted(node["toolkits"].items(), key=lambda kv: version_key(kv[0]))),
-                     "versions": node["versions"], "components": node["components"]}
+                     "versions": node["versions"], "components": node["components"],
+                     "driver_cannot_run": node["unsupported"]}
             group = groups[key] = {"facts": facts, "nodes": []}
         group["nodes"].append(node["host"])
     ordered = sorted(groups.values(), key=lambda g: -len(g["nodes"]))

@@ -88,14 +88,14 @@ def build_cluster(base: Path) -> Path:
 
 def skewed_nodes(merged):
     """Every node the skew report names: off the common driver, missing a toolkit or library, a
-    GPU a toolkit cannot target, no report, refused."""
+    toolkit its driver cannot run, a GPU a toolkit cannot target, no report, refused."""
     skew, named = merged["skew"], set()
     releases = skew["driver"]["releases"]
     common = max(releases, key=lambda r: len(releases[r]))
     named.update(h for release, hosts in releases.items() if release != common for h in hosts)
     for entry in skew["toolkits"] + [e for entries in skew["components"].values() for e in entries]:
         named.update(entry["missing_on"])
-    for entry in skew["gpus"]["cannot_target"]:
+    for entry in skew["gpus"]["cannot_target"] + skew["driver_cannot_run"]:
         named.update(entry["nodes"])
     named.update(skew["missing"])
     return named

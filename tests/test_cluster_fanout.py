@@ -63,6 +63,8 @@ def test_merge_names_exactly_the_drifted_nodes(cluster, collected):
     assert [(e["version"], e["missing_on"]) for e in skew["toolkits"]] == [("12.4", [WITHOUT_124])]
     assert [(e["version"], e["missing_on"]) for e in skew["components"]["nccl"]] == [(NCCL, [WITHOUT_124])]
     assert skew["missing"] == [FAILING] and skew["refused"] == []
+    # R570 is a CUDA 12.8 driver: the 13.0 those two nodes carry cannot run there
+    assert skew["driver_cannot_run"] == [{"toolkit": "13.0", "nodes": OTHER_DRIVER_NODES}]
     assert len(skew["gpus"]["models"]) == 3 and skew["gpus"]["cannot_target"] == []
     assert skewed_nodes(merged) == DRIFTED, engine
     # three images, and the drifted nodes split off them: driver 570 (type A), no 12.4 (type B)
@@ -81,6 +83,7 @@ def test_text_report_names_them(cluster, collected):
     assert "skew: CUDA 12.4 is missing on node50 (on 62)" in out
     assert "skew: nccl %s is missing on node50 (on 62)" % NCCL in out
     assert "skew: no report from node61" in out
+    assert "skew: the driver cannot run CUDA 13.0 on node[07,33]" in out
 
 
 def test_strict_rules_exit_1_naming_the_nodes(cluster, collected):
@@ -161,7 +164,9 @@ def test_html_report_in_chromium(cluster, collected, tmp_path):
     assert highlighted("CUDA 12.4.131") == {group_of[WITHOUT_124]} == highlighted("nccl")
     assert dom.rows["CUDA 12.4.131"]["cells"][index[group_of[WITHOUT_124]]]["text"] == "absent"
     assert highlighted("driver CUDA") == highlighted("driver release")  # R570 is a CUDA 12.8 driver
-    assert highlighted("CUDA 13.0.88") == set() and "skewed" not in dom.rows["CUDA 13.0.88"]["classes"]
+    # 13.0 is on every node, but the R570 nodes' driver cannot run it
+    assert highlighted("CUDA 13.0.88") == highlighted("driver release")
+    assert dom.rows["CUDA 13.0.88"]["cells"][index[group_of["node07"]]]["text"] == "ok, driver too old"
     assert "skew: no report from node61" in dom_text
 
     filtered = browser.Dom(browser.load(page.as_uri() + "#filter=node50", tmp_path / "profile")[0])
