@@ -212,3 +212,26 @@ def test_html_at_10000_nodes(tmp_path):
     assert dom.body.get("data-ready") == "1"
     assert len(dom.groups) == len(merged["node_types"]) <= 8
     assert sum(len(g["nodes"]) for g in dom.groups) == 10_000
+
+
+def test_pdsh_without_n_keeps_node_prefixes_and_still_merges(cluster):
+    """README: "-N drops the node: prefix (kept is fine too)". Without -N every line starts with
+    `nodeNN: `; the merge takes it off."""
+    base, env = cluster
+    argv = [kits.require("pdsh"), "-R", "exec", "-f", "4", "-w", "node[01-04]", *node_command(base)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env, stdin=subprocess.DEVNULL,
+                          start_new_session=True)
+    assert proc.returncode == 0 and all(line.startswith("node0") for line in proc.stdout.splitlines()), proc.stderr
+    merged = merged_json(merge(env, proc.stdout, "--json", "--nodes", "node[01-04]"))
+    assert sorted(h["host"] for h in merged["hosts"]) == ["node01", "node02", "node03", "node04"]
+    assert merged["errors"] == [] and merged["skew"]["missing"] == []
+
+
+def test_html_to_a_path_that_cannot_be_written_loses_nothing(cluster, collected, tmp_path):
+    _, env = cluster
+    _, lines = collected
+    proc = merge(env, lines, "--html", str(tmp_path / "no/such/dir/report.html"))
+    assert proc.returncode == 1 and proc.stdout == ""
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("cudaswitch: error: cannot write ") and "report.html" in line
+    assert list(tmp_path.iterdir()) == []
