@@ -6,7 +6,8 @@ node types (identical nodes grouped); and the user's `--require` / `--same` rule
 
 from typing import Dict, List, Optional, Sequence
 
-from cudaswitch.audit_merge import TRACKED, VERSION, version_key
+from cudaswitch.audit_merge import TRACKED, version_key
+from cudaswitch.audit_validate import VERSION
 from cudaswitch.errors import UsageError
 
 REQUIRE_KEYS = ("cuda",) + TRACKED + ("driver",)

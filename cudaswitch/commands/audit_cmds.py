@@ -65,13 +65,8 @@ def merge(files: Optional[List[str]] = typer.Argument(None, metavar="[FILE]...",
         raise UsageError("give report FILEs, or pipe JSON lines to stdin", "see `cudaswitch audit merge --help`")
     rules = cluster_skew.parse_require(require or []), cluster_skew.parse_same(same or [])
     expected = cluster_hosts.expand(nodes) if nodes is not None else None
-    merger = audit_merge.Merger()
-    for label, report, error in audit_merge.read_inputs(files or ["-"], sys.stdin):
-        if error is None:
-            merger.add(label, report)
-        else:
-            merger.refuse(label, error)
-            render.message("cudaswitch: error: %s: %s" % (label, error))
+    merger = audit_merge.merge_inputs(files or ["-"], sys.stdin,
+                                      lambda label, error: render.message("cudaswitch: error: %s: %s" % (label, error)))
     if not merger.hosts:
         raise CudaSwitchError("no audit report could be read", "make them with `cudaswitch audit --json`")
     merged = cluster_skew.add_skew(merger.result(), merger.nodes, expected, *rules)
