@@ -10,6 +10,7 @@ small summary per node is kept, so 10,000 nodes' reports merge in the memory of 
 """
 
 import functools
+import gc
 import json
 import os
 import re
@@ -234,25 +235,28 @@ def node_summary(name, report):
     """What the skew report compares across nodes, nothing more (10,000 of these stay small)."""
     driver = report.get("driver") or {}
     release = driver.get("release")
-    toolkits, versions, components = {}, {}, {key: set() for key in TRACKED}
-    unsupported = set()
+    toolkits, versions, unsupported, components = {}, {}, set(), {}
     for entry in report["toolkits"]:
-        if entry.get("driver_supported") is False and entry.get("version"):
-            unsupported.add(_short(entry["version"]))
-        _keep_best(toolkits, _short(entry.get("version")), entry["status"])
-        _keep_best(versions, entry.get("version"), entry["status"])
-        for key in TRACKED:
-            found = (entry.get("components") or {}).get(key)
-            if found:
-                components[key].add(found)
+        version, status = entry.get("version"), entry["status"]
+        if version:
+            short = _short(version)
+            _keep_best(toolkits, short, status)
+            _keep_best(versions, version, status)
+            if entry.get("driver_supported") is False:
+                unsupported.add(short)
+        found = entry.get("components")
+        if found:
+            for key in TRACKED:
+                if found.get(key):
+                    components.setdefault(key, set()).add(found[key])
     gpus = {}
-    for gpu in report.get("gpus") or []:
+    for gpu in report.get("gpus") or ():
         label = (gpu.get("name") or gpu.get("model") or "unknown GPU", gpu.get("capability"))
         gpus[label] = gpus.get(label, 0) + 1
     return {"host": name, "driver": release, "branch": release.split(".")[0] if release else None,
             "driver_cuda": driver.get("cuda"), "toolkits": toolkits, "unsupported": sorted(unsupported),
             "versions": {v: versions[v] for v in sorted(versions, key=version_key)},
-            "components": {key: sorted(found, key=version_key) for key, found in components.items()},
+            "components": {key: sorted(components.get(key, ()), key=version_key) for key in TRACKED},
             "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items())}
 
 
@@ -262,6 +266,7 @@ def _keep_best(best, version, status):
         best[version] = status
 
 
+@functools.lru_cache(maxsize=8192)
 def _short(version):
     return ".".join(version.split(".")[:2]) if version else None
 
@@ -270,12 +275,20 @@ def merge_inputs(names, stdin, on_refused) -> Merger:
     """Every report of `names` ('-' is stdin) folded into a Merger as it is read; each refused
     one is told to on_refused(label, error) at once, so a long merge names them as it goes."""
     merger = Merger()
-    for label, report, error in read_inputs(names, stdin):
-        if error is None:
-            merger.add(label, report)
-        else:
-            merger.refuse(label, error)
-            on_refused(label, error)
+    # JSON trees hold no cycles: refcounting frees each report, and the cyclic collector would
+    # only rescan the growing matrix every few hundred reports (~12% of a 10,000-node merge).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for label, report, error in read_inputs(names, stdin):
+            if error is None:
+                merger.add(label, report)
+            else:
+                merger.refuse(label, error)
+                on_refused(label, error)
+    finally:
+        if collecting:
+            gc.enable()
     return merger
 
 
