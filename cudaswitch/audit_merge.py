@@ -287,6 +287,7 @@ def merge_inputs(names, stdin, on_refused) -> Merger:
                 merger.refuse(label, error)
                 on_refused(label, error)
     finally:
+        gc.freeze()  # the matrix lives until exit: later passes (skew, JSON) need not rescan it
         if collecting:
             gc.enable()
     return merger
