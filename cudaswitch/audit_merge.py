@@ -76,6 +76,8 @@ def _read_fd(fd, size):
             break
         chunks.append(chunk)
         total += len(chunk)
+        if 0 < size <= total:
+            break  # all fstat promised: no second read per file (/proc-like files say 0 and go on)
     return b"".join(chunks)
 
 
