@@ -120,15 +120,25 @@ def merge_report(merged, max_matrix_hosts=12):
             console.print(escape(line), style="yellow" if line.startswith("skew") else None)
 
 
+def _spread(values):
+    """'570.195.03 on node[07,33] (2); 580.95.05 on the other 61': the exceptions by name, the
+    most common value by count (naming 9,990 nodes hides the 10 that matter)."""
+    from cudaswitch.cluster_hosts import fold
+
+    ordered = sorted(values.items(), key=lambda item: len(item[1]))
+    parts = ["%s on %s (%d)" % (value, fold(hosts), len(hosts)) for value, hosts in ordered[:-1]]
+    return "; ".join(parts + ["%s on the other %d" % (ordered[-1][0], len(ordered[-1][1]))])
+
+
 def skew_lines(merged):
     """The skew report as lines: one per fact that differs between nodes, then node types and rules."""
-    from cudaswitch.cluster_hosts import fold
+    from cudaswitch.cluster_hosts import fold, fold_short
 
     skew, lines = merged["skew"], []
     for title, values in (("driver release", skew["driver"]["releases"]), ("driver branch", skew["driver"]["branches"]),
                           ("GPUs", skew["gpus"]["models"])):
         if len(values) > 1:
-            lines.append("skew: %s: %s" % (title, "; ".join("%s on %s (%d)" % (v, fold(h), len(h)) for v, h in values.items())))
+            lines.append("skew: %s: %s" % (title, _spread(values)))
     for entry in skew["toolkits"]:
         lines.append("skew: CUDA %s is missing on %s (on %d)" % (entry["version"], fold(entry["missing_on"]), entry["on"]))
     for key, entries in skew["components"].items():
@@ -143,7 +153,7 @@ def skew_lines(merged):
     if skew["refused"]:
         lines.append("skew: %d report(s) refused (named above)" % len(skew["refused"]))
     types = merged["node_types"]
-    lines.append("%d node type(s): %s" % (len(types), "; ".join("%s %s (%d)" % (t["name"], fold(t["nodes"]), len(t["nodes"])) for t in types[:8])
+    lines.append("%d node type(s): %s" % (len(types), "; ".join("%s %s (%d)" % (t["name"], fold_short(t["nodes"]), len(t["nodes"])) for t in types[:8])
                                          + ("; ..." if len(types) > 8 else "")))
     for rule in merged["rules"]:
         lines.append("rule %s: %s: %s" % (rule["rule"], rule["message"], fold(rule["nodes"])))

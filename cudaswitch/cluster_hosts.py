@@ -86,6 +86,12 @@ def fold(names: Iterable[str]) -> str:
     return ",".join(parts)
 
 
+def fold_short(names: Iterable[str], limit: int = 80) -> str:
+    """fold(), cut at `limit` characters for a summary line (the full list is elsewhere)."""
+    text = fold(names)
+    return text if len(text) <= limit else text[:limit].rsplit(",", 1)[0] + ",..."
+
+
 def _spans(values, width):
     """[1, 2, 3, 7] -> ['01-03', '07'] for width 2."""
     spans, start = [], 0

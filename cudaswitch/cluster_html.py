@@ -8,7 +8,7 @@ import os
 import tempfile
 from typing import List
 
-from cudaswitch.cluster_hosts import fold
+from cudaswitch.cluster_hosts import fold_short
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.toolkit import version_tuple
 
@@ -97,7 +97,7 @@ def _problems(merged):
 
 def _matrix(types):
     head = "".join("<th class=\"group\" data-type=\"%s\" data-nodes=\"%s\">%s<small>%s (%d)</small></th>" % (
-        _e(t["name"]), _e(" ".join(t["nodes"])), _e(t["name"]), _e(fold(t["nodes"])), len(t["nodes"])) for t in types)
+        _e(t["name"]), _e(" ".join(t["nodes"])), _e(t["name"]), _e(fold_short(t["nodes"], 120)), len(t["nodes"])) for t in types)
     body = "".join(_row(label, values, [len(t["nodes"]) for t in types]) for label, values in _rows(types))
     return "<table id=\"matrix\"><thead><tr><th>fact</th>%s</tr></thead><tbody>%s</tbody></table>" % (head, body)
 
