@@ -107,8 +107,10 @@ def _origins(entry):
 
 def merge_report(merged, max_matrix_hosts=12, wide=False):
     """The versions x hosts matrix (few hosts, when it fits), or one line per version naming the
-    hosts where it is missing or broken (many hosts: a 64-column table helps nobody)."""
+    hosts where it is missing or broken (many hosts: a 64-column table helps nobody); then the
+    skew report, wrapped to the width like the table."""
     from cudaswitch import render, tables
+    from cudaswitch.cluster_hosts import fold
 
     width, colour = tables.terminal_width(wide), tables.colour_enabled()
     hosts = [h["host"] for h in merged["hosts"]]
@@ -123,10 +125,61 @@ def merge_report(merged, max_matrix_hosts=12, wide=False):
     if not matrix:
         headers = ["VERSION", "OK", "INCOMPLETE", "BROKEN ON", "MISSING ON"]
         rows = [[row["version"] or "? (no version)", "%d hosts" % len(row["ok_on"]), "%d hosts" % len(row["incomplete_on"]),
-                 ", ".join(row["broken_on"]) or "-", ", ".join(row["missing_on"]) or "-"] for row in merged["toolkits"]]
+                 fold(row["broken_on"]) or "-", fold(row["missing_on"]) or "-"] for row in merged["toolkits"]]
         lines = tables.layout(headers, rows, width, (), (4, 3))
     lines.append("%d hosts merged" % len(hosts) + (", %d reports refused" % len(merged["errors"]) if merged["errors"] else ""))
+    if "skew" in merged:
+        lines += _wrapped(skew_lines(merged), width)
     render.emit_lines(lines)
+
+
+def _wrapped(lines, width):
+    import textwrap
+
+    if width is None:
+        return lines
+    return [part for line in lines
+            for part in textwrap.wrap(line, width, subsequent_indent="    ", break_on_hyphens=False) or [""]]
+
+
+def _spread(values):
+    """'570.195.03 on node[07,33] (2); 580.95.05 on the other 61': the exceptions by name, the
+    most common value by count (naming 9,990 nodes hides the 10 that matter)."""
+    from cudaswitch.cluster_hosts import fold
+
+    ordered = sorted(values.items(), key=lambda item: len(item[1]))
+    parts = ["%s on %s (%d)" % (value, fold(hosts), len(hosts)) for value, hosts in ordered[:-1]]
+    return "; ".join(parts + ["%s on the other %d" % (ordered[-1][0], len(ordered[-1][1]))])
+
+
+def skew_lines(merged):
+    """The skew report as lines: one per fact that differs between nodes, then node types and rules."""
+    from cudaswitch.cluster_hosts import fold, fold_short
+
+    skew, lines = merged["skew"], []
+    for title, values in (("driver release", skew["driver"]["releases"]), ("driver branch", skew["driver"]["branches"]),
+                          ("GPUs", skew["gpus"]["models"])):
+        if len(values) > 1:
+            lines.append("skew: %s: %s" % (title, _spread(values)))
+    for entry in skew["toolkits"]:
+        lines.append("skew: CUDA %s is missing on %s (on %d)" % (entry["version"], fold(entry["missing_on"]), entry["on"]))
+    for key, entries in skew["components"].items():
+        for entry in entries:
+            lines.append("skew: %s %s is missing on %s (on %d)" % (key, entry["version"], fold(entry["missing_on"]), entry["on"]))
+    for entry in skew.get("driver_cannot_run", []):
+        lines.append("skew: the driver cannot run CUDA %s on %s" % (entry["toolkit"], fold(entry["nodes"])))
+    for entry in skew["gpus"]["cannot_target"]:
+        lines.append("skew: CUDA %s cannot target %s (%s) on %s" % (entry["toolkit"], entry["gpu"], entry["model"], fold(entry["nodes"])))
+    if skew["missing"]:
+        lines.append("skew: no report from %s" % fold(skew["missing"]))
+    if skew["refused"]:
+        lines.append("skew: %d report(s) refused (named above)" % len(skew["refused"]))
+    types = merged["node_types"]
+    lines.append("%d node type(s): %s" % (len(types), "; ".join("%s %s (%d)" % (t["name"], fold_short(t["nodes"]), len(t["nodes"])) for t in types[:8])
+                                         + ("; ..." if len(types) > 8 else "")))
+    for rule in merged["rules"]:
+        lines.append("rule %s: %s: %s" % (rule["rule"], rule["message"], fold(rule["nodes"])))
+    return lines
 
 
 def _cell(cell):

@@ -158,13 +158,26 @@ COMMANDS = (
             examples=("cudaswitch audit", "cudaswitch audit --json --compile",
                       "cudaswitch audit --root /srv/images/rocky9")),
     Command("audit merge", "cudaswitch.commands.audit_cmds:merge",
-            help="Merge many hosts' reports into one matrix of toolkit versions x hosts. A report that cannot "
-                 "be read is named on stderr and the rest merge; exit 0 when one merged (--strict: 1 if any refused).",
+            help="Merge many hosts' reports into one matrix of toolkit versions x hosts, and the skew between them. "
+                 "A report that cannot be read is named on stderr and the rest merge; exit 0 when one merged "
+                 "(--strict: 1 when anything is refused, missing or against a rule), 1 when none did.",
             args=(Arg("FILE", "Reports from `audit --json`; none or '-': JSON lines on stdin.", nargs="*"),),
-            options=(Opt("--json", "as_json", "flag", "The matrix as JSON."),
-                     Opt("--strict", "strict", "flag", "Exit 1 when any report is refused."), WIDE),
+            options=(Opt("--json", "as_json", "flag", "The matrix and the skew report as JSON (one line above "
+                         "1,000 hosts)."),
+                     Opt("--strict", "strict", "flag", "Exit 1 when any report is refused or missing, or a "
+                         "--require/--same rule is broken."),
+                     Opt("--nodes", "nodes", "str", "The nodes that should have reported (node[01-64]); the "
+                         "others are named missing.", metavar="HOSTLIST"),
+                     Opt("--require", "require", "str", "Every node must have it: cuda, cudnn, nccl, cupti or "
+                         "driver (cuda=12.4). Repeatable.", metavar="KEY=VERSION", many=True),
+                     Opt("--same", "same", "str", "Every node must agree on it: driver, branch, gpus, toolkits, "
+                         "cudnn, nccl or cupti. Repeatable.", metavar="KEY", many=True),
+                     Opt("--html", "html", "str", "Also write the report as one self-contained HTML page.",
+                         metavar="FILE"),
+                     WIDE),
             examples=("pdsh -N -w 'node[01-64]' cudaswitch audit --json --compact | cudaswitch audit merge",
-                      "cudaswitch audit merge audit/*.json")),
+                      "cudaswitch audit merge audit/*.json --strict --require cuda=12.4 --same driver",
+                      "cudaswitch audit merge audit/*.json --nodes 'node[01-64]' --html report.html")),
     Command("install", "cudaswitch.commands.install_cmds:install",
             help="Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root), from NVIDIA's "
                  "redistributable archives, a site mirror of them, or NVIDIA's wheels.",
