@@ -181,7 +181,7 @@ def why_text(fact):
     return reason
 
 
-def lines(info):
+def lines(info, pending_note="not applied in this shell (is the hook loaded?)"):
     """`current`'s human output: what is used and why, then one line per disagreeing part and per
     pin that is not applied in this shell."""
     if info["root"] is None:
@@ -198,6 +198,5 @@ def lines(info):
     for pin in info.get("pending", ()):
         where = "project %s" % pin["file"] if pin["kind"] == "project" else "global default"
         target = pin["error"] or "%s %s" % (pin["version"], pin["root"])
-        out.append("  %s asks for %s: %s; not applied in this shell (is the hook loaded?)"
-                   % (where, pin["request"], target))
+        out.append("  %s asks for %s: %s; %s" % (where, pin["request"], target, pending_note))
     return out

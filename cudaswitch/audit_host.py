@@ -12,8 +12,9 @@ from cudaswitch.safeio import read_or_none
 
 
 def host_name(paths, root):
-    """This host's name; for a root its /etc/hostname, else the root's path (still unique)."""
-    if root is None:
+    """This host's name; under a root (`--root`, or a CUDASWITCH_ROOT host such as a node's
+    mounted root) its /etc/hostname, else the root's path (still unique)."""
+    if paths.root == "/":
         return socket.gethostname()
     text = (read_or_none(paths.host("/etc/hostname"), 4096) or b"").decode("utf-8", "replace")
     name = (text.splitlines() or [""])[0].strip()

@@ -14,10 +14,9 @@ import tempfile
 
 from cudaswitch.run import run
 from cudaswitch.safeio import Unreadable, open_regular, read_or_none
+from cudaswitch.toolkit import COMPONENTS, VERSION_JSON_KEYS
 
-COMPONENTS = ("cudart", "nvcc", "cudnn", "nccl", "cupti", "cublas")
-# version.json keys and wheel (dist-info) names per component
-VERSION_JSON_KEYS = {"cudart": "cuda_cudart", "nvcc": "cuda_nvcc", "cupti": "cuda_cupti", "cublas": "libcublas"}
+# wheel (dist-info) names per component
 WHEELS = {"cudart": "nvidia_cuda_runtime", "nvcc": "nvidia_cuda_nvcc", "cupti": "nvidia_cuda_cupti",
           "cublas": "nvidia_cublas", "cudnn": "nvidia_cudnn", "nccl": "nvidia_nccl"}
 # header, and the macros that make up major.minor.patch

@@ -61,7 +61,7 @@ def install(paths, env, request, components=None, progress=_quiet, source=None, 
     if installed:
         result["installed"] = True
     result.update(describe_tree(target))
-    result["name"] = redist_install.release_name(release, result["components"].get("cuda_nvcc"))
+    result["name"] = redist_install.release_name(release, result["components"].get("nvcc"))
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
 
@@ -148,8 +148,10 @@ def uninstall(paths, env, registry, request, force=False):
     root = record["root"]
     was_active = active_root(env) == root
     if was_active and not force:
+        from cudaswitch import envdiff, hints
+
         raise CudaSwitchError("CUDA %s at %s is active in this shell" % (record["version"], root),
-                              "run `eval \"$(cudaswitch off)\"` first, or pass --force")
+                              "%s first, or pass --force" % hints.leave_active(env, envdiff.read_state(env), os.getcwd()))
     from cudaswitch import redist_site
     from cudaswitch.redist_install import release_name
 

@@ -192,11 +192,13 @@ def describe_tree(root):
     """What a user wants to know about an installed tree: nvcc, components, size, and notes."""
     from cudaswitch import probe
     from cudaswitch.audit_probe import tree_size
+    from cudaswitch.toolkit import list_components
 
     _, components, _ = probe.read_version_json(root)
     nvcc = os.path.join(root, "bin", "nvcc")
     has_nvcc = os.access(nvcc, os.X_OK)
-    result = {"nvcc": nvcc if has_nvcc else None, "components": components,
+    shown, version_json = list_components(components, has_nvcc)  # the one `components` shape of every JSON output
+    result = {"nvcc": nvcc if has_nvcc else None, "components": shown, "version_json": version_json,
               "status": "ok" if has_nvcc else "incomplete", "size_bytes": tree_size(root), "notes": []}
     if not has_nvcc:
         result["notes"].append(no_nvcc_note(root, components))

@@ -58,18 +58,22 @@ def message(text):
     sys.stderr.write(text + "\n")
 
 
-def table(rows, headers):
-    """A plain aligned table (no colour: it is often piped or pasted into tickets)."""
-    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
-    lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip()]
-    for row in rows:
-        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-    emit_lines(lines)
+def table(rows, headers, wide=False, shorten=(), spill=(), styles=None):
+    """An aligned table fitted to the terminal (cudaswitch.tables); colour only on a terminal."""
+    from cudaswitch import tables
+
+    emit_lines(tables.layout(headers, rows, tables.terminal_width(wide), shorten, spill, styles,
+                             tables.colour_enabled()))
 
 
-def toolkit_table(items, searched=""):
+LIST_STATUS_STYLE = {"ok": "green", "incomplete": "yellow", "broken": "bold red"}
+
+
+def toolkit_table(items, searched="", wide=False):
     """`list` as a human reads it: one line per toolkit, problems indented below; when there is
     none, where cudaswitch looked (`searched`, from the registry's source order)."""
+    from cudaswitch import tables
+
     rows = []
     for item in items:
         mark = ("*" if item["active"] else " ") + ("d" if item["default"] else " ")
@@ -77,8 +81,13 @@ def toolkit_table(items, searched=""):
     if not rows:
         message("cudaswitch: no CUDA toolkits found; searched " + searched)
         return
-    table(rows, ["", "VERSION", "STATUS", "SOURCES", "ROOT"])
+    styles = [[None, None, LIST_STATUS_STYLE.get(item["status"]), None, None] for item in items]
+    table(rows, ["", "VERSION", "STATUS", "SOURCES", "ROOT"], wide, shorten=(3, 4), spill=(4, 3), styles=styles)
+    width = tables.terminal_width(wide, sys.stderr)
     for item in items:
         for problem in item["problems"]:
-            message("%s: %s" % (item["root"], problem))
-    message("* active in this shell, d default")
+            message("\n".join(tables.wrap(tables.printable("%s: %s" % (item["root"], problem)), width)))
+    legend = (["* active in this shell"] if any(i["active"] for i in items) else []) + \
+        (["d default"] if any(i["default"] for i in items) else [])
+    if legend:
+        message(", ".join(legend))

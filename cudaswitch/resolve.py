@@ -21,11 +21,20 @@ def not_found(registry, request):
     modules = source_modules()
     order = registry["source_order"]
     searched = [s for s in order if s in modules] if not request.source else [request.source]
-    versions = sorted({r["version"] for r in registry["records"] if r["version"]}, key=version_tuple)
+    # SOURCE:REQUEST asks one source: what other sources hold is no answer to it
+    records = [r for r in registry["records"] if not request.source or request.source in r.get("sources", ())]
+    versions = sorted({r["version"] for r in records if r["version"]}, key=version_tuple)
     message = "no toolkit matches %r in %s" % (request.text, _join(searched))
-    message += " (found: %s)" % ", ".join(versions) if versions else " (no toolkits found at all)"
+    if versions:
+        message += " (found%s: %s)" % (" in " + request.source if request.source else "", ", ".join(versions))
+    elif request.source and registry["records"]:
+        message += " (%s has no toolkits here)" % request.source
+    else:
+        message += " (no toolkits found at all)"
     hint = _nearest_hint(request, versions)
-    if not versions:
+    if request.source and not versions and registry["records"]:
+        hint = "`cudaswitch list` shows the toolkits of every source"
+    elif not versions:
         from cudaswitch.sources import searched
 
         hint = "searched %s; %s" % (searched(order), hint)
@@ -42,8 +51,9 @@ def _nearest_hint(request, versions):
     if request.kind == "version":
         wanted = request.value + (0,) * (3 - len(request.value))
         nearest = min(versions, key=lambda v: _distance(version_tuple(v), wanted))
-        return "nearest: %s; or `cudaswitch install %s`" % (
-            short_version(nearest), ".".join(map(str, request.value[:2])))
+        prefix = request.source + ":" if request.source else ""
+        return "nearest: %s%s; or `cudaswitch install %s`" % (
+            prefix, short_version(nearest), ".".join(map(str, request.value[:2])))
     return "`cudaswitch list` shows them all"
 
 

@@ -9,6 +9,10 @@ STATUSES = ("ok", "incomplete", "broken")
 
 # Keys of the public JSON shape of `list --json` (DESIGN.md); other record keys are internal.
 PUBLIC_KEYS = ("version", "short", "root", "sources", "nvcc", "status", "problems")
+# `components` has these keys in every JSON output (list, verify, doctor, audit): version or null.
+COMPONENTS = ("cudart", "nvcc", "cudnn", "nccl", "cupti", "cublas")
+# version.json keys per component
+VERSION_JSON_KEYS = {"cudart": "cuda_cudart", "nvcc": "cuda_nvcc", "cupti": "cuda_cupti", "cublas": "libcublas"}
 
 
 def version_tuple(text):
@@ -66,5 +70,20 @@ class Toolkit:
         out["default"] = default
         out["active"] = active
         out["origins"] = self.record.get("origins", {})
-        out["components"] = self.record.get("components", {})
+        out["components"], out["version_json"] = list_components(self.record.get("components", {}),
+                                                                  bool(self.record.get("nvcc")))
         return out
+
+
+def list_components(found, has_nvcc=True):
+    """({component: version | None}, version.json's own entries) from what discovery read: the
+    toolkit's version.json, and libcudart's file name (a full x.y.z only). `audit` fills the same
+    keys from each component's own files (headers, wheel metadata, sonames) as well."""
+    version_json = {k: v for k, v in found.items() if k != "cudart_soname"}
+    components = {name: version_json.get(VERSION_JSON_KEYS.get(name, "")) for name in COMPONENTS}
+    if not has_nvcc:  # version.json lists cuda_nvcc for a runtime-only tree too (ptxas is in that package)
+        components["nvcc"] = None
+    soname = found.get("cudart_soname") or ""
+    if components["cudart"] is None and soname.count(".") >= 2:
+        components["cudart"] = soname
+    return components, version_json

@@ -16,18 +16,25 @@ __cudaswitch_found() {
     fi
 }
 
-# `cudaswitch use ...` / `cudaswitch off` change this shell, like `conda activate`.
+# `cudaswitch use ...` / `cudaswitch off` change this shell, like `conda activate`. CUDASWITCH_HOOK
+# (set for the program only) tells it the hook is loaded, so its hints name commands that work here.
 cudaswitch() {
     case "${1-}" in
         use|off)
-            local __cudaswitch_out
-            __cudaswitch_out=$(__cudaswitch_export; command "${__cudaswitch_bin:-cudaswitch}" "$@" --shell bash) || return $?
+            local __cudaswitch_out __cudaswitch_arg
+            # An explicit --shell asks for the program's output (to save or read it), not a switch.
+            for __cudaswitch_arg in "$@"; do
+                case $__cudaswitch_arg in
+                    --shell|--shell=*) CUDASWITCH_HOOK=bash command "${__cudaswitch_bin:-cudaswitch}" "$@"; return ;;
+                esac
+            done
+            __cudaswitch_out=$(__cudaswitch_export; CUDASWITCH_HOOK=bash command "${__cudaswitch_bin:-cudaswitch}" "$@" --shell bash) || return $?
             eval "$__cudaswitch_out"
             # After `off` the project file (if any) applies again at the next prompt.
             [[ $1 == off ]] && __cudaswitch_fp=$'\x1d'
             return 0
             ;;
-        *) command "${__cudaswitch_bin:-cudaswitch}" "$@" ;;
+        *) CUDASWITCH_HOOK=bash command "${__cudaswitch_bin:-cudaswitch}" "$@" ;;
     esac
 }
 

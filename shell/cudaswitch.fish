@@ -21,7 +21,12 @@ end
 function cudaswitch --description 'switch CUDA toolkits'
     switch "$argv[1]"
         case use off
-            set -l out (command $__cudaswitch_bin $argv --shell fish | string collect)
+            # An explicit --shell asks for the program's output (to save or read it), not a switch.
+            if contains -- --shell $argv; or string match -q -- '--shell=*' $argv
+                CUDASWITCH_HOOK=fish command $__cudaswitch_bin $argv
+                return
+            end
+            set -l out (CUDASWITCH_HOOK=fish command $__cudaswitch_bin $argv --shell fish | string collect)
             # The program's status, not string collect's (1 on no output: `off` with nothing to undo).
             set -l code $pipestatus[1]
             test $code -eq 0; or return $code
@@ -30,7 +35,7 @@ function cudaswitch --description 'switch CUDA toolkits'
             test "$argv[1]" = off; and set -g __cudaswitch_fp \x1d
             return 0
         case '*'
-            command $__cudaswitch_bin $argv
+            CUDASWITCH_HOOK=fish command $__cudaswitch_bin $argv
     end
 end
 

@@ -20,14 +20,20 @@ __cudaswitch_found() {
 cudaswitch() {
     case "${1-}" in
         use|off)
-            local __cudaswitch_out
-            __cudaswitch_out=$(__cudaswitch_export; command "${__cudaswitch_bin:-cudaswitch}" "$@" --shell zsh) || return $?
+            local __cudaswitch_out __cudaswitch_arg
+            # An explicit --shell asks for the program's output (to save or read it), not a switch.
+            for __cudaswitch_arg in "$@"; do
+                case $__cudaswitch_arg in
+                    --shell|--shell=*) CUDASWITCH_HOOK=zsh command "${__cudaswitch_bin:-cudaswitch}" "$@"; return ;;
+                esac
+            done
+            __cudaswitch_out=$(__cudaswitch_export; CUDASWITCH_HOOK=zsh command "${__cudaswitch_bin:-cudaswitch}" "$@" --shell zsh) || return $?
             eval "$__cudaswitch_out"
             # After `off` the project file (if any) applies again at the next prompt.
             [[ $1 == off ]] && __cudaswitch_fp=$'\x1d'
             return 0
             ;;
-        *) command "${__cudaswitch_bin:-cudaswitch}" "$@" ;;
+        *) CUDASWITCH_HOOK=zsh command "${__cudaswitch_bin:-cudaswitch}" "$@" ;;
     esac
 }
 

@@ -185,7 +185,8 @@ def test_components_choose_the_wheels(host):
     assert "note: nvcc was not among the components installed" in proc.stderr
     assert "Add nvcc to --components" in proc.stderr
     [item] = managed_items(host)
-    assert item["status"] == "incomplete" and item["components"]["cuda_cudart"].startswith("13.0.")
+    assert item["status"] == "incomplete" and item["components"]["cudart"].startswith("13.0.")
+    assert item["version_json"]["cuda_cudart"] == item["components"]["cudart"]
 
 
 def test_unknown_component_fails_with_one_line_and_writes_nothing(host):

@@ -51,4 +51,4 @@ def test_libcudart_soname_is_the_last_resort(host):
     shutil.rmtree(root / "bin")
     item = by_root(host)[str(root)]
     assert item["version"].startswith("12.4.") and item["status"] == "incomplete"
-    assert item["components"]["cudart_soname"] == item["version"]
+    assert item["components"]["cudart"] == item["version"]

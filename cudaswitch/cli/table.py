@@ -68,13 +68,15 @@ JSON = Opt("--json", "as_json", "flag", "Print the result as JSON on stdout.")
 SHELL = Opt("--shell", "shell", "str", "Output format: " + SHELL_FORMATS + ".", metavar="SHELL")
 PYTHON = Opt("--python", "python", "str", PYTHON_HELP, metavar="PY")
 TIMEOUT = Opt("--timeout", "timeout", "float", TIMEOUT_HELP, metavar="SECONDS")
+WIDE = Opt("--wide", "wide", "flag", "Every value whole: no shortened roots, whatever the width.")
 REQUEST = Arg("REQUEST", "Toolkit: 12.4, 12, 12.4.131, '>=12.1,<13', latest, system, SOURCE:REQUEST or a root path.")
 OPTIONAL_REQUEST = Arg("REQUEST", "Toolkit (default: the active one, else the default).", nargs="?")
 
 COMMANDS = (
     Command("list", "cudaswitch.commands.registry_cmds:list_", fast=True,
             help="Every toolkit found: version, status, sources, root; which is active and which the default.",
-            options=(JSON, Opt("--refresh", "refresh", "flag", "Search every source again instead of using the cache.")),
+            options=(JSON, Opt("--refresh", "refresh", "flag", "Search every source again instead of using the cache."),
+                     WIDE),
             examples=("cudaswitch list", "cudaswitch list --json --refresh")),
     Command("which", "cudaswitch.commands.registry_cmds:which", fast=True,
             help="Path of a toolkit's root, or of a tool in it (nvcc, ptxas, ...).",
@@ -151,17 +153,31 @@ COMMANDS = (
                      Opt("--compile", "compile_", "flag", "Compile a one-kernel program with each toolkit."),
                      Opt("--exec", "allow_exec", "flag", "With --root: allow running binaries found there."),
                      Opt("--progress", "progress", "tristate",
-                         "Progress on stderr (default: when stderr is a terminal; --no-progress: never).")),
+                         "Progress on stderr (default: when stderr is a terminal; --no-progress: never)."),
+                     WIDE),
             examples=("cudaswitch audit", "cudaswitch audit --json --compile",
                       "cudaswitch audit --root /srv/images/rocky9")),
     Command("audit merge", "cudaswitch.commands.audit_cmds:merge",
-            help="Merge many hosts' reports into one matrix of toolkit versions x hosts. A report that cannot "
-                 "be read is named on stderr and the rest merge; exit 0 when one merged (--strict: 1 if any refused).",
+            help="Merge many hosts' reports into one matrix of toolkit versions x hosts, and the skew between them. "
+                 "A report that cannot be read is named on stderr and the rest merge; exit 0 when one merged "
+                 "(--strict: 1 when anything is refused, missing or against a rule), 1 when none did.",
             args=(Arg("FILE", "Reports from `audit --json`; none or '-': JSON lines on stdin.", nargs="*"),),
-            options=(Opt("--json", "as_json", "flag", "The matrix as JSON."),
-                     Opt("--strict", "strict", "flag", "Exit 1 when any report is refused.")),
+            options=(Opt("--json", "as_json", "flag", "The matrix and the skew report as JSON (one line above "
+                         "1,000 hosts)."),
+                     Opt("--strict", "strict", "flag", "Exit 1 when any report is refused or missing, or a "
+                         "--require/--same rule is broken."),
+                     Opt("--nodes", "nodes", "str", "The nodes that should have reported (node[01-64]); the "
+                         "others are named missing.", metavar="HOSTLIST"),
+                     Opt("--require", "require", "str", "Every node must have it: cuda, cudnn, nccl, cupti or "
+                         "driver (cuda=12.4). Repeatable.", metavar="KEY=VERSION", many=True),
+                     Opt("--same", "same", "str", "Every node must agree on it: driver, branch, gpus, toolkits, "
+                         "cudnn, nccl or cupti. Repeatable.", metavar="KEY", many=True),
+                     Opt("--html", "html", "str", "Also write the report as one self-contained HTML page.",
+                         metavar="FILE"),
+                     WIDE),
             examples=("pdsh -N -w 'node[01-64]' cudaswitch audit --json --compact | cudaswitch audit merge",
-                      "cudaswitch audit merge audit/*.json")),
+                      "cudaswitch audit merge audit/*.json --strict --require cuda=12.4 --same driver",
+                      "cudaswitch audit merge audit/*.json --nodes 'node[01-64]' --html report.html")),
     Command("install", "cudaswitch.commands.install_cmds:install",
             help="Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root), from NVIDIA's "
                  "redistributable archives, a site mirror of them, or NVIDIA's wheels.",

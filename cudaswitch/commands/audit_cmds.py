@@ -6,8 +6,10 @@ import sys
 from cudaswitch import render
 from cudaswitch.errors import CudaSwitchError, UsageError
 
+COMPACT_ABOVE = 1000  # hosts; a merge of more prints --json on one line
 
-def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=False, progress=None):
+
+def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=False, progress=None, wide=False):
     """Which toolkits this host (or image) has, which work, and which the driver supports."""
     from cudaswitch import audit_render
     from cudaswitch.audit import run_audit
@@ -18,41 +20,36 @@ def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=Fa
     if as_json or compact:
         render.emit_json(report, compact=compact)
     else:
-        audit_render.audit_report(report)
+        audit_render.audit_report(report, wide=wide)
     return 0
 
 
-def merge(file, as_json=False, strict=False):
-    """Merge many hosts' reports; a report that cannot be read is named on stderr."""
-    from cudaswitch import audit_merge, audit_render
+def merge(file, as_json=False, strict=False, wide=False, nodes=None, require=(), same=(), html=None):
+    """Merge many hosts' reports and the skew between them; a report that cannot be read is named
+    on stderr and the rest still merge."""
+    from cudaswitch import audit_merge, audit_render, cluster_hosts, cluster_skew
 
     if not file and sys.stdin.isatty():
         raise UsageError("give report FILEs, or pipe JSON lines to stdin", "see `cudaswitch audit merge --help`")
-    reports, errors = [], []
-    for label, text, unreadable in _inputs(file or ["-"]):
-        found, failed = audit_merge.parse_documents(label, text) if unreadable is None else ([], [(label, unreadable)])
-        reports += found
-        errors += failed
-    for label, error in errors:
-        render.message("cudaswitch: error: %s: %s" % (label, error))
-    if not reports:
+    rules = cluster_skew.parse_require(require or []), cluster_skew.parse_same(same or [])
+    expected = cluster_hosts.expand(nodes) if nodes is not None else None
+    merger = audit_merge.merge_inputs(file or ["-"], sys.stdin,
+                                      lambda label, error: render.message("cudaswitch: error: %s: %s" % (label, error)))
+    if not merger.hosts:
         raise CudaSwitchError("no audit report could be read", "make them with `cudaswitch audit --json`")
-    merged = audit_merge.merge(reports, errors)
+    merged = cluster_skew.add_skew(merger.result(), merger.nodes, expected, *rules)
+    if html:
+        from cudaswitch import cluster_html
+
+        cluster_html.write_page(html, merged)
     if as_json:
-        render.emit_json(merged)
+        # indented JSON goes through Python's slow encoder: 10,000 nodes' is 8 MB and takes seconds
+        render.emit_json(merged, compact=len(merger.hosts) > COMPACT_ABOVE)
     else:
-        audit_render.merge_report(merged)
-    return 1 if strict and errors else 0
-
-
-def _inputs(files):
-    """(label, text, None) per input, or (label, None, why) for a file that cannot be read."""
-    for name in files:
-        if name == "-":
-            yield "<stdin>", sys.stdin.read(), None
-            continue
-        try:
-            with open(name, "rb") as handle:
-                yield name, handle.read().decode("utf-8", "replace"), None
-        except OSError as exc:
-            yield name, None, "cannot read (%s)" % (exc.strerror or exc)
+        audit_render.merge_report(merged, wide=wide)
+    failures = cluster_skew.strict_failures(merged)
+    if strict and failures:
+        for line in failures:
+            render.message("cudaswitch: error: " + line)
+        return 1
+    return 0

@@ -39,7 +39,9 @@ def install(request=None, components=(), source=None, mirror=None, extras=(), pr
     for path in result.get("modulefiles") or []:
         render.message("wrote modulefile %s" % path)
     if result["nvcc"]:
-        render.message("use it with: eval \"$(cudaswitch use managed:%s)\"" % _short(result["version"]))
+        from cudaswitch import hints
+
+        render.message(hints.use_hint(os.environ, "managed:" + _short(result["version"])))
     return 0
 
 
@@ -73,5 +75,7 @@ def uninstall(request, force=False):
     result = install.uninstall(paths, os.environ, reg, request, force)
     render.message("removed CUDA %s from %s" % (result["name"], result["root"]))
     if result["was_active"]:
-        render.message("it was active in this shell: run `eval \"$(cudaswitch off)\"` or `use` another")
+        from cudaswitch import envdiff, hints
+
+        render.message(hints.after_removing_active(os.environ, envdiff.read_state(os.environ), os.getcwd()))
     return 0

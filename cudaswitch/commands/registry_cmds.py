@@ -14,7 +14,7 @@ def _context(refresh=False):
     return paths, registry.load(paths, dict(os.environ), refresh=refresh)
 
 
-def list_(as_json=False, refresh=False):
+def list_(as_json=False, refresh=False, wide=False):
     from cudaswitch import core
 
     _, reg = _context(refresh)
@@ -22,7 +22,7 @@ def list_(as_json=False, refresh=False):
     if as_json:
         render.emit_json(items)
     elif items:
-        render.toolkit_table(items)
+        render.toolkit_table(items, wide=wide)
     else:
         from cudaswitch.sources import searched  # only when nothing was found: it imports every source
 

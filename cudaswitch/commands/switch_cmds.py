@@ -99,8 +99,9 @@ def current(as_json=False):
         render.emit_json(info, compact=True)
     else:
         from cudaswitch.active import lines
+        from cudaswitch.hints import not_applied_note
 
-        render.emit_lines(lines(info))
+        render.emit_lines(lines(info, pending_note=not_applied_note(env)))
     return 0
 
 
