@@ -71,7 +71,7 @@ def install(cudaswitch, url, work):
 
 
 def first_compile(tree):
-    from cudaswitch import redist_tree
+    from cudaswitch.install import redist_tree
 
     started, cpu = time.perf_counter(), children_cpu()
     error = redist_tree.first_compile(str(tree), dict(os.environ))

@@ -2,9 +2,9 @@
 
 import os
 
-from cudaswitch import envdiff
+from cudaswitch.switch import envdiff
 from cudaswitch.errors import CudaSwitchError, UsageError
-from cudaswitch.resolve import resolve
+from cudaswitch.registry.resolve import resolve
 from cudaswitch.toolkit import Toolkit
 
 
@@ -14,7 +14,7 @@ def active_root(env):
     state = envdiff.read_state(env)
     if state:
         return state["root"]
-    from cudaswitch.active import shell_root
+    from cudaswitch.switch.active import shell_root
 
     return shell_root(env)
 

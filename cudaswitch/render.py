@@ -59,8 +59,8 @@ def message(text):
 
 
 def table(rows, headers, wide=False, shorten=(), spill=(), styles=None):
-    """An aligned table fitted to the terminal (cudaswitch.tables); colour only on a terminal."""
-    from cudaswitch import tables
+    """An aligned table fitted to the terminal (cudaswitch.cli.tables); colour only on a terminal."""
+    from cudaswitch.cli import tables
 
     emit_lines(tables.layout(headers, rows, tables.terminal_width(wide), shorten, spill, styles,
                              tables.colour_enabled()))
@@ -72,7 +72,7 @@ LIST_STATUS_STYLE = {"ok": "green", "incomplete": "yellow", "broken": "bold red"
 def toolkit_table(items, searched="", wide=False):
     """`list` as a human reads it: one line per toolkit, problems indented below; when there is
     none, where cudaswitch looked (`searched`, from the registry's source order)."""
-    from cudaswitch import tables
+    from cudaswitch.cli import tables
 
     rows = []
     for item in items:

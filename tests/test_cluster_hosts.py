@@ -5,7 +5,7 @@ import subprocess
 
 from hypothesis import given, settings, strategies as st
 
-from cudaswitch.cluster_hosts import expand, fold
+from cudaswitch.audit.hosts import expand, fold
 from tests.conftest import CUDASWITCH
 
 

@@ -14,8 +14,8 @@ import tempfile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cudaswitch import envdiff
-from cudaswitch.envdiff import applied as apply  # what a shell's eval of the diff does
+from cudaswitch.switch import envdiff
+from cudaswitch.switch.envdiff import applied as apply  # what a shell's eval of the diff does
 
 KITS = [
     {"root": "/usr/local/cuda-%s" % v, "version": v + ".0", "nvcc": "/usr/local/cuda-%s/bin/nvcc" % v,

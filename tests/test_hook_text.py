@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from cudaswitch import envdiff, projectfile
+from cudaswitch.switch import envdiff
+from cudaswitch.switch import projectfile
 from cudaswitch.shell import hook
 from tests.shellrun import shell_path
 

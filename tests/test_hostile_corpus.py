@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cudaswitch.shells import bash, fish, zsh
+from cudaswitch.switch.shells import bash, fish, zsh
 from tests.conftest import CUDASWITCH
 from tests.hostile_corpus import SECRET, generate
 from tests.shellrun import shell_path

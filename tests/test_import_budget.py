@@ -61,7 +61,7 @@ def project(tmp_path):
 def test_use_imports_nothing_heavy(standard_host, tmp_path, baseline):
     out, modules = fast_run(standard_host, tmp_path, ["use", "13.1", "--shell", "bash"])
     assert "export CUDA_HOME='%s'\n" % standard_host.path("/usr/local/cuda-13.1") in out
-    assert "cudaswitch.registry" in modules and heavy_in(modules) == []
+    assert "cudaswitch.registry.discover" in modules and heavy_in(modules) == []
 
 
 def test_off_imports_nothing_heavy(standard_host, tmp_path, baseline):
@@ -69,13 +69,13 @@ def test_off_imports_nothing_heavy(standard_host, tmp_path, baseline):
                               env=standard_host.env, timeout=300, check=True).stdout
     out, modules = fast_run(standard_host, tmp_path, ["off", "--shell", "bash"], env=json.loads(switched)["set"])
     assert "unset CUDA_HOME\n" in out and "unset CUDASWITCH_STATE\n" in out
-    assert "cudaswitch.envdiff" in modules and heavy_in(modules) == []
+    assert "cudaswitch.switch.envdiff" in modules and heavy_in(modules) == []
 
 
 def test_hook_env_entering_a_project_imports_nothing_heavy(standard_host, tmp_path, project, baseline):
     out, modules = fast_run(standard_host, tmp_path, ["hook-env", "--shell", "bash"], cwd=project)
     assert "export CUDA_HOME='%s'\n" % standard_host.path("/usr/local/cuda-13.1") in out
-    assert "cudaswitch.projectfile" in modules and heavy_in(modules) == []
+    assert "cudaswitch.switch.projectfile" in modules and heavy_in(modules) == []
 
 
 def test_current_imports_nothing_heavy(standard_host, tmp_path, project, baseline):

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from cudaswitch import wheels
+from cudaswitch.install import wheels
 from tests import kits
 from tests.conftest import CUDASWITCH, Host
 from tests.install_support import drop_installed_trees, managed_items, toolkits_dir  # noqa: F401 (autouse fixture)

@@ -270,7 +270,7 @@ def test_mirror_with_from_pypi_is_a_usage_error(host):
 def test_source_choice_never_picks_wheels_without_nvcc_unasked(tmp_path, request_text, source, mirror, chosen):
     """Which source `install` reads, decided without any network (no test talks to NVIDIA's host)."""
     from cudaswitch.paths import Paths
-    from cudaswitch.redist_install import choose_source
+    from cudaswitch.install.redist_install import choose_source
 
     paths = Paths({"CUDASWITCH_CONFIG_DIR": str(tmp_path / "config"), "CUDASWITCH_ROOT": str(tmp_path)})
     assert choose_source(paths, request_text, source, mirror) == chosen
@@ -278,7 +278,7 @@ def test_source_choice_never_picks_wheels_without_nvcc_unasked(tmp_path, request
 
 def test_config_redist_url_is_the_default_mirror(tmp_path):
     from cudaswitch.paths import Paths
-    from cudaswitch.redist_install import choose_source
+    from cudaswitch.install.redist_install import choose_source
 
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "config.toml").write_text('redist_url = "file:///srv/mirror/cuda/redist"\n')

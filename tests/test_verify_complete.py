@@ -104,9 +104,9 @@ def test_first_use_builds_once_and_ten_more_switches_start_no_process(logged_nvc
 
 def test_cached_verdict_starts_no_process_in_process(logged_nvcc, monkeypatch):
     """The same, with every way of starting a process refused."""
-    from cudaswitch import registry
+    from cudaswitch.registry import discover as registry
     from cudaswitch.paths import Paths
-    from cudaswitch.resolve import resolve
+    from cudaswitch.registry.resolve import resolve
     from cudaswitch.verify.hostcc import switched
     from cudaswitch.verify.quick import verdict_for_use
 

@@ -19,9 +19,10 @@ HEAVY = ("json", "re", "typing", "dataclasses", "tomllib", "packaging", "subproc
 @pytest.fixture
 def setup(host, tmp_path):
     """(paths, record, new_env, log): 13.1 under ROOT, the torch venv first on PATH, probes logged."""
-    from cudaswitch import envdiff, registry
+    from cudaswitch.switch import envdiff
+    from cudaswitch.registry import discover as registry
     from cudaswitch.paths import Paths
-    from cudaswitch.resolve import resolve
+    from cudaswitch.registry.resolve import resolve
 
     kits.install_classic(kits.cuda13("13.1"), host.path("/usr/local/cuda-13.1"), "13.1")
     log = tmp_path / "probes.log"

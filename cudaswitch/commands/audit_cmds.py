@@ -11,8 +11,8 @@ COMPACT_ABOVE = 1000  # hosts; a merge of more prints --json on one line
 
 def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=False, progress=None, wide=False):
     """Which toolkits this host (or image) has, which work, and which the driver supports."""
-    from cudaswitch import audit_render
-    from cudaswitch.audit import run_audit
+    from cudaswitch.audit import render as audit_render
+    from cudaswitch.audit.report import run_audit
 
     show = sys.stderr.isatty() if progress is None else progress
     with audit_render.progress_bar(show) as tick:
@@ -27,7 +27,10 @@ def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=Fa
 def merge(file, as_json=False, strict=False, wide=False, nodes=None, require=(), same=(), html=None):
     """Merge many hosts' reports and the skew between them; a report that cannot be read is named
     on stderr and the rest still merge."""
-    from cudaswitch import audit_merge, audit_render, cluster_hosts, cluster_skew
+    from cudaswitch.audit import merge as audit_merge
+    from cudaswitch.audit import render as audit_render
+    from cudaswitch.audit import hosts as cluster_hosts
+    from cudaswitch.audit import skew as cluster_skew
 
     if not file and sys.stdin.isatty():
         raise UsageError("give report FILEs, or pipe JSON lines to stdin", "see `cudaswitch audit merge --help`")
@@ -39,7 +42,7 @@ def merge(file, as_json=False, strict=False, wide=False, nodes=None, require=(),
         raise CudaSwitchError("no audit report could be read", "make them with `cudaswitch audit --json`")
     merged = cluster_skew.add_skew(merger.result(), merger.nodes, expected, *rules)
     if html:
-        from cudaswitch import cluster_html
+        from cudaswitch.audit import html as cluster_html
 
         cluster_html.write_page(html, merged)
     if as_json:

@@ -1,4 +1,4 @@
-"""`install` and `uninstall`: parse, call cudaswitch.install, render. Progress goes to stderr."""
+"""`install` and `uninstall`: parse, call cudaswitch.install.installer, render. Progress goes to stderr."""
 
 import os
 
@@ -17,7 +17,7 @@ def _size(num):
 def install(request=None, components=(), source=None, mirror=None, extras=(), prefix=None,
             modulefile=None, list_releases=False, as_json=False):
     """Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root)."""
-    from cudaswitch import install
+    from cudaswitch.install import installer as install
     from cudaswitch.paths import Paths
 
     if list_releases:
@@ -39,14 +39,14 @@ def install(request=None, components=(), source=None, mirror=None, extras=(), pr
     for path in result.get("modulefiles") or []:
         render.message("wrote modulefile %s" % path)
     if result["nvcc"]:
-        from cudaswitch import hints
+        from cudaswitch.cli import hints
 
         render.message(hints.use_hint(os.environ, "managed:" + _short(result["version"])))
     return 0
 
 
 def _list_command(mirror, as_json):
-    from cudaswitch import redist_list
+    from cudaswitch.install import redist_list
     from cudaswitch.paths import Paths
 
     result = redist_list.available(Paths(), dict(os.environ), mirror)
@@ -67,7 +67,8 @@ def _short(version):
 
 def uninstall(request, force=False):
     """Remove a toolkit that `cudaswitch install` made (never any other)."""
-    from cudaswitch import install, registry
+    from cudaswitch.install import installer as install
+    from cudaswitch.registry import discover as registry
     from cudaswitch.paths import Paths
 
     paths = Paths()
@@ -75,7 +76,8 @@ def uninstall(request, force=False):
     result = install.uninstall(paths, os.environ, reg, request, force)
     render.message("removed CUDA %s from %s" % (result["name"], result["root"]))
     if result["was_active"]:
-        from cudaswitch import envdiff, hints
+        from cudaswitch.switch import envdiff
+        from cudaswitch.cli import hints
 
         render.message(hints.after_removing_active(os.environ, envdiff.read_state(os.environ), os.getcwd()))
     return 0

@@ -6,7 +6,7 @@ from cudaswitch import render
 
 
 def _paths_and_loader():
-    from cudaswitch import registry
+    from cudaswitch.registry import discover as registry
     from cudaswitch.paths import Paths
 
     paths = Paths()
@@ -46,9 +46,9 @@ def kernel_install(request, python=None, name=None):
 
 def _kernel_spec(paths, reg, request, python):
     from cudaswitch.integrations import kernels
-    from cudaswitch.toolkitdirs import known_roots
+    from cudaswitch.switch.toolkitdirs import known_roots
     from cudaswitch.verify.hostcc import switched
-    from cudaswitch.resolve import resolve
+    from cudaswitch.registry.resolve import resolve
     from cudaswitch.verify.quick import verdict_for_use
     from cudaswitch.verify.runner import find_python
 
@@ -95,11 +95,11 @@ def kernel_remove(name):
 
 def direnv_use(words):
     """What `use cuda REQUEST` in an .envrc runs: bash code on stdout, the verdict on stderr."""
-    from cudaswitch import envdiff
+    from cudaswitch.switch import envdiff
     from cudaswitch.commands.switch_cmds import _environ, _report_switch
     from cudaswitch.integrations import direnv
     from cudaswitch.paths import Paths
-    from cudaswitch.shells import bash
+    from cudaswitch.switch.shells import bash
 
     paths, env = Paths(), _environ()
     record, diff = direnv.switch_for_envrc(paths, env, words)

@@ -7,7 +7,7 @@ from cudaswitch.errors import UsageError
 
 
 def _context(refresh=False):
-    from cudaswitch import registry
+    from cudaswitch.registry import discover as registry
     from cudaswitch.paths import Paths
 
     paths = Paths()
@@ -24,7 +24,7 @@ def list_(as_json=False, refresh=False, wide=False):
     elif items:
         render.toolkit_table(items, wide=wide)
     else:
-        from cudaswitch.sources import searched  # only when nothing was found: it imports every source
+        from cudaswitch.registry.sources import searched  # only when nothing was found: it imports every source
 
         render.toolkit_table(items, searched(reg["source_order"]))
     return 0
@@ -44,7 +44,7 @@ def _request_or_unset(request, unset):
 
 
 def local(request=None, unset=False):
-    from cudaswitch import project_cmds
+    from cudaswitch.switch import local as project_cmds
 
     _request_or_unset(request, unset)
     render.message(project_cmds.set_local(request, unset))

@@ -27,13 +27,14 @@ def _environ():
 
 def _renderer(shell):
     """The output format's render function, checked before any work is done."""
-    from cudaswitch import shells
+    from cudaswitch.switch import shells
 
     return shells.renderer(shell or shells.parent_shell())
 
 
 def use(request, shell=None, no_verify=False, strict=False):
-    from cudaswitch import envdiff, switch
+    from cudaswitch.switch import envdiff
+    from cudaswitch.switch import decide as switch
 
     render_diff = _renderer(shell)
     paths, env = _paths(), _environ()
@@ -63,7 +64,7 @@ def _report_switch(paths, record, new_env, no_verify=False, strict=False):
 
 
 def off(shell=None):
-    from cudaswitch import switch
+    from cudaswitch.switch import decide as switch
 
     render_diff = _renderer(shell)
     diff = switch.off(_environ())
@@ -77,7 +78,8 @@ def off(shell=None):
 
 
 def hook_env(shell=None):
-    from cudaswitch import envdiff, switch
+    from cudaswitch.switch import envdiff
+    from cudaswitch.switch import decide as switch
 
     render_diff = _renderer(shell)
     paths, env = _paths(), _environ()
@@ -91,15 +93,15 @@ def hook_env(shell=None):
 
 
 def current(as_json=False):
-    from cudaswitch import switch
+    from cudaswitch.switch import decide as switch
 
     paths, env = _paths(), _environ()
     info = switch.current(lambda: switch.load(paths, env), env, os.getcwd())
     if as_json:
         render.emit_json(info, compact=True)
     else:
-        from cudaswitch.active import lines
-        from cudaswitch.hints import not_applied_note
+        from cudaswitch.switch.active import lines
+        from cudaswitch.cli.hints import not_applied_note
 
         render.emit_lines(lines(info, pending_note=not_applied_note(env)))
     return 0
@@ -107,7 +109,8 @@ def current(as_json=False):
 
 def exec_(request, cmd):
     """Replace this process with CMD in the switched environment."""
-    from cudaswitch import envdiff, switch
+    from cudaswitch.switch import envdiff
+    from cudaswitch.switch import decide as switch
 
     command = cmd[1:] if cmd[:1] == ["--"] else cmd
     if not command:
@@ -123,18 +126,18 @@ def exec_(request, cmd):
 
 
 def init(shell):
-    """Print the hook for SHELL (shell/hook.py fills in the project-file rules), after a line that
+    """Print the hook for SHELL (switch/hooks/hook.py fills in the project-file rules), after a line that
     names this very program by absolute path (a launcher shim on PATH, e.g. pyenv's, rewrites PATH
     before cudaswitch reads it, and that would leak into every `use`)."""
     program = _own_program()
     if shell == "direnv":  # not a shell hook: the `use_cuda` function for direnvrc
         from cudaswitch.integrations import direnv
-        from cudaswitch.shells import bash
+        from cudaswitch.switch.shells import bash
 
         render.emit_text(direnv.direnvrc(bash.quote(program or "cudaswitch")))
         return 0
-    from cudaswitch.shell.hook import hook_text
-    from cudaswitch.shells import completion
+    from cudaswitch.switch.hooks.hook import hook_text
+    from cudaswitch.switch.shells import completion
 
     render.emit_text(hook_text(shell, program) + completion.script(shell))
     return 0
@@ -149,7 +152,7 @@ def _own_program():
 
 
 def system(request, dry_run=False):
-    from cudaswitch import systemlink
+    from cudaswitch.switch import systemlink
 
     render.message(systemlink.repoint(request, dry_run))
     return 0

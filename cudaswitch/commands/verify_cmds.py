@@ -6,7 +6,7 @@ from cudaswitch import render
 
 
 def _context():
-    from cudaswitch import registry
+    from cudaswitch.registry import discover as registry
     from cudaswitch.paths import Paths
 
     paths = Paths()
@@ -15,7 +15,7 @@ def _context():
 
 def _record(reg, request):
     from cudaswitch import core
-    from cudaswitch.resolve import resolve
+    from cudaswitch.registry.resolve import resolve
 
     if request in (None, "current"):
         return core.current_record(reg, os.environ)
@@ -53,7 +53,7 @@ def _emit(report, as_json, group_key=None):
 
 
 def verify(request=None, python=None, compile_=False, timeout=None, as_json=False):
-    from cudaswitch.toolkitdirs import known_roots
+    from cudaswitch.switch.toolkitdirs import known_roots
     from cudaswitch.verify.hostcc import switched
     from cudaswitch.verify.report import verify_toolkit
 

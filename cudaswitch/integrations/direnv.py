@@ -28,7 +28,7 @@ def direnvrc(program_quoted: str) -> str:
 
 def request_of(args: list):
     """The one request after `--`, checked like a project file's; UsageError / ProjectFileError."""
-    from cudaswitch import projectfile
+    from cudaswitch.switch import projectfile
 
     rest = args[1:] if args[:1] == ["--"] else args
     if len(rest) != 1:
@@ -41,7 +41,7 @@ def switch_for_envrc(paths, env: dict, args: list):
     """(record, diff) for `use cuda REQUEST`, checked before the registry is even loaded. The switch
     is recorded as this shell's (origin shell), so the bash/zsh hook, if also loaded, leaves it to
     direnv instead of undoing it."""
-    from cudaswitch import switch
+    from cudaswitch.switch import decide as switch
 
     text = request_of(args)
     return switch.use(switch.load(paths, env), env, text, origin="shell")

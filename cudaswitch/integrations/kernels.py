@@ -45,7 +45,7 @@ def check_name(name: str) -> str:
 
 def spec_for(record: dict, request: str, python: str, old_env: dict, new_env: dict, verdict: str = "") -> dict:
     """The kernel.json content: ipykernel in `python`, with the switch as its env."""
-    from cudaswitch import envdiff
+    from cudaswitch.switch import envdiff
 
     change = envdiff.diff(old_env, new_env)
     env = dict(change["set"])

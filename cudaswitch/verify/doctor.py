@@ -113,7 +113,7 @@ def env_checks(host):
 
 def in_use(registry, env):
     """The facts `current` reports, stated (info: the verdict on them is env.one_toolkit's)."""
-    from cudaswitch.active import describe, lines
+    from cudaswitch.switch.active import describe, lines
 
     facts = describe(registry, env)
     return check("env.in_use", "info", "this shell uses " + "; ".join(line.strip() for line in lines(facts)),

@@ -84,7 +84,7 @@ def confirm_cuda_home(host, text):
     if not home:
         return [check("env.torch_cuda_home", "info", "torch would find no CUDA_HOME here", None)]
     nvcc = os.path.join(home, "bin", "nvcc")
-    from cudaswitch.probe import run_nvcc
+    from cudaswitch.registry.nvcc_probe import run_nvcc
 
     result = run_nvcc(nvcc, 15.0) if os.path.exists(nvcc) else {"error": "no bin/nvcc"}
     found = result.get("version")

@@ -75,7 +75,7 @@ class Host:
     @functools.cached_property
     def nvcc_version(self):
         """run_nvcc's answer for the toolkit's nvcc: {"version"} or {"error"}; {} without nvcc."""
-        from cudaswitch.probe import run_nvcc
+        from cudaswitch.registry.nvcc_probe import run_nvcc
 
         nvcc = self.record.get("nvcc") if self.record else None
         return run_nvcc(nvcc, self.probe_timeout) if nvcc else {}

@@ -147,7 +147,7 @@ def choose(cache_dir, record, env):
 def switched(env, record, origin, source_file=None, known_roots=(), base=None, modules=None):
     """envdiff.switched with the host compiler chosen for `record` (see choose), and without the
     toolkit's lib dirs when config says `loader_path = false` (see verify/fastconfig.py)."""
-    from cudaswitch import envdiff
+    from cudaswitch.switch import envdiff
     from cudaswitch.paths import Paths
     from cudaswitch.verify.fastconfig import switch_settings
 
@@ -161,7 +161,7 @@ def switched(env, record, origin, source_file=None, known_roots=(), base=None, m
 
 def chosen_by_switch(env):
     """The compilers the active switch set (its state remembers what they replaced), or {}."""
-    from cudaswitch import envdiff
+    from cudaswitch.switch import envdiff
 
     state = envdiff.read_state(env)
     if not state:

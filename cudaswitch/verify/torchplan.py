@@ -349,7 +349,7 @@ def _toolkit_record(load_registry, env, request):
     """The toolkit a REQUEST names (it must exist), else the active or default one, else None."""
     from cudaswitch import core
     from cudaswitch.errors import CudaSwitchError
-    from cudaswitch.resolve import resolve
+    from cudaswitch.registry.resolve import resolve
 
     reg = load_registry()
     if request:

@@ -1,0 +1,138 @@
+"""`audit merge --html FILE`: the merged report as one self-contained page (no network: its CSS
+and script are inline). Columns are node types (identical nodes grouped), not nodes, so 10,000
+nodes stay a few columns wide; a cell that differs from what most nodes have is highlighted.
+"""
+
+import html
+import os
+import tempfile
+from typing import List
+
+from cudaswitch.audit.hosts import fold_short
+from cudaswitch.errors import CudaSwitchError
+from cudaswitch.toolkit import version_tuple
+
+STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+h1 { font-size: 1.3em; } table { border-collapse: collapse; margin-top: 1em; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
+thead th { background: #f3f3f3; } th.group small { display: block; font-weight: normal; color: #555; }
+td.skew { background: #ffd54f; font-weight: bold; } td.absent { color: #999; }
+td.skew.absent { color: #7a4d00; } li.problem { color: #b00020; } .hidden { display: none; }
+#controls { margin-top: 1em; } #filter { width: 24em; padding: 3px; }
+"""
+
+SCRIPT = """
+(function () {
+  var filter = document.getElementById('filter');
+  var onlySkew = document.getElementById('only-skew');
+  var groups = Array.prototype.slice.call(document.querySelectorAll('th.group'));
+  var rows = Array.prototype.slice.call(document.querySelectorAll('#matrix tbody tr'));
+  function apply() {
+    var text = filter.value.trim().toLowerCase();
+    groups.forEach(function (th, index) {
+      var nodes = th.getAttribute('data-nodes').split(' ');
+      var shown = !text || th.textContent.toLowerCase().indexOf(text) >= 0 ||
+        nodes.some(function (n) { return n.toLowerCase().indexOf(text) >= 0; });
+      th.classList.toggle('hidden', !shown);
+      rows.forEach(function (tr) { tr.children[index + 1].classList.toggle('hidden', !shown); });
+    });
+    rows.forEach(function (tr) {
+      tr.classList.toggle('hidden', onlySkew.checked && !tr.classList.contains('skewed'));
+    });
+  }
+  // a link can carry a filter: report.html#filter=node07
+  var hash = /^#filter=(.*)$/.exec(location.hash);
+  if (hash) { filter.value = decodeURIComponent(hash[1]); }
+  filter.addEventListener('input', apply);
+  onlySkew.addEventListener('change', apply);
+  apply();
+  document.body.setAttribute('data-ready', '1');
+  document.body.setAttribute('data-ready-ms', String(Math.round(performance.now())));
+})();
+"""
+
+
+def write_page(path: str, merged: dict) -> None:
+    """Write the page atomically: a failed write leaves no half page behind."""
+    text = page(merged)
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".cudaswitch-", suffix=".html", dir=directory)
+    except OSError as exc:
+        raise CudaSwitchError("cannot write %s (%s)" % (path, exc.strerror or exc)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise CudaSwitchError("cannot write %s (%s)" % (path, exc.strerror or exc)) from None
+
+
+def page(merged: dict) -> str:
+    types = merged["node_types"]
+    nodes = sum(len(t["nodes"]) for t in types)
+    parts = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+             "<title>cudaswitch audit: %d nodes</title><style>%s</style></head><body data-ready=\"0\">" % (nodes, STYLE),
+             "<h1>CUDA audit of %d nodes: %d node type(s)</h1>" % (nodes, len(types)),
+             _problems(merged),
+             "<div id=\"controls\"><input id=\"filter\" type=\"search\" placeholder=\"filter node types by node name or fact\">"
+             " <label><input id=\"only-skew\" type=\"checkbox\"> only rows that differ between nodes</label></div>",
+             _matrix(types), "<script>%s</script></body></html>" % SCRIPT]
+    return "".join(parts)
+
+
+def _problems(merged):
+    from cudaswitch.audit.render import skew_lines
+
+    items = ["<li class=\"%s\">%s</li>" % ("problem" if line.startswith(("skew", "rule")) else "fact", _e(line))
+             for line in skew_lines(merged)]
+    items += ["<li class=\"problem refused\">refused %s: %s</li>" % (_e(e["file"]), _e(e["error"])) for e in merged["errors"][:200]]
+    if len(merged["errors"]) > 200:
+        items.append("<li class=\"problem refused\">and %d more refused</li>" % (len(merged["errors"]) - 200))
+    return "<ul id=\"skew\">%s</ul>" % "".join(items)
+
+
+def _matrix(types):
+    head = "".join("<th class=\"group\" data-type=\"%s\" data-nodes=\"%s\">%s<small>%s (%d)</small></th>" % (
+        _e(t["name"]), _e(" ".join(t["nodes"])), _e(t["name"]), _e(fold_short(t["nodes"], 120)), len(t["nodes"])) for t in types)
+    body = "".join(_row(label, values, [len(t["nodes"]) for t in types]) for label, values in _rows(types))
+    return "<table id=\"matrix\"><thead><tr><th>fact</th>%s</tr></thead><tbody>%s</tbody></table>" % (head, body)
+
+
+def _rows(types) -> List[tuple]:
+    """(label, [value per type]) per fact; None is 'absent on these nodes'."""
+    facts = [t["facts"] for t in types]
+    rows = [("driver release", [f["driver"] or "none found" for f in facts]),
+            ("driver CUDA", [f["driver_cuda"] or "none found" for f in facts]),
+            ("GPUs", [f["gpus"] for f in facts])]
+    versions = sorted({v for f in facts for v in f["versions"]}, key=version_tuple, reverse=True)
+    rows += [("CUDA %s" % v, [_status(f, v) for f in facts]) for v in versions]
+    for key in sorted({k for f in facts for k in f["components"]}):
+        rows.append((key, [" ".join(f["components"][key]) or None for f in facts]))
+    return rows
+
+
+def _status(facts, version):
+    status = facts["versions"].get(version)
+    if status and ".".join(version.split(".")[:2]) in facts.get("driver_cannot_run", ()):
+        return status + ", driver too old"
+    return status
+
+
+def _row(label, values, weights):
+    counts = {}
+    for value, weight in zip(values, weights):
+        counts[value] = counts.get(value, 0) + weight
+    common = max(counts, key=counts.get)
+    skewed = len(counts) > 1
+    cells = "".join("<td class=\"%s\">%s</td>" % (" ".join(
+        c for c in ("cell", "skew" if skewed and value != common else "", "absent" if value is None else "") if c),
+        _e(value if value is not None else "absent")) for value in values)
+    return "<tr class=\"%s\" data-fact=\"%s\"><th>%s</th>%s</tr>" % ("skewed" if skewed else "same", _e(label), _e(label), cells)
+
+
+def _e(text):
+    return html.escape(str(text), quote=True)

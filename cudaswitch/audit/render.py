@@ -1,0 +1,200 @@
+"""How `audit` and `audit merge` look to a person: tables on stdout, a progress bar on stderr.
+
+Only the commands import this (rich, for the progress bar, costs ~11 ms). Tables are laid out by
+cudaswitch.cli.tables: fitted to the terminal (COLUMNS, else its width), whole lines when piped or
+with --wide, colour only on a terminal without NO_COLOR.
+"""
+
+import contextlib
+import sys
+
+from cudaswitch.toolkit import version_tuple
+
+STATUS_STYLE = {"ok": "green", "incomplete": "yellow", "broken": "bold red", "missing": "dim"}
+LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim", "ok": "green"}
+SHOWN_COMPONENTS = ("cudart", "nvcc", "cudnn", "nccl", "cupti", "cublas")
+
+
+def _console(stderr=False):
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(file=stream, highlight=False)
+
+
+@contextlib.contextmanager
+def progress_bar(enabled):
+    """A callback progress(label, done, total) drawing on stderr (transient), or a no-op one."""
+    if not enabled:
+        yield lambda label, done, total: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    tasks = {}
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=_console(stderr=True), transient=True) as bar:
+        def progress(label, done, total):
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=total)
+            bar.update(tasks[label], completed=done, total=total)
+        yield progress
+
+
+def human_size(size):
+    from cudaswitch.render import iec_size
+
+    return iec_size(size)  # IEC, as install and list say it
+
+
+def _yes_no(value, unknown="?"):
+    return {True: "yes", False: "no", None: unknown}[value]
+
+
+def _components(entry):
+    found = entry["components"]
+    return " ".join("%s %s" % (name, found[name]) for name in SHOWN_COMPONENTS if found.get(name))
+
+
+AUDIT_HEADERS = ("VERSION", "STATUS", "SIZE", "COMPONENTS", "DRIVER", "COMPILES", "SOURCES", "ROOT")
+# Long columns: roots shortened in the middle first; then components, roots and sources move to
+# lines of their own under the row. Version, status, size, driver and compiles are never cut.
+AUDIT_SHORTEN = (6, 7)
+AUDIT_SPILL = (3, 7, 6)
+
+
+def audit_report(report, wide=False):
+    """The report of one host: a header line, the toolkits table, then problems and checks."""
+    from cudaswitch.cli import tables
+
+    width, colour = tables.terminal_width(wide), tables.colour_enabled()
+    driver = report["driver"]
+    gpus = ", ".join(g.get("name") or g.get("model") or g.get("bus") or "?" for g in report["gpus"]) or "none found"
+    driver_text = "%s (CUDA %s)" % (driver.get("release") or "?", driver.get("cuda") or "?") if driver else "none found"
+    lines = tables.wrap("host %s  root %s  driver %s  GPUs: %s" % (
+        tables.printable(report["host"]), tables.printable(report["root"]), driver_text, tables.printable(gpus)), width)
+    rows, styles = [], []
+    for entry in sorted(report["toolkits"], key=lambda t: version_tuple(t["version"]), reverse=True):
+        version = (entry["version"] or "?") + (" (system)" if entry.get("system_default") else "")
+        rows.append([version, entry["status"], human_size(entry["size_bytes"]), _components(entry),
+                     _yes_no(entry.get("driver_supported")), _yes_no(entry["compiles"], "-"), _origins(entry), entry["root"]])
+        styles.append([None, STATUS_STYLE.get(entry["status"]), None, None,
+                       "bold red" if entry.get("driver_supported") is False else None,
+                       "bold red" if entry["compiles"] is False else None, None, None])
+    if rows:
+        lines += tables.layout(AUDIT_HEADERS, rows, width, AUDIT_SHORTEN, AUDIT_SPILL, styles, colour)
+    else:
+        lines.append("no CUDA toolkits found")
+    for check in report["checks"]:
+        if check["level"] != "ok":
+            level = check["level"]
+            text = tables.wrap(tables.printable(check["message"]), width, label=level + ": ")
+            if colour and LEVEL_STYLE[level] in tables.COLOURS:
+                text[0] = "\x1b[%sm%s\x1b[0m" % (tables.COLOURS[LEVEL_STYLE[level]], level) + text[0][len(level):]
+            lines += text
+    from cudaswitch import render
+
+    render.emit_lines(lines)
+
+
+def _origins(entry):
+    """sources, with the module name that points at the toolkit (other origins are its root)."""
+    parts = []
+    for source in entry["sources"]:
+        where = entry.get("origins", {}).get(source)
+        parts.append("%s %s" % (source, where) if source == "module" and where else source)
+    return ", ".join(parts)
+
+
+def merge_report(merged, max_matrix_hosts=12, wide=False):
+    """The versions x hosts matrix (few hosts, when it fits), or one line per version naming the
+    hosts where it is missing or broken (many hosts: a 64-column table helps nobody); then the
+    skew report, wrapped to the width like the table."""
+    from cudaswitch import render
+    from cudaswitch.cli import tables
+    from cudaswitch.audit.hosts import fold
+
+    width, colour = tables.terminal_width(wide), tables.colour_enabled()
+    hosts = [h["host"] for h in merged["hosts"]]
+    matrix = len(hosts) <= max_matrix_hosts
+    if matrix:
+        headers = ["VERSION"] + hosts
+        rows = [[row["version"] or "? (no version)"] + [_cell(row["hosts"].get(h)) for h in hosts]
+                for row in merged["toolkits"]]
+        styles = [[None] + [_cell_style(row["hosts"].get(h)) for h in hosts] for row in merged["toolkits"]]
+        lines = tables.layout(headers, rows, width, styles=styles, colour=colour)
+        matrix = width is None or max(len(line) for line in tables.layout(headers, rows, width)) <= width
+    if not matrix:
+        headers = ["VERSION", "OK", "INCOMPLETE", "BROKEN ON", "MISSING ON"]
+        rows = [[row["version"] or "? (no version)", "%d hosts" % len(row["ok_on"]), "%d hosts" % len(row["incomplete_on"]),
+                 fold(row["broken_on"]) or "-", fold(row["missing_on"]) or "-"] for row in merged["toolkits"]]
+        lines = tables.layout(headers, rows, width, (), (4, 3))
+    lines.append("%d hosts merged" % len(hosts) + (", %d reports refused" % len(merged["errors"]) if merged["errors"] else ""))
+    if "skew" in merged:
+        lines += _wrapped(skew_lines(merged), width)
+    render.emit_lines(lines)
+
+
+def _wrapped(lines, width):
+    import textwrap
+
+    if width is None:
+        return lines
+    return [part for line in lines
+            for part in textwrap.wrap(line, width, subsequent_indent="    ", break_on_hyphens=False) or [""]]
+
+
+def _spread(values):
+    """'570.195.03 on node[07,33] (2); 580.95.05 on the other 61': the exceptions by name, the
+    most common value by count (naming 9,990 nodes hides the 10 that matter)."""
+    from cudaswitch.audit.hosts import fold
+
+    ordered = sorted(values.items(), key=lambda item: len(item[1]))
+    parts = ["%s on %s (%d)" % (value, fold(hosts), len(hosts)) for value, hosts in ordered[:-1]]
+    return "; ".join(parts + ["%s on the other %d" % (ordered[-1][0], len(ordered[-1][1]))])
+
+
+def skew_lines(merged):
+    """The skew report as lines: one per fact that differs between nodes, then node types and rules."""
+    from cudaswitch.audit.hosts import fold, fold_short
+
+    skew, lines = merged["skew"], []
+    for title, values in (("driver release", skew["driver"]["releases"]), ("driver branch", skew["driver"]["branches"]),
+                          ("GPUs", skew["gpus"]["models"])):
+        if len(values) > 1:
+            lines.append("skew: %s: %s" % (title, _spread(values)))
+    for entry in skew["toolkits"]:
+        lines.append("skew: CUDA %s is missing on %s (on %d)" % (entry["version"], fold(entry["missing_on"]), entry["on"]))
+    for key, entries in skew["components"].items():
+        for entry in entries:
+            lines.append("skew: %s %s is missing on %s (on %d)" % (key, entry["version"], fold(entry["missing_on"]), entry["on"]))
+    for entry in skew.get("driver_cannot_run", []):
+        lines.append("skew: the driver cannot run CUDA %s on %s" % (entry["toolkit"], fold(entry["nodes"])))
+    for entry in skew["gpus"]["cannot_target"]:
+        lines.append("skew: CUDA %s cannot target %s (%s) on %s" % (entry["toolkit"], entry["gpu"], entry["model"], fold(entry["nodes"])))
+    if skew["missing"]:
+        lines.append("skew: no report from %s" % fold(skew["missing"]))
+    if skew["refused"]:
+        lines.append("skew: %d report(s) refused (named above)" % len(skew["refused"]))
+    types = merged["node_types"]
+    lines.append("%d node type(s): %s" % (len(types), "; ".join("%s %s (%d)" % (t["name"], fold_short(t["nodes"]), len(t["nodes"])) for t in types[:8])
+                                         + ("; ..." if len(types) > 8 else "")))
+    for rule in merged["rules"]:
+        lines.append("rule %s: %s: %s" % (rule["rule"], rule["message"], fold(rule["nodes"])))
+    return lines
+
+
+def _cell(cell):
+    if cell is None:
+        return "-"
+    text = "+".join(cell["statuses"])
+    return text + (" x%d" % cell["copies"] if cell["copies"] > 1 else "")
+
+
+def _cell_style(cell):
+    """The colour of a cell's worst status (broken over incomplete over ok)."""
+    if cell is None:
+        return "dim"
+    for status in ("broken", "incomplete", "ok"):
+        if status in cell["statuses"]:
+            return STATUS_STYLE[status]
+    return None

@@ -1,0 +1,213 @@
+"""`audit`: an inventory of the toolkits on this host or under a root (an unpacked image, a node's
+mounted root). Returns the report as data (DESIGN.md's `audit --json` shape); audit_cmds renders.
+
+Under a root nothing found there is executed unless the caller allows it (`--exec`): binaries in an
+image may be built for another host, and running them would audit the auditor, not the image.
+Discovery then reads nvcc's version from its binary instead of running it (registry config key
+`probe_exec = false`).
+"""
+
+import os
+
+from cudaswitch import __version__
+from cudaswitch.audit import image as audit_probe
+from cudaswitch.audit.host import driver_verdict, host_driver, host_name, read_gpus
+from cudaswitch.errors import UsageError
+from cudaswitch.paths import Paths
+from cudaswitch.toolkit import version_tuple
+
+REPORT_KIND = "cudaswitch-audit"
+REPORT_FORMAT = 1
+COMPILE_TIMEOUT = 120.0
+# A node's root has no meaningful environment of its own: search it with a stock PATH.
+STOCK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def run_audit(env, root=None, compile_=False, allow_exec=False, progress=None):
+    """The audit report of `root` (None: this host). `progress(label, done, total)` is told of
+    each step; total None means 'not known yet'."""
+    progress = progress or (lambda label, done, total: None)
+    if root is not None and not os.path.isdir(root):
+        raise UsageError("--root %s is not a directory" % root)
+    executes = root is None or allow_exec
+    if compile_ and not executes:
+        raise UsageError("--compile runs nvcc from the audited root", "add --exec to allow it")
+    progress("discovering toolkits", 0, None)
+    paths, registry, used_env = _discover(env, root, executes)
+    records = registry["records"]
+    toolkits = []
+    for done, record in enumerate(records, 1):
+        toolkits.append(_toolkit_entry(record, registry, used_env, executes))
+        progress("reading toolkits", done, len(records))
+    driver = host_driver(paths, used_env)
+    duplicate_checks = _duplicates(toolkits)
+    for entry in toolkits:
+        entry["driver_supported"], entry["driver_check"] = driver_verdict(driver, entry)
+    if compile_:
+        _compile_all(paths, records, used_env, toolkits, progress)
+    return {
+        "kind": REPORT_KIND, "format": REPORT_FORMAT, "cudaswitch": __version__,
+        "host": host_name(paths, root), "root": paths.root, "executed": executes,
+        "driver": driver if driver["present"] else None, "gpus": driver["gpus"] or read_gpus(paths),
+        "system_default": next((t["root"] for t in toolkits if t["system_default"]), None),
+        "toolkits": toolkits, "checks": _checks(paths, registry, toolkits, driver, executes) + duplicate_checks,
+    }
+
+
+def _discover(env, root, executes):
+    from cudaswitch import config as configmod
+    from cudaswitch.registry import discover as registry
+
+    if root is None:
+        paths = Paths(env)
+        return paths, registry.load(paths, env, refresh=True), env
+    used_env = root_env(env, os.path.abspath(root))
+    paths = Paths(used_env)
+    host_config = configmod.load(paths)
+    # The user's registered toolkits and default describe their host, not the audited root.
+    config = {key: host_config[key] for key in ("source_order", "probe_timeout") if key in host_config}
+    config["probe_exec"] = executes
+    # registry.discover, not load: an audit of a root must not replace this host's registry cache.
+    return paths, registry.discover(paths, used_env, config, {}), used_env
+
+
+def root_env(env, root):
+    """The environment discovery sees for a root: a stock PATH, the caller's HOME (looked up under
+    the root) and the caller's MODULEPATH dirs that exist under the root (read by this host's Lmod)."""
+    out = {"CUDASWITCH_ROOT": root, "PATH": STOCK_PATH, "HOME": env.get("HOME", "/root")}
+    for key in ("CUDASWITCH_CACHE_DIR", "CUDASWITCH_CONFIG_DIR", "CUDASWITCH_DATA_DIR",
+                "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "LMOD_CMD", "LMOD_DIR"):
+        if env.get(key):
+            out[key] = env[key]
+    hosted = [d for d in env.get("MODULEPATH", "").split(":") if d and os.path.isdir(root + d)]
+    if hosted:
+        out["MODULEPATH"] = ":".join(root + d for d in hosted)
+    return out
+
+
+def _toolkit_entry(record, registry, env, executes):
+    from cudaswitch import core
+
+    entry = next(i for i in core.list_items({**registry, "records": [record]}, env))
+    entry["problems"] = list(entry["problems"])  # the audit adds its own; the record stays as found
+    entry["system_default"] = record["real"] == registry["system_real"]
+    entry["layout"] = record.get("layout")
+    entry["real"] = record["real"] if not record["real"].startswith("dangling:") else None
+    nvcc_ran = _nvcc_probe(registry, record) if executes else None
+    if record.get("outside_root") or record["real"].startswith("dangling:"):  # nothing of it is the image's
+        entry["components"], entry["component_sources"] = dict.fromkeys(audit_probe.COMPONENTS), {}
+    else:
+        entry["components"], entry["component_sources"] = audit_probe.components(record, nvcc_ran)
+    entry["version_json"] = {k: v for k, v in record.get("components", {}).items() if k != "cudart_soname"}
+    _check_nvcc_agrees(entry, nvcc_ran)
+    entry["size_bytes"] = audit_probe.tree_size(entry["real"] or record["root"])
+    entry["compiles"] = None
+    return entry
+
+
+def _nvcc_probe(registry, record):
+    """The version nvcc printed during discovery (registry's probe cache), if it ran."""
+    from cudaswitch.registry import nvcc_probe as probe
+
+    if not record.get("nvcc"):
+        return None
+    try:
+        result = registry.get("nvcc_probes", {}).get(probe.nvcc_key(record["nvcc"]))
+    except OSError:
+        return None
+    return (result or {}).get("version")
+
+
+def _check_nvcc_agrees(entry, nvcc_ran):
+    """Without running nvcc the registry cannot see nvcc disagree with the files; the banner in
+    nvcc's binary can."""
+    own, files = entry["components"]["nvcc"], entry["version"]
+    if nvcc_ran or not own or not files or not entry["nvcc"]:
+        return
+    if version_tuple(own)[:2] != version_tuple(files)[:2]:
+        entry["problems"].append("nvcc's binary says %s but the toolkit's files say %s" % (own, files))
+        entry["status"] = "broken"
+
+
+def _duplicates(toolkits):
+    """Same version installed more than once: mark each entry, one check per version. Copies in
+    the same layout are waste (warning); a conda env beside a system install is usually meant (info)."""
+    by_version = {}
+    for entry in toolkits:
+        if entry["version"]:
+            by_version.setdefault(entry["version"], []).append(entry)
+    for entry in toolkits:
+        entry["duplicates"] = [o["root"] for o in by_version.get(entry["version"], []) if o is not entry]
+    checks = []
+    for version, same in by_version.items():
+        if len(same) > 1:
+            layouts = {e["layout"] for e in same}
+            checks.append(_check("toolkit.duplicate", "warning" if len(layouts) < len(same) else "info",
+                                 "%s is installed %d times: %s" % (version, len(same), _some(e["root"] for e in same)),
+                                 "%d MB in all" % (sum(e["size_bytes"] for e in same) // 10**6),
+                                 version=version, roots=[e["root"] for e in same]))
+    return checks
+
+
+def _some(items, shown=4):
+    """'a, b, c, d and 34 more': a check message stays readable; its facts keep them all."""
+    items = list(items)
+    if len(items) <= shown + 1:  # "and 1 more" would be longer than the one it hides
+        return ", ".join(items)
+    return "%s and %d more" % (", ".join(items[:shown]), len(items) - shown)
+
+
+def _compile_all(paths, records, env, toolkits, progress):
+    """The one-kernel build of verify/build.py, remembered with the builds `use` and `verify` made.
+    With the host's default compiler: the audit says what the host gives anyone, not what a
+    cudaswitch switch would pick (`verify` says that)."""
+    from cudaswitch.switch.envdiff import switched
+    from cudaswitch.verify.build import cached_build
+
+    by_root = {r["root"]: r for r in records}
+    for done, entry in enumerate(toolkits, 1):
+        progress("compiling a kernel", done - 1, len(toolkits))
+        record = by_root.get(entry["root"])
+        if entry["nvcc"] is None or record is None:
+            entry["compiles"], entry["compile_error"] = False, "no nvcc"
+            continue
+        result = cached_build(paths, record, switched(env, record, "audit"), run=False, timeout=COMPILE_TIMEOUT)
+        entry["compiles"], entry["compile_error"] = result["built"], None if result["built"] else result["error"]
+    progress("compiling a kernel", len(toolkits), len(toolkits))
+
+
+def _check(check_id, level, message, hint=None, **facts):
+    return {"id": check_id, "level": level, "message": message, "hint": hint, "facts": facts}
+
+
+def _checks(paths, registry, toolkits, driver, executes):
+    checks = []
+    if not driver["present"]:
+        checks.append(_check("driver.present", "info", "no NVIDIA driver found under %s" % paths.root,
+                             "driver support of each toolkit is unknown", problems=driver["problems"]))
+    if not executes:
+        checks.append(_check("audit.no_exec", "info", "nothing under %s was run; nvcc versions read from the binaries" % paths.root,
+                             "add --exec to run nvcc --version (binaries must suit this host)"))
+    default_link = paths.host("/usr/local/cuda")
+    if os.path.islink(default_link) and registry["system_real"] is None:
+        checks.append(_check("system.default_link", "error", "/usr/local/cuda is a dangling link (-> %s)" % os.readlink(default_link),
+                             "point it at an installed toolkit: cudaswitch system VERSION"))
+    for entry in toolkits:
+        checks.extend(_toolkit_checks(entry))
+    return checks
+
+
+def _toolkit_checks(entry):
+    label = "%s at %s" % (entry["version"] or "a toolkit without a version", entry["root"])
+    facts = {"root": entry["root"], "version": entry["version"]}
+    out = []
+    if entry["status"] == "broken":
+        out.append(_check("toolkit.broken", "error", "%s: %s" % (label, "; ".join(entry["problems"])), None, **facts))
+    elif entry["status"] == "incomplete":
+        out.append(_check("toolkit.incomplete", "info", "%s: %s" % (label, "; ".join(entry["problems"])), None, **facts))
+    if entry["compiles"] is False and entry["nvcc"]:  # without nvcc the status check says it
+        out.append(_check("toolkit.compiles", "error", "%s does not compile a one-kernel program: %s" % (label, entry["compile_error"]),
+                          None, **facts))
+    if entry["driver_check"] and entry["driver_check"]["level"] in ("warning", "error"):
+        out.append(entry["driver_check"])
+    return out

@@ -1,0 +1,1 @@
+"""Managed toolkits: installed without root from NVIDIA's wheels."""

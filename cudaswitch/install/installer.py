@@ -1,0 +1,222 @@
+"""`install` / `uninstall`: managed toolkits built from NVIDIA's PyPI wheels, without root.
+
+The newest `cuda-toolkit` metapackage matching the request says which component wheels belong to
+that release; pip (as the user configured it) downloads them; wheels.py unpacks them into a classic
+tree. Every change to the managed dir is atomic and serialised per version:
+
+- a build happens in `.tmp-<version>-<pid>/` beside the target and becomes the target by one
+  rename; an error, Ctrl-C or SIGTERM removes it, and a SIGKILLed one is removed by the next
+  install (the managed source skips dot-names, so a leftover is never listed);
+- `.lock-<version>` (fcntl) makes a second install of the same version wait, then find it done;
+- uninstall renames the tree to `.trash-...` before deleting it, so no half tree is ever listed.
+
+Test hook: CUDASWITCH_TEST_PAUSE_UNPACK=SECONDS sleeps after the first file is unpacked (and says
+so on stderr), so a test can interrupt an install at a known point. CUDASWITCH_PIP_TIMEOUT (seconds)
+bounds the download.
+"""
+
+import os
+import shutil
+import tempfile
+import time
+
+from cudaswitch.install import pipindex
+from cudaswitch.install import wheels
+from cudaswitch.errors import CudaSwitchError, ToolkitNotFound, UsageError
+from cudaswitch.toolkit import version_tuple
+from cudaswitch.install.steps import (  # noqa: F401  (re-exported: tests and callers use install.X)
+    InstallInterrupted, _quiet, _signals_ignored, check_nvcc, clean_stale, describe_tree, index_requirement,
+    install_once, interruptible, minor_ranges, no_nvcc_note, test_pause, version_lock)
+
+
+def install(paths, env, request, components=None, progress=_quiet, source=None, mirror=None, extras=(),
+            prefix=None, modulefile=None):
+    """Install the newest release matching `request`; returns what was installed (a dict).
+
+    `source`: "redist" (NVIDIA's archives or the mirror) or "pypi" (NVIDIA's wheels through pip);
+    None picks: redist when a mirror is given or configured, or the request is older than 13;
+    the wheels otherwise, which give a complete toolkit from 13.0 on. `extras`: ("cudnn",).
+
+    SIGTERM and SIGHUP interrupt like Ctrl-C throughout, so every scratch and build dir is
+    removed on the way out and the interruption is one line, whichever step it hit."""
+    from cudaswitch.install import redist_install
+
+    if source is None and (extras or prefix or modulefile):
+        source = "redist"  # only the redist source has cuDNN, site prefixes and modulefiles
+    chosen = redist_install.choose_source(paths, request, source, mirror)
+    if chosen != "pypi":
+        return redist_install.install(paths, env, request, components, progress, chosen, extras, prefix, modulefile)
+    if extras or prefix or modulefile:
+        raise UsageError("--with, --prefix and --modulefile need the redist source", "drop --from pypi")
+    requirement = index_requirement(request)
+    components = list(components or wheels.DEFAULT_COMPONENTS)
+    download_timeout = _download_timeout(env)
+    started = time.monotonic()
+    with interruptible(request):
+        release, requirements = _resolve(requirement, components, env, request)
+        progress("CUDA %s: %s" % (release, " ".join(requirements)))
+        target = os.path.join(paths.managed_dir, release)
+        installed = install_once(target, lambda build, tree: _fill_from_wheels(
+            build, tree, release, requirements, env, download_timeout, progress), progress)
+    result = {"version": release, "root": target, "requirements": requirements, "source": "pypi"}
+    if installed:
+        result["installed"] = True
+    result.update(describe_tree(target))
+    result["name"] = redist_install.release_name(release, result["components"].get("nvcc"))
+    result["seconds"] = round(time.monotonic() - started, 2)
+    return result
+
+
+def _resolve(requirement, components, env, request):
+    """(release, component requirements) from the newest metapackage pip finds for `requirement`."""
+    with tempfile.TemporaryDirectory(prefix="cudaswitch-resolve-") as scratch:
+        # quiet: a failed lookup is then exactly one line (the error); it takes about a second
+        meta = _fetch(pipindex.RESOLVE_TIMEOUT, [requirement], scratch, env, request, _quiet)[0]
+        try:
+            release, pins = release_of(meta), wheels.component_pins(meta)
+        except wheels.WheelError as exc:
+            raise CudaSwitchError("the %s package pip found is unusable: %s" % (wheels.META_PACKAGE, exc),
+                                  "nothing was installed") from None
+    unknown = [c for c in components if c not in pins]
+    if unknown:
+        raise UsageError("CUDA %s has no component %s" % (release, ", ".join(unknown)),
+                         "components: " + ", ".join(sorted(pins)))
+    return release, wheels.requirements_for(pins, components)
+
+
+def _download_timeout(env):
+    text = env.get("CUDASWITCH_PIP_TIMEOUT")
+    try:
+        seconds = float(text) if text else pipindex.DOWNLOAD_TIMEOUT
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise UsageError("CUDASWITCH_PIP_TIMEOUT=%r is not a positive number of seconds" % text)
+    return seconds
+
+
+def release_of(meta_wheel):
+    """cuda_toolkit-13.0.3.0-...whl -> '13.0.3' (the CUDA release; the 4th piece is packaging)."""
+    _, version = wheels.wheel_identity(meta_wheel)
+    return ".".join(str(n) for n in version_tuple(version)[:3])
+
+
+def _fetch(timeout, requirements, dest, env, request, progress):
+    """pip download, turning pip's failures into one-line user errors."""
+    try:
+        found = pipindex.download(requirements, dest, env, timeout, lambda line: progress("  pip: " + line))
+    except pipindex.PipError as exc:
+        raise _index_error(exc, requirements, request) from None
+    return found
+
+
+def _index_error(exc, requirements, request):
+    if exc.versions is not None and requirements[0].startswith(wheels.META_PACKAGE):
+        if not exc.versions:
+            return ToolkitNotFound("the package index pip uses offers no %s release" % wheels.META_PACKAGE,
+                                   "offline, or another index? see `pip config list`")
+        return ToolkitNotFound("no CUDA release matches %r on the package index pip uses" % request,
+                               "releases there: " + minor_ranges(exc.versions))
+    return CudaSwitchError("pip could not download %s: %s" % (" ".join(requirements), exc.message),
+                           "see `pip config list`; nothing was installed")
+
+
+def _fill_from_wheels(build, tree, release, requirements, env, timeout, progress):
+    os.makedirs(os.path.join(build, "wheels"))
+    found = _fetch(timeout, requirements, os.path.join(build, "wheels"), env, release, progress)
+    _unpack_all(found, tree, release, env, progress)
+    check_nvcc(tree, release)
+
+
+def _unpack_all(found, tree, release, env, progress):
+    pause = test_pause(env, progress)
+    versions = {}
+    for wheel in found:
+        name, version = wheels.wheel_identity(wheel)
+        versions[name] = version
+        count = wheels.unpack(wheel, tree, pause)
+        pause = None
+        progress("unpacked %s %s (%d files)" % (name, version, count))
+    wheels.finish_tree(tree, versions, release)
+
+
+def uninstall(paths, env, registry, request, force=False):
+    """Remove one managed toolkit; refuses others, and the active one unless `force`."""
+    from cudaswitch.core import active_root
+    from cudaswitch.request import ToolkitRequest
+
+    record = _managed_record(paths, registry, ToolkitRequest.parse(request, allow_path=True))
+    root = record["root"]
+    was_active = active_root(env) == root
+    if was_active and not force:
+        from cudaswitch.switch import envdiff
+        from cudaswitch.cli import hints
+
+        raise CudaSwitchError("CUDA %s at %s is active in this shell" % (record["version"], root),
+                              "%s first, or pass --force" % hints.leave_active(env, envdiff.read_state(env), os.getcwd()))
+    from cudaswitch.install import redist_site
+    from cudaswitch.install.redist_install import release_name
+
+    if _inside(root, paths.managed_dir):
+        name = release_name(os.path.basename(root), record["version"])
+        _remove_tree(root)
+    else:  # a site install in its own prefix
+        name = release_name((redist_site.read_marker(root) or {}).get("release") or root, record["version"])
+        redist_site.uninstall_prefix(paths.managed_dir, root, _remove_tree)
+    return {"version": record["version"], "root": root, "name": name, "was_active": was_active}
+
+
+def _remove_tree(root):
+    """Rename to `.trash-...` under the lock, then delete: no half tree is ever listed."""
+    parent, name = os.path.split(root)
+    with version_lock(parent, name):
+        trash = os.path.join(parent, ".trash-%s-%d" % (name, os.getpid()))
+        try:
+            os.rename(root, trash)
+        except OSError as exc:
+            raise CudaSwitchError("cannot remove %s: %s" % (root, exc.strerror or exc),
+                                  "nothing was removed") from None
+        with _signals_ignored():
+            shutil.rmtree(trash, ignore_errors=True)
+
+
+def _managed_record(paths, registry, request):
+    if request.source not in (None, "managed"):
+        raise UsageError("uninstall removes only toolkits made by `cudaswitch install`, not %s ones"
+                         % request.source)
+    records = registry["records"]
+    managed = [r for r in records if "managed" in r["sources"] and (
+        _inside(r["root"], paths.managed_dir) or _site_install(paths.managed_dir, r["root"]))]
+    # broken trees must stay removable, so the registry's "usable" guard is left out; the release
+    # a user installed (the directory name, 13.0.3) matches as well as the nvcc version (13.0.88)
+    guards = [check for name, check in request.guards(registry["system_real"]) if name != "usable"]
+    matches = [r for r in managed if all(check(r) for check in guards) or _names_release(r, request)]
+    if matches:
+        return max(matches, key=lambda r: version_tuple(r["version"]))
+    from cudaswitch.request import select
+
+    other = select(request, records, registry["source_order"], registry["system_real"])
+    if other is not None:
+        raise CudaSwitchError("CUDA %s at %s is not managed by cudaswitch (source: %s)" % (
+            other["version"], other["root"], ", ".join(other["sources"])),
+            "uninstall removes only toolkits made by `cudaswitch install`")
+    installed = sorted({os.path.basename(r["root"]) for r in managed}, key=version_tuple)
+    raise ToolkitNotFound("no managed toolkit matches %r" % request.text,
+                          "installed: " + ", ".join(installed) if installed else "none is installed")
+
+
+def _site_install(managed_dir, root):
+    """A prefix install: the managed dir links to it (the marker is checked before removal)."""
+    from cudaswitch.install import redist_site
+
+    return bool(redist_site.links_to(managed_dir, root))
+
+
+def _names_release(record, request):
+    wanted = request.value if request.kind == "version" else None
+    return bool(wanted) and version_tuple(os.path.basename(record["root"]))[:len(wanted)] == wanted
+
+
+def _inside(path, directory):
+    real, base = os.path.realpath(path), os.path.realpath(directory)
+    return real.startswith(base + os.sep)

@@ -1,0 +1,269 @@
+"""NVIDIA's redistributable archives as a source of toolkits: the manifest index, one manifest per
+release, and verified downloads of the archives it names.
+
+Layout (NVIDIA's, and any site mirror's): under a base URL, `redistrib_<release>.json` per release
+(top level `release_label`, `release_date`, `release_product`, then one object per component with
+`name`, `version` and per platform `relative_path`, `sha256`, `md5`, `size`), and the archives at
+the relative paths. cuDNN uses the same scheme with one more level, `cuda_variant` (`cuda12`,
+`cuda13`), inside the platform. The base may be `http(s)://`, `file://DIR` or a plain directory.
+
+Manifests are cached under the cache dir once read (a release's manifest does not change), and the
+index is cached too, so `install --list` answers offline from a warm cache.
+"""
+
+import hashlib
+import json
+import os
+import platform
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from cudaswitch.errors import CudaSwitchError, ToolkitNotFound
+from cudaswitch.paths import atomic_write
+from cudaswitch.toolkit import version_tuple
+
+NVIDIA_CUDA = "https://developer.download.nvidia.com/compute/cuda/redist/"
+MANIFEST_NAME = re.compile(r"redistrib_(\d+(?:\.\d+)+)\.json")
+FETCH_TIMEOUT = 60.0
+CHUNK = 1 << 20
+SAFE_RELATIVE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+/-]*")  # no scheme, no leading slash, no query
+# The components a toolkit that compiles and links needs; crt and libnvvm are separate archives
+# from 13.0 on (before, cuda_nvcc holds them), so only those the manifest has are required.
+TOOLKIT_COMPONENTS = ("cuda_nvcc", "cuda_cudart", "cuda_crt", "libnvvm", "cuda_cccl")
+ALWAYS = ("cuda_nvcc", "cuda_cudart")
+
+
+class Unreachable(CudaSwitchError):
+    """The base URL cannot be read (host down, refused, no such directory)."""
+
+
+def platform_key():
+    """NVIDIA's platform name for this machine: linux-x86_64, linux-sbsa (64-bit Arm servers)."""
+    machine = platform.machine().lower()
+    return {"x86_64": "linux-x86_64", "amd64": "linux-x86_64", "aarch64": "linux-sbsa",
+            "arm64": "linux-sbsa", "ppc64le": "linux-ppc64le"}.get(machine, "linux-" + machine)
+
+
+def normalize_base(text):
+    """A base URL with one trailing slash; a plain directory becomes file://."""
+    text = (text or "").strip()
+    if not text:
+        raise CudaSwitchError("the redist mirror URL is empty")
+    if text.startswith("/"):
+        text = "file://" + text
+    scheme = urllib.parse.urlsplit(text).scheme
+    if scheme not in ("http", "https", "file"):
+        raise CudaSwitchError("%r is not an http(s):// or file:// URL" % text,
+                              "give --mirror http://host/path/ or file:///dir/")
+    return text.rstrip("/") + "/"
+
+
+def cudnn_base(cuda_base):
+    """NVIDIA puts cuDNN beside CUDA: .../compute/cuda/redist/ -> .../compute/cudnn/redist/."""
+    if cuda_base.endswith("/cuda/redist/"):
+        return cuda_base[: -len("cuda/redist/")] + "cudnn/redist/"
+    return urllib.parse.urljoin(cuda_base, "cudnn/")
+
+
+def _local_path(url):
+    return urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
+
+
+def read_url(url, timeout=FETCH_TIMEOUT):
+    """The bytes at `url`; Unreachable with one line when it cannot be read."""
+    try:
+        with _open_stream(url, timeout) as source:
+            return source.read()
+    except OSError as exc:  # the connection dropped midway
+        raise Unreachable("cannot read %s: %s" % (url, exc.strerror or exc)) from None
+
+
+def list_releases(base, timeout=FETCH_TIMEOUT):
+    """Release labels the base offers, oldest first, from its directory listing."""
+    if base.startswith("file://"):
+        try:
+            names = os.listdir(_local_path(base))
+        except OSError as exc:
+            raise Unreachable("cannot read %s: %s" % (base, exc.strerror or exc)) from None
+    else:
+        names = re.findall(r"redistrib_[\d.]+\.json", read_url(base, timeout).decode("utf-8", "replace"))
+    found = {m.group(1) for m in map(MANIFEST_NAME.fullmatch, names) if m}
+    return sorted(found, key=version_tuple)
+
+
+class ManifestCache:
+    """Manifests and the last index seen, per base URL, under the cache dir."""
+
+    def __init__(self, cache_dir, base):
+        key = hashlib.sha256(base.encode("utf-8")).hexdigest()[:16]
+        self.dir = os.path.join(cache_dir, "redist", key)
+        self.base = base
+
+    def releases(self, timeout=FETCH_TIMEOUT):
+        """(releases, offline): the live index, or the cached one when the base cannot be read."""
+        index = os.path.join(self.dir, "index.json")
+        try:
+            releases = list_releases(self.base, timeout)
+        except Unreachable:
+            cached = _read_json(index)
+            if not cached or cached.get("base") != self.base:
+                raise
+            return cached["releases"], True
+        atomic_write(index, json.dumps({"base": self.base, "releases": releases}).encode("utf-8"))
+        return releases, False
+
+    def manifest(self, release, timeout=FETCH_TIMEOUT):
+        """The parsed manifest of one release, from the cache or the base (then cached)."""
+        path = os.path.join(self.dir, "redistrib_%s.json" % release)
+        cached = _read_json(path)
+        if cached is not None:
+            return cached
+        url = self.base + "redistrib_%s.json" % release
+        document = parse_manifest(read_url(url, timeout), url)
+        atomic_write(path, json.dumps(document).encode("utf-8"))
+        return document
+
+
+def _read_json(path):
+    try:
+        with open(path, "rb") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def parse_manifest(data, url):
+    """A manifest as a dict, checked for the keys everything after relies on."""
+    try:
+        document = json.loads(data)
+    except ValueError as exc:
+        raise CudaSwitchError("%s is not JSON: %s" % (url, exc)) from None
+    if not isinstance(document, dict) or not isinstance(document.get("release_label"), str):
+        raise CudaSwitchError("%s is not a redistrib manifest (no release_label)" % url)
+    return document
+
+
+def components(manifest):
+    """{component key: version} of the manifest's component objects."""
+    return {key: value["version"] for key, value in manifest.items()
+            if isinstance(value, dict) and isinstance(value.get("version"), str)}
+
+
+def component_key(name, manifest):
+    """What a user writes (nvcc, cublas, cuda_nvrtc) -> the manifest's key, or None."""
+    for key in (name, "cuda_" + name, "lib" + name):
+        if isinstance(manifest.get(key), dict):
+            return key
+    return None
+
+
+def toolkit_components(manifest, extra=()):
+    """The manifest keys to install: the toolkit's own (those present), then `extra` (user names)."""
+    have = components(manifest)
+    missing = [c for c in ALWAYS if c not in have]
+    if missing:
+        raise CudaSwitchError("CUDA %s's manifest has no %s" % (manifest["release_label"], ", ".join(missing)))
+    chosen = [c for c in TOOLKIT_COMPONENTS if c in have]
+    unknown = []
+    for name in extra:
+        key = component_key(name, manifest)
+        if key is None:
+            unknown.append(name)
+        elif key not in chosen:
+            chosen.append(key)
+    if unknown:
+        raise CudaSwitchError("CUDA %s has no component %s" % (manifest["release_label"], ", ".join(unknown)),
+                              "components: " + ", ".join(sorted(have)))
+    return chosen
+
+
+def archive_entry(manifest, key, plat, variant=None):
+    """{component, name, version, url-relative path, sha256, size} of one component's archive."""
+    item = manifest[key]
+    where = item.get(plat)
+    if isinstance(where, dict) and variant is not None:
+        where = where.get(variant)
+    if not isinstance(where, dict) or not where.get("relative_path"):
+        raise CudaSwitchError("%s %s has no archive for %s%s" % (
+            key, item.get("version"), plat, " (%s)" % variant if variant else ""))
+    relative = where["relative_path"]
+    if not isinstance(relative, str) or not SAFE_RELATIVE.fullmatch(relative) or ".." in relative.split("/"):
+        raise CudaSwitchError("%s %s: the manifest's relative_path %r leaves the mirror" % (
+            key, item.get("version"), relative), "the mirror is corrupt or tampered with; nothing was installed")
+    try:
+        size = int(where["size"])
+    except (KeyError, TypeError, ValueError):
+        raise CudaSwitchError("%s %s: the manifest gives no archive size" % (key, item.get("version"))) from None
+    return {"component": key, "name": item.get("name") or key, "version": item["version"],
+            "relative_path": where["relative_path"], "sha256": str(where.get("sha256", "")).lower(),
+            "size": size}
+
+
+def resolve(request, releases):
+    """The newest release label matching a ToolkitRequest (version, specifier or latest), or None."""
+    from packaging.version import InvalidVersion, Version
+
+    def fits(label):
+        if request.kind == "version":
+            return version_tuple(label)[:len(request.value)] == tuple(request.value)
+        if request.kind == "specifier":
+            try:
+                return request.value.contains(Version(label), prereleases=False)
+            except InvalidVersion:
+                return False
+        return request.kind == "latest"
+
+    matching = [r for r in releases if fits(r)]
+    return max(matching, key=version_tuple) if matching else None
+
+
+def not_found(request_text, releases, base):
+    from cudaswitch.install.steps import minor_ranges
+
+    hint = "releases there: " + minor_ranges(releases) if releases else "the index lists no redistrib_*.json"
+    return ToolkitNotFound("no CUDA release matches %r at %s" % (request_text, base), hint)
+
+
+def download(url, dest, entry, timeout, on_chunk=None):
+    """Fetch one archive to `dest`, refusing it unless its size and sha256 are the manifest's."""
+    digest, written = hashlib.sha256(), 0
+    name = os.path.basename(entry["relative_path"])
+    with _open_stream(url, timeout) as source, open(dest, "wb") as sink:
+        while True:
+            chunk = source.read(CHUNK)
+            if not chunk:
+                break
+            written += len(chunk)
+            if written > entry["size"]:
+                raise CudaSwitchError("%s is larger than the %d bytes its manifest gives" % (name, entry["size"]),
+                                      "the mirror is corrupt or changed; nothing was installed")
+            digest.update(chunk)
+            sink.write(chunk)
+            if on_chunk:
+                on_chunk(written)
+    if written != entry["size"]:
+        raise CudaSwitchError("%s is %d bytes, its manifest says %d" % (name, written, entry["size"]),
+                              "the download was cut short or the mirror is corrupt; nothing was installed")
+    if digest.hexdigest() != entry["sha256"]:
+        raise CudaSwitchError("%s fails its sha256 check (manifest %s, got %s)" % (
+            name, entry["sha256"][:16] + "...", digest.hexdigest()[:16] + "..."),
+            "the mirror is corrupt or tampered with; nothing was installed")
+    return written
+
+
+def _open_stream(url, timeout):
+    if url.startswith("file://"):
+        try:
+            return open(_local_path(url), "rb")
+        except OSError as exc:
+            raise Unreachable("cannot read %s: %s" % (url, exc.strerror or exc)) from None
+    try:
+        return urllib.request.urlopen(url, timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        raise Unreachable("%s answered HTTP %d (%s)" % (url, exc.code, exc.reason)) from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        raise Unreachable("cannot reach %s: %s" % (url, getattr(reason, "strerror", None) or reason)) from None

@@ -1,0 +1,193 @@
+"""`install` from NVIDIA's redistributable archives (or a site mirror of them), and `install --list`.
+
+The steps, all inside the build dir that install.install_once makes beside the target: read the
+manifest, download each archive the toolkit needs and check its size and sha256, unpack them into
+one classic tree, refuse a tree without a working nvcc, build a one-kernel program with it, then
+rename it into place. Same lock, same signal rules and same cleanup as the wheel source.
+"""
+
+import os
+import time
+
+from cudaswitch.install import steps as installer
+from cudaswitch.install import redist
+from cudaswitch.install import redist_tree
+from cudaswitch.errors import CudaSwitchError, UsageError
+from cudaswitch.toolkit import version_tuple
+
+DOWNLOAD_TIMEOUT = 120.0  # per network read, not per archive: a slow link still finishes
+DEFAULT_BASE_NOTE = "a site mirror goes in --mirror URL or config redist_url"
+UNREACHABLE_HINT = ("a site mirror goes in --mirror URL or config redist_url; --from pypi installs "
+                    "CUDA 13 or newer from NVIDIA's wheels through pip instead")
+
+
+def iec(num):
+    from cudaswitch.render import iec_size
+
+    return iec_size(num)
+
+
+def release_name(release, nvcc_version):
+    """One name for a release everywhere: '12.4.1 (nvcc 12.4.131)'."""
+    return "%s (nvcc %s)" % (release, nvcc_version) if nvcc_version else release
+
+
+def configured_base(paths, mirror):
+    """The redist base URL: --mirror, else config redist_url, else None."""
+    if mirror:
+        return redist.normalize_base(mirror)
+    from cudaswitch import config
+
+    configured = config.load(paths).get("redist_url")
+    return redist.normalize_base(configured) if configured else None
+
+
+def choose_source(paths, request, source, mirror):
+    """'pypi', or the redist base URL to install from."""
+    if source not in (None, "redist", "pypi"):
+        raise UsageError("unknown install source %r" % source, "sources: redist, pypi")
+    if source == "pypi":
+        if mirror:
+            raise UsageError("--mirror names a redist mirror; it does not go with --from pypi")
+        return "pypi"
+    base = configured_base(paths, mirror)
+    if base or source == "redist":
+        return base or redist.NVIDIA_CUDA
+    # no mirror: the wheels are complete from 13.0 on, and pip honours the user's index settings
+    return "pypi" if _thirteen_or_newer(request) else redist.NVIDIA_CUDA
+
+
+def _thirteen_or_newer(text):
+    from cudaswitch.request import ToolkitRequest
+
+    try:
+        request = ToolkitRequest.parse(text)
+    except CudaSwitchError:
+        return True  # the wheel path reports the bad request in its own words
+    if request.kind == "version":
+        return request.value[0] >= 13
+    return request.kind == "latest"
+
+
+def _parse(text):
+    from cudaswitch.request import ToolkitRequest
+
+    installer.index_requirement(text)  # the same refusals as the wheel source (conda:12.4, system, ...)
+    return ToolkitRequest.parse(text)
+
+
+def _releases(cache, request, base):
+    """(release label, offline) for the request, from the index (or a full x.y.z named directly)."""
+    try:
+        releases, offline = cache.releases()
+    except redist.Unreachable as exc:
+        raise redist.Unreachable(exc.message, UNREACHABLE_HINT) from None
+    release = redist.resolve(request, releases)
+    if release is None and request.kind == "version" and len(request.value) == 3:
+        release = ".".join(map(str, request.value))  # a mirror without a listing: ask for the manifest
+    if release is None:
+        raise redist.not_found(request.text, releases, base)
+    return release, offline
+
+
+def _manifest(cache, release):
+    try:
+        return cache.manifest(release)
+    except redist.Unreachable as exc:
+        raise redist.Unreachable(exc.message, UNREACHABLE_HINT) from None
+
+
+def plan(paths, request_text, base, components=(), extras=()):
+    """(release, manifest, entries): what an install of `request_text` from `base` fetches."""
+    request = _parse(request_text)
+    cache = redist.ManifestCache(paths.cache_dir, base)
+    release, _ = _releases(cache, request, base)
+    manifest = _manifest(cache, release)
+    plat = redist.platform_key()
+    entries = [dict(redist.archive_entry(manifest, key, plat), base=base)
+               for key in redist.toolkit_components(manifest, components)]
+    for extra in extras:
+        if extra != "cudnn":
+            raise UsageError("--with %s is not known" % extra, "--with takes cudnn")
+        entries.append(cudnn_entry(paths, base, release, plat))
+    return manifest["release_label"], manifest, entries
+
+
+def cudnn_entry(paths, base, release, plat):
+    """The newest cuDNN archive built for this CUDA major (its cuda_variant, e.g. cuda13)."""
+    cudnn = redist.cudnn_base(base)
+    cache = redist.ManifestCache(paths.cache_dir, cudnn)
+    variant = "cuda%d" % version_tuple(release)[0]
+    try:
+        releases, _ = cache.releases()
+        for label in sorted(releases, key=version_tuple, reverse=True):
+            manifest = cache.manifest(label)
+            where = (manifest.get("cudnn") or {}).get(plat)
+            if isinstance(where, dict) and variant in where:
+                return dict(redist.archive_entry(manifest, "cudnn", plat, variant), base=cudnn)
+    except redist.Unreachable as exc:
+        raise redist.Unreachable(exc.message, "--with cudnn reads %s" % cudnn) from None
+    raise CudaSwitchError("no cuDNN release at %s has a %s build for %s" % (cudnn, variant, plat))
+
+
+def install(paths, env, request_text, components, progress, base, extras=(), prefix=None, modulefile=None):
+    """Install from the redist base; returns the same result shape as the wheel source. `prefix`:
+    a shared directory instead of the data dir; `modulefile`: a dir for Lua and Tcl modulefiles."""
+    from cudaswitch.install import redist_site
+
+    started = time.monotonic()
+    with installer.interruptible(request_text):
+        release, manifest, entries = plan(paths, request_text, base, components or (), extras)
+        name = release_name(release, redist.components(manifest).get("cuda_nvcc"))
+        progress("CUDA %s from %s: %s" % (name, base, ", ".join(
+            "%s %s (%s)" % (e["component"], e["version"], iec(e["size"])) for e in entries)))
+        target = redist_site.prefix_target(prefix, release) if prefix else os.path.join(paths.managed_dir, release)
+        modulefiles = list(redist_site.modulefile_paths(modulefile, release)) if modulefile else []
+
+        def build_tree(build, tree):
+            fill(build, tree, release, entries, env, progress)
+            if prefix:
+                redist_site.write_marker(tree, release, "redist", modulefiles)
+
+        installed = installer.install_once(target, build_tree, progress)
+        if prefix:
+            redist_site.link_into_managed(paths.managed_dir, release, target)
+        if modulefile:
+            redist_site.write_modulefiles(modulefile, release, name, target)
+    result = {"version": release, "root": target, "source": "redist", "base": base, "name": name,
+              "archives": {e["component"]: e["version"] for e in entries}, "modulefiles": modulefiles}
+    if installed:
+        result["installed"] = True
+    result.update(installer.describe_tree(target))
+    result["seconds"] = round(time.monotonic() - started, 2)
+    return result
+
+
+def fill(build, tree, release, entries, env, progress):
+    """Download, check, unpack and prove one toolkit inside the build dir."""
+    archives = os.path.join(build, "archives")
+    os.makedirs(archives)
+    fetched = []
+    for entry in entries:
+        dest = os.path.join(archives, os.path.basename(entry["relative_path"]))
+        progress("downloading %s (%s)" % (os.path.basename(dest), iec(entry["size"])))
+        redist.download(entry["base"] + entry["relative_path"], dest, entry, DOWNLOAD_TIMEOUT)
+        fetched.append((entry, dest))
+    pause = installer.test_pause(env, progress)
+    redist_tree.unpack_all(fetched, tree, os.path.join(build, "unpacked"),
+                           pause and (lambda stop: pause(stop.wait)), progress)
+    redist_tree.finish(tree, release, entries)
+    _prove(tree, release, env, progress)
+
+
+def _prove(tree, release, env, progress):
+    """A tree without nvcc, or whose nvcc cannot build a kernel, is never installed."""
+    if not os.access(os.path.join(tree, "bin", "nvcc"), os.X_OK):
+        raise CudaSwitchError("the cuda_nvcc archive of CUDA %s holds no bin/nvcc, so the toolkit could "
+                              "not compile" % release, "nothing was installed")
+    installer.check_nvcc(tree, release)
+    progress("first compile: building a one-kernel program with CUDA %s" % release)
+    error = redist_tree.first_compile(tree, env)
+    if error:
+        raise CudaSwitchError("CUDA %s was unpacked but cannot build a kernel: %s" % (release, error),
+                              "nothing was installed")

@@ -1,0 +1,90 @@
+"""`install --list`: the releases the redist source offers, their component versions, the size of
+a default install, and whether this host's driver can run what they build.
+
+Manifests come from the cache once read; the index is read live and cached, so with the source
+unreachable a warm cache still answers (and says it is the cache's answer)."""
+
+import datetime
+import os
+
+from cudaswitch.install import redist
+from cudaswitch.errors import CudaSwitchError
+from cudaswitch.install.redist_install import DEFAULT_BASE_NOTE, configured_base, iec, release_name
+
+
+def available(paths, env, mirror=None):
+    """{"base", "offline", "cached_at", "driver", "releases": [{release, date, name, components,
+    size_bytes, size, driver, driver_level}]}, newest first."""
+    base = configured_base(paths, mirror) or redist.NVIDIA_CUDA
+    cache = redist.ManifestCache(paths.cache_dir, base)
+    try:
+        releases, offline = cache.releases()
+    except redist.Unreachable as exc:
+        raise redist.Unreachable(exc.message, "no cached index for it either; " + DEFAULT_BASE_NOTE) from None
+    driver = _driver(paths, env)
+    rows = []
+    for label in sorted(releases, key=_key, reverse=True):
+        try:
+            manifest = cache.manifest(label)
+        except redist.Unreachable:
+            continue  # offline and never read: nothing true to say about it
+        rows.append(_row(manifest, driver))
+    return {"base": base, "offline": offline, "cached_at": _cached_at(cache) if offline else None,
+            "driver": {k: driver.get(k) for k in ("present", "release", "cuda")}, "releases": rows}
+
+
+def _key(label):
+    from cudaswitch.toolkit import version_tuple
+
+    return version_tuple(label)
+
+
+def _row(manifest, driver):
+    label = manifest["release_label"]
+    versions = redist.components(manifest)
+    size = _default_size(manifest)
+    verdict = _driver_verdict(driver, label)
+    return {"release": label, "date": manifest.get("release_date"),
+            "name": release_name(label, versions.get("cuda_nvcc")), "components": versions,
+            "size_bytes": size, "size": iec(size) if size else "?",
+            "driver": verdict["message"], "driver_level": verdict["level"]}
+
+
+def _default_size(manifest):
+    """Download size of what a default install fetches, for this platform (None if not offered)."""
+    plat = redist.platform_key()
+    try:
+        keys = redist.toolkit_components(manifest)
+        return sum(redist.archive_entry(manifest, key, plat)["size"] for key in keys)
+    except CudaSwitchError:  # a release without nvcc or this platform: listed, but not sized
+        return None
+
+
+def _driver(paths, env):
+    from cudaswitch.verify.driver import driver_facts
+
+    return driver_facts(paths, env)
+
+
+def _driver_verdict(driver, label):
+    from cudaswitch.toolkit import version_tuple
+    from cudaswitch.verify.compat import driver_supports
+
+    short = "%d.%d" % version_tuple(label)[:2]
+    check = driver_supports(driver, short, "install.driver", "CUDA %s" % label)
+    if check["level"] == "ok":
+        return {"level": "ok", "message": "runs (driver %s)" % (driver.get("cuda") or driver.get("release"))}
+    if not driver.get("present"):
+        return {"level": "info", "message": "no driver here (builds, cannot run)"}
+    if check["level"] == "info":
+        return {"level": "info", "message": "cannot check: driver's CUDA version unknown"}
+    return {"level": check["level"], "message": "needs a newer driver (%s)" % (
+        check["facts"].get("needs_driver") or "?")}
+
+
+def _cached_at(cache):
+    try:
+        stamp = os.stat(os.path.join(cache.dir, "index.json")).st_mtime
+    except OSError:
+        return None
+    return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

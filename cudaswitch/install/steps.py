@@ -1,0 +1,220 @@
+"""The steps every install source shares: one lock per release, a build dir beside the target
+renamed into place only when complete, signals as one-line interruptions, the check that nvcc runs,
+and what an installed tree holds. The wheel source (install.py) and the redist source
+(redist_install.py) both build through these, so their interruption and lock rules are one."""
+
+import contextlib
+import fcntl
+import os
+import shutil
+import signal
+import time
+
+from cudaswitch.install import wheels
+from cudaswitch.errors import BadRequest, CudaSwitchError, UsageError
+from cudaswitch.toolkit import version_tuple
+
+
+class InstallInterrupted(CudaSwitchError):
+    exit_code = 130
+
+
+def _quiet(text):
+    pass
+
+
+def index_requirement(text):
+    """The pip requirement for the metapackage a request means: '13.1' -> 'cuda-toolkit==13.1.*'."""
+    from cudaswitch.request import ToolkitRequest
+
+    request = ToolkitRequest.parse(text)
+    if request.source not in (None, "managed"):
+        raise UsageError("install makes managed toolkits; %r names the %s source" % (text, request.source),
+                         "give a CUDA version such as 13.0 or 12.4")
+    if request.kind == "version":
+        return "%s==%s.*" % (wheels.META_PACKAGE, ".".join(map(str, request.value)))
+    if request.kind == "specifier":
+        return "%s%s" % (wheels.META_PACKAGE, request.value)
+    if request.kind == "latest":
+        return wheels.META_PACKAGE
+    raise BadRequest("install takes a CUDA version, not %r" % text, "try 13.0, 12.4, '>=12.1,<13' or latest")
+
+
+@contextlib.contextmanager
+def interruptible(request):
+    """Signals become one-line interruptions; OS errors on the data or temp dir one-line failures."""
+    try:
+        with _signals_raise():
+            yield
+    except KeyboardInterrupt:
+        raise InstallInterrupted("install of CUDA %s interrupted; nothing was installed" % request) from None
+    except OSError as exc:  # the data dir or the temp dir is not writable, or full
+        raise CudaSwitchError("install of CUDA %s failed: %s (%s)" % (request, exc.strerror or exc, exc.filename),
+                              "nothing was installed") from None
+
+
+def install_once(target, fill, progress):
+    """Build `target` unless it is there; True when this call built it. The lock beside it makes
+    a concurrent install of the same tree wait, then find it done. `fill(build, tree)` makes the
+    tree inside the scratch dir `build`."""
+    if os.path.isdir(target):
+        return False
+    parent, name = os.path.split(target)
+    os.makedirs(parent, exist_ok=True)
+    with version_lock(parent, name, progress):
+        clean_stale(parent, name)
+        if os.path.isdir(target):
+            return False
+        _build(target, fill)
+    return True
+
+
+def minor_ranges(versions):
+    """['11.8.0', '12.0.1', ..., '12.9.2.0', '13.0.0'] -> '11.8, 12.0-12.9, 13.0'."""
+    minors = sorted({version_tuple(v)[:2] for v in versions if len(version_tuple(v)) >= 2})
+    runs = []
+    for major, minor in minors:
+        if runs and runs[-1][0] == major and runs[-1][2] == minor - 1:
+            runs[-1][2] = minor
+        else:
+            runs.append([major, minor, minor])
+    return ", ".join("%d.%d" % (a, b) if b == c else "%d.%d-%d.%d" % (a, b, a, c) for a, b, c in runs)
+
+
+@contextlib.contextmanager
+def version_lock(managed_dir, name, progress=_quiet):
+    """An exclusive fcntl lock on `.lock-<name>`; says so when it has to wait for another process."""
+    path = os.path.join(managed_dir, ".lock-" + name)
+    handle = open(path, "a+b")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress("waiting for another cudaswitch working on %s (lock %s)" % (name, path))
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        handle.close()
+
+
+def clean_stale(managed_dir, held):
+    """Remove builds and trash that no live process owns: ours (we hold `held`'s lock), and any
+    other version's whose lock is free."""
+    for entry in os.listdir(managed_dir):
+        path = os.path.join(managed_dir, entry)
+        if entry.startswith(".trash-"):
+            shutil.rmtree(path, ignore_errors=True)
+        elif entry.startswith(".tmp-"):
+            name = entry[len(".tmp-"):].rpartition("-")[0]
+            if name == held or _lock_is_free(managed_dir, name):
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _lock_is_free(managed_dir, name):
+    try:
+        with open(os.path.join(managed_dir, ".lock-" + name), "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+    except OSError:
+        return False
+
+
+def _build(target, fill):
+    """Make the tree in `.tmp-<name>-<pid>/` beside the target, then rename it into place. The
+    caller turns signals into KeyboardInterrupt, so `finally` removes the build dir for them too."""
+    parent, name = os.path.split(target)
+    build = os.path.join(parent, ".tmp-%s-%d" % (name, os.getpid()))
+    tree = os.path.join(build, "tree")
+    try:
+        os.makedirs(build)
+        fill(build, tree)
+        os.rename(tree, target)
+    except wheels.WheelError as exc:
+        raise CudaSwitchError("install of CUDA %s failed: %s" % (name, exc), "nothing was installed") from None
+    except OSError as exc:
+        raise CudaSwitchError("install of CUDA %s failed: %s (%s)" % (
+            name, exc.strerror or exc, exc.filename or parent), "nothing was installed") from None
+    finally:
+        with _signals_ignored():
+            shutil.rmtree(build, ignore_errors=True)
+
+
+def test_pause(env, progress):
+    seconds = env.get("CUDASWITCH_TEST_PAUSE_UNPACK")
+    if not seconds:
+        return None
+
+    def pause(sleep=time.sleep):
+        progress("test hook: unpack paused for %s s" % seconds)
+        sleep(float(seconds))
+
+    return pause
+
+
+def check_nvcc(tree, release):
+    """A tree whose nvcc does not run is not installed (a bad or foreign-platform wheel)."""
+    from cudaswitch.registry import nvcc_probe as probe
+
+    nvcc = os.path.join(tree, "bin", "nvcc")
+    if os.path.exists(nvcc):
+        answer = probe.run_nvcc(nvcc, 60.0)
+        if "error" in answer:
+            raise CudaSwitchError("the nvcc of CUDA %s does not work: %s" % (release, answer["error"]),
+                                  "nothing was installed")
+
+
+@contextlib.contextmanager
+def _signals_raise():
+    """SIGTERM and SIGHUP interrupt like Ctrl-C, so the cleanup in `finally` runs for them too."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in old.items():
+            signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def _signals_ignored():
+    """A second Ctrl-C must not cut the cleanup short."""
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for number, handler in old.items():
+            signal.signal(number, handler)
+
+
+def describe_tree(root):
+    """What a user wants to know about an installed tree: nvcc, components, size, and notes."""
+    from cudaswitch.registry import nvcc_probe as probe
+    from cudaswitch.audit.image import tree_size
+    from cudaswitch.toolkit import list_components
+
+    _, components, _ = probe.read_version_json(root)
+    nvcc = os.path.join(root, "bin", "nvcc")
+    has_nvcc = os.access(nvcc, os.X_OK)
+    shown, version_json = list_components(components, has_nvcc)  # the one `components` shape of every JSON output
+    result = {"nvcc": nvcc if has_nvcc else None, "components": shown, "version_json": version_json,
+              "status": "ok" if has_nvcc else "incomplete", "size_bytes": tree_size(root), "notes": []}
+    if not has_nvcc:
+        result["notes"].append(no_nvcc_note(root, components))
+    return result
+
+
+def no_nvcc_note(root, components):
+    has_ptxas = os.path.exists(os.path.join(root, "bin", "ptxas"))
+    parts = (["ptxas"] if has_ptxas else []) + ["the headers"]
+    if components.get("cuda_cudart"):
+        parts.append("libcudart %s" % components["cuda_cudart"])
+    major = (components.get("cuda") or "0").split(".")[0]
+    has = "this toolkit has %s, so programs can link against it and run with it, but it cannot " \
+          "compile .cu files (status incomplete)" % ", ".join(parts)
+    if major.isdigit() and int(major) >= 13:
+        return "nvcc was not among the components installed: %s. Add nvcc to --components for a " \
+               "compiler." % has
+    return ("NVIDIA publishes no nvcc in its CUDA %s wheels: %s. To compile, use an nvcc from "
+            "NVIDIA's installer or conda's cuda-nvcc, or install CUDA 13 or newer." % (major, has))

@@ -1,0 +1,190 @@
+"""Discover every toolkit, dedupe by real path, cache the result; resolve requests.
+
+The cache (marshal, in the cache dir) is valid while the same discovery inputs hold: the root
+prefix, the config file and managed dir in use, the environment variables sources read (taken from
+the environment as it was before cudaswitch touched it, so a `use` does not invalidate it), the config
+file's mtime, and the mtime of every directory and file a source looked at, including the places it
+found empty (a package installed later must show up). A corrupt or foreign cache is rebuilt.
+"""
+
+import marshal
+import os
+
+from cudaswitch.switch import envdiff
+from cudaswitch.paths import atomic_write, link_leaving, resolve_in_root
+from cudaswitch.safeio import load_marshal, seal
+from cudaswitch.toolkit import STATUSES, version_tuple
+
+CACHE_FORMAT = 6  # sealed (hostile input), records carry "missing" (compile-pipeline parts)
+CACHE_MAX_BYTES = 64 << 20
+ENV_KEYS = ("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
+            "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME")
+RECORD_KEYS = frozenset(("version", "root", "real", "sources", "nvcc", "status", "problems", "bin_dirs",
+                         "lib_dirs", "isolated"))
+
+
+def cache_key(paths, env):
+    """Two data dirs (CUDASWITCH_DATA_DIR, XDG_DATA_HOME) can share one cache dir: the managed
+    toolkits and the config file in use are part of what a cache was built from."""
+    base = envdiff.before_switch(env)
+    return (paths.managed_dir, paths.config_file) + tuple(base.get(k) for k in ENV_KEYS)
+
+
+def _load_cache_file(path):
+    """The unmarshalled cache, or None for anything else: absent, a FIFO or device put in its
+    place, a directory, a truncated or bit-flipped file, a foreign marshal."""
+    return load_marshal(path, CACHE_MAX_BYTES)
+
+
+def read_cache(paths, env):
+    """The cached registry if every input it depends on is unchanged, else None."""
+    cache = _load_cache_file(paths.registry_cache)
+    if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not _shape_ok(cache):
+        return None
+    if cache.get("key") != cache_key(paths, env) or cache.get("config_mtime") != paths.config_mtime():
+        return None
+    for path, mtime in cache["watched"].items():
+        try:
+            current = os.stat(path).st_mtime_ns
+        except OSError:
+            current = -1
+        if current != mtime:
+            return None
+    return cache
+
+
+def _shape_ok(cache):
+    """A file with our format number but another shape (another build, a bit flip) is foreign."""
+    records, watched = cache.get("records"), cache.get("watched")
+    if not isinstance(watched, dict) or not isinstance(records, list) or not isinstance(cache.get("key"), tuple):
+        return False
+    if not all(isinstance(k, str) and type(v) is int for k, v in watched.items()):
+        return False
+    return all(isinstance(r, dict) and RECORD_KEYS.issubset(r) and _record_ok(r) for r in records) and all(
+        cache.get(k) is None or isinstance(cache.get(k), str) for k in ("system_real", "default_real"))
+
+
+def _record_ok(record):
+    strings = ("version", "root", "real", "status")
+    lists = ("sources", "problems", "bin_dirs", "lib_dirs")
+    return (all(isinstance(record[k], str) for k in strings) and record["status"] in STATUSES
+            and all(isinstance(record[k], list) and all(isinstance(i, str) for i in record[k]) for k in lists)
+            and (record["nvcc"] is None or isinstance(record["nvcc"], str)))
+
+
+def load(paths, env, refresh=False, config=None):
+    """The registry as a dict: records (newest first), system_real, default_real, source_order."""
+    cache = None if refresh else read_cache(paths, env)
+    if cache is not None:
+        return cache
+    if config is None:
+        from cudaswitch import config as configmod
+
+        config = configmod.load(paths)
+    cache = discover(paths, env, config, _old_probes(paths))
+    try:
+        atomic_write(paths.registry_cache, seal(marshal.dumps(cache)))
+    except OSError:
+        pass  # a read-only cache dir costs speed, not correctness
+    return cache
+
+
+def _old_probes(paths):
+    cache = _load_cache_file(paths.registry_cache)
+    probes = cache.get("nvcc_probes") if isinstance(cache, dict) else None
+    if not isinstance(probes, dict):
+        return {}
+    return {k: v for k, v in probes.items() if isinstance(k, str) and isinstance(v, dict)}
+
+
+def discover(paths, env, config, nvcc_probes):
+    from cudaswitch.registry import layouts
+    from cudaswitch.switch import views
+    from cudaswitch.request import SOURCES, select, ToolkitRequest
+    from cudaswitch.registry.sources import Scan, source_modules, system
+
+    scan = Scan(paths, absolute_only(envdiff.before_switch(env)), config, float(config.get("probe_timeout", 5.0)))
+    order = [s for s in config.get("source_order", SOURCES) if s in SOURCES]
+    order += [s for s in SOURCES if s not in order]
+    by_real = {}
+    modules = source_modules()
+    for name in order:
+        for candidate in modules[name].find(scan):
+            _merge(by_real, candidate, scan, nvcc_probes, layouts)
+    records = sorted(by_real.values(), key=lambda r: version_tuple(r["version"]), reverse=True)
+    for record in records:
+        if record["isolated"] and record["status"] != "broken":
+            view_bin, view_lib = views.build(paths.cache_dir, record)
+            record["env_bin"], record["env_lib"] = [view_bin], [view_lib]
+            scan.watch(view_bin)  # a cleaned cache dir must not leave `use` pointing at nothing
+    system_real = system.system_default(scan)
+    default_real = system_real
+    if config.get("default"):
+        chosen = select(ToolkitRequest.parse(config["default"]), records, order, system_real)
+        default_real = chosen["real"] if chosen else None
+    return {
+        "format": CACHE_FORMAT, "key": cache_key(paths, env), "config_mtime": paths.config_mtime(),
+        "watched": scan.watched, "records": records, "nvcc_probes": nvcc_probes,
+        "system_real": system_real, "default_real": default_real, "source_order": order,
+        "default_request": config.get("default"),
+    }
+
+
+PATH_VARS = ("PATH", "MODULEPATH")
+DIR_VARS = ("HOME", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE", "VIRTUAL_ENV", "LMOD_CMD", "LMOD_DIR",
+            "MODULES_CMD", "MODULESHOME")
+
+
+def absolute_only(env):
+    """The environment discovery reads, without relative paths: `PATH=$PATH:bin` or CUDA_HOME=.
+    would name a directory of whatever project the shell is in, and the registry only lists
+    toolkits that are on the host wherever one stands."""
+    out = dict(env)
+    for var in PATH_VARS:
+        if var in out:
+            out[var] = os.pathsep.join(d for d in out[var].split(os.pathsep) if d.startswith("/"))
+    for var in DIR_VARS:
+        if var in out and not out[var].startswith("/"):
+            del out[var]
+    return out
+
+
+def _merge(by_real, candidate, scan, nvcc_probes, layouts):
+    if candidate.dangling:
+        real = "dangling:" + candidate.root
+        record = by_real.get(real) or layouts.broken(candidate.root, candidate.dangling)
+    else:
+        if candidate.source == "managed":
+            # the data dir is this user's on this machine, never re-rooted under CUDASWITCH_ROOT
+            real, error = os.path.realpath(candidate.root), None
+        else:
+            real, error = resolve_in_root(scan.paths, scan.paths.unhost(candidate.root))
+        record = by_real.get(real)
+        if record is None:
+            record = _describe(candidate, real, error, scan, nvcc_probes, layouts)
+    record["real"] = real
+    record.setdefault("sources", [])
+    record.setdefault("origins", {})
+    if candidate.source not in record["sources"]:
+        record["sources"].append(candidate.source)
+    record["origins"].setdefault(candidate.source, candidate.origin)
+    by_real[real] = record
+
+
+def _describe(candidate, real, error, scan, nvcc_probes, layouts):
+    if error:
+        return layouts.broken(candidate.root, error)
+    try:
+        entries = os.listdir(real)
+    except OSError as exc:
+        return layouts.broken(candidate.root, "cannot read %s: %s" % (candidate.root, exc.strerror))
+    if not entries:
+        return layouts.broken(candidate.root, "empty directory (remains of an uninstalled toolkit?)")
+    if scan.paths.root != "/" and candidate.source != "managed":  # managed: this host's own data dir
+        escape = link_leaving(real, scan.paths.root)
+        if escape:  # nothing of it is read or run: it would be the auditing host's
+            return dict(layouts.broken(candidate.root, "a link leaves the audited root (not followed): " + escape),
+                        outside_root=True)
+    # config `probe_exec = false` (audit --root): binaries in an image may be for another host
+    return layouts.describe(candidate.root, candidate.layout, scan.timeout, nvcc_probes,
+                            candidate.hint_version, run_nvcc=scan.config.get("probe_exec", True))

@@ -1,0 +1,161 @@
+"""Turn a candidate root into a record: where its tools and libraries are, its version and status.
+
+Three layouts exist in the wild: the classic tree (`bin/`, `lib64/`, `include/`; NVIDIA's
+installers, distro packages, managed installs, `nvidia/cu13` wheels), a conda env (`targets/<triple>/`,
+shared with the env's python and libstdc++), and CUDA 11/12 pip wheels (`nvidia/<component>/`).
+"""
+
+import glob
+import os
+
+from cudaswitch.registry import nvcc_probe as probe
+from cudaswitch.toolkit import version_tuple
+
+# Layouts whose bin/ and lib/ also hold non-CUDA things (python, pip, libstdc++, libssl):
+# switching to them goes through a view directory of CUDA-only links.
+ISOLATED_LAYOUTS = ("conda",)
+
+
+def _is_dir(path):
+    return os.path.isdir(path)
+
+
+def _lib_dirs_with(root, patterns):
+    found, seen = [], set()
+    for pattern in patterns:
+        for directory in sorted(glob.glob(os.path.join(root, pattern))):
+            real = os.path.realpath(directory)
+            if real not in seen and glob.glob(os.path.join(directory, "libcudart.so*")):
+                seen.add(real)
+                found.append(directory)
+    return found
+
+
+def tool_dirs(root, layout):
+    """(bin_dirs, lib_dirs) of a root in its layout."""
+    if layout == "pip-split":
+        bins = [d for d in (os.path.join(root, "cuda_nvcc", "bin"),) if _is_dir(d)]
+        libs = [d for d in sorted(glob.glob(os.path.join(root, "*", "lib"))) if glob.glob(d + "/lib*.so*")]
+        return bins, libs
+    bins = [os.path.join(root, "bin")] if _is_dir(os.path.join(root, "bin")) else []
+    libs = _lib_dirs_with(root, ("lib64", "lib", "targets/*/lib"))
+    return bins, libs
+
+
+def describe(root, layout, timeout, nvcc_cache, hint_version=None, run_nvcc=True):
+    """The record of one root. `nvcc_cache` maps probe.nvcc_key -> run_nvcc result (updated here).
+    With run_nvcc False nothing under `root` is executed (nvcc's version is then not known)."""
+    problems = []
+    bins, libs = tool_dirs(root, layout)
+    nvcc = next((os.path.join(b, "nvcc") for b in bins if _runnable(os.path.join(b, "nvcc"))), None)
+    file_version, components = _file_version(root, layout, problems)
+    cudart = probe.cudart_version(libs)
+    if cudart:
+        components.setdefault("cudart_soname", cudart)
+    nvcc_version = _nvcc_version(nvcc, timeout, nvcc_cache, problems) if run_nvcc else None
+    version = file_version or nvcc_version or hint_version or cudart
+    if nvcc_version and file_version and version_tuple(nvcc_version)[:2] != version_tuple(file_version)[:2]:
+        problems.append("nvcc reports %s but the toolkit's files say %s" % (nvcc_version, file_version))
+    if not version:
+        problems.append("no version found (no version.json, version.txt, nvcc or libcudart)")
+    if nvcc is None:
+        problems.append(_no_nvcc_problem(root, bins))
+    missing = missing_compile_parts(root, bins, libs) if nvcc else []
+    if missing:
+        problems.append(MISSING_PREFIX + ", ".join(missing))
+    return {
+        "version": version, "root": root, "nvcc": nvcc, "status": _status(problems, nvcc),
+        "problems": problems, "bin_dirs": bins, "lib_dirs": libs, "isolated": layout in ISOLATED_LAYOUTS,
+        "components": components, "layout": layout, "missing": missing,
+    }
+
+
+# What nvcc runs or reads for `nvcc x.cu -o x`: cudafe++ and the front end's headers come with
+# nvcc itself; these are the parts copies and partial installs lose (a wheel set without
+# nvidia-cuda-nvvm has no cicc; a runtime package has no crt/ headers).
+MISSING_PREFIX = "cannot compile, missing: "
+BIN_PARTS = ("ptxas", "fatbinary", "nvlink")
+HEADER_PARTS = ("crt/host_config.h", "cuda_runtime.h")
+
+
+def missing_compile_parts(root, bins, libs):
+    """The compile-pipeline parts a toolkit with nvcc lacks, by name ([] when it can compile)."""
+    missing = []
+    homes = [root] + [os.path.dirname(b) for b in bins]
+    if not any(os.access(os.path.join(h, "nvvm", "bin", "cicc"), os.X_OK) for h in homes):
+        missing.append("nvvm/bin/cicc")
+    for tool in BIN_PARTS:
+        if not any(os.access(os.path.join(b, tool), os.X_OK) for b in bins):
+            missing.append("bin/" + tool)
+    includes = _include_dirs(root, libs)
+    for header in HEADER_PARTS:
+        if not any(os.path.isfile(os.path.join(d, header)) for d in includes):
+            missing.append("include/" + header)
+    if not any(glob.glob(os.path.join(d, "libcudart.so*")) for d in libs):
+        missing.append("libcudart")
+    return missing
+
+
+def _include_dirs(root, libs):
+    found = [os.path.join(root, "include")] + glob.glob(os.path.join(root, "targets", "*", "include"))
+    return found + [os.path.join(os.path.dirname(lib), "include") for lib in libs]
+
+
+def _file_version(root, layout, problems):
+    """(version, components) from the files, most trusted first: version.json, version.txt, dist-info."""
+    version, components, problem = probe.read_version_json(root)
+    if problem:
+        problems.append(problem)
+    return version or probe.read_version_txt(root) or _dist_info_version(root, layout), components
+
+
+def _dist_info_version(root, layout):
+    """The nvcc wheel's dist-info beside a wheel root. A conda env's parent is `envs/`, holding every
+    env of the install: no wheel metadata lives there, and globbing it once per env is quadratic."""
+    if layout == "conda":
+        return None
+    return probe.read_dist_info(os.path.dirname(root), root, os.path.join(root, "dist-info"))
+
+
+def _runnable(path):
+    """An executable regular file: a FIFO or device named nvcc is not a compiler."""
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def broken(root, reason):
+    """The record of a root that cannot be read at all (dangling link, permission, empty)."""
+    return {
+        "version": None, "root": root, "nvcc": None, "status": "broken", "problems": [reason],
+        "bin_dirs": [], "lib_dirs": [], "isolated": False, "components": {}, "layout": "classic",
+    }
+
+
+def _nvcc_version(nvcc, timeout, cache, problems):
+    if nvcc is None:
+        return None
+    try:
+        key = probe.nvcc_key(nvcc)
+    except OSError as exc:
+        problems.append("nvcc cannot be read: %s" % exc.strerror)
+        return None
+    result = cache.get(key)
+    if result is None:
+        result = cache[key] = probe.run_nvcc(nvcc, timeout)
+    if "error" in result:
+        problems.append(result["error"])
+        return None
+    return result["version"]
+
+
+def _no_nvcc_problem(root, bins):
+    ptxas = any(os.path.exists(os.path.join(b, "ptxas")) for b in bins)
+    what = "ptxas, headers and libraries" if ptxas else "libraries and headers"
+    return "no nvcc in %s: a runtime-only toolkit (%s), it cannot compile .cu files" % (
+        os.path.join(root, "bin") if bins == [] else bins[0], what)
+
+
+def _status(problems, nvcc):
+    hard = [p for p in problems if not p.startswith(("no nvcc in ", MISSING_PREFIX))]
+    if hard:
+        return "broken"
+    return "ok" if nvcc and not any(p.startswith(MISSING_PREFIX) for p in problems) else "incomplete"

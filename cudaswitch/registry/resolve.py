@@ -1,0 +1,62 @@
+"""Resolve a request against the registry: one Toolkit record, or ToolkitNotFound built from the
+same source list that discovery walked."""
+
+from cudaswitch.errors import ToolkitNotFound
+from cudaswitch.request import ToolkitRequest, select
+from cudaswitch.toolkit import short_version, version_tuple
+
+
+def resolve(registry, request):
+    if isinstance(request, str):
+        request = ToolkitRequest.parse(request, allow_path=True)
+    found = select(request, registry["records"], registry["source_order"], registry["system_real"])
+    if found is None:
+        raise not_found(registry, request)
+    return found
+
+
+def not_found(registry, request):
+    from cudaswitch.registry.sources import source_modules
+
+    modules = source_modules()
+    order = registry["source_order"]
+    searched = [s for s in order if s in modules] if not request.source else [request.source]
+    # SOURCE:REQUEST asks one source: what other sources hold is no answer to it
+    records = [r for r in registry["records"] if not request.source or request.source in r.get("sources", ())]
+    versions = sorted({r["version"] for r in records if r["version"]}, key=version_tuple)
+    message = "no toolkit matches %r in %s" % (request.text, _join(searched))
+    if versions:
+        message += " (found%s: %s)" % (" in " + request.source if request.source else "", ", ".join(versions))
+    elif request.source and registry["records"]:
+        message += " (%s has no toolkits here)" % request.source
+    else:
+        message += " (no toolkits found at all)"
+    hint = _nearest_hint(request, versions)
+    if request.source and not versions and registry["records"]:
+        hint = "`cudaswitch list` shows the toolkits of every source"
+    elif not versions:
+        from cudaswitch.registry.sources import searched
+
+        hint = "searched %s; %s" % (searched(order), hint)
+    return ToolkitNotFound(message, hint)
+
+
+def _join(names):
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _nearest_hint(request, versions):
+    if not versions:
+        return "install one with `cudaswitch install VERSION` or register a root in config.toml"
+    if request.kind == "version":
+        wanted = request.value + (0,) * (3 - len(request.value))
+        nearest = min(versions, key=lambda v: _distance(version_tuple(v), wanted))
+        prefix = request.source + ":" if request.source else ""
+        return "nearest: %s%s; or `cudaswitch install %s`" % (
+            prefix, short_version(nearest), ".".join(map(str, request.value[:2])))
+    return "`cudaswitch list` shows them all"
+
+
+def _distance(have, wanted):
+    have = have + (0,) * (3 - len(have))
+    return (abs(have[0] - wanted[0]), abs(have[1] - wanted[1]), abs(have[2] - wanted[2]))

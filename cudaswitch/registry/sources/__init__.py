@@ -1,0 +1,81 @@
+"""Discovery sources. Each module has `NAME`, `DESCRIPTION` and `find(scan)`, which yields
+Candidates lazily in its own preference order. The order of sources is data (config
+`source_order`); the registry and the "not found" message both read it from SOURCE_MODULES.
+"""
+
+import os
+from dataclasses import dataclass, field
+
+MAX_LINK_HOPS = 40  # as the kernel's own limit on a path lookup
+
+
+@dataclass(frozen=True)
+class Candidate:
+    root: str                 # filesystem path of the toolkit root (under the root prefix)
+    source: str               # "system", "conda", ...
+    origin: str               # where this source saw it: a path, a module name, an env
+    layout: str = "classic"   # see layouts.py
+    hint_version: str = None  # what the source itself claims (conda record, module name)
+    dangling: str = None      # a reason when the root is a dangling link
+
+
+@dataclass
+class Scan:
+    """What a discovery run sees: the host (through the root prefix), the env, the config; and the
+    paths whose mtimes decide whether the cache is still valid (`watch`)."""
+
+    paths: object
+    env: dict
+    config: dict
+    timeout: float
+    watched: dict = field(default_factory=dict)
+
+    def host(self, path):
+        return self.paths.host(path)
+
+    def watch(self, path):
+        """Record path -> mtime_ns (or -1 when absent) for cache validation."""
+        if path not in self.watched:
+            try:
+                self.watched[path] = os.stat(path).st_mtime_ns
+            except OSError:
+                self.watched[path] = -1
+
+    def watch_links(self, hostpath):
+        """Watch the directory holding each link on the way from `hostpath` (as seen on the host) to
+        its target: update-alternatives retargets /etc/alternatives/cuda, not /usr/local/cuda, and
+        only the directory of the link it replaces changes."""
+        for _ in range(MAX_LINK_HOPS):
+            seen = self.host(hostpath)
+            self.watch(os.path.dirname(seen))
+            try:
+                target = os.readlink(seen)
+            except OSError:
+                return
+            hostpath = os.path.normpath(os.path.join(os.path.dirname(hostpath), target))
+
+    def listdir(self, path):
+        self.watch(path)
+        try:
+            return sorted(os.listdir(path))
+        except OSError:
+            return []
+
+    def env_path(self, value):
+        """A path from an environment variable, seen through the root prefix."""
+        if self.paths.root != "/" and not value.startswith(self.paths.root + "/"):
+            return self.host(value)
+        return value
+
+
+def source_modules():
+    from cudaswitch.registry.sources import conda, managed, modules, pip, system, user
+
+    return {m.NAME: m for m in (user, managed, system, modules, conda, pip)}
+
+
+def searched(order):
+    """Where each source looked, in search order: the "nothing found" messages are built from the
+    same list the registry walked."""
+    modules = source_modules()
+    return "; ".join("%s: %s" % (name, modules[name].DESCRIPTION) for name in order if name in modules)

@@ -1,0 +1,20 @@
+"""Toolkits installed by `cudaswitch install` under the data dir."""
+
+import os
+
+from cudaswitch.registry.sources import Candidate
+
+NAME = "managed"
+DESCRIPTION = "toolkits installed by `cudaswitch install`"
+
+
+def find(scan):
+    base = scan.paths.managed_dir
+    for name in scan.listdir(base):
+        path = os.path.join(base, name)
+        if not name.startswith(".") and os.path.isdir(path):
+            scan.watch(os.path.join(path, "bin"))
+            # a link is a site install in its own prefix (install --prefix): name it by that path,
+            # the one its modulefile names too
+            root = os.path.realpath(path) if os.path.islink(path) else path
+            yield Candidate(root, NAME, path)

@@ -1,0 +1,202 @@
+"""What this shell really uses, read from the shell's own state: the toolkit of the first `nvcc` on
+PATH and of CUDA_HOME, and why each is there (cudaswitch's switch, a loaded module, a conda env,
+the user's own exports, the system default). `current` renders it; doctor's env layer reports the
+same facts. Stats and one registry read; no process, no heavy import (it is a fast-path command).
+"""
+
+import os
+
+from cudaswitch.switch import envdiff
+from cudaswitch.switch.toolkitdirs import Owner, known_roots
+
+MODULE_PACKAGES = ("cuda", "cudatoolkit", "cuda-toolkit", "nvhpc-cuda")
+SYSTEM_BIN_DIRS = ("/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/usr/local/sbin")
+
+
+def first_nvcc(env):
+    """The first executable nvcc on PATH (relative and empty entries never count: they are
+    whatever directory the shell happens to be in)."""
+    for directory in (env.get("PATH") or "").split(os.pathsep):
+        candidate = os.path.join(directory, "nvcc")
+        if directory.startswith("/") and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def wrapped_nvcc(path):
+    """The nvcc a small `#!/bin/sh exec /opt/cuda/bin/nvcc "$@"` wrapper runs, else its real path."""
+    real = os.path.realpath(path)
+    try:
+        with open(real, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return real
+    if head.startswith(b"#!") and b"\0" not in head:
+        for word in head.replace(b'"', b" ").replace(b"'", b" ").split():
+            if word.startswith(b"/") and word.endswith(b"/nvcc") and word != real.encode():
+                return os.path.realpath(word.decode("utf-8", "surrogateescape"))
+    return real
+
+
+def shell_root(env):
+    """The toolkit root this environment uses without asking the registry: that of the first nvcc
+    on PATH (through a wrapper script or link), else the one CUDA_HOME names; None when neither."""
+    owner = Owner((), env)
+    nvcc = first_nvcc(env)
+    if nvcc:
+        root = nvcc_root(owner, env, nvcc)
+        if root:
+            return root
+    return owner(env.get("CUDA_HOME") or "")
+
+
+def nvcc_root(owner, env, nvcc):
+    """The toolkit an nvcc belongs to: its dir's, its wrapper target's, or the active conda env
+    (whose prefix is the toolkit root, though Owner never takes a conda env off PATH)."""
+    root = owner(os.path.dirname(nvcc)) or owner(os.path.dirname(wrapped_nvcc(nvcc)))
+    prefix = (env.get("CONDA_PREFIX") or "").rstrip("/")
+    if root is None and prefix and nvcc.startswith(prefix + "/"):
+        return prefix
+    return root
+
+
+def loaded_cuda_modules(env):
+    """Names of the loaded CUDA modules (cuda/12.9), from LOADEDMODULES: Lmod and Environment Modules
+    both keep it, so no module command has to run."""
+    names = [m for m in (env.get("LOADEDMODULES") or "").split(":") if m]
+    return [m for m in names if (m.rpartition("/")[0] or m).lower() in MODULE_PACKAGES]
+
+
+class Facts:
+    """The toolkit facts of one environment, matched against the registry's records."""
+
+    def __init__(self, reg, env):
+        self.reg, self.env = reg, env
+        self.state = envdiff.read_state(env)
+        self.owner = Owner(known_roots(reg), env)
+        self.modules = loaded_cuda_modules(env)
+
+    def record_for(self, root):
+        if not root:
+            return None
+        real = os.path.realpath(root)
+        for record in self.reg["records"]:
+            if root in (record["root"], record.get("real")) or real == record.get("real"):
+                return record
+            views = (record.get("env_bin") or []) + (record.get("env_lib") or [])
+            if root in views or real in views:
+                return record
+        return None
+
+    def nvcc(self):
+        path = first_nvcc(self.env)
+        if path is None:
+            return None
+        root = nvcc_root(self.owner, self.env, path)
+        record = self.record_for(root)  # a view dir (conda toolkits) is a known root: its record
+        root = record["root"] if record else root
+        return self._fact("nvcc", path, root, record, self._why_path(path, root, record))
+
+    def cuda_home(self):
+        value = self.env.get("CUDA_HOME")
+        if not value:
+            return None
+        root = self.owner(value)
+        record = self.record_for(root or value)
+        fact = self._fact("CUDA_HOME", value, record["root"] if record else root, record,
+                          self._why_scalar("CUDA_HOME", value, root, record))
+        fact["toolkit"] = bool(root or record)  # False: CUDA_HOME names no toolkit at all
+        return fact
+
+    def _fact(self, what, value, root, record, why):
+        reason, detail = why
+        return {"what": what, "value": value, "root": root, "version": record["version"] if record else None,
+                "reason": reason, "detail": detail}
+
+    def _why_switched(self, record):
+        state = self.state
+        if state and record and state["root"] == record["root"]:
+            return state["origin"], state.get("file")
+        return None
+
+    def _why_outside(self, root, record):
+        """(reason, detail) when a loaded module or the active conda env put `root` there."""
+        module = record and (record.get("origins") or {}).get("module")
+        if module and module in self.modules:
+            return "module", module
+        prefix = self.env.get("CONDA_PREFIX")
+        if prefix and root and (root == prefix or root.startswith(prefix.rstrip("/") + "/")):
+            return "conda", self.env.get("CONDA_DEFAULT_ENV") or os.path.basename(prefix)
+        return None
+
+    def _why_path(self, path, root, record):
+        why = self._why_switched(record) or self._why_outside(root, record)
+        if why:
+            return why
+        if os.path.dirname(path) in SYSTEM_BIN_DIRS:
+            return "system", path
+        return "hand-set", "PATH"
+
+    def _why_scalar(self, name, value, root, record):
+        state = self.state
+        if state and state["scalars"].get(name, (None, None))[1] == value:
+            return state["origin"], state.get("file")
+        if state and name not in state["scalars"] and self._why_switched(record):
+            return state["origin"], state.get("file")  # it already named the toolkit switched to
+        return self._why_outside(root, record) or ("hand-set", name)
+
+
+def describe(reg, env):
+    """{"version", "root", "reason", "detail", "nvcc", "cuda_home", "agree", "disagreements"}:
+    the toolkit this shell uses (first nvcc on PATH, else CUDA_HOME, else the system default)."""
+    facts = Facts(reg, env)
+    nvcc, home = facts.nvcc(), facts.cuda_home()
+    primary = nvcc or (home if home and home["toolkit"] else None)
+    if primary is None:
+        record = next((r for r in reg["records"] if r["real"] == reg.get("system_real")), None)
+        primary = {"what": "system default", "value": None, "root": record["root"] if record else None,
+                   "version": record["version"] if record else None,
+                   "reason": "system" if record else "none", "detail": None}
+    disagree = []
+    if home and not home["toolkit"]:
+        disagree = [f for f in (nvcc, home) if f]  # torch and CMake would take a CUDA_HOME without CUDA
+    elif nvcc and home and os.path.realpath(nvcc["root"] or "") != os.path.realpath(home["root"]):
+        disagree = [nvcc, home]
+    return {"version": primary["version"], "root": primary["root"], "reason": primary["reason"],
+            "detail": primary["detail"], "file": primary["detail"] if primary["reason"] == "project" else None,
+            "nvcc": nvcc, "cuda_home": home, "agree": not disagree, "disagreements": disagree}
+
+
+def why_text(fact):
+    """`shell`, `project FILE`, `module cuda/12.9`, `conda env NAME`, `hand-set PATH`, `system default`."""
+    reason, detail = fact["reason"], fact.get("detail")
+    if reason == "conda":
+        return "conda env %s" % detail
+    if reason in ("project", "module") and detail:
+        return "%s %s" % (reason, detail)
+    if reason == "hand-set":
+        return "hand-set %s" % detail
+    if reason == "system":
+        return "system default"
+    return reason
+
+
+def lines(info, pending_note="not applied in this shell (is the hook loaded?)"):
+    """`current`'s human output: what is used and why, then one line per disagreeing part and per
+    pin that is not applied in this shell."""
+    if info["root"] is None:
+        out = ["none (no nvcc on PATH, no CUDA_HOME, no system default)"]
+    else:
+        out = ["%s %s (%s)" % (info["version"] or "unknown version", info["root"], why_text(info))]
+    for fact in info["disagreements"]:
+        label = "nvcc on PATH" if fact["what"] == "nvcc" else fact["what"]
+        if fact.get("toolkit") is False:
+            out.append("  %s: %s is no toolkit root (%s)" % (label, fact["value"], why_text(fact)))
+        else:
+            out.append("  %s: %s %s (%s)" % (label, fact["version"] or "unknown toolkit", fact["value"],
+                                            why_text(fact)))
+    for pin in info.get("pending", ()):
+        where = "project %s" % pin["file"] if pin["kind"] == "project" else "global default"
+        target = pin["error"] or "%s %s" % (pin["version"], pin["root"])
+        out.append("  %s asks for %s: %s; %s" % (where, pin["request"], target, pending_note))
+    return out

@@ -1,0 +1,172 @@
+"""Switching: what `use`, `off`, `hook-env` and `current` decide. Returns data (diffs, dicts);
+the switch commands render. Import-light on purpose: runs on every `use` and on entering a project."""
+
+import os
+
+from cudaswitch.switch import envdiff
+from cudaswitch.registry import discover as registry
+from cudaswitch.switch.toolkitdirs import known_roots
+from cudaswitch.errors import CudaSwitchError
+from cudaswitch.request import ToolkitRequest, select
+from cudaswitch.verify import hostcc  # envdiff.switched plus the host compiler choice
+
+
+def load(paths, env):
+    return registry.load(paths, env)
+
+
+def find_record(reg, request):
+    found = select(request, reg["records"], reg["source_order"], reg["system_real"])
+    if found is None:
+        from cudaswitch.registry.resolve import not_found
+
+        raise not_found(reg, request)
+    return found
+
+
+def use(reg, env, request_text, origin="shell", source_file=None):
+    """(record, diff) switching `env` to the toolkit the request selects."""
+    request = ToolkitRequest.parse(request_text, allow_path=(origin == "shell"))
+    record = find_record(reg, request)
+    entries = envdiff.path_entries(record)
+    if any(os.pathsep in d for d in entries["PATH"] + entries["LD_LIBRARY_PATH"]):
+        raise CudaSwitchError("%s cannot go on PATH: its path holds %r" % (record["root"], os.pathsep))
+    return record, envdiff.diff(env, switched(reg, env, record, origin, source_file))
+
+
+def switched(reg, env, record, origin, source_file=None):
+    """The new environment: a loaded CUDA module swapped out through the module system first (see
+    modswitch; only then does a process start), then every other toolkit replaced by `record`."""
+    state = envdiff.read_state(env)
+    base = envdiff.pristine(env, state)
+    modules = state.get("modules") if state else None
+    if not modules and "cuda" not in (base.get("LOADEDMODULES") or "").lower():
+        return hostcc.switched(env, record, origin, source_file, known_roots(reg), base=base)
+    from cudaswitch.switch import modswitch
+
+    modules = modswitch.valid(modules)
+    if modules and modswitch.MARKER not in modswitch.loaded_cuda_modules(base):
+        modules = None  # the user unloaded or replaced the marker: nothing of before is to reload
+    if modules is None and modswitch.foreign_modules(base):
+        from cudaswitch.paths import Paths
+
+        outer = {name: base.get(name) for name in registry.ENV_KEYS}
+        base, modules = modswitch.away(Paths(), base)
+        modules["outer"] = outer
+    return hostcc.switched(env, record, origin, source_file, known_roots(reg), base=base, modules=modules)
+
+
+def notes(diff):
+    """One line each for what a switch took away beyond PATH-like entries: the CUDA modules it
+    swapped out, the toolkit flags it removed from a conda env's (or a guide's) flag variables."""
+    state = envdiff.read_state(diff["set"]) if envdiff.STATE_VAR in diff["set"] else None
+    if not state:
+        return []
+    out = []
+    if state.get("modules"):
+        out.append("swapped module %s for cuda/cudaswitch (`off` loads it again)" % ", ".join(
+            state["modules"]["unloaded"]))
+    flags = [n for n in envdiff.FLAG_VARS if n in state["scalars"]]
+    if flags:
+        out.append("took other toolkits' -I/-L dirs out of %s (`off` puts them back)" % ", ".join(flags))
+    return out
+
+
+def restored(env):
+    """The environment from before cudaswitch, the modules it swapped out loaded again unless the
+    user unloaded, purged or replaced them meanwhile."""
+    state = envdiff.read_state(env)
+    base = envdiff.pristine(env, state)
+    if state and state.get("modules"):
+        from cudaswitch.switch import modswitch
+
+        base = modswitch.back(base, state["modules"])
+    return base
+
+
+def off_notes(env):
+    """What `off` does with the modules `use` swapped out: loads them again, or says why not."""
+    state = envdiff.read_state(env)
+    if not (state and state.get("modules")):
+        return []
+    from cudaswitch.switch import modswitch
+
+    info = modswitch.valid(state["modules"])
+    if not info:
+        return []
+    names = ", ".join(info["unloaded"])
+    if modswitch.MARKER in modswitch.loaded_cuda_modules(env):
+        return ["loading module %s again" % names]
+    return ["not loading %s again: %s was unloaded or replaced since `use`" % (names, modswitch.MARKER)]
+
+
+def off(env):
+    """The diff back to the environment from before cudaswitch (None when nothing is active)."""
+    if envdiff.read_state(env) is None:
+        return None
+    return envdiff.diff(env, restored(env))
+
+
+def hook_env(reg_loader, env, cwd):
+    """What the hook applies on a project-file change: (record or None, diff or None).
+
+    An explicit `use` in this shell wins until `off`; otherwise the nearest project file, else the
+    global default, else nothing (leaving a project restores what was there before it)."""
+    from cudaswitch.switch import projectfile
+
+    state = envdiff.read_state(env)
+    if state and state["origin"] == "shell":
+        return None, None
+    found = projectfile.find(cwd)
+    if found:
+        path, text = found
+        request = projectfile.parse_request(path, text)
+        reg = reg_loader()
+        record = find_record(reg, request)
+        if state and state["root"] == record["root"] and state.get("file") == path:
+            return record, None
+        return record, envdiff.diff(env, switched(reg, env, record, "project", path))
+    reg = reg_loader()
+    if reg.get("default_request"):
+        record = next((r for r in reg["records"] if r["real"] == reg["default_real"]), None)
+        if record and not (state and state["origin"] == "global" and state["root"] == record["root"]):
+            return record, envdiff.diff(env, switched(reg, env, record, "global"))
+        if record:
+            return record, None
+    return None, off(env)
+
+
+def current(reg_loader, env, cwd):
+    """What this shell really uses and why (active.describe), plus the pins that would apply but
+    are not applied here: a project file or a global default while the hook is not loaded."""
+    from cudaswitch.switch import active
+
+    reg = reg_loader()
+    info = active.describe(reg, env)
+    state = envdiff.read_state(env)
+    # An explicit `use` wins over project files and the default until `off`: nothing is pending.
+    pin = None if state and state["origin"] == "shell" else _pin(reg, cwd)
+    applied = pin and state and state["origin"] == pin["kind"] and state.get("file") == pin["file"]
+    info["pending"] = [pin] if pin and not applied else []
+    return info
+
+
+def _pin(reg, cwd):
+    """The nearest project file's request, else the global default, resolved; None without either."""
+    from cudaswitch.switch import projectfile
+
+    found = projectfile.find(cwd)
+    if found:
+        request = projectfile.parse_request(*found)
+        pin = {"kind": "project", "file": found[0], "request": request.text}
+    elif reg.get("default_request"):
+        request = ToolkitRequest.parse(reg["default_request"])
+        pin = {"kind": "global", "file": None, "request": request.text}
+    else:
+        return None
+    try:
+        record = find_record(reg, request)
+        pin.update(version=record["version"], root=record["root"], error=None)
+    except CudaSwitchError as exc:
+        pin.update(version=None, root=None, error=exc.message)
+    return pin

@@ -1,0 +1,86 @@
+"""`system REQUEST`: repoint /usr/local/cuda, the system-wide default every build tool falls back to.
+
+Where update-alternatives manages the link (NVIDIA's .deb/.rpm toolkits register `cuda`), it goes
+through update-alternatives so dpkg's records stay true; otherwise the link is replaced atomically
+(a new link renamed over the old). Without permission nothing is changed and the error says so.
+"""
+
+import os
+
+from cudaswitch.errors import CudaSwitchError
+from cudaswitch.paths import Paths
+
+LINK = "/usr/local/cuda"
+TIMEOUT = 30
+
+
+def _alternatives_dirs(paths):
+    altdir = os.environ.get("CUDASWITCH_ALTDIR") or paths.host("/etc/alternatives")
+    admindir = os.environ.get("CUDASWITCH_ADMINDIR") or paths.host("/var/lib/dpkg/alternatives")
+    return altdir, admindir
+
+
+def repoint(request, dry_run=False):
+    from cudaswitch.registry import discover as registry
+    from cudaswitch.registry.resolve import resolve
+
+    paths = Paths()
+    record = resolve(registry.load(paths, dict(os.environ)), request)
+    link = paths.host(LINK)
+    target = paths.unhost(record["root"])
+    if os.path.isdir(link) and not os.path.islink(link):
+        raise CudaSwitchError("%s is a real directory, not a link; refusing to replace it" % LINK)
+    altdir, admindir = _alternatives_dirs(paths)
+    managed = os.path.islink(link) and os.path.dirname(os.readlink(link)) in (altdir, "/etc/alternatives")
+    how = "update-alternatives --set cuda" if managed else "an atomic link swap"
+    plan = "%s -> %s (CUDA %s) via %s" % (LINK, target, record["version"], how)
+    if dry_run:
+        return "would repoint " + plan
+    if managed:
+        _alternatives(link, record["root"], record["version"], altdir, admindir)
+    else:
+        _swap_link(link, target)
+    return "repointed " + plan
+
+
+def _swap_link(link, target):
+    tmp = "%s.cudaswitch-%d" % (link, os.getpid())
+    try:
+        os.symlink(target, tmp)
+        os.replace(tmp, link)
+    except PermissionError:
+        raise CudaSwitchError("cannot repoint %s: permission denied" % LINK,
+                              "run it as root: sudo cudaswitch system ...") from None
+    except OSError as exc:
+        raise CudaSwitchError("cannot repoint %s: %s" % (LINK, exc.strerror)) from None
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def _alternatives(link, root, version, altdir, admindir):
+    base = ["update-alternatives", "--altdir", altdir, "--admindir", admindir]
+    query = _run(base + ["--query", "cuda"])
+    if "Alternative: %s\n" % root not in query.stdout:
+        priority = str(sum(n * w for n, w in zip(_numbers(version), (100, 1))))
+        _run(base + ["--install", link, "cuda", root, priority], check=True)
+    _run(base + ["--set", "cuda", root], check=True)
+
+
+def _numbers(version):
+    return [int(p) for p in (version or "0").split(".")[:2] if p.isdigit()]
+
+
+def _run(command, check=False):
+    from cudaswitch.run import run
+
+    proc = run(command, timeout=TIMEOUT)
+    if proc.returncode is None:
+        raise CudaSwitchError("update-alternatives failed: %s" % proc.error)
+    proc.stdout, proc.stderr = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+    if check and proc.returncode != 0:
+        reason = (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
+        if "ermission" in reason:
+            raise CudaSwitchError("cannot repoint %s: %s" % (LINK, reason), "run it as root") from None
+        raise CudaSwitchError("update-alternatives failed: " + reason)
+    return proc
