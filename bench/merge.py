@@ -129,7 +129,8 @@ def main():
     print("%d reports of ~%d bytes, median of %d rounds" % (out["reports"], out["report_bytes"], out["rounds"]))
     for name, result in results.items():
         if "ready_ms" in (result or {}):
-            print("  %-18s ready after %s ms (browser run %.2f s)" % (name, result["ready_ms"], result["browser_wall_s"]))
+            print("  %-18s ready after %s ms (browser run %.2f s)"
+                  % (name, result["ready_ms"], result["browser_wall_s"]))
             continue
         print("  %-18s %6.2f s wall  %6.2f s CPU  %6.1f MiB peak RSS" % (
             name, result["median_s"], result["median_cpu_s"], result["peak_rss_mib"]))

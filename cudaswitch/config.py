@@ -5,7 +5,6 @@ parsed is an error naming the file and line; it is never overwritten by a later 
 """
 
 import math
-import os
 
 from cudaswitch.errors import BadRequest, ConfigError
 from cudaswitch.paths import atomic_write

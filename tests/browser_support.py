@@ -30,7 +30,8 @@ def load(url: str, profile: Path):
 
 
 def screenshot(url: str, profile: Path, png: Path, size=(1600, 1000)):
-    proc, console = _chromium(["--screenshot=%s" % png, "--window-size=%d,%d" % size, "--hide-scrollbars", url], profile)
+    proc, console = _chromium(["--screenshot=%s" % png, "--window-size=%d,%d" % size, "--hide-scrollbars", url],
+                              profile)
     assert png.exists(), proc.stderr[-2000:]
     return console
 

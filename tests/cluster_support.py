@@ -52,7 +52,8 @@ def add_nccl(toolkit: Path, version: str):
     """NCCL as NVIDIA's tarball leaves it when copied into a toolkit: nccl.h and libnccl.so.X.Y.Z."""
     major, minor, patch = version.split(".")
     include = toolkit / "targets/x86_64-linux/include"
-    (include / "nccl.h").write_text("#define NCCL_MAJOR %s\n#define NCCL_MINOR %s\n#define NCCL_PATCH %s\n" % (major, minor, patch))
+    (include / "nccl.h").write_text("#define NCCL_MAJOR %s\n#define NCCL_MINOR %s\n#define NCCL_PATCH %s\n"
+                                    % (major, minor, patch))
     lib = toolkit / "targets/x86_64-linux/lib"
     (lib / ("libnccl.so." + version)).write_bytes(b"\x7fELF")
     (lib / "libnccl.so.2").symlink_to("libnccl.so." + version)
@@ -105,4 +106,4 @@ def merged_json(proc):
     try:
         return json.loads(proc.stdout)
     except ValueError:
-        raise AssertionError("merge printed no JSON (exit %d): %s" % (proc.returncode, proc.stderr[-2000:]))
+        raise AssertionError("merge printed no JSON (exit %d): %s" % (proc.returncode, proc.stderr[-2000:])) from None

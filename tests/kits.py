@@ -146,7 +146,7 @@ def wheel_tree(name: str, requirements: list[str], check=None) -> Path:
         try:
             p = _run(cmd, timeout=PIP_TIMEOUT, env=env)
         except subprocess.TimeoutExpired:
-            raise KitUnavailable(f"pip timed out after {PIP_TIMEOUT}s installing {requirements}")
+            raise KitUnavailable(f"pip timed out after {PIP_TIMEOUT}s installing {requirements}") from None
         if p.returncode:
             tail = (p.stderr or p.stdout).strip()[-1500:]
             raise KitUnavailable(f"pip could not install {requirements}:\n{tail}")

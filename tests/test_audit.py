@@ -38,7 +38,8 @@ def test_audit_root_reports_each_toolkit_exactly(image):
     nvcc130, cudart130 = wheel_versions("13.0")
     nvcc131, cudart131 = wheel_versions("13.1")
     for name, nvcc, cudart in (("usr/local/cuda-13.1", nvcc131, cudart131), ("opt/cuda-13.1-copy", nvcc131, cudart131),
-                               ("usr/local/cuda-13.0", nvcc130, cudart130), ("opt/conda/envs/cu13", nvcc130, cudart130)):
+                               ("usr/local/cuda-13.0", nvcc130, cudart130),
+                               ("opt/conda/envs/cu13", nvcc130, cudart130)):
         entry = by_root[name]
         assert (entry["version"], entry["status"], entry["problems"]) == (nvcc, "ok", []), name
         assert entry["components"] == {"cudart": cudart, "nvcc": nvcc, "cudnn": None, "nccl": None,

@@ -114,7 +114,8 @@ def test_merge_json_lines_on_stdin_as_pdsh_prints_them(reports):
     lines.append("node04: Connection refused")
     proc = merge(runner, "--json", stdin="\n".join(lines) + "\n")
     assert proc.returncode == 0
-    assert proc.stderr.strip() == "cudaswitch: error: <stdin> line 4 (node04): not JSON (Expecting value: line 1 column 1 (char 0))"
+    assert proc.stderr.strip() == ("cudaswitch: error: <stdin> line 4 (node04): "
+                                   "not JSON (Expecting value: line 1 column 1 (char 0))")
     assert [h["host"] for h in json.loads(proc.stdout)["hosts"]] == ["node01", "node02", "node03"]
 
 

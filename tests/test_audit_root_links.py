@@ -21,7 +21,8 @@ def host_side(base, canary):
     outside = base / "host-usr-local" / "cuda-host"
     (outside / "bin").mkdir(parents=True)
     (outside / "include").mkdir()
-    (outside / "bin" / "nvcc").write_text("#!/bin/sh\necho nvcc >> '%s'\necho 'Cuda compilation tools, release 77.7, V%s'\n"
+    (outside / "bin" / "nvcc").write_text("#!/bin/sh\necho nvcc >> '%s'\n"
+                                          "echo 'Cuda compilation tools, release 77.7, V%s'\n"
                                           % (canary, HOST_VERSION))
     (outside / "bin" / "nvcc").chmod(0o755)
     (outside / "include" / "cuda_runtime_api.h").write_text("#define CUDART_VERSION 77070\n")

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests import kits
-from tests.cluster_support import (DRIVER_CUDA, FAILING, HOSTLIST, LIBCUDA, NCCL, NODES, OTHER_DRIVER, OTHER_DRIVER_NODES, DRIVER,
-                                   WITHOUT_124, build_cluster, merged_json, node_command, skewed_nodes)
+from tests.cluster_support import (DRIVER_CUDA, FAILING, HOSTLIST, LIBCUDA, NCCL, NODES, OTHER_DRIVER,
+                                   OTHER_DRIVER_NODES, DRIVER, WITHOUT_124, build_cluster, merged_json, node_command,
+                                   skewed_nodes)
 from tests.conftest import CUDASWITCH, Host
 from tests.verify_support import build_libcuda
 

@@ -153,7 +153,8 @@ def test_a_module_unloaded_by_the_user_meanwhile_stays_unloaded_after_off(site, 
     assert "not loading cuda/13.0 again: cuda/cudaswitch was unloaded or replaced since `use`" in proc.stderr
 
 
-DOCTOR = ("cudaswitch doctor --json | python3 -c 'import json, sys; print(\"DOC\" + json.dumps(json.load(sys.stdin)))'; "
+DOCTOR = ("cudaswitch doctor --json | python3 -c 'import json, sys; "
+          "print(\"DOC\" + json.dumps(json.load(sys.stdin)))'; "
           "cudaswitch current --json | sed 's/^/CUR/'")
 
 

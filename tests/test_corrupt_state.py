@@ -108,9 +108,11 @@ def test_every_broken_config_is_one_line_naming_the_key(standard_host, tmp_path,
             proc = run(standard_host, args, work, project)
             assert_clean(proc, args, label)
             if key not in (None, "maybe") and args[0] in ("list", "global"):
-                assert proc.returncode == 1 and "config.toml" in proc.stderr and key in proc.stderr, (label, proc.stderr)
+                assert proc.returncode == 1 and "config.toml" in proc.stderr and key in proc.stderr, (
+                    label, proc.stderr)
             if proc.returncode != 0 and args[0] == "global":  # a refused write leaves the file as it was
-                now = os.readlink(config) if config.is_symlink() else (config.read_bytes() if config.is_file() else None)
+                now = (os.readlink(config) if config.is_symlink()
+                       else (config.read_bytes() if config.is_file() else None))
                 assert now == before, label
         shutil.rmtree(work, ignore_errors=True)
 

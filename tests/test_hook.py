@@ -33,7 +33,9 @@ def shown_home(output):
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_hook_switches_on_cd_and_restores_on_leaving(standard_host, projects, shell):
-    root = lambda v: str(standard_host.path("/usr/local/cuda-" + v))
+    def root(v):
+        return str(standard_host.path("/usr/local/cuda-" + v))
+
     sh = Interactive(shell, standard_host.env, cwd=str(projects / "plain"))
     try:
         sh.run(INIT[shell])

@@ -81,7 +81,8 @@ def test_corpus_through_the_real_hooks(standard_host, corpus, shell, tmp_path):
     """The whole corpus is split over the three shells, so each run puts SIZE cases through hooks."""
     cases, canary, env = corpus
     share = [(i, c) for i, c in enumerate(cases) if i % 3 == ("bash", "zsh", "fish").index(shell)]
-    script = 'eval "$(%s init %s)"\n' % (CUDASWITCH, shell) if shell != "fish" else "%s init fish | source\n" % CUDASWITCH
+    script = ('eval "$(%s init %s)"\n' % (CUDASWITCH, shell) if shell != "fish"
+              else "%s init fish | source\n" % CUDASWITCH)
     script += "".join(STEP[shell].format(dir=QUOTE[shell](str(project)), i=i) for i, (project, _, _) in share)
     errors = tmp_path / "stderr"
     with open(errors, "wb") as err:

@@ -6,7 +6,6 @@ Each file only appends its name to a canary file outside the repo: the canary mu
 no path inside the repo may reach the environment, on a cold cache and again on a warm one."""
 
 import json
-import os
 import shutil
 
 import pytest

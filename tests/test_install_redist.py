@@ -288,7 +288,8 @@ def test_config_redist_url_is_the_default_mirror(tmp_path):
 
 def test_unknown_component_is_one_line_listing_the_manifests_and_installs_nothing(host, mirror):
     line = error_line(host.run("install", "13.1", "--mirror", mirror.url, "--components", "cublas"), alone=True)
-    assert "CUDA 13.1.2 has no component cublas (components: cuda_cccl, cuda_crt, cuda_cudart, cuda_nvcc, libnvvm)" in line
+    assert ("CUDA 13.1.2 has no component cublas "
+            "(components: cuda_cccl, cuda_crt, cuda_cudart, cuda_nvcc, libnvvm)") in line
     assert leftovers(host) == []
 
 

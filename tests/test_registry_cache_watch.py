@@ -7,7 +7,6 @@ import json
 import os
 
 from tests import kits
-from tests.conftest import Host
 
 
 def default_root(host, env=None):

@@ -89,7 +89,7 @@ def test_list_json_has_every_toolkit_with_version_status_and_sources(standard_ho
     assert {root: (i["version"], i["status"], i["sources"]) for root, i in items.items()} == expected
     assert [root for root, i in items.items() if i["default"]] == [str(h.path("/usr/local/cuda-13.0"))]
     assert not any(i["active"] for i in items.values())
-    for root, item in items.items():
+    for _root, item in items.items():
         assert item["short"] == ".".join(item["version"].split(".")[:2])
         if item["status"] == "ok":
             assert item["problems"] == [] and item["nvcc"] and os.access(item["nvcc"], os.X_OK)

@@ -3,7 +3,6 @@ real nvcc; the loader really resolves libcudart from the switched LD_LIBRARY_PAT
 
 import json
 import shutil
-import subprocess
 
 import pytest
 

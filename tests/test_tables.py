@@ -22,7 +22,9 @@ ODD_ROOT = "/opt/cuda-12.4-odd\nname"  # a directory name holding a newline (a s
 def long_host(tmp_path_factory):
     base = tmp_path_factory.mktemp("tables")
     host = Host(base / "root", base / "work")
-    kits.install_classic(kits.cuda13("13.1"), host.path("/opt/site-software/cluster-stack/x86_64-rocky9/compilers/nvidia/cuda-13.1"), "13.1")
+    kits.install_classic(kits.cuda13("13.1"),
+                         host.path("/opt/site-software/cluster-stack/x86_64-rocky9/compilers/nvidia/cuda-13.1"),
+                         "13.1")
     kits.install_classic(kits.cuda13("13.0"), host.path("/usr/local/cuda-13.0"), "13.0", version_json=False)
     os.symlink("/usr/local/cuda-13.0", host.path("/usr/local/cuda"))
     kits.install_classic_runtime12(host.path(ODD_ROOT))
@@ -47,7 +49,8 @@ def in_tmux(host, tmp_path, command, extra_env=None):
     exports = "".join("export %s=%s\n" % (k, shlex.quote(v)) for k, v in env.items() if k.isidentifier())
     script.write_text(exports + "%s\ntmux -S %s wait-for -S done\nsleep 60\n" % (command, shlex.quote(str(socket))))
     tmux = ["tmux", "-S", str(socket)]
-    subprocess.run(tmux + ["-f", "/dev/null", "new-session", "-d", "-x", str(WIDTH), "-y", "200", "bash", "--norc", str(script)],
+    subprocess.run(tmux + ["-f", "/dev/null", "new-session", "-d", "-x", str(WIDTH), "-y", "200",
+                           "bash", "--norc", str(script)],
                    check=True, timeout=60, env={"PATH": os.environ["PATH"], "TERM": "xterm-256color"})
     try:
         subprocess.run(tmux + ["wait-for", "done"], check=True, timeout=300)

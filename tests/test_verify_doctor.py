@@ -1,11 +1,9 @@
 """Acceptance 6: `doctor` — the layered report on this very machine, and its hygiene and
 project-dependency layers on small laid-out cases (each says which real case it mirrors)."""
 
-import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

@@ -76,7 +76,8 @@ def test_use_points_nvcc_and_cmake_at_gxx_11_and_off_restores(gcc_host, tmp_path
     gxx11 = shutil.which("g++-11")
     (tmp_path / "k.cu").write_text(KERNEL)
     (tmp_path / "proj").mkdir()
-    (tmp_path / "proj" / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.18)\nproject(x LANGUAGES CUDA)\n")
+    (tmp_path / "proj" / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.18)\n"
+                                                      "project(x LANGUAGES CUDA)\n")
     kits.require("cmake")
     lines = [
         "set -u",

@@ -73,6 +73,7 @@ def test_doctor_warns_when_nvcc_cuda_home_and_libcudart_are_three_toolkits(host,
                       "libcudart loaded by torch": os.path.realpath(roots["12.4"])}
 
     agreeing = dict(env, CUDA_HOME=str(roots["13.0"]), LD_LIBRARY_PATH="%s/lib64" % roots["13.0"])
-    python13 = venv_with_torch_package(tmp_path, "venv13", {"__init__.py": TORCH_LOADING_CUDART.replace(".so.12", ".so.13")})
+    python13 = venv_with_torch_package(tmp_path, "venv13",
+                                       {"__init__.py": TORCH_LOADING_CUDART.replace(".so.12", ".so.13")})
     [ok] = by_id(report(host.run("doctor", "--json", "--python", python13, env=agreeing)), "env.one_toolkit")
     assert ok["level"] == "ok" and len(ok["facts"]["places"]) == 3

@@ -128,4 +128,5 @@ def report(proc):
     try:
         return json.loads(proc.stdout)
     except ValueError:
-        raise AssertionError("no JSON report (exit %d): %s %s" % (proc.returncode, proc.stdout[-500:], proc.stderr[-2000:]))
+        raise AssertionError("no JSON report (exit %d): %s %s"
+                             % (proc.returncode, proc.stdout[-500:], proc.stderr[-2000:])) from None

@@ -75,10 +75,12 @@ def page(merged: dict) -> str:
     types = merged["node_types"]
     nodes = sum(len(t["nodes"]) for t in types)
     parts = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-             "<title>cudaswitch audit: %d nodes</title><style>%s</style></head><body data-ready=\"0\">" % (nodes, STYLE),
+             "<title>cudaswitch audit: %d nodes</title><style>%s</style></head>"
+             "<body data-ready=\"0\">" % (nodes, STYLE),
              "<h1>CUDA audit of %d nodes: %d node type(s)</h1>" % (nodes, len(types)),
              _problems(merged),
-             "<div id=\"controls\"><input id=\"filter\" type=\"search\" placeholder=\"filter node types by node name or fact\">"
+             "<div id=\"controls\"><input id=\"filter\" type=\"search\" "
+             "placeholder=\"filter node types by node name or fact\">"
              " <label><input id=\"only-skew\" type=\"checkbox\"> only rows that differ between nodes</label></div>",
              _matrix(types), "<script>%s</script></body></html>" % SCRIPT]
     return "".join(parts)
@@ -89,7 +91,8 @@ def _problems(merged):
 
     items = ["<li class=\"%s\">%s</li>" % ("problem" if line.startswith(("skew", "rule")) else "fact", _e(line))
              for line in skew_lines(merged)]
-    items += ["<li class=\"problem refused\">refused %s: %s</li>" % (_e(e["file"]), _e(e["error"])) for e in merged["errors"][:200]]
+    items += ["<li class=\"problem refused\">refused %s: %s</li>" % (_e(e["file"]), _e(e["error"]))
+              for e in merged["errors"][:200]]
     if len(merged["errors"]) > 200:
         items.append("<li class=\"problem refused\">and %d more refused</li>" % (len(merged["errors"]) - 200))
     return "<ul id=\"skew\">%s</ul>" % "".join(items)
@@ -97,7 +100,8 @@ def _problems(merged):
 
 def _matrix(types):
     head = "".join("<th class=\"group\" data-type=\"%s\" data-nodes=\"%s\">%s<small>%s (%d)</small></th>" % (
-        _e(t["name"]), _e(" ".join(t["nodes"])), _e(t["name"]), _e(fold_short(t["nodes"], 120)), len(t["nodes"])) for t in types)
+        _e(t["name"]), _e(" ".join(t["nodes"])), _e(t["name"]), _e(fold_short(t["nodes"], 120)), len(t["nodes"]))
+        for t in types)
     body = "".join(_row(label, values, [len(t["nodes"]) for t in types]) for label, values in _rows(types))
     return "<table id=\"matrix\"><thead><tr><th>fact</th>%s</tr></thead><tbody>%s</tbody></table>" % (head, body)
 
@@ -131,7 +135,8 @@ def _row(label, values, weights):
     cells = "".join("<td class=\"%s\">%s</td>" % (" ".join(
         c for c in ("cell", "skew" if skewed and value != common else "", "absent" if value is None else "") if c),
         _e(value if value is not None else "absent")) for value in values)
-    return "<tr class=\"%s\" data-fact=\"%s\"><th>%s</th>%s</tr>" % ("skewed" if skewed else "same", _e(label), _e(label), cells)
+    return "<tr class=\"%s\" data-fact=\"%s\"><th>%s</th>%s</tr>" % (
+        "skewed" if skewed else "same", _e(label), _e(label), cells)
 
 
 def _e(text):

@@ -84,9 +84,9 @@ def _read_fd(fd, size):
 def _stream_documents(label, stream):
     """JSON lines read one at a time, or one document when the first line is not one by itself."""
     first, number = None, 0
-    for number, line in enumerate(_capped_lines(stream), 1):
+    for index, line in enumerate(_capped_lines(stream), 1):
         if line.strip(JSON_SPACE):
-            first = line
+            first, number = line, index
             break
     if first is None:
         yield label, None, "empty"
@@ -98,10 +98,10 @@ def _stream_documents(label, stream):
         yield from _checked(label, document + "\n" + rest)
         return
     yield from _checked_data(_line_label(label, number, node), data)
-    for number, line in enumerate(_capped_lines(stream), number + 1):
+    for line_number, line in enumerate(_capped_lines(stream), number + 1):
         if line.strip(JSON_SPACE):
             node, document = _strip_prefix(line)
-            yield from _checked(_line_label(label, number, node), document)
+            yield from _checked(_line_label(label, line_number, node), document)
 
 
 def _capped_lines(stream):
@@ -206,7 +206,8 @@ class Merger:
                            "driver": driver.get("release"), "gpus": len(report.get("gpus") or []),
                            "toolkits": len(report["toolkits"])})
         for entry in report["toolkits"]:
-            cell = self.rows.setdefault(entry.get("version"), {}).setdefault(name, {"statuses": [], "copies": 0, "roots": []})
+            cell = self.rows.setdefault(entry.get("version"), {}).setdefault(
+                name, {"statuses": [], "copies": 0, "roots": []})
             cell["copies"] += 1
             cell["roots"].append(entry.get("root"))
             if entry["status"] not in cell["statuses"]:

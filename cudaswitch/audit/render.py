@@ -76,7 +76,8 @@ def audit_report(report, wide=False):
     for entry in sorted(report["toolkits"], key=lambda t: version_tuple(t["version"]), reverse=True):
         version = (entry["version"] or "?") + (" (system)" if entry.get("system_default") else "")
         rows.append([version, entry["status"], human_size(entry["size_bytes"]), _components(entry),
-                     _yes_no(entry.get("driver_supported")), _yes_no(entry["compiles"], "-"), _origins(entry), entry["root"]])
+                     _yes_no(entry.get("driver_supported")), _yes_no(entry["compiles"], "-"), _origins(entry),
+                     entry["root"]])
         styles.append([None, STATUS_STYLE.get(entry["status"]), None, None,
                        "bold red" if entry.get("driver_supported") is False else None,
                        "bold red" if entry["compiles"] is False else None, None, None])
@@ -125,10 +126,12 @@ def merge_report(merged, max_matrix_hosts=12, wide=False):
         matrix = width is None or max(len(line) for line in tables.layout(headers, rows, width)) <= width
     if not matrix:
         headers = ["VERSION", "OK", "INCOMPLETE", "BROKEN ON", "MISSING ON"]
-        rows = [[row["version"] or "? (no version)", "%d hosts" % len(row["ok_on"]), "%d hosts" % len(row["incomplete_on"]),
+        rows = [[row["version"] or "? (no version)", "%d hosts" % len(row["ok_on"]),
+                 "%d hosts" % len(row["incomplete_on"]),
                  fold(row["broken_on"]) or "-", fold(row["missing_on"]) or "-"] for row in merged["toolkits"]]
         lines = tables.layout(headers, rows, width, (), (4, 3))
-    lines.append("%d hosts merged" % len(hosts) + (", %d reports refused" % len(merged["errors"]) if merged["errors"] else ""))
+    lines.append("%d hosts merged" % len(hosts)
+                 + (", %d reports refused" % len(merged["errors"]) if merged["errors"] else ""))
     if "skew" in merged:
         lines += _wrapped(skew_lines(merged), width)
     render.emit_lines(lines)
@@ -163,21 +166,25 @@ def skew_lines(merged):
         if len(values) > 1:
             lines.append("skew: %s: %s" % (title, _spread(values)))
     for entry in skew["toolkits"]:
-        lines.append("skew: CUDA %s is missing on %s (on %d)" % (entry["version"], fold(entry["missing_on"]), entry["on"]))
+        lines.append("skew: CUDA %s is missing on %s (on %d)"
+                     % (entry["version"], fold(entry["missing_on"]), entry["on"]))
     for key, entries in skew["components"].items():
         for entry in entries:
-            lines.append("skew: %s %s is missing on %s (on %d)" % (key, entry["version"], fold(entry["missing_on"]), entry["on"]))
+            lines.append("skew: %s %s is missing on %s (on %d)"
+                         % (key, entry["version"], fold(entry["missing_on"]), entry["on"]))
     for entry in skew.get("driver_cannot_run", []):
         lines.append("skew: the driver cannot run CUDA %s on %s" % (entry["toolkit"], fold(entry["nodes"])))
     for entry in skew["gpus"]["cannot_target"]:
-        lines.append("skew: CUDA %s cannot target %s (%s) on %s" % (entry["toolkit"], entry["gpu"], entry["model"], fold(entry["nodes"])))
+        lines.append("skew: CUDA %s cannot target %s (%s) on %s"
+                     % (entry["toolkit"], entry["gpu"], entry["model"], fold(entry["nodes"])))
     if skew["missing"]:
         lines.append("skew: no report from %s" % fold(skew["missing"]))
     if skew["refused"]:
         lines.append("skew: %d report(s) refused (named above)" % len(skew["refused"]))
     types = merged["node_types"]
-    lines.append("%d node type(s): %s" % (len(types), "; ".join("%s %s (%d)" % (t["name"], fold_short(t["nodes"]), len(t["nodes"])) for t in types[:8])
-                                         + ("; ..." if len(types) > 8 else "")))
+    lines.append("%d node type(s): %s" % (len(types), "; ".join(
+        "%s %s (%d)" % (t["name"], fold_short(t["nodes"]), len(t["nodes"])) for t in types[:8])
+        + ("; ..." if len(types) > 8 else "")))
     for rule in merged["rules"]:
         lines.append("rule %s: %s: %s" % (rule["rule"], rule["message"], fold(rule["nodes"])))
     return lines

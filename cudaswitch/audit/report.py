@@ -186,11 +186,13 @@ def _checks(paths, registry, toolkits, driver, executes):
         checks.append(_check("driver.present", "info", "no NVIDIA driver found under %s" % paths.root,
                              "driver support of each toolkit is unknown", problems=driver["problems"]))
     if not executes:
-        checks.append(_check("audit.no_exec", "info", "nothing under %s was run; nvcc versions read from the binaries" % paths.root,
+        checks.append(_check("audit.no_exec", "info",
+                             "nothing under %s was run; nvcc versions read from the binaries" % paths.root,
                              "add --exec to run nvcc --version (binaries must suit this host)"))
     default_link = paths.host("/usr/local/cuda")
     if os.path.islink(default_link) and registry["system_real"] is None:
-        checks.append(_check("system.default_link", "error", "/usr/local/cuda is a dangling link (-> %s)" % os.readlink(default_link),
+        checks.append(_check("system.default_link", "error",
+                             "/usr/local/cuda is a dangling link (-> %s)" % os.readlink(default_link),
                              "point it at an installed toolkit: cudaswitch system VERSION"))
     for entry in toolkits:
         checks.extend(_toolkit_checks(entry))
@@ -204,9 +206,11 @@ def _toolkit_checks(entry):
     if entry["status"] == "broken":
         out.append(_check("toolkit.broken", "error", "%s: %s" % (label, "; ".join(entry["problems"])), None, **facts))
     elif entry["status"] == "incomplete":
-        out.append(_check("toolkit.incomplete", "info", "%s: %s" % (label, "; ".join(entry["problems"])), None, **facts))
+        out.append(_check("toolkit.incomplete", "info", "%s: %s" % (label, "; ".join(entry["problems"])), None,
+                          **facts))
     if entry["compiles"] is False and entry["nvcc"]:  # without nvcc the status check says it
-        out.append(_check("toolkit.compiles", "error", "%s does not compile a one-kernel program: %s" % (label, entry["compile_error"]),
+        out.append(_check("toolkit.compiles", "error",
+                          "%s does not compile a one-kernel program: %s" % (label, entry["compile_error"]),
                           None, **facts))
     if entry["driver_check"] and entry["driver_check"]["level"] in ("warning", "error"):
         out.append(entry["driver_check"])

@@ -176,7 +176,8 @@ def check_rules(nodes: List[dict], require: List[tuple], same: List[str]) -> Lis
             common = max(values, key=lambda v: len(values[v]))
             failing = [h for value, hosts in values.items() if value != common for h in hosts]
             broken.append({"rule": "same %s" % key, "nodes": failing, "common": common,
-                           "message": "%d node(s) differ in %s from %s (on %d)" % (len(failing), key, common, len(values[common]))})
+                           "message": "%d node(s) differ in %s from %s (on %d)"
+                                      % (len(failing), key, common, len(values[common]))})
     return broken
 
 
@@ -184,7 +185,8 @@ def _has(node, key, version):
     """Whether the node has `version` (a prefix at a dot: 12.4 matches 12.4.131) of `key`; a
     toolkit counts unless it is broken."""
     if key == "cuda":
-        have = [v for v, status in list(node["toolkits"].items()) + list(node["versions"].items()) if status != "broken"]
+        have = [v for v, status in list(node["toolkits"].items()) + list(node["versions"].items())
+                if status != "broken"]
     elif key == "driver":
         have = [node["driver"]] if node["driver"] else []
     else:
@@ -206,7 +208,8 @@ def strict_failures(merged: dict) -> List[str]:
     from cudaswitch.audit.hosts import fold
 
     skewed = merged["skew"]
-    lines = ["%d report(s) refused: %s" % (len(skewed["refused"]), ", ".join(skewed["refused"][:20]))] if skewed["refused"] else []
+    lines = (["%d report(s) refused: %s" % (len(skewed["refused"]), ", ".join(skewed["refused"][:20]))]
+             if skewed["refused"] else [])
     if skewed["missing"]:
         lines.append("no report from %s" % fold(skewed["missing"]))
     for rule in merged["rules"]:

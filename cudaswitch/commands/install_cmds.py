@@ -54,7 +54,8 @@ def _list_command(mirror, as_json):
         render.emit_json(result)
         return 0
     if result["offline"]:
-        render.message("note: %s cannot be reached; releases from the cache of %s" % (result["base"], result["cached_at"]))
+        render.message("note: %s cannot be reached; releases from the cache of %s"
+                       % (result["base"], result["cached_at"]))
     rows = [[r["release"], r["date"] or "", r["components"].get("cuda_nvcc") or "-", r["size"], r["driver"]]
             for r in result["releases"]]
     render.table(rows, ["RELEASE", "DATE", "NVCC", "DOWNLOAD", "DRIVER"])

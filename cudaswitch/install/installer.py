@@ -153,7 +153,8 @@ def uninstall(paths, env, registry, request, force=False):
         from cudaswitch.cli import hints
 
         raise CudaSwitchError("CUDA %s at %s is active in this shell" % (record["version"], root),
-                              "%s first, or pass --force" % hints.leave_active(env, envdiff.read_state(env), os.getcwd()))
+                              "%s first, or pass --force"
+                              % hints.leave_active(env, envdiff.read_state(env), os.getcwd()))
     from cudaswitch.install import redist_site
     from cudaswitch.install.redist_install import release_name
 

@@ -83,7 +83,7 @@ def requirements_for(pins, components):
     chosen = {}
     for component in components:
         for requirement in pins[component]:
-            chosen.setdefault(canonical(re.split(r"[<>=!~ ]", requirement, 1)[0]), requirement)
+            chosen.setdefault(canonical(re.split(r"[<>=!~ ]", requirement, maxsplit=1)[0]), requirement)
     return [chosen[name] for name in sorted(chosen)]
 
 

@@ -55,7 +55,8 @@ def driver_supports(driver, cuda, check_id, subject):
 def _older_driver(driver, have, want, check_id, subject, facts):
     minimum = table.driver_minimum("%d.%d" % want)
     facts["needs_driver"] = minimum["driver"] if minimum else None
-    upgrade = "update the NVIDIA driver to %s or newer" % facts["needs_driver"] if minimum else "update the NVIDIA driver"
+    upgrade = ("update the NVIDIA driver to %s or newer" % facts["needs_driver"] if minimum
+               else "update the NVIDIA driver")
     if _minor_version_compatible(driver, have, want):
         caveat = table.load()["minor_compat_caveat"]["text"]
         facts.update(minor_version_compatibility=True, source="NV-mvc")

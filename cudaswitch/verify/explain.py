@@ -197,7 +197,8 @@ def confirm_cuda_home_set(host, text):
         return [check("env.cuda_home_found", "ok", "here an extension build would take CUDA_HOME=%s (%s): the "
                       "message came from another environment" % (home, how), None, cuda_home=home, how=how)]
     kits = [r["version"] for r in host.registry["records"] if r.get("nvcc")]
-    hint = "`cudaswitch use %s`" % short_version(kits[0]) if kits else "install a toolkit (`cudaswitch install VERSION`)"
+    hint = ("`cudaswitch use %s`" % short_version(kits[0]) if kits
+            else "install a toolkit (`cudaswitch install VERSION`)")
     return [check("env.cuda_home_found", "warning", "here too no CUDA_HOME, CUDA_PATH, nvcc on PATH or "
                   "/usr/local/cuda: an extension build finds no toolkit; toolkits with nvcc found: %s"
                   % (", ".join(kits) or "none"), hint, cuda_home=None, toolkits=kits)]
@@ -231,7 +232,8 @@ def confirm_cudart_link(host, text):
     record = host.record
     if not record:
         return [check("toolkit.cudart_link", "info", "cannot check: no toolkit active", "`cudaswitch use VERSION`")]
-    libs = [os.path.join(d, name) for d in record.get("lib_dirs") or [] for name in ("libcudart.so", "libcudart_static.a")]
+    libs = [os.path.join(d, name) for d in record.get("lib_dirs") or []
+            for name in ("libcudart.so", "libcudart_static.a")]
     have = [p for p in libs if os.path.exists(p)]
     level = "ok" if have else "error"
     return [check("toolkit.cudart_link", level, "CUDA %s at %s %s" % (record.get("version"), record["root"],

@@ -2,7 +2,8 @@
 crt/host_config.h (`#error -- unsupported GNU version!`), so when the default gcc is above it and
 the host has a supported g++-N (Debian's and Fedora's gcc-N/g++-N packages), the switch points
 nvcc (NVCC_CCBIN) and CMake (CUDAHOSTCXX) at it. The C++ driver, not gcc-N: nvcc also links
-through it, and a C driver leaves libstdc++ off the link line (`__cxa_guard_acquire` undefined). `-allow-unsupported-compiler` is never added: it turns a clear refusal
+through it, and a C driver leaves libstdc++ off the link line (`__cxa_guard_acquire` undefined).
+`-allow-unsupported-compiler` is never added: it turns a clear refusal
 into failures deep in libstdc++ headers.
 
 Import-light (os, marshal): it runs inside `use` and the hook. A compiler's version is asked once

@@ -69,7 +69,8 @@ def _nvcc_targets(host, gpu):
         how = "compat.toml (%s)" % row["source"]
     else:
         return check("toolkit.gpu_arch", "info", "cannot check whether nvcc %s targets %s (sm_%s): nvcc does not "
-                     "list its architectures and compat.toml has no row for it" % (cuda, gpu["name"], sm), None, gpu=gpu)
+                     "list its architectures and compat.toml has no row for it" % (cuda, gpu["name"], sm), None,
+                     gpu=gpu)
     facts = {"archs": archs, "gpu": gpu, "source": how}
     if ok:
         return check("toolkit.gpu_arch", "ok", "nvcc %s can target %s (sm_%s)" % (cuda, gpu["name"], sm), **facts)
@@ -194,7 +195,8 @@ def _compat_for_gpus(host, facts):
     if consumer:
         return check("driver.forward_compat", "error" if facts["on_loader_path"] else "warning", "the toolkit's %s "
                      "cannot help on %s: forward compatibility is for data-center GPUs, elsewhere CUDA fails with "
-                     "error 804 (forward compatibility was attempted on non supported HW)" % (what, ", ".join(consumer)),
+                     "error 804 (forward compatibility was attempted on non supported HW)"
+                     % (what, ", ".join(consumer)),
                      "update the NVIDIA driver instead", gpus=kinds, **facts)
     if not kinds or None in kinds.values():
         return check("driver.forward_compat", "info", "cannot check whether the toolkit's %s works here: %s" % (

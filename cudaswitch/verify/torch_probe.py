@@ -38,7 +38,8 @@ def guarded(out, key, func):
         out[key] = func()
     except Exception as exc:  # torch raises many kinds here; each is a fact to report
         out[key] = None
-        out.setdefault("errors", {})[key] = "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+        out.setdefault("errors", {})[key] = "%s: %s" % (type(exc).__name__,
+                                                        str(exc).splitlines()[0] if str(exc) else "")
 
 
 def devices(torch):

@@ -222,11 +222,13 @@ def recommend(assessed: List[dict], toolkit: Optional[dict]):
     if not fitting:
         unknown = any(b["fits"] is None for b in assessed)
         return None, ("cannot tell without the driver and the GPUs: give --driver and --gpu for the target"
-                      if unknown else "no known build (torch 2.6 and newer) has code for every GPU and runs on this driver")
+                      if unknown
+                      else "no known build (torch 2.6 and newer) has code for every GPU and runs on this driver")
     for group, why in ((lambda b: toolkit and b["verified"] and b["extensions"] != "warning",
                         "newest fitting build with a sourced arch list that the toolkit can build extensions for"),
                        (lambda b: b["verified"], "newest fitting build with a sourced arch list"),
-                       (lambda b: True, "newest fitting build; no source confirms its arch list for that exact release")):
+                       (lambda b: True,
+                        "newest fitting build; no source confirms its arch list for that exact release")):
         chosen = [b for b in fitting if group(b)]
         if chosen:
             return chosen[0], why

@@ -47,14 +47,16 @@ def driver_sources(v, drivers):
         known = {k: x for k, x in values.items() if x}
         ok = (len(set(known.values())) == 1) if len(known) >= 2 else None
         v.add("every driver source gives the same %s" % label, ok, "one value from %s" % ", ".join(values), values)
-    return next(iter(x for x in releases.values() if x), None), drivers.get("libcuda", {}).get("cuda") or cudas.get("nvml")
+    return (next(iter(x for x in releases.values() if x), None),
+            drivers.get("libcuda", {}).get("cuda") or cudas.get("nvml"))
 
 
 def cudaswitch_driver(v, doctor, release, cuda, drivers):
     drv = (doctor or {}).get("driver") or {}
     v.add("cudaswitch reads the driver release", None if not release else drv.get("release") == release,
           release, drv.get("release"))
-    v.add("cudaswitch reads the driver's CUDA version", None if not cuda else drv.get("cuda") == cuda, cuda, drv.get("cuda"))
+    v.add("cudaswitch reads the driver's CUDA version", None if not cuda else drv.get("cuda") == cuda,
+          cuda, drv.get("cuda"))
     truth = sorted((g["name"], g["capability"]) for g in drivers.get("libcuda", {}).get("gpus", []))
     seen = sorted((g.get("name"), g.get("capability")) for g in drv.get("gpus", []))
     v.add("cudaswitch lists every GPU with its capability", None if not truth else truth == seen, truth, seen)
@@ -101,7 +103,8 @@ def torch_verdicts(v, torch_facts, reports):
         return
     sm, arch_list = torch_facts["sm"], torch_facts.get("arch_list", [])
     v.add("the GPU's arch %s is in torch's arch list" % sm, sm in arch_list, sm, arch_list)
-    v.add("torch's own matmul on the GPU is right", torch_facts.get("matmul_ok") is True, True, torch_facts.get("matmul_ok"))
+    v.add("torch's own matmul on the GPU is right", torch_facts.get("matmul_ok") is True,
+          True, torch_facts.get("matmul_ok"))
     for report in reports:
         by_id = checks_by_id(report)
         where = (report.get("toolkit") or {}).get("root")
@@ -126,7 +129,8 @@ def main(results):
     doctor = load(results, "doctor.json")
     release, cuda = driver_sources(v, drivers)
     cudaswitch_driver(v, doctor, release, cuda, drivers)
-    reports = [r for r in (load(results, os.path.basename(p)) for p in sorted(glob.glob(os.path.join(results, "verify-*.json")))) if r]
+    reports = [r for r in (load(results, os.path.basename(p))
+                           for p in sorted(glob.glob(os.path.join(results, "verify-*.json")))) if r]
     if not reports:
         v.add("at least one toolkit verified with --compile", None, ">= 1 toolkit", 0)
     for report in reports:

@@ -8,7 +8,8 @@
 
 Both evaluate the modulefiles (variables, pathJoin, conditionals). Which one is asked: the one the
 environment names ($LMOD_DIR/$LMOD_CMD, else $MODULES_CMD or $MODULESHOME/libexec/modulecmd.tcl),
-else an installed Lmod, else an installed modulecmd.tcl. A modulefile that fails to evaluate (a Tcl error) yields no root and is
+else an installed Lmod, else an installed modulecmd.tcl.
+A modulefile that fails to evaluate (a Tcl error) yields no root and is
 skipped; it stays watched, so fixing it rescans. The registry cache watches the MODULEPATH dirs,
 each CUDA modulefile and its dir.
 """

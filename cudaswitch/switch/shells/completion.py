@@ -29,12 +29,17 @@ _cudaswitch_compdef
 (( $+functions[compdef] )) || precmd_functions+=(_cudaswitch_compdef)
 '''
 
-FISH = r'''
+# The `complete` line is one line of fish; it is split here only across adjacent string literals.
+FISH = (r'''
 function __cudaswitch_complete_program
     if set -q __cudaswitch_bin; echo $__cudaswitch_bin; else; echo cudaswitch; end
 end
-complete --command cudaswitch --no-files --arguments "(env _CUDASWITCH_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) (__cudaswitch_complete_program))" --condition "env _CUDASWITCH_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) (__cudaswitch_complete_program)"
-'''
+complete --command cudaswitch --no-files '''
+        r'--arguments "(env _CUDASWITCH_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args '
+        r'_TYPER_COMPLETE_ARGS=(commandline -cp) (__cudaswitch_complete_program))" '
+        r'--condition "env _CUDASWITCH_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args '
+        r'''_TYPER_COMPLETE_ARGS=(commandline -cp) (__cudaswitch_complete_program)"
+''')
 
 SCRIPTS = {"bash": BASH, "zsh": ZSH, "fish": FISH}
 
