@@ -8,7 +8,7 @@ import pytest
 
 from cudaswitch.switch import envdiff
 from cudaswitch.switch import projectfile
-from cudaswitch.shell import hook
+from cudaswitch.switch.hooks import hook
 from tests.shellrun import shell_path
 
 CHECK = {"bash": ["-n"], "zsh": ["-n"], "fish": ["--no-execute"]}

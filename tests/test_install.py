@@ -47,7 +47,7 @@ def test_install_13_0_is_listed_as_managed_and_ok(installed13):
     result = json.loads(proc.stdout)
     assert re.fullmatch(r"13\.0\.\d+", result["version"])
     assert "installed CUDA %s at %s" % (result["name"], result["root"]) in proc.stderr
-    assert result["name"] == "%s (nvcc %s)" % (result["version"], result["components"]["cuda_nvcc"])
+    assert result["name"] == "%s (nvcc %s)" % (result["version"], result["components"]["nvcc"])
     assert "unpacked nvidia-cuda-nvcc 13.0." in proc.stderr  # progress on stderr
     [item] = managed_items(host)
     assert item["root"] == result["root"] == str(toolkits_dir(host) / result["version"])

@@ -51,3 +51,21 @@ def test_off_mode_verifies_nothing_but_strict_still_refuses(kit_host, tmp_path):
     assert silent.returncode == 0 and silent.stderr == "" and not log.exists()
     strict = kit_host.run("use", "13.1", "--shell", "bash", "--strict", env=old, timeout=300)
     assert strict.returncode == 1 and strict.stdout == "" and "12.8" in strict.stderr
+
+
+def test_problems_mode_is_silent_over_ten_good_projects_and_one_line_for_a_bad_one(kit_host, tmp_path):
+    """A real bash entering ten projects pinned to a working 13.1 (as the hook does on each cd), then
+    one whose machine's driver (a 12.8 one, swapped in) cannot run it: one line, for that one only."""
+    (kit_host.work / "config" / "config.toml").write_text('verdict = "problems"\n')
+    hook = 'eval "$(cudaswitch hook-env --shell bash)"'
+    lines = []
+    for n in range(11):
+        (tmp_path / ("p%d" % n)).mkdir()
+        (tmp_path / ("p%d" % n) / ".cudaversion").write_text("13.1\n")
+        if n == 10:
+            lines.append("export CUDASWITCH_LIBCUDA=%s" % build_libcuda(tmp_path / "drv", 12080))
+        lines += ["cd %s" % (tmp_path / ("p%d" % n)), hook]
+    proc = script("bash", lines, kit_host.env, timeout=900, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [line] = verdicts(proc.stderr)
+    assert ": error: " in line and "12.8" in line and len(line) - len("cudaswitch: ") <= 100

@@ -66,3 +66,24 @@ def store(path, entries, key, entry):
         atomic_write(path, seal(marshal.dumps({"format": FORMAT, "entries": entries})))
     except (OSError, ValueError):
         pass  # a read-only cache dir costs a probe next time, not correctness
+
+
+def load_table(path):
+    """A small sealed {key: value} cache (build results, compiler versions); {} when absent or bad."""
+    from cudaswitch.safeio import load_marshal
+
+    data = load_marshal(path, 16 << 20)
+    return data if isinstance(data, dict) else {}
+
+
+def store_table(path, table, max_entries):
+    """Write `table` sealed and atomically, keeping its newest `max_entries`; never raises."""
+    from cudaswitch.paths import atomic_write
+    from cudaswitch.safeio import seal
+
+    if len(table) > max_entries:
+        table = dict(list(table.items())[-max_entries:])
+    try:
+        atomic_write(path, seal(marshal.dumps(table)))
+    except (OSError, ValueError):
+        pass  # an unwritable cache costs the work again next time, not correctness

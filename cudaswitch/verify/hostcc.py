@@ -10,10 +10,10 @@ Import-light (os, marshal): it runs inside `use` and the hook. A compiler's vers
 (`gcc -dumpfullversion`) and cached by the binary's path, mtime and size.
 """
 
-import marshal
 import os
 
 from cudaswitch.pathsearch import which
+from cudaswitch.verify import cache
 
 CHOSEN = ("NVCC_CCBIN", "CUDAHOSTCXX")
 VERSIONS_FILE = "compilers.marshal"
@@ -72,35 +72,15 @@ def compiler_version(cache_dir, compiler, env):
     except OSError:
         return None
     where = os.path.join(cache_dir, VERSIONS_FILE)
-    known = _load(where)
+    known = cache.load_table(where)
     if key in known:
         return known[key]
     from cudaswitch.verify.nvcc import compiler_version as ask
 
     version = ask(compiler, env, VERSION_TIMEOUT)
     known[key] = version
-    _store(where, known)
+    cache.store_table(where, known, 64)
     return version
-
-
-def _load(where):
-    try:
-        with open(where, "rb") as handle:
-            data = marshal.load(handle)
-    except (OSError, ValueError, EOFError, TypeError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _store(where, known):
-    from cudaswitch.paths import atomic_write
-
-    if len(known) > 64:
-        known = dict(list(known.items())[-64:])
-    try:
-        atomic_write(where, marshal.dumps(known))
-    except (OSError, ValueError):
-        pass  # an unwritable cache costs one `gcc -dumpversion` next time, not correctness
 
 
 def major(version):

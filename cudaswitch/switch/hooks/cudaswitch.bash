@@ -18,25 +18,7 @@ __cudaswitch_found() {
 
 # `cudaswitch use ...` / `cudaswitch off` change this shell, like `conda activate`. CUDASWITCH_HOOK
 # (set for the program only) tells it the hook is loaded, so its hints name commands that work here.
-cudaswitch() {
-    case "${1-}" in
-        use|off)
-            local __cudaswitch_out __cudaswitch_arg
-            # An explicit --shell asks for the program's output (to save or read it), not a switch.
-            for __cudaswitch_arg in "$@"; do
-                case $__cudaswitch_arg in
-                    --shell|--shell=*) CUDASWITCH_HOOK=bash command "${__cudaswitch_bin:-cudaswitch}" "$@"; return ;;
-                esac
-            done
-            __cudaswitch_out=$(__cudaswitch_export; CUDASWITCH_HOOK=bash command "${__cudaswitch_bin:-cudaswitch}" "$@" --shell bash) || return $?
-            eval "$__cudaswitch_out"
-            # After `off` the project file (if any) applies again at the next prompt.
-            [[ $1 == off ]] && __cudaswitch_fp=$'\x1d'
-            return 0
-            ;;
-        *) CUDASWITCH_HOOK=bash command "${__cudaswitch_bin:-cudaswitch}" "$@" ;;
-    esac
-}
+@WRAPPER@
 
 # Run inside the $(...) of a cudaswitch call: a variable the shell has but does not export (PATH
 # in a shell started without one keeps a default) must reach cudaswitch, or `off` would unset it.
@@ -75,23 +57,6 @@ __cudaswitch_fingerprint() {
     __cudaswitch_fp_now=$fp
 }
 
-__cudaswitch_hook() {
-    local __cudaswitch_status=$?
-    __cudaswitch_fingerprint
-    if [[ $__cudaswitch_fp_now != "${__cudaswitch_fp-}" ]]; then
-        # Record first: a failing hook-env reports once, not at every prompt.
-        __cudaswitch_fp=$__cudaswitch_fp_now
-        if ! __cudaswitch_found; then
-            printf 'cudaswitch: %s not found; project CUDA versions are not applied\n' "${__cudaswitch_bin:-cudaswitch}" >&2
-        else
-            local __cudaswitch_out
-            if __cudaswitch_out=$(__cudaswitch_export; command "${__cudaswitch_bin:-cudaswitch}" hook-env --shell bash); then
-                eval "$__cudaswitch_out"
-            fi
-        fi
-    fi
-    return $__cudaswitch_status
-}
 
 # A new shell starts with a fingerprint that matches nothing, so its first prompt applies the
 # project file or the global default once.

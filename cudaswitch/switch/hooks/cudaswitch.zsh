@@ -2,10 +2,9 @@
 #
 # precmd computes, in pure zsh (no process started), a fingerprint of the nearest project file:
 # its path, size, mtime and inode (zsh/stat), and its first @READ_BYTES@ bytes, read only when that
-# metadata changed (zstat's mtime has whole seconds: an edit that keeps the size and the inode within
-# the second of the last read waits for the next change). Only when the fingerprint differs from the
-# last one applied does it run
-# `cudaswitch hook-env`. precmd hooks do not change $? as the prompt sees it; we return it anyway.
+# metadata changed or the file changed within the current second (zstat's mtime has whole seconds).
+# Only when the fingerprint differs from the last one applied does it run `cudaswitch hook-env`.
+# precmd hooks do not change $? as the prompt sees it; we return it anyway.
 
 # The program itself: the absolute path `cudaswitch init` wrote above (as direnv and mise do, so a
 # launcher shim such as pyenv's cannot rewrite PATH before we read it), else the one on PATH.
@@ -17,25 +16,7 @@ __cudaswitch_found() {
     fi
 }
 
-cudaswitch() {
-    case "${1-}" in
-        use|off)
-            local __cudaswitch_out __cudaswitch_arg
-            # An explicit --shell asks for the program's output (to save or read it), not a switch.
-            for __cudaswitch_arg in "$@"; do
-                case $__cudaswitch_arg in
-                    --shell|--shell=*) CUDASWITCH_HOOK=zsh command "${__cudaswitch_bin:-cudaswitch}" "$@"; return ;;
-                esac
-            done
-            __cudaswitch_out=$(__cudaswitch_export; CUDASWITCH_HOOK=zsh command "${__cudaswitch_bin:-cudaswitch}" "$@" --shell zsh) || return $?
-            eval "$__cudaswitch_out"
-            # After `off` the project file (if any) applies again at the next prompt.
-            [[ $1 == off ]] && __cudaswitch_fp=$'\x1d'
-            return 0
-            ;;
-        *) CUDASWITCH_HOOK=zsh command "${__cudaswitch_bin:-cudaswitch}" "$@" ;;
-    esac
-}
+@WRAPPER@
 
 # Run inside the $(...) of a cudaswitch call: a variable the shell has but does not export (PATH
 # in a shell started without one keeps a default) must reach cudaswitch, or `off` would unset it.
@@ -48,6 +29,7 @@ __cudaswitch_export() {
 }
 
 zmodload -F zsh/stat b:zstat 2>/dev/null
+zmodload zsh/datetime 2>/dev/null  # EPOCHSECONDS
 typeset -gA __cudaswitch_seen  # file -> "metadata<US>start of content" at the last read
 
 __cudaswitch_fingerprint() {
@@ -65,7 +47,9 @@ __cudaswitch_fingerprint() {
                 if zstat -H st -- $f 2>/dev/null; then
                     meta="$st[size]:$st[mtime]:$st[inode]:$st[device]"$'\x1d'
                 fi
-                if [[ -n $meta && ${__cudaswitch_seen[$f]%%$'\x1f'*} == $meta ]]; then
+                # The metadata is trusted only for a file last changed before this second (zstat's
+                # mtime is whole seconds): an edit of the same size within it is read, not missed.
+                if [[ -n $meta && ${__cudaswitch_seen[$f]%%$'\x1f'*} == $meta ]] && (( st[mtime] < ${EPOCHSECONDS:-0} )); then
                     content=${__cudaswitch_seen[$f]#*$'\x1f'}
                 else
                     # read fails at end of file: `|| :` keeps a user's ERR_EXIT or ZERR trap quiet.
@@ -84,22 +68,6 @@ __cudaswitch_fingerprint() {
     __cudaswitch_fp_now=$fp
 }
 
-__cudaswitch_hook() {
-    local __cudaswitch_status=$?
-    __cudaswitch_fingerprint
-    if [[ $__cudaswitch_fp_now != "${__cudaswitch_fp-}" ]]; then
-        __cudaswitch_fp=$__cudaswitch_fp_now
-        if ! __cudaswitch_found; then
-            print -u2 "cudaswitch: ${__cudaswitch_bin:-cudaswitch} not found; project CUDA versions are not applied"
-        else
-            local __cudaswitch_out
-            if __cudaswitch_out=$(__cudaswitch_export; command "${__cudaswitch_bin:-cudaswitch}" hook-env --shell zsh); then
-                eval "$__cudaswitch_out"
-            fi
-        fi
-    fi
-    return $__cudaswitch_status
-}
 
 typeset -g __cudaswitch_fp=$'\x1d'
 autoload -Uz add-zsh-hook

@@ -33,8 +33,18 @@ def _fills(shell):
         files = " ".join("$dir/%s" % name for name in names)
     else:
         files = " ".join('"$dir/%s"' % name for name in names)
-    return {"FILES": files, "RULES": _rules(shell), "READ_BYTES": str(projectfile.MAX_BYTES + 1),
-            "VARIABLES": " ".join(variables)}
+    return {"WRAPPER": _wrapper(shell), "FILES": files, "RULES": _rules(shell),
+            "READ_BYTES": str(projectfile.MAX_BYTES + 1), "VARIABLES": " ".join(variables)}
+
+
+def _wrapper(shell):
+    """The `cudaswitch` function bash and zsh share (fish has its own syntax, in its hook)."""
+    if shell == "fish":
+        return ""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cudaswitch.wrapper.sh"),
+              encoding="utf-8") as handle:
+        text = handle.read()
+    return text.split("\n", 1)[1].replace("@SHELL@", shell).rstrip("\n")
 
 
 def _rules(shell):
