@@ -46,7 +46,9 @@ def test_list_and_use(standard_host):
 def test_current_in_a_project(standard_host, tmp_path):
     (tmp_path / ".cudaversion").write_text("13.1\n")
     current = json.loads(standard_host.run("current", "--json", cwd=str(tmp_path), check=True).stdout)
-    assert current["reason"] == "project" and current["applied"] is False
+    # Without the hook the shell still uses what it had; the project file is named as not applied.
+    assert current["reason"] != "project"
+    assert [(p["kind"], p["file"]) for p in current["pending"]] == [("project", str(tmp_path / ".cudaversion"))]
     validate(current, "current")
 
 
