@@ -86,4 +86,4 @@ def test_loader_path_setting_avoids_it(host, tmp_path):
     assert "LD_LIBRARY_PATH" not in switched["set"] and switched["set"]["CUDA_HOME"] == str(root)
     (host.work / "config" / "config.toml").write_text('verdict = "sometimes"\n')  # a bad value: one line
     proc = host.run("verify", "12.4", "--python", python, "--json", timeout=300)
-    assert proc.returncode != 0 and "'verdict' must be one of all, problems, off" in proc.stderr
+    assert proc.returncode != 0 and "verdict must be one of all, problems, off" in proc.stderr
