@@ -75,7 +75,10 @@ def test_hook_starts_no_process_while_nothing_changed(standard_host, tree, shell
         for command in ("true", "echo steady", "cd .", "cd py", "cd ..", "ls >/dev/null"):
             sh.run(command)  # py/.tool-versions names no cuda: the same project decides
         assert runs()[applied:] == []
-        (tree / "app" / "svc" / ".tool-versions").write_text("python 3.11.7\ncuda 13.0\n")
+        # Saved as most editors do (a new file renamed over the old): a prompt drawn while the
+        # test writes must not see a half-written file and count it as a change of its own.
+        (tree / "app" / "svc" / ".tool-versions.new").write_text("python 3.11.7\ncuda 13.0\n")
+        os.replace(tree / "app" / "svc" / ".tool-versions.new", tree / "app" / "svc" / ".tool-versions")
         sh.run("true")
         assert shown_home(sh.run(SHOW[shell])) == str(standard_host.path("/usr/local/cuda-13.0"))
         assert [line.split()[0] for line in runs()[applied:]] == ["hook-env"]  # one run for one change
