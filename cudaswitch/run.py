@@ -109,6 +109,9 @@ def _collect(proc, timeout, on_line, max_output):
                 exited_at = now
             if now >= deadline or (exited_at is not None and (not selector.get_map() or now - exited_at > EXIT_GRACE)):
                 break
+            if not selector.get_map():  # both pipes closed, the child not reaped yet: wait for it,
+                _wait(proc, deadline - now)  # not for a select with nothing to watch
+                continue
             for key, _ in selector.select(min(deadline - now, 0.25)):
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
@@ -128,6 +131,15 @@ def _collect(proc, timeout, on_line, max_output):
     out = bytes(buffers[proc.stdout.fileno()])
     err = bytes(buffers[proc.stderr.fileno()]) if proc.stderr else b""
     return out, err, finished
+
+
+def _wait(proc, seconds):
+    import subprocess
+
+    try:
+        proc.wait(timeout=max(0.0, seconds))
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def kill_group(proc) -> None:
