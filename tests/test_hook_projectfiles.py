@@ -68,6 +68,8 @@ def test_hook_starts_no_process_while_nothing_changed(standard_host, tree, shell
     # the same command line, so the first prompt's run is logged too.
     use_logger = ("set -g __cudaswitch_bin %s" if shell == "fish" else "__cudaswitch_bin=%s") % (bindir / "cudaswitch")
     try:
+        if shell == "fish":  # a prompt of our own, to see when the prompt (and so the hook) is done
+            sh.run("function fish_prompt; printf '$ '; end")
         sh.run(INIT[shell] + "; " + use_logger)
         assert shown_home(sh.run(SHOW[shell])) == str(standard_host.path("/usr/local/cuda-13.1"))
         applied = len(runs())
@@ -75,8 +77,11 @@ def test_hook_starts_no_process_while_nothing_changed(standard_host, tree, shell
         for command in ("true", "echo steady", "cd .", "cd py", "cd ..", "ls >/dev/null"):
             sh.run(command)  # py/.tool-versions names no cuda: the same project decides
         assert runs()[applied:] == []
-        # Saved as most editors do (a new file renamed over the old): a prompt drawn while the
-        # test writes must not see a half-written file and count it as a change of its own.
+        # The edit lands while the shell is idle at its prompt, as a person's does: the prompt is
+        # printed after the hook ran, so the hook never reads the file's metadata before the edit
+        # and its content after it (which would be a change of its own, and a second run).
+        sh.read_until(b"$ ", timeout=60)
+        # Saved as most editors do (a new file renamed over the old).
         (tree / "app" / "svc" / ".tool-versions.new").write_text("python 3.11.7\ncuda 13.0\n")
         os.replace(tree / "app" / "svc" / ".tool-versions.new", tree / "app" / "svc" / ".tool-versions")
         sh.run("true")
