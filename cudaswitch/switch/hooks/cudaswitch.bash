@@ -46,16 +46,7 @@ __cudaswitch_fingerprint() {
                 meta=0
                 IFS= read -r -d '' -n @READ_BYTES@ content <"$f" || meta=1
             fi
-            case $f in
-                @RULES@
-            esac
-            fp+="$f"$'\x1f'"$meta$content"$'\x1e'
-        done
-        [[ -z $dir || $dir == / ]] && break
-        dir=${dir%/*}
-    done
-    __cudaswitch_fp_now=$fp
-}
+@FINGERPRINT_END@
 
 
 # A new shell starts with a fingerprint that matches nothing, so its first prompt applies the

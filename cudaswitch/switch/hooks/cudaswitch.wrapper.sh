@@ -36,3 +36,15 @@ __cudaswitch_hook() {
     fi
     return $__cudaswitch_status
 }
+
+# @FINGERPRINT_END@: how the fingerprint function of both hooks ends.
+            case $f in
+                @RULES@
+            esac
+            fp+="$f"$'\x1f'"$meta$content"$'\x1e'
+        done
+        [[ -z $dir || $dir == / ]] && break
+        dir=${dir%/*}
+    done
+    __cudaswitch_fp_now=$fp
+}

@@ -57,16 +57,7 @@ __cudaswitch_fingerprint() {
                     __cudaswitch_seen[$f]=$meta$'\x1f'$content
                 fi
             fi
-            case $f in
-                @RULES@
-            esac
-            fp+="$f"$'\x1f'"$meta$content"$'\x1e'
-        done
-        [[ -z $dir || $dir == / ]] && break
-        dir=${dir%/*}
-    done
-    __cudaswitch_fp_now=$fp
-}
+@FINGERPRINT_END@
 
 
 typeset -g __cudaswitch_fp=$'\x1d'

@@ -33,18 +33,24 @@ def _fills(shell):
         files = " ".join("$dir/%s" % name for name in names)
     else:
         files = " ".join('"$dir/%s"' % name for name in names)
-    return {"WRAPPER": _wrapper(shell), "FILES": files, "RULES": _rules(shell),
+    functions, end = _shared(shell)
+    return {"WRAPPER": functions, "FINGERPRINT_END": end, "FILES": files, "RULES": _rules(shell),
             "READ_BYTES": str(projectfile.MAX_BYTES + 1), "VARIABLES": " ".join(variables)}
 
 
-def _wrapper(shell):
-    """The `cudaswitch` function bash and zsh share (fish has its own syntax, in its hook)."""
+END_MARK = "# @FINGERPRINT_END@"
+
+
+def _shared(shell):
+    """(the functions bash and zsh share, how their fingerprint function ends), from one text
+    (fish has its own syntax, in its hook)."""
     if shell == "fish":
-        return ""
+        return "", ""
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cudaswitch.wrapper.sh"),
               encoding="utf-8") as handle:
-        text = handle.read()
-    return text.split("\n", 1)[1].replace("@SHELL@", shell).rstrip("\n")
+        text = handle.read().replace("@SHELL@", shell)
+    functions, _, end = text.split("\n", 1)[1].partition(END_MARK)
+    return functions.rstrip("\n"), end.split("\n", 1)[1].rstrip("\n")
 
 
 def _rules(shell):
