@@ -1,5 +1,5 @@
 """The measured pairs. Each returns a result dict: name, a and b (label, command, summary in ms),
-ratio (median a / median b), and the budget from DESIGN.md with whether this run met it."""
+ratio (median a / median b), and the budget (see the README) with whether this run met it."""
 
 import os
 import shlex

@@ -7,7 +7,7 @@ small frozen view over one record for the slow path and for renderers.
 
 STATUSES = ("ok", "incomplete", "broken")
 
-# Keys of the public JSON shape of `list --json` (DESIGN.md); other record keys are internal.
+# Keys of the public JSON shape of `list --json` (stable; see the README); other record keys are internal.
 PUBLIC_KEYS = ("version", "short", "root", "sources", "nvcc", "status", "problems")
 # `components` has these keys in every JSON output (list, verify, doctor, audit): version or null.
 COMPONENTS = ("cudart", "nvcc", "cudnn", "nccl", "cupti", "cublas")

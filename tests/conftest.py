@@ -49,7 +49,7 @@ class Host:
 
 
 def build_standard_host(root: Path, work: Path) -> Host:
-    """The host of issue #2: system 13.0 (as this machine's: no version.json) and 13.1, a runtime-only
+    """The standard test host: system 13.0 (as this machine's: no version.json) and 13.1, a runtime-only
     12.4, /usr/local/cuda -> cuda-13.0, Lmod module cuda/13.1 -> the 13.1 root, a conda env with
     cuda-nvcc 13.0, and a venv holding the CUDA 13.0 wheels."""
     host = Host(root, work)

@@ -362,7 +362,7 @@ def _files_under(dest: Path, *tops: str) -> list[str]:
 def _conda_common(dest: Path) -> None:
     """What every conda env has besides CUDA: its own python, pip, libstdc++ and libssl.
     The libraries are small stand-ins; they are here so that a switch which puts the env's lib/
-    or bin/ first on a path is caught by tests (see DESIGN.md, Switching)."""
+    or bin/ first on a path is caught by tests (see the switching rules in the README)."""
     for tool in ("python", "pip"):
         _write(dest / "bin" / tool, f"#!/bin/sh\necho conda-{tool}\n", 0o755)
     _write(dest / "lib" / "libstdc++.so.6", "stand-in for conda-forge libstdcxx\n")

@@ -44,9 +44,10 @@ def test_audit_root_reports_each_toolkit_exactly(image):
         assert (entry["version"], entry["status"], entry["problems"]) == (nvcc, "ok", []), name
         assert entry["components"] == {"cudart": cudart, "nvcc": nvcc, "cudnn": None, "nccl": None,
                                        "cupti": None, "cublas": None}, name
-        # a 575 driver supports CUDA 12.9 (table 1): too old for 13.x, minor-version compat is within a major
+        # a 575 driver supports CUDA 12.9 (compat.toml driver_minimum): too old for 13.x;
+        # minor-version compatibility stays within a major
         assert entry["driver_supported"] is False and entry["driver_check"]["level"] == "error"
-        minimum = {"13.0": "580.65.06", "13.1": "590.44.01"}[entry["short"]]  # facts table 1
+        minimum = {"13.0": "580.65.06", "13.1": "590.44.01"}[entry["short"]]  # compat.toml driver_minimum
         assert "12.9" in entry["driver_check"]["message"] and minimum in entry["driver_check"]["hint"]
     assert by_root["opt/conda/envs/cu13"]["sources"] == ["conda"]
     assert by_root["usr/local/cuda-13.1"]["system_default"] is True
@@ -156,7 +157,7 @@ def test_audit_root_that_is_not_a_directory(host):
 
 
 def test_audit_of_this_host_names_modules_and_conda_envs(standard_host):
-    """Without --root the audit is of the host as `list` sees it (here issue #2's host through
+    """Without --root the audit is of the host as `list` sees it (here the standard host through
     CUDASWITCH_ROOT): Lmod's cuda/13.1 and the conda env are named where they point."""
     kits.require("lmod")
     proc = standard_host.run("audit", "--json", timeout=300)

@@ -1,4 +1,4 @@
-"""Issue #4: audit reports cuDNN, NCCL, CUPTI and cuBLAS where present, read from headers, sonames
+"""audit reports cuDNN, NCCL, CUPTI and cuBLAS where present, read from headers, sonames
 and version.json (the image test has none of them, so every one was null there).
 
 A real 13.1 toolkit (tests/kits.py) with the extras added the way admins add them: cuDNN from

@@ -1,4 +1,4 @@
-"""Acceptance 4: a root with 300 toolkit-looking directories, as a big cluster image holds them
+"""a root with 300 toolkit-looking directories, as a big cluster image holds them
 (many /usr/local/cuda-* releases, HPC SDK trees, conda envs), audits in bounded time with a
 progress bar on a terminal's stderr, and stdout stays clean JSON.
 

@@ -114,7 +114,7 @@ def test_strict_passes_on_nodes_that_agree(cluster, collected):
 
 def test_a_gpu_the_toolkit_cannot_target(cluster, tmp_path):
     """Mirrors a V100 node left in a partition whose image moved to CUDA 13.0, which dropped
-    Volta (compat.toml table 6): the merge names the toolkit, the GPU and the node."""
+    Volta (compat.toml's arch table): the merge names the toolkit, the GPU and the node."""
     base, env = cluster
     old = tmp_path / "node99"
     subprocess.run(["cp", "-al", str(base / "node01"), str(old)], check=True, timeout=120)

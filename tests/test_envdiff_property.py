@@ -1,4 +1,4 @@
-"""`use` replaces whatever CUDA a shell had and `off` gives it back (DESIGN.md, Switching).
+"""`use` replaces whatever CUDA a shell had and `off` gives it back (the switching rules).
 
 For any starting environment holding 0-3 toolkits in any of the path lists and scalars, in any
 order (what ~/.bashrc exports, a module's leftovers and /usr/local/cuda leave), and any sequence of

@@ -1,4 +1,4 @@
-"""Issue #3 acceptance 4 and 5: the hook in real interactive bash, zsh and fish on a pty, and every
+"""the hook in real interactive bash, zsh and fish on a pty, and every
 hostile project file refused with one line, nothing on stdout, the environment unchanged."""
 
 import os

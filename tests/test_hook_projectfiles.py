@@ -1,4 +1,4 @@
-"""Issue #3 deliverables that had no test of their own: the project files besides `.cudaversion`
+"""the project files besides `.cudaversion`
 (`cuda` in asdf/mise's `.tool-versions`, `[tool.cudaswitch] cuda` in pyproject.toml) and the hook's
 no-change path, which must start no process at all (a logging `cudaswitch` first on PATH counts)."""
 

@@ -1,4 +1,4 @@
-"""The import budget of the hot path (DESIGN.md, Budgets; issue 6): `use`, `off`, `hook-env`,
+"""The import budget of the hot path (the budgets in the README): `use`, `off`, `hook-env`,
 `current` and `list` run from fastpath.py with warm caches and must not import typer/click/rich
 (≈66 ms), json (≈7 ms with re and enum; allowed only where the output is JSON), packaging, platformdirs,
 dataclasses (pulls in inspect), subprocess or tomllib. This guards imports, not wall time: bench/

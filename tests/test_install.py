@@ -1,4 +1,4 @@
-"""Issue #5 acceptance 1, 2 and 4: `cudaswitch install` builds real toolkits from NVIDIA's wheels
+"""`cudaswitch install` builds real toolkits from NVIDIA's wheels
 (through the pip the user has, with its index configuration) that nvcc, gcc, CMake and `use` accept;
 the CUDA 12 wheels give an incomplete toolkit and say why; bad requests write nothing.
 

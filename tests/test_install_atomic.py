@@ -1,4 +1,4 @@
-"""Issue #5 acceptance 3 and `uninstall`: an install interrupted midway (Ctrl-C, SIGTERM, SIGKILL)
+"""`install` and `uninstall`: an install interrupted midway (Ctrl-C, SIGTERM, SIGKILL)
 leaves no toolkit behind and a retry works; two installs of one version at once give one good tree;
 uninstall removes only managed toolkits and refuses the active one without --force.
 

@@ -1,4 +1,4 @@
-"""Issue #2 acceptance 4: bad input gives one clear line or a `broken` status, and nothing is lost.
+"""bad input gives one clear line or a `broken` status, and nothing is lost.
 
 Each case is built in an empty test root (`host`) around a real toolkit from tests/kits.py; the
 broken part is small and hand-made, and each test says which real failure it mirrors."""

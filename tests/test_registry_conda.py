@@ -1,4 +1,4 @@
-"""Issue #2, conda source: the three ways conda envs are found (under a known conda root's envs/,
+"""The conda source: the three ways conda envs are found (under a known conda root's envs/,
 listed in ~/.conda/environments.txt, the active $CONDA_PREFIX) and the old runtime-only
 `cudatoolkit` package (no nvcc: incomplete, version from its conda-meta record). The standard host
 has only one cuda-nvcc 13 env under ~/miniconda3, so none of these had a test."""

@@ -1,4 +1,4 @@
-"""Issue #2 acceptance 1, 2, 3 and 5: `list`, `which`, `global`, `config path` through the real CLI,
+"""`list`, `which`, `global`, `config path` through the real CLI,
 on this machine and on the standard test host of real toolkits (tests/conftest.py)."""
 
 import json
@@ -124,7 +124,7 @@ def test_list_table_shows_each_toolkit_and_the_default(standard_host):
 
 
 def test_conda_toolkit_is_switched_through_a_view_without_the_envs_python(standard_host):
-    """DESIGN.md, Switching: a conda env's python/pip/libstdc++/libssl must not come first."""
+    """Switching rule: a conda env's python/pip/libstdc++/libssl must not come first."""
     proc = standard_host.run("use", "conda:13", "--shell", "json", check=True)
     new = json.loads(proc.stdout)["set"]
     conda = standard_host.path(HOME + "/miniconda3/envs/cu13")
@@ -280,7 +280,7 @@ def test_warm_list_starts_no_process_at_all(own):
     assert warm == [] and warm_out == cold_out
     for args in (("which", "13.1", "nvcc"), ("list",)):
         assert spawns(own, *args)[1] == [], args
-    spawns(own, "use", "13.1", "--shell", "json")  # a first use may verify (DESIGN.md: cached after)
+    spawns(own, "use", "13.1", "--shell", "json")  # a first use may verify (cached after)
     assert spawns(own, "use", "13.1", "--shell", "json")[1] == []
 
 

@@ -1,4 +1,4 @@
-"""Requests as DESIGN.md defines them (parsing, selection among records) and the XDG dirs of paths.py.
+"""Requests as the README defines them (parsing, selection among records) and the XDG dirs of paths.py.
 
 Unit tests: requests and selection are pure data; the CLI-level behaviour (`which`, not-found
 messages) is in test_registry_host.py against real toolkits."""

@@ -1,4 +1,4 @@
-"""Issue #3 acceptance 1, 3, 6: real bash, zsh and fish eval what `use`/`off` print and then run the
+"""real bash, zsh and fish eval what `use`/`off` print and then run the
 real nvcc; the loader really resolves libcudart from the switched LD_LIBRARY_PATH."""
 
 import json

@@ -54,7 +54,7 @@ def test_driver_table_lookups():
 
 
 def test_arch_table_first_and_last_cuda():
-    """Table 6 as Clang's MinVersionForOffloadArch gives it, with 13.0 dropping Maxwell..Volta."""
+    """The arch table as Clang's MinVersionForOffloadArch gives it, with 13.0 dropping Maxwell..Volta."""
     from cudaswitch.verify import facts
 
     spans = {sm: (facts.arch_row(sm)["first"], facts.arch_row(sm)["last"]) for sm in

@@ -1,4 +1,4 @@
-"""Acceptance 6: `doctor` — the layered report on this very machine, and its hygiene and
+"""`doctor` — the layered report on this very machine, and its hygiene and
 project-dependency layers on small laid-out cases (each says which real case it mirrors)."""
 
 import os

@@ -1,4 +1,4 @@
-"""Acceptance 2: driver verdicts against a real shared library exporting cuInit/cuDriverGetVersion
+"""driver verdicts against a real shared library exporting cuInit/cuDriverGetVersion
 (built here with gcc, selected with CUDASWITCH_LIBCUDA), and /proc/driver/nvidia/version read
 under CUDASWITCH_ROOT. The library stands in for the libcuda.so.1 of a driver of each era."""
 
@@ -35,7 +35,7 @@ def test_12_2_driver_runs_12_4_toolkit_through_minor_version_compatibility(drv_h
     assert item["level"] == "ok"
     assert "minor-version compatibility" in item["message"] and "may fail" in item["message"]
     assert item["facts"]["driver_cuda"] == "12.2" and item["facts"]["minor_version_compatibility"] is True
-    assert item["facts"]["needs_driver"] == "550.54.14"  # table 1 row of 12.4, for the hint
+    assert item["facts"]["needs_driver"] == "550.54.14"  # compat.toml driver_minimum row of 12.4, for the hint
     assert out["driver"]["release"] == "535.129.03" and out["driver"]["cuda_source"] == "cuDriverGetVersion"
 
 
@@ -68,7 +68,8 @@ def test_no_driver_is_a_normal_answer(host):
 
 
 def test_proc_release_alone_gives_the_driver_cuda(host):
-    """Auditing an image: only ROOT/proc/driver/nvidia/version; its release maps through table 1."""
+    """Auditing an image: only ROOT/proc/driver/nvidia/version; its release maps through
+    compat.toml's driver_minimum rows."""
     kits.install_classic_runtime12(host.path("/usr/local/cuda-12.4"))
     write_proc_version(host.root, "535.129.03")
     out = report(host.run("verify", "12.4", "--json"))

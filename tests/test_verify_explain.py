@@ -1,4 +1,4 @@
-"""Acceptance 4: `explain` knows the ten messages of facts section 9, as different torch / CUDA
+"""`explain` knows the error families of compat.toml, as different torch / CUDA
 releases word them (older releases first), and says so when it does not know a message."""
 
 import json

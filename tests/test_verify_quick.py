@@ -1,4 +1,4 @@
-"""Acceptance 5: the verdict `use` prints is cached by what it depends on; a repeated call with
+"""the verdict `use` prints is cached by what it depends on; a repeated call with
 nothing changed starts no process (no probe, no subprocess) and imports nothing heavy."""
 
 import marshal

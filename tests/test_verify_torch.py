@@ -31,7 +31,7 @@ def test_cpu_torch_is_reported_with_its_version(host13):
     assert "2.13.0+cpu" in cpu["message"] and "CPU-only" in cpu["message"]
     assert cpu["facts"]["torch"] == "2.13.0+cpu" and cpu["facts"]["torch_cuda"] is None
     assert out["torch"]["torch"] == "2.13.0+cpu" and out["torch"]["available"] is False
-    # the way out: the CUDA builds of this release (table 5), the toolkit's major and not newer first
+    # the way out: the CUDA builds of this release (compat.toml torch_build), the toolkit's major and not newer first
     assert "13.0" in cpu["hint"] and "https://download.pytorch.org/whl/cu130" in cpu["hint"]
     # No GPU and no driver here: CPU-only is worth a note, not an error, and nothing else is an error.
     assert [c for c in out["checks"] if c["level"] == "error"] == []

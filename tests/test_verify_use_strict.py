@@ -1,4 +1,4 @@
-"""Issue #7 deliverables that had no test of their own: `use --strict` refuses an error verdict
+"""`use --strict` refuses an error verdict
 (nothing on stdout, exit 1), `use --no-verify` starts no probe, and doctor's warning when nvcc on
 PATH, CUDA_HOME and the libcudart the process mapped belong to three different toolkits."""
 

@@ -1,6 +1,6 @@
 """The host side of an audit: its name, the NVIDIA driver and GPUs, and whether that driver
 supports a toolkit. Under a root all is read from files there; nothing is run.
-The driver facts and the support verdict are issue 7's (verify/driver.py, verify/compat.py), so
+The driver facts and the support verdict are verify's (verify/driver.py, verify/compat.py), so
 `audit`, `verify` and `doctor` give one answer.
 """
 
@@ -22,7 +22,7 @@ def host_name(paths, root):
 
 
 def host_driver(paths, env):
-    """verify/driver.py's facts (issue 7). Under a root prefix it reads /proc/driver/nvidia/version
+    """verify/driver.py's facts. Under a root prefix it reads /proc/driver/nvidia/version
     there and loads no libcuda (an image's driver is not this kernel's); the audit's env for a root
     carries no CUDASWITCH_LIBCUDA, so nothing is run."""
     from cudaswitch.verify.host import Host, settings

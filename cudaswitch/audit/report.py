@@ -1,5 +1,6 @@
 """`audit`: an inventory of the toolkits on this host or under a root (an unpacked image, a node's
-mounted root). Returns the report as data (DESIGN.md's `audit --json` shape); audit_cmds renders.
+mounted root). Returns the report as data (the stable `audit --json` shape of the README and the
+JSON schema); audit_cmds renders.
 
 Under a root nothing found there is executed unless the caller allows it (`--exec`): binaries in an
 image may be built for another host, and running them would audit the auditor, not the image.

@@ -114,7 +114,7 @@ def _unsupported(nodes):
 
 def cannot_target(nodes: List[dict]) -> List[dict]:
     """[{toolkit, gpu, model, nodes}]: a toolkit on a node that cannot build for a GPU of that
-    node (compat.toml table 6: first and last CUDA per architecture)."""
+    node (compat.toml's arch table: first and last CUDA per architecture)."""
     from cudaswitch.verify import facts
 
     verdicts, out = {}, {}

@@ -1,6 +1,6 @@
 """Read what a toolkit root says about itself: version files, nvcc, library sonames.
 
-Trust order for the version (issue #2): version.json components, version.txt, the nvcc wheel's
+Trust order for the version: version.json components, version.txt, the nvcc wheel's
 dist-info, `nvcc --version`, the libcudart soname. Running nvcc is the only subprocess; its result
 is cached by (path, mtime, size) in the registry cache, failures included.
 """

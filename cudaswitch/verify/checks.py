@@ -54,7 +54,7 @@ def _cpu_only(probe, driver, base):
 
 
 def _cuda_build_hint(torch_version, base):
-    """Name the CUDA builds of this torch release (table 5), the toolkit's major first."""
+    """Name the CUDA builds of this torch release (compat.toml torch_build), the toolkit's major first."""
     row = table.torch_builds(torch_version)
     if not row:
         return "install a CUDA build of torch (the cu12x/cu13x indexes of download.pytorch.org)"

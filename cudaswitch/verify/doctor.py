@@ -147,7 +147,7 @@ def several_nvcc(env):
 
 
 def torch_cuda_home(env):
-    """The CUDA_HOME torch's cpp_extension would take (section 4): is it a toolkit root?"""
+    """The CUDA_HOME torch's cpp_extension would take: is it a toolkit root?"""
     home, how = torch_home(env)
     if home is None:
         return check("env.torch_cuda_home", "info", "torch would find no CUDA_HOME (no nvcc on PATH)",

@@ -112,7 +112,8 @@ def driver_facts(paths, env, timeout=20.0):
         from cudaswitch.verify import facts as table
         derived = table.cuda_for_driver(facts["release"])
         if derived:
-            facts["cuda"], facts["cuda_source"] = derived, "derived from the driver release (table 1)"
+            facts["cuda"] = derived
+            facts["cuda_source"] = "derived from the driver release (compat.toml driver_minimum)"
     facts["present"] = bool(facts["cuda"] or facts["release"])
     return facts
 

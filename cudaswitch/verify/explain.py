@@ -1,5 +1,5 @@
-"""`explain "TEXT"`: match an error message against the rules of compat.toml (section 9 of the
-facts), then run the checks that confirm or rule out each cause on this host.
+"""`explain "TEXT"`: match an error message against the error rules of compat.toml, then run the
+checks that confirm or rule out each cause on this host.
 
 Messages are matched with whitespace folded and case ignored, against several wordings per rule
 (torch rewords messages between releases and wraps them in tracebacks)."""
@@ -153,7 +153,7 @@ def confirm_nvcc_arch(host, text):
         known = "compute_" + arch.rstrip("af") in (archs or [])
         span = "CUDA %s%s" % (row["first"], " to " + row["last"] if row["last"] else " and newer") if row else "unknown"
         level = "ok" if known else ("warning" if archs is not None else "info")
-        out.append(check("nvcc.gpu_arch", level, "sm_%s: %s by the active nvcc (%s); table 6: %s" % (
+        out.append(check("nvcc.gpu_arch", level, "sm_%s: %s by the active nvcc (%s); by CUDA release: %s" % (
             arch, "accepted" if known else "not accepted", host.toolkit_cuda or "none",
             span), None if known else "use a toolkit in that range", arch=arch, archs=archs))
     return out

@@ -46,7 +46,7 @@ def minor_compat(major):
 
 
 def gcc_ceiling(cuda):
-    """(newest gcc major, row) from table 3 for a toolkit version, or (None, None)."""
+    """(newest gcc major, row) from compat.toml's gcc_ceiling rows for a toolkit version, or (None, None)."""
     have = version_tuple(cuda)
     for row in load()["gcc_ceiling"]:
         low, high = version_tuple(row["cuda_from"]), version_tuple(row["cuda_to"])
@@ -87,7 +87,7 @@ def error_rules():
 
 
 def cudnn_version_string(value):
-    """torch.backends.cudnn.version() -> '9.1.0'. Facts section 7: MAJOR*1000+MINOR*100+PATCH up to
+    """torch.backends.cudnn.version() -> '9.1.0'. cuDNN's encoding: MAJOR*1000+MINOR*100+PATCH up to
     v8 (8907 = 8.9.7), MAJOR*10000+MINOR*100+PATCH from v9 (90100 = 9.1.0, 91000 = 9.10.0)."""
     if not isinstance(value, int) or value <= 0:
         return None

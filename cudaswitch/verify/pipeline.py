@@ -51,7 +51,7 @@ def host_compiler(host):
 
 
 def toolkit_gpu_arch(host):
-    """Can this nvcc target every GPU the driver reports? (`nvcc --list-gpu-arch`, else table 6.)"""
+    """Can this nvcc target every GPU the driver reports? (`nvcc --list-gpu-arch`, else compat.toml's arch table.)"""
     if not _usable(host) or not host.record.get("nvcc") or not host.driver.get("gpus"):
         return []
     return [_nvcc_targets(host, gpu) for gpu in host.driver["gpus"]]

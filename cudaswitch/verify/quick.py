@@ -1,7 +1,7 @@
 """The verdict `use` prints: one line, cached by everything it depends on.
 
 On a cache hit this module imports nothing beyond os, sys and marshal (no json, re, subprocess,
-typing: see DESIGN.md budgets) and starts no process. On a miss it runs the checks of
+typing: the budgets in bench/ and tests/test_import_budget.py) and starts no process. On a miss it runs the checks of
 cudaswitch.verify.usecheck (the toolkit's parts, driver, host compiler, a real build the first time,
 the torch probe) and stores the result.
 """

@@ -82,7 +82,7 @@ def parse_driver(text: str) -> dict:
         return {"present": True, "cuda": value, "release": None, "cuda_source": "--driver"}
     if RELEASE.match(value):
         return {"present": True, "cuda": cuda_for_release(value), "release": value,
-                "cuda_source": "--driver release, table 1"}
+                "cuda_source": "--driver release, compat.toml driver_minimum"}
     raise UsageError("--driver %r is neither a driver release nor a CUDA version" % text[:40],
                      "give e.g. 550.54.14 or 12.4")
 
