@@ -4,6 +4,7 @@ only, GPU models and the toolkits that cannot target them, nodes that sent no re
 node types (identical nodes grouped); and the user's `--require` / `--same` rules.
 """
 
+import re
 from typing import Dict, List, Optional, Sequence
 
 from cudaswitch.audit.merge import TRACKED, version_key
@@ -196,11 +197,18 @@ def _has(node, key, version):
 
 def add_skew(merged: dict, nodes: List[dict], expected: Optional[List[str]], require: List[tuple],
              same: List[str]) -> dict:
-    """`merged` (audit_merge's matrix) with "skew", "node_types" and "rules" added."""
+    """`merged` (audit_merge's matrix) with "skew", "node_types" and "rules" added. Nodes are taken
+    in name order (node2 before node10), so the report does not depend on the order pdsh, clush or
+    srun delivered them in."""
+    nodes = sorted(nodes, key=_name_order)
     merged["skew"] = skew(nodes, expected, merged["errors"])
     merged["node_types"] = node_types(nodes)
     merged["rules"] = check_rules(nodes, require, same)
     return merged
+
+
+def _name_order(node):
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", node["host"])]
 
 
 def strict_failures(merged: dict) -> List[str]:
