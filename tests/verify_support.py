@@ -49,17 +49,27 @@ GPUS = {
 
 def torch_venv() -> Path:
     """A venv with the real torch 2.13 CPU build, cached in the kits cache (python -m venv + pip)."""
-    final = kits.cache_dir() / "torch-venv"
-    if (final / ".ok").exists():
-        return final
-    shutil.rmtree(final, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "venv", str(final)], check=True, timeout=300)
-    proc = subprocess.run([str(final / "bin" / "python"), "-m", "pip", "install", "-q", TORCH_PIN],
-                          capture_output=True, text=True, timeout=1800)
-    if proc.returncode:
+    return _pip_venv("torch-venv", TORCH_PIN, timeout=1800)
+
+
+def _pip_venv(name: str, pin: str, timeout: int) -> Path:
+    """kits cache/NAME: a venv with `pin` installed by its own pip, built once under an fcntl lock
+    (parallel test runs wait for one build instead of deleting each other's)."""
+    import fcntl
+
+    final = kits.cache_dir() / name
+    with open(kits.cache_dir() / (".lock-" + name), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (final / ".ok").exists():
+            return final
         shutil.rmtree(final, ignore_errors=True)
-        kits._give_up("cannot install %s: %s" % (TORCH_PIN, (proc.stderr or proc.stdout)[-800:]))
-    (final / ".ok").write_text(TORCH_PIN + "\n")
+        subprocess.run([sys.executable, "-m", "venv", str(final)], check=True, timeout=300)
+        proc = subprocess.run([str(final / "bin" / "python"), "-m", "pip", "install", "-q", pin],
+                              capture_output=True, text=True, timeout=timeout)
+        if proc.returncode:
+            shutil.rmtree(final, ignore_errors=True)
+            kits._give_up("cannot install %s: %s" % (pin, (proc.stderr or proc.stdout)[-800:]))
+        (final / ".ok").write_text(pin + "\n")
     return final
 
 
@@ -76,18 +86,7 @@ def venv_with_torch_package(tmp_path: Path, name: str, files: dict) -> str:
 
 def torch_cuda_venv() -> Path:
     """A venv with the real torch 2.14.1+cu130 and its NVIDIA wheels, cached in the kits cache."""
-    final = kits.cache_dir() / "torch-cuda-venv"
-    if (final / ".ok").exists():
-        return final
-    shutil.rmtree(final, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "venv", str(final)], check=True, timeout=300)
-    proc = subprocess.run([str(final / "bin" / "python"), "-m", "pip", "install", "-q", TORCH_CUDA_PIN],
-                          capture_output=True, text=True, timeout=3600)
-    if proc.returncode:
-        shutil.rmtree(final, ignore_errors=True)
-        kits._give_up("cannot install %s: %s" % (TORCH_CUDA_PIN, (proc.stderr or proc.stdout)[-800:]))
-    (final / ".ok").write_text(TORCH_CUDA_PIN + "\n")
-    return final
+    return _pip_venv("torch-cuda-venv", TORCH_CUDA_PIN, timeout=3600)
 
 
 def build_libcuda(dest_dir: Path, version: int, init_rc: int = 100, gpus=()) -> Path:
