@@ -8,18 +8,9 @@ import os
 import subprocess
 
 from tests import kits
-from tests.verify_support import by_id, report, venv_with_torch_package
+from tests.verify_support import CU124_TORCH, by_id, report, venv_with_torch_package
 
-STAND_IN_TORCH = '''
-__version__ = "2.4.1+cu124"
-class version:
-    cuda = "12.4"
-    hip = None
-class cuda:
-    get_arch_list = staticmethod(lambda: ["sm_80", "sm_90"])
-    is_available = staticmethod(lambda: False)
-    device_count = staticmethod(lambda: 0)
-'''
+STAND_IN_TORCH = CU124_TORCH
 
 
 def shared_object(path):

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from tests import kits
-from tests.verify_support import build_libcuda, by_id, report, venv_with_torch_package
+from tests.verify_support import CU124_TORCH, build_libcuda, by_id, report, venv_with_torch_package
 
 
 @pytest.fixture
@@ -46,16 +46,7 @@ def test_no_verify_switches_without_any_probe(old_driver_host):
 # a system CUDA (no nvidia-cuda-runtime wheel) does when it is imported.
 TORCH_LOADING_CUDART = '''
 import ctypes
-ctypes.CDLL("libcudart.so.12")
-__version__ = "2.4.1+cu124"
-class version:
-    cuda = "12.4"
-    hip = None
-class cuda:
-    get_arch_list = staticmethod(lambda: ["sm_80", "sm_90"])
-    is_available = staticmethod(lambda: False)
-    device_count = staticmethod(lambda: 0)
-'''
+ctypes.CDLL("libcudart.so.12")''' + CU124_TORCH
 
 
 def test_doctor_warns_when_nvcc_cuda_home_and_libcudart_are_three_toolkits(host, tmp_path):

@@ -73,6 +73,20 @@ def _pip_venv(name: str, pin: str, timeout: int) -> Path:
     return final
 
 
+# A torch 2.4.1+cu124 package as its import shows it where CUDA cannot start (text of a hand-made
+# `torch/__init__.py`, for venv_with_torch_package).
+CU124_TORCH = '''
+__version__ = "2.4.1+cu124"
+class version:
+    cuda = "12.4"
+    hip = None
+class cuda:
+    get_arch_list = staticmethod(lambda: ["sm_80", "sm_90"])
+    is_available = staticmethod(lambda: False)
+    device_count = staticmethod(lambda: 0)
+'''
+
+
 def venv_with_torch_package(tmp_path: Path, name: str, files: dict) -> str:
     """A bare venv whose site-packages holds a hand-made `torch` package ({relpath: text}); its python."""
     venv = tmp_path / name
