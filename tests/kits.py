@@ -208,6 +208,11 @@ def cuda11_runtime() -> Path:
     return _kit("cu11-11.8", ["nvidia-cuda-runtime-cu11==11.8.*"]) / "nvidia"
 
 
+def cuda11_nvcc_wheel() -> Path:
+    """``nvidia/cuda_nvcc`` of 11.8.89: ptxas, include/crt, nvvm/ (libnvvm, libdevice), NO nvcc."""
+    return _kit("cu11-nvcc-11.8", ["nvidia-cuda-nvcc-cu11==11.8.89"]) / "nvidia" / "cuda_nvcc"
+
+
 # ---------------------------------------------------------------- layout helpers
 
 

@@ -10,8 +10,14 @@ What it mirrors:
   archive ships it.
 - CUDA 12.4.1 (`redistrib_12.4.1.json`): cuda_nvcc 12.4.131 and cuda_cudart 12.4.127 from the
   CUDA 12 wheels, which hold ptxas and nvvm but no nvcc (NVIDIA ships none on PyPI for 12.x, and
-  Debian's nvidia-cuda-toolkit is in non-free, which this machine's apt does not enable): the
-  real case of an older release whose archives do NOT hold nvcc.
+  Debian's only nvidia-cuda-toolkit is 11.8): the real case of an older release whose archives do
+  NOT hold nvcc.
+- CUDA 11.8.0 (`redistrib_11.8.0.json`; `mirror_with_cuda11()`): cuda_nvcc and cuda_cudart 11.8.89
+  laid out as NVIDIA's 11.8 archives are (bin/, include/, lib/, nvvm/), from real 11.8.89 files:
+  nvcc, cicc, fatbinary, nvlink, cudafe++ and bin2c from Debian's nvidia-cuda-toolkit package
+  (tests/debkit.py), ptxas, crt/ headers and nvvm/ from the nvidia-cuda-nvcc-cu11 wheel, headers and
+  libcudart from the nvidia-cuda-runtime-cu11 wheel, and the static cudart, cudadevrt and culibos
+  from Debian's nvidia-cuda-dev: the real case of an older release whose archives DO hold nvcc.
 - cuDNN 9.24.0.43 for CUDA 13 (`compute/cudnn/redist/redistrib_9.24.0.json`, variant cuda13;
   `mirror_with_cudnn()`), from the nvidia-cudnn-cu13 wheel of the torch CUDA venv: its headers, libcudnn.so.9 and
   libcudnn_cnn.so.9; the 100-260 MiB engine libraries are left out to keep the mirror small.
@@ -149,6 +155,78 @@ def _build_cudnn(root: Path, work: Path, site: Path) -> None:
     item = _component(base, work, "cudnn", "NVIDIA CUDA Deep Neural Network library", version, fill, "cuda13")
     item["cuda_variant"] = ["13"]
     _manifest(base, ".".join(version.split(".")[:3]), "2026-10-01", "cudnn", {"cudnn": item})
+
+
+NVCC_PROFILE_11 = """
+TOP              = $(_HERE_)/..
+
+NVVMIR_LIBRARY_DIR = $(TOP)/$(_NVVM_BRANCH_)/libdevice
+
+LD_LIBRARY_PATH += $(TOP)/lib:
+PATH            += $(TOP)/$(_NVVM_BRANCH_)/bin:$(_HERE_):
+
+INCLUDES        +=  "-I$(TOP)/$(_TARGET_DIR_)/include" $(_SPACE_)
+
+LIBRARIES        =+ $(_SPACE_) "-L$(TOP)/$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)/stubs" "-L$(TOP)/$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)"
+
+CUDAFE_FLAGS    +=
+PTXAS_FLAGS     +=
+"""  # noqa: E501 (the redist archives' profile, verbatim: everything relative to bin/, Debian's points into /usr)
+NVCC_11_BIN = ("nvcc", "fatbinary", "nvlink", "cudafe++", "bin2c", "__nvcc_device_query")
+
+
+def _build_cuda11(root: Path, work: Path) -> None:
+    from tests import debkit
+
+    deb = debkit.cuda118()
+    usr = deb / "toolkit" / "usr"
+    nvcc_site = kits.cuda11_nvcc_wheel().parent.parent
+    runtime = kits.cuda11_runtime() / "cuda_runtime"
+
+    def fill_nvcc(top: Path):
+        _stage(nvcc_site, _record_files(nvcc_site, _dist_info(nvcc_site, "nvidia_cuda_nvcc_cu11")), top, 2)
+        for name in NVCC_11_BIN:
+            src = usr / "lib/nvidia-cuda-toolkit/bin" / name
+            kits._link_or_copy(src if src.exists() else usr / "bin" / name, top / "bin" / name)
+        kits._link_tree(usr / "lib/nvidia-cuda-toolkit/bin/crt", top / "bin" / "crt")
+        (top / "nvvm" / "bin").mkdir(parents=True)
+        kits._link_or_copy(usr / "lib/nvidia-cuda-toolkit/bin/cicc", top / "nvvm/bin/cicc")
+        (top / "bin" / "nvcc.profile").write_text(NVCC_PROFILE_11)
+        shutil.copy(nvcc_site / "nvidia_cuda_nvcc_cu11-11.8.89.dist-info" / "License.txt", top / "LICENSE")
+
+    def fill_cudart(top: Path):
+        kits._link_tree(runtime / "include", top / "include")
+        kits._link_tree(runtime / "lib", top / "lib")
+        _version_lib(top / "lib", "libcudart.so.11.0", "11.8.89")
+        for name in debkit.STATIC_LIBS:
+            kits._link_or_copy(deb / "lib" / name, top / "lib" / name)
+        shutil.copy(nvcc_site / "nvidia_cuda_nvcc_cu11-11.8.89.dist-info" / "License.txt", top / "LICENSE")
+
+    base = root / "compute" / "cuda" / "redist"
+    items = {"cuda_cudart": _component(base, work, "cuda_cudart", "CUDA Runtime (cudart)", "11.8.89", fill_cudart),
+             "cuda_nvcc": _component(base, work, "cuda_nvcc", "CUDA NVCC", "11.8.89", fill_nvcc)}
+    _manifest(base, "11.8.0", "2022-10-03", "cuda", items)
+
+
+def _union(dest: Path, *roots: Path) -> None:
+    """dest as one tree of symlinks to the files of every root (their dirs overlap: cuda_nvcc/...)."""
+    for root in roots:
+        for path in root.rglob("*"):
+            if path.is_file():
+                link = dest / path.relative_to(root)
+                link.parent.mkdir(parents=True, exist_ok=True)
+                link.symlink_to(path)
+
+
+def mirror_with_cuda11(dest: Path) -> Path:
+    """`dest` as a mirror root holding mirror()'s releases and CUDA 11.8.0, whose files come from
+    Debian's non-free packages (tests/debkit.py) and so are built apart from mirror()."""
+    def build(tmp: Path):
+        _build_cuda11(tmp, tmp / ".work")
+        shutil.rmtree(tmp / ".work")
+
+    _union(dest, mirror(), kits._cached("redist-cuda11-v1", build))
+    return dest
 
 
 def torch_site() -> Path:

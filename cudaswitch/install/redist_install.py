@@ -145,7 +145,7 @@ def install(paths, env, request_text, components, progress, base, extras=(), pre
         modulefiles = list(redist_site.modulefile_paths(modulefile, release)) if modulefile else []
 
         def build_tree(build, tree):
-            fill(build, tree, release, entries, env, progress)
+            fill(build, tree, release, entries, env, progress, paths.cache_dir)
             if prefix:
                 redist_site.write_marker(tree, release, "redist", modulefiles)
 
@@ -163,7 +163,7 @@ def install(paths, env, request_text, components, progress, base, extras=(), pre
     return result
 
 
-def fill(build, tree, release, entries, env, progress):
+def fill(build, tree, release, entries, env, progress, cache_dir):
     """Download, check, unpack and prove one toolkit inside the build dir."""
     archives = os.path.join(build, "archives")
     os.makedirs(archives)
@@ -177,17 +177,30 @@ def fill(build, tree, release, entries, env, progress):
     redist_tree.unpack_all(fetched, tree, os.path.join(build, "unpacked"),
                            pause and (lambda stop: pause(stop.wait)), progress)
     redist_tree.finish(tree, release, entries)
-    _prove(tree, release, env, progress)
+    _prove(tree, release, env, progress, cache_dir)
 
 
-def _prove(tree, release, env, progress):
+def _prove(tree, release, env, progress, cache_dir):
     """A tree without nvcc, or whose nvcc cannot build a kernel, is never installed."""
     if not os.access(os.path.join(tree, "bin", "nvcc"), os.X_OK):
         raise CudaSwitchError("the cuda_nvcc archive of CUDA %s holds no bin/nvcc, so the toolkit could "
                               "not compile" % release, "nothing was installed")
     installer.check_nvcc(tree, release)
-    progress("first compile: building a one-kernel program with CUDA %s" % release)
-    error = redist_tree.first_compile(tree, env)
+    compile_env, picked = redist_tree.compile_env(tree, env, cache_dir)
+    progress("first compile: building a one-kernel program with CUDA %s%s" % (
+        release, " and %s (the default gcc is above its limit)" % picked if picked else ""))
+    error = redist_tree.first_compile(tree, compile_env)
     if error:
         raise CudaSwitchError("CUDA %s was unpacked but cannot build a kernel: %s" % (release, error),
-                              "nothing was installed")
+                              _compile_hint(tree, error))
+
+
+def _compile_hint(tree, error):
+    """What to do: a missing supported gcc is named; anything else is the toolkit's own fault."""
+    from cudaswitch.verify import hostcc
+
+    ceiling = hostcc.gcc_ceiling({"root": tree, "lib_dirs": []})[0]
+    if ceiling is not None and "unsupported GNU version" in error:
+        return "nothing was installed; install gcc-%d and g++-%d (or older), which this CUDA accepts" % (
+            ceiling, ceiling)
+    return "nothing was installed"

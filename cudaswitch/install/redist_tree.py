@@ -150,15 +150,26 @@ def finish(tree, release, entries):
     return document
 
 
+def compile_env(tree, env, cache_dir):
+    """(the environment the first compile runs in, the host compiler picked for it or None): PATH
+    only absolute entries (nothing in the temp dir can stand in for gcc), and the supported g++-N
+    `use` would pick when the default gcc is above the tree's ceiling (11.8 takes gcc 11 at most)."""
+    from cudaswitch.verify import hostcc
+
+    env = dict(env, PATH=os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if os.path.isabs(p)))
+    record = {"root": tree, "nvcc": os.path.join(tree, "bin", "nvcc"), "lib_dirs": [os.path.join(tree, "lib64")]}
+    chosen = hostcc.choose(cache_dir, record, env)
+    return hostcc.with_compilers(env, chosen), chosen.get("CUDAHOSTCXX")
+
+
 def first_compile(tree, env, timeout=COMPILE_TIMEOUT):
     """Build a one-kernel program with the tree's nvcc (compile, then link against its cudart):
-    None when it builds, else the first error line. No GPU is needed; nothing is run."""
+    None when it builds, else the first error line. No GPU is needed; nothing is run. `env`: from
+    compile_env."""
     from cudaswitch.verify.nvcc import first_error_line
     from cudaswitch.verify.runner import run_bounded
 
     nvcc = os.path.join(tree, "bin", "nvcc")
-    # nvcc finds gcc on PATH: only absolute entries, so nothing in the temp dir can stand in for it
-    env = dict(env, PATH=os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if os.path.isabs(p)))
     with tempfile.TemporaryDirectory(prefix="cudaswitch-first-compile-") as tmp:
         with open(os.path.join(tmp, "k.cu"), "w") as handle:
             handle.write(KERNEL)

@@ -66,10 +66,18 @@ def notes(diff):
     if state.get("modules"):
         out.append("swapped module %s for cuda/cudaswitch (`off` loads it again)" % ", ".join(
             state["modules"]["unloaded"]))
-    flags = [n for n in envdiff.FLAG_VARS if n in state["scalars"]]
+    flags = [n for n in envdiff.FLAG_VARS if n in state["scalars"] and _took_dirs(*state["scalars"][n])]
     if flags:
         out.append("took other toolkits' -I/-L dirs out of %s (`off` puts them back)" % ", ".join(flags))
     return out
+
+
+def _took_dirs(before, value):
+    """Did the switch take words out of a flag variable (not only put a -ccbin word in front)?"""
+    words = (value or "").split(" ")
+    if words[:1] == ["-ccbin"]:
+        words = words[2:]
+    return (" ".join(words) or None) != before
 
 
 def restored(env):

@@ -205,7 +205,8 @@ def switched(env, record, origin, source_file=None, known_roots=(), base=None, m
     `known_roots`: toolkit roots the registry knows (besides what looks like one on disk);
     `base`: the environment to switch from, when it is not pristine(env) (a module unloaded first);
     `modules`: what the module system swapped out, kept in the state for `off`;
-    `compilers`: host compiler variables the switch also sets (NVCC_CCBIN, CUDAHOSTCXX)."""
+    `compilers`: host compiler variables the switch also sets (NVCC_CCBIN or a -ccbin in front of
+    NVCC_PREPEND_FLAGS, CUDAHOSTCXX)."""
     base = pristine(env) if base is None else base
     new = dict(base)
     owner = Owner(list(known_roots) + [record["root"]], base)
@@ -244,11 +245,16 @@ def _replaced_lists(base, owner, ours, own_root):
 
 def _scalar_values(base, record, owner, compilers=None):
     """The value each scalar and flag variable gets (None: unset)."""
-    values = dict(compilers or {})
+    values = {}
     for name in FLAG_VARS:
         flags = without_toolkit_dirs(base.get(name), owner)
         if flags is not None:
             values[name] = flags
+    for name, value in (compilers or {}).items():
+        if name in FLAG_VARS:  # a -ccbin word goes in front of the flags the user keeps
+            rest = values.get(name, base.get(name))
+            value = value + " " + rest if rest else value
+        values[name] = value
     values.update((name, record["root"]) for name in ALWAYS_SET)
     values["CUDACXX"] = record.get("nvcc")
     for name in SCALARS:

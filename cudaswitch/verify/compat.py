@@ -80,11 +80,12 @@ def _minor_version_compatible(driver, have, want):
     return not release or table.release_tuple(release) >= table.release_tuple(mvc["driver"])
 
 
-def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda, chosen=None):
+def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda, chosen=None, ignored=None):
     """Host gcc above the toolkit's ceiling -> nvcc refuses with `#error -- unsupported GNU version!`,
-    so every compile fails: an error. `chosen`: the compilers the switch picked (NVCC_CCBIN...)."""
+    so every compile fails: an error. `chosen`: the compilers the switch picked (NVCC_CCBIN...);
+    `ignored`: an NVCC_CCBIN this nvcc does not read (11.x), which the user may think applies."""
     facts = {"gcc": version, "compiler": compiler, "ceiling": ceiling, "ceiling_from": ceiling_from, "cuda": cuda,
-             "chosen": chosen or {}}
+             "chosen": chosen or {}, "ignored_nvcc_ccbin": ignored}
     if not compiler:
         return check("gcc.supported", "warning", "no host gcc found: nvcc needs one to compile",
                      "install gcc (and g++) or set NVCC_CCBIN", **facts)
@@ -95,6 +96,11 @@ def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda, chosen=None):
         return check("gcc.supported", "info", "cannot check host gcc %s against CUDA %s: its gcc ceiling is "
                      "not known" % (version, cuda), None, **facts)
     major = version_tuple(version)[0]
+    if major > ceiling and ignored:
+        return check("gcc.supported", "error", "host gcc %s is newer than CUDA %s accepts (gcc %d at most), and this "
+                     "nvcc ignores NVCC_CCBIN=%s" % (version, cuda, ceiling, ignored),
+                     "export NVCC_PREPEND_FLAGS='-ccbin %s' (nvcc %s reads that), or unset NVCC_CCBIN and let "
+                     "`cudaswitch use` choose" % (ignored, cuda), **facts)
     if major > ceiling:
         return check("gcc.supported", "error", "host gcc %s is newer than CUDA %s accepts (gcc %d at most): nvcc "
                      "stops with \"#error -- unsupported GNU version!\"" % (version, cuda, ceiling),

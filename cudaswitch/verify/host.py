@@ -82,8 +82,15 @@ class Host:
 
     @functools.cached_property
     def compiler(self):
-        """The host compiler nvcc would use in env: NVCC_CCBIN, else gcc on PATH."""
-        return nvccmod.host_compiler(self.env)
+        """The host compiler nvcc would use in env: a -ccbin in its flag variables, NVCC_CCBIN
+        where this nvcc reads it, else gcc on PATH."""
+        return nvccmod.host_compiler(self.env, self.reads_ccbin_var)
+
+    @functools.cached_property
+    def reads_ccbin_var(self):
+        """Does the toolkit's nvcc read NVCC_CCBIN (13.x does, 11.8 does not)? True without one."""
+        nvcc = self.record.get("nvcc") if self.record else None
+        return not nvcc or hostcc.reads_ccbin_var(self.paths.cache_dir, nvcc)
 
     @functools.cached_property
     def compiler_version(self):

@@ -1,10 +1,12 @@
 """The host compiler is part of a switch: nvcc refuses a gcc above the ceiling in the toolkit's
 crt/host_config.h (`#error -- unsupported GNU version!`), so when the default gcc is above it and
 the host has a supported g++-N (Debian's and Fedora's gcc-N/g++-N packages), the switch points
-nvcc (NVCC_CCBIN) and CMake (CUDAHOSTCXX) at it. The C++ driver, not gcc-N: nvcc also links
-through it, and a C driver leaves libstdc++ off the link line (`__cxa_guard_acquire` undefined).
-`-allow-unsupported-compiler` is never added: it turns a clear refusal
-into failures deep in libstdc++ headers.
+nvcc and CMake (CUDAHOSTCXX) at it. nvcc through NVCC_CCBIN where that nvcc reads it, else through
+`-ccbin` in NVCC_PREPEND_FLAGS: nvcc 11.8 reads NVCC_PREPEND_FLAGS but ignores NVCC_CCBIN (its
+binary names only the first; 13.x names both), so NVCC_CCBIN alone leaves an 11.x nvcc on gcc 12.
+The C++ driver, not gcc-N: nvcc also links through it, and a C driver leaves libstdc++ off the
+link line (`__cxa_guard_acquire` undefined). `-allow-unsupported-compiler` is never added: it turns
+a clear refusal into failures deep in libstdc++ headers.
 
 Import-light (os, marshal): it runs inside `use` and the hook. A compiler's version is asked once
 (`gcc -dumpfullversion`) and cached by the binary's path, mtime and size.
@@ -15,7 +17,7 @@ import os
 from cudaswitch.pathsearch import which
 from cudaswitch.verify import cache
 
-CHOSEN = ("NVCC_CCBIN", "CUDAHOSTCXX")
+CHOSEN = ("NVCC_CCBIN", "NVCC_PREPEND_FLAGS", "CUDAHOSTCXX")
 VERSIONS_FILE = "compilers.marshal"
 VERSION_TIMEOUT = 10.0
 EXTRA_DIRS = ("/usr/bin",)  # distro packages install gcc-N here even when PATH lacks it
@@ -106,11 +108,45 @@ def supported_compilers(env, ceiling):
     return [found[n] for n in sorted(found, reverse=True)]
 
 
+def reads_ccbin_var(cache_dir, nvcc):
+    """Does this nvcc binary read NVCC_CCBIN? Its name is in every nvcc that does (one scan of the
+    binary, cached by identity). A wrapper script that execs one names nothing: False, so the
+    -ccbin flag, which every nvcc since 11 reads, is what gets set."""
+    try:
+        key = "ccbin-var|" + _key(nvcc)
+    except OSError:
+        return False
+    where = os.path.join(cache_dir, VERSIONS_FILE)
+    known = cache.load_table(where)
+    if key not in known:
+        known[key] = _names(nvcc, b"NVCC_CCBIN\0")
+        cache.store_table(where, known, 64)
+    return known[key]
+
+
+def _names(path, word):
+    import mmap
+
+    try:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(word) >= 0
+    except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
+        return False
+
+
+def user_choice(env):
+    """Has the user picked nvcc's host compiler themselves (their choice stands)?"""
+    from cudaswitch.verify.nvcc import ccbin_in_flags
+
+    return bool(env.get("NVCC_CCBIN") or env.get("CUDAHOSTCXX") or ccbin_in_flags(env))
+
+
 def choose(cache_dir, record, env):
-    """{"NVCC_CCBIN": g++-N, "CUDAHOSTCXX": g++-N} when the default gcc is above the toolkit's
-    ceiling and a supported one exists; {} otherwise (also when the user set either variable:
-    their choice stands, and the verdict judges it)."""
-    if not record.get("nvcc") or any(env.get(name) for name in CHOSEN):
+    """{"NVCC_CCBIN" (or "NVCC_PREPEND_FLAGS": "-ccbin ..."): g++-N, "CUDAHOSTCXX": g++-N} when the
+    default gcc is above the toolkit's ceiling and a supported one exists; {} otherwise (also when
+    the user chose a compiler: their choice stands, and the verdict judges it). A value for
+    NVCC_PREPEND_FLAGS goes in front of the user's own flags (see envdiff)."""
+    if not record.get("nvcc") or user_choice(env):
         return {}
     ceiling = gcc_ceiling(record)[0]
     gcc = which("gcc", env)
@@ -119,10 +155,22 @@ def choose(cache_dir, record, env):
     have = major(compiler_version(cache_dir, gcc, env))
     if have is None or have <= ceiling:
         return {}
+    by_var = reads_ccbin_var(cache_dir, record["nvcc"])
     for number, gxx in supported_compilers(env, ceiling):
+        if not by_var and any(c.isspace() for c in gxx):
+            continue  # nvcc splits its flag variables on white space
         if major(compiler_version(cache_dir, gxx, env)) == number:  # the name could lie: ask it
-            return {"NVCC_CCBIN": gxx, "CUDAHOSTCXX": gxx}
+            return {"NVCC_CCBIN" if by_var else "NVCC_PREPEND_FLAGS": gxx if by_var else "-ccbin " + gxx,
+                    "CUDAHOSTCXX": gxx}
     return {}
+
+
+def with_compilers(env, chosen):
+    """env with choose()'s answer applied: a -ccbin word in front of the user's NVCC_PREPEND_FLAGS."""
+    out = dict(env, **chosen)
+    if chosen.get("NVCC_PREPEND_FLAGS") and env.get("NVCC_PREPEND_FLAGS"):
+        out["NVCC_PREPEND_FLAGS"] = chosen["NVCC_PREPEND_FLAGS"] + " " + env["NVCC_PREPEND_FLAGS"]
+    return out
 
 
 def switched(env, record, origin, source_file=None, known_roots=(), base=None, modules=None):
@@ -147,4 +195,9 @@ def chosen_by_switch(env):
     state = envdiff.read_state(env)
     if not state:
         return {}
-    return {name: env.get(name) for name in CHOSEN if name in state["scalars"] and env.get(name)}
+    chosen = {name: env.get(name) for name in ("NVCC_CCBIN", "CUDAHOSTCXX")
+              if name in state["scalars"] and env.get(name)}
+    flags = env.get("NVCC_PREPEND_FLAGS") or ""
+    if "NVCC_PREPEND_FLAGS" in state["scalars"] and flags.startswith("-ccbin "):
+        chosen["NVCC_PREPEND_FLAGS"] = flags
+    return chosen

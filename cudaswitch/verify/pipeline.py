@@ -46,8 +46,9 @@ def host_compiler(host):
     if not _usable(host) or not host.record.get("nvcc"):
         return []
     ceiling, source = host.gcc_ceiling
+    ignored = host.env.get("NVCC_CCBIN") if not host.reads_ccbin_var else None
     return [compat.gcc_verdict(ceiling, source, host.compiler, host.compiler_version, host.toolkit_cuda,
-                               hostcc.chosen_by_switch(host.env))]
+                               hostcc.chosen_by_switch(host.env), ignored)]
 
 
 def toolkit_gpu_arch(host):
