@@ -74,7 +74,8 @@ def first_compile(tree):
     from cudaswitch.install import redist_tree
 
     started, cpu = time.perf_counter(), children_cpu()
-    error = redist_tree.first_compile(str(tree), dict(os.environ))
+    env, _ = redist_tree.compile_env(str(tree), dict(os.environ), tempfile.mkdtemp(prefix="bench-cc-cache-"))
+    error = redist_tree.first_compile(str(tree), env)
     if error:
         raise SystemExit("first compile failed: " + error)
     CPU["first_compile"] = children_cpu() - cpu

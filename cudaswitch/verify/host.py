@@ -84,7 +84,7 @@ class Host:
     def compiler(self):
         """The host compiler nvcc would use in env: a -ccbin in its flag variables, NVCC_CCBIN
         where this nvcc reads it, else gcc on PATH."""
-        return nvccmod.host_compiler(self.env, self.reads_ccbin_var)
+        return hostcc.host_compiler(self.env, self.reads_ccbin_var)
 
     @functools.cached_property
     def reads_ccbin_var(self):

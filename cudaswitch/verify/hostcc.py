@@ -134,10 +134,37 @@ def _names(path, word):
         return False
 
 
+CCBIN_WORDS = ("-ccbin", "--compiler-bindir")
+
+
+def ccbin_in_flags(env):
+    """The compiler a -ccbin/--compiler-bindir word in NVCC_PREPEND_FLAGS or NVCC_APPEND_FLAGS
+    names (nvcc reads both as if typed on its command line), or None."""
+    for name in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"):
+        words = (env.get(name) or "").split()
+        for i, word in enumerate(words):
+            head, _, joined = word.partition("=")
+            if head in CCBIN_WORDS:
+                value = joined or (words[i + 1] if i + 1 < len(words) else "")
+                if value:
+                    return value
+    return None
+
+
+def host_compiler(env, reads_ccbin_var=True):
+    """The host compiler nvcc would use: a -ccbin in its flag variables, else NVCC_CCBIN where this
+    nvcc reads it (`reads_ccbin_var`; 11.x does not), else `gcc` on PATH. A -ccbin naming a
+    directory means that directory's gcc."""
+    chosen = ccbin_in_flags(env) or (env.get("NVCC_CCBIN") if reads_ccbin_var else None)
+    if chosen:
+        if os.path.isdir(chosen):
+            return os.path.join(chosen, "gcc")
+        return chosen if "/" in chosen else which(chosen, env)
+    return which("gcc", env)
+
+
 def user_choice(env):
     """Has the user picked nvcc's host compiler themselves (their choice stands)?"""
-    from cudaswitch.verify.nvcc import ccbin_in_flags
-
     return bool(env.get("NVCC_CCBIN") or env.get("CUDAHOSTCXX") or ccbin_in_flags(env))
 
 
