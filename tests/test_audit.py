@@ -186,13 +186,26 @@ def test_driver_support_through_minor_version_compatibility(host):
     assert not [c for c in report["checks"] if c["id"].startswith("driver.")]
 
 
-def test_audit_root_reads_the_images_modulefiles_with_this_hosts_lmod(host):
-    """An image's /opt/modulefiles/cuda/13.1.lua names /usr/local/cuda-13.1 as the image sees it;
-    with MODULEPATH=/opt/modulefiles the audit asks this host's Lmod about the image's copy."""
+def test_audit_root_reads_the_images_modulefiles_as_text_and_runs_none(host, tmp_path):
+    """An image's /opt/modulefiles/cuda/13.1.lua names /usr/local/cuda-13.1 as the image sees it,
+    in the shape sites write (`local root = [[...]]`, pathJoin); a Tcl cuda/12.4 (Environment
+    Modules' format) names the image's /sw/cuda/12.4 through `set root`. Both also run a command when
+    evaluated, as any modulefile may: Lmod's spider runs `os.execute` and tclsh runs `exec` (both seen
+    with this host's Lmod), so without --exec the audit reads the text and runs neither."""
+    canary = tmp_path / "canary"
     lmod = kits.lmod_env(host.root / "opt/modulefiles")
     kits.install_classic(kits.cuda13("13.1"), host.root / "usr/local/cuda-13.1", "13.1")
-    kits.write_cuda_module(host.root / "opt/modulefiles", "13.1", "/usr/local/cuda-13.1")
+    kits.install_classic_runtime12(host.root / "sw/cuda/12.4")
+    lua = kits.write_cuda_module(host.root / "opt/modulefiles", "13.1", "/usr/local/cuda-13.1")
+    lua.write_text('os.execute("echo lua >> %s")\n' % canary + lua.read_text())
+    (host.root / "opt/modulefiles/cuda/12.4").write_text(
+        "#%%Module1.0\nexec sh -c {echo tcl >> %s}\nset root /sw/cuda/12.4\n"
+        "prepend-path PATH $root/bin\nprepend-path LD_LIBRARY_PATH ${root}/lib64\n" % canary)
     proc = host.run("audit", "--json", "--root", str(host.root), env={**lmod, "MODULEPATH": "/opt/modulefiles"})
     assert proc.returncode == 0, proc.stderr
-    (entry,) = json.loads(proc.stdout)["toolkits"]
-    assert entry["sources"] == ["system", "module"] and entry["origins"]["module"] == "cuda/13.1"
+    assert not canary.exists(), "a modulefile of the image ran: " + canary.read_text()
+    toolkits = json.loads(proc.stdout)["toolkits"]
+    by_version = {t["version"][:4]: t for t in toolkits}
+    assert by_version["13.1"]["sources"] == ["system", "module"], toolkits
+    assert by_version["13.1"]["origins"]["module"] == "cuda/13.1"
+    assert "module" in by_version["12.4"]["sources"] and by_version["12.4"]["origins"]["module"] == "cuda/12.4"

@@ -6,7 +6,8 @@
   (older than 4.5, which lack -j: `avail -t`), then ONE `display` run over all the CUDA ones reports
   what each would do if loaded (`prepend-path<TAB>PATH /root/bin`), evaluated by Modules itself.
 
-Both evaluate the modulefiles (variables, pathJoin, conditionals). Which one is asked: the one the
+Both evaluate the modulefiles (variables, pathJoin, conditionals), which runs them: a scan that
+must run nothing it finds (`audit --root` without `--exec`) reads them as text instead (modtext). Which one is asked: the one the
 environment names ($LMOD_DIR/$LMOD_CMD, else $MODULES_CMD or $MODULESHOME/libexec/modulecmd.tcl),
 else an installed Lmod, else an installed modulecmd.tcl.
 A modulefile that fails to evaluate (a Tcl error) yields no root and is
@@ -34,17 +35,21 @@ MIN_TIMEOUT = 10  # a module system's first run on a big MODULEPATH reads every 
 def find(scan):
     modulepath = scan.env.get("MODULEPATH", "")
     dirs = [d for d in modulepath.split(":") if d]
-    tool = _module_system(scan.env)
-    if not dirs or tool is None:
+    executes = scan.config.get("probe_exec", True)
+    tool = _module_system(scan.env) if executes else None
+    if not dirs or (executes and tool is None):
         return
     for directory in dirs:
         for name in scan.listdir(directory):
             scan.watch(os.path.join(directory, name))
-    kind, command = tool
-    if kind == "lmod":
-        found = _spider(command, modulepath, scan.timeout)
+    if not executes:  # evaluating a modulefile runs it: read the text instead (see modtext)
+        from cudaswitch.registry.sources import modtext
+
+        found = [(name, path, _root_of(dirs)) for name, path, dirs in modtext.read(dirs, PACKAGES)]
+    elif tool[0] == "lmod":
+        found = _spider(tool[1], modulepath, scan.timeout)
     else:
-        found = _modulecmd_cuda(command, scan.env, scan.timeout)
+        found = _modulecmd_cuda(tool[1], scan.env, scan.timeout)
     for module, modulefile, root in found:
         scan.watch(modulefile)  # also when it gave no root (a Tcl error): fixing it rescans
         scan.watch(os.path.dirname(modulefile))  # a new version beside it (cuda/13.2) changes this dir

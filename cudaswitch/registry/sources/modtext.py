@@ -1,0 +1,131 @@
+"""CUDA modulefiles read as text, for a scan that must run nothing it finds (`audit --root` without
+`--exec`). Lmod's spider and Environment Modules' display evaluate a modulefile, and a modulefile
+is a program: `os.execute(...)` in Lua and `exec` in Tcl run during either, so an image's
+modulefiles evaluated by this host's module system would run the image's code on the auditor.
+
+What is understood is what site and EasyBuild modulefiles use to name a toolkit: literal strings,
+`local NAME = "..."` (Lua) and `set NAME ...` (Tcl) with literal values, `pathJoin(...)` and `..`
+(Lua), `$NAME`/`${NAME}` (Tcl), in `prepend_path`/`append_path` (Lua) and
+`prepend-path`/`append-path` (Tcl) of PATH and LD_LIBRARY_PATH. A modulefile that builds its
+directory any other way (a command, an environment variable, a conditional) yields no root: it
+is not listed, as a modulefile that fails to evaluate is not either.
+"""
+
+import os
+import re
+
+from cudaswitch.safeio import read_or_none
+
+MAX_BYTES = 256 << 10  # modulefiles are a few KiB; a bigger "modulefile" is not one
+VARS = ("PATH", "LD_LIBRARY_PATH")
+LUA_STRING = re.compile(r'"([^"\\]*)"|\'([^\'\\]*)\'|\[(=*)\[(.*?)\]\3\]', re.S)  # "..", '..', [==[..]==]
+LUA_LOCAL = re.compile(r"^\s*local\s+(\w+)\s*=\s*(.+?)\s*$", re.M)
+LUA_PATH = re.compile(r"^\s*(?:prepend_path|append_path)\s*\(\s*[\"'](\w+)[\"']\s*,\s*(.+?)\s*\)\s*$", re.M)
+TCL_SET = re.compile(r"^\s*set\s+(\w+)\s+(\S+)\s*$", re.M)
+TCL_PATH = re.compile(r"^\s*(?:prepend-path|append-path)\s+(?:-\S+\s+)*(\w+)\s+(\S+)\s*$", re.M)
+
+
+def read(directories, packages):
+    """(module name, modulefile, {"pathA": [...], "lpathA": [...]}) for each CUDA modulefile in the
+    MODULEPATH directories, from its text alone."""
+    found = []
+    for directory in directories:
+        for package in _entries(directory):
+            if package.lower() not in packages:
+                continue
+            for name, path in _modulefiles(os.path.join(directory, package), package):
+                dirs = dirs_of(path)
+                if dirs is not None:
+                    found.append((name, path, dirs))
+    return found
+
+
+def _entries(directory):
+    try:
+        return sorted(os.listdir(directory))
+    except OSError:
+        return []
+
+
+def _modulefiles(package_dir, package):
+    """(module name, file) below a package dir; dot files (.version, .modulerc) are not modulefiles."""
+    for top, dirs, files in os.walk(package_dir):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for file in sorted(f for f in files if not f.startswith(".")):
+            path = os.path.join(top, file)
+            rel = os.path.relpath(path, package_dir)
+            yield package + "/" + (rel[:-4] if rel.endswith(".lua") else rel), path
+
+
+def dirs_of(path):
+    """{"pathA": [...], "lpathA": [...]} a modulefile's text names, or None when it is not one."""
+    data = read_or_none(path, MAX_BYTES)  # regular files only: a FIFO in an image never blocks
+    if data is None or len(data) > MAX_BYTES:
+        return None
+    text = data.decode("utf-8", "replace")
+    if path.endswith(".lua"):
+        pairs = _lua_paths(text)
+    elif text.startswith("#%Module"):
+        pairs = _tcl_paths(text)
+    else:
+        return None
+    out = {"pathA": [], "lpathA": []}
+    for var, value in pairs:
+        if var in VARS and value and value.startswith("/"):
+            out["pathA" if var == "PATH" else "lpathA"].append(value)
+    return out
+
+
+def _lua_paths(text):
+    names = {}
+    for name, expression in LUA_LOCAL.findall(text):
+        names[name] = _lua_value(expression, names)
+    return [(var, _lua_value(expression, names)) for var, expression in LUA_PATH.findall(text)]
+
+
+def _lua_value(expression, names):
+    """The string a small Lua expression gives: literals, known locals, `..`, pathJoin(); else None."""
+    expression = expression.strip()
+    joined = re.fullmatch(r"pathJoin\s*\((.*)\)", expression)
+    if joined:
+        parts = [_lua_value(p, names) for p in _split_args(joined.group(1))]
+        return None if None in parts or not parts else "/".join(p.strip("/") if i else p.rstrip("/")
+                                                               for i, p in enumerate(parts))
+    literal = LUA_STRING.fullmatch(expression)
+    if literal:
+        return next(g for g in (literal.group(1), literal.group(2), literal.group(4)) if g is not None)
+    if ".." in expression:
+        parts = [_lua_value(p, names) for p in expression.split("..")]
+        return None if None in parts else "".join(parts)
+    return names.get(expression) if re.fullmatch(r"\w+", expression) else None
+
+
+def _split_args(text):
+    """Arguments of a call whose arguments hold no nested call or comma inside a string."""
+    return [] if not text.strip() else text.split(",")
+
+
+def _tcl_paths(text):
+    names = {}
+    for name, value in TCL_SET.findall(text):
+        names[name] = _tcl_value(value, names)
+    return [(var, _tcl_value(value, names)) for var, value in TCL_PATH.findall(text)]
+
+
+def _tcl_value(value, names):
+    """A Tcl word with $NAME/${NAME} of known literal sets substituted; None for anything else."""
+    if len(value) > 1 and value[0] == value[-1] == '"':
+        value = value[1:-1]
+    if "[" in value or "\\" in value:
+        return None
+
+    def known(match):
+        found = names.get(match.group(1) or match.group(2))
+        if found is None:
+            raise KeyError(match.group(0))
+        return found
+
+    try:
+        return re.sub(r"\$\{(\w+)\}|\$(\w+)", known, value)
+    except KeyError:
+        return None
