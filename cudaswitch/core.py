@@ -19,22 +19,25 @@ def active_root(env):
     return shell_root(env)
 
 
-def _is(record, root):
-    return root is not None and (record["root"] == root or record["real"] == os.path.realpath(root))
+def in_use(env):
+    """A predicate on records: is this the toolkit this shell uses? Computed once per command (the
+    root's realpath too), so `list` on a host with hundreds of toolkits resolves one path, not one each."""
+    root = active_root(env)
+    if root is None:
+        return lambda record: False
+    real = os.path.realpath(root)
+    return lambda record: record["root"] == root or record["real"] == real
 
 
 def list_items(registry, env):
-    active = active_root(env)
-    return [
-        Toolkit(r).public(default=r["real"] == registry["default_real"], active=_is(r, active))
-        for r in registry["records"]
-    ]
+    active, default = in_use(env), registry["default_real"]
+    return [Toolkit(r).public(default=r["real"] == default, active=active(r)) for r in registry["records"]]
 
 
 def current_record(registry, env):
     """The toolkit in effect without a request: the one this shell uses, else the default."""
-    active, records = active_root(env), registry["records"]
-    found = next((r for r in records if _is(r, active)), None) or next(
+    active, records = in_use(env), registry["records"]
+    found = next((r for r in records if active(r)), None) or next(
         (r for r in records if r["real"] == registry["default_real"]), None)
     if found:
         return found

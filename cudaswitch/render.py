@@ -26,14 +26,26 @@ def escape_surrogates(text):
 
 
 def emit_json(data, compact=False):
-    """Indented for people; compact = one line, for JSON-lines collectors (pdsh, clush, srun)."""
+    """Indented on a terminal, for people; one line when stdout is a pipe or a file, as gh does:
+    json's C encoder cannot indent, and the pure-Python one it falls back to is 4x slower (9 ms of
+    `list --json` on a host with 250 toolkits; `| jq .` indents). compact = one line without
+    spaces, for JSON-lines collectors (pdsh, clush, srun)."""
     import json  # here, not at the top: `list` without --json runs on the fast path (~7 ms for json)
 
     if compact:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    else:
+    elif _terminal():
         text = json.dumps(data, indent=2, ensure_ascii=False)
+    else:
+        text = json.dumps(data, ensure_ascii=False)
     _write(escape_surrogates(text) + "\n")
+
+
+def _terminal():
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stdout
+        return False
 
 
 def emit_text(text):
