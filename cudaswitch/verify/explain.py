@@ -175,7 +175,8 @@ def confirm_gcc(host, text):
         out.append(check("gcc.message", "warning" if above else "info", "the message's toolkit accepts gcc %d at most; "
                          "the host gcc is %s%s; toolkits here with that ceiling: %s" % (ceiling, version,
                          " (above it)" if above else "", ", ".join(refusing) or "none"),
-                         "set NVCC_CCBIN=gcc-%d, or use a newer toolkit" % ceiling if above else None,
+                         "pass `-ccbin g++-%d` (in NVCC_PREPEND_FLAGS, which 11.8 and 13.x read; 11.8 ignores "
+                         "NVCC_CCBIN), or use a newer toolkit" % ceiling if above else None,
                          gcc=version, ceiling=ceiling, toolkits=refusing))
     return out
 
