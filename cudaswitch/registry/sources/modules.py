@@ -1,4 +1,4 @@
-"""Modules on $MODULEPATH, asked through the module system itself, never by reading modulefile text:
+"""Modules on $MODULEPATH, asked through the module system itself:
 
 - Lmod: one `spider -o spider-json` run lists every modulefile with the directories it prepends to
   PATH (`pathA`) and LD_LIBRARY_PATH (`lpathA`).
@@ -7,12 +7,12 @@
   what each would do if loaded (`prepend-path<TAB>PATH /root/bin`), evaluated by Modules itself.
 
 Both evaluate the modulefiles (variables, pathJoin, conditionals), which runs them: a scan that
-must run nothing it finds (`audit --root` without `--exec`) reads them as text instead (modtext). Which one is asked: the one the
-environment names ($LMOD_DIR/$LMOD_CMD, else $MODULES_CMD or $MODULESHOME/libexec/modulecmd.tcl),
-else an installed Lmod, else an installed modulecmd.tcl.
-A modulefile that fails to evaluate (a Tcl error) yields no root and is
-skipped; it stays watched, so fixing it rescans. The registry cache watches the MODULEPATH dirs,
-each CUDA modulefile and its dir.
+must run nothing it finds (`audit --root` without `--exec`) reads them as text instead (modtext).
+Which system is asked: the one the environment names ($LMOD_DIR/$LMOD_CMD, else $MODULES_CMD or
+$MODULESHOME/libexec/modulecmd.tcl), else an installed Lmod, else an installed modulecmd.tcl.
+A modulefile that fails to evaluate (a Tcl error) yields no root and is skipped; it stays
+watched, so fixing it rescans. The registry cache watches the MODULEPATH dirs, each CUDA
+modulefile and its dir.
 """
 
 import json
