@@ -33,6 +33,25 @@ def test_opt_usr_lib_hpc_sdk_and_cuda_home_are_found(host):
     assert home["origins"]["system"] == "$CUDA_HOME" and home["short"] == "13.1"
 
 
+def test_a_site_dir_of_versions_under_opt_cuda_lists_each_version_not_a_broken_parent(host):
+    """A site's /opt/cuda/12.4 and /opt/cuda/13.1 (the shape `install --prefix /opt/cuda/12.4`
+    makes): two toolkits, and /opt/cuda itself is no toolkit, so not a broken one either."""
+    kits.install_classic(kits.cuda13("13.1"), host.path("/opt/cuda/13.1"), "13.1")
+    kits.install_classic_runtime12(host.path("/opt/cuda/12.4"))
+    (host.path("/opt/cuda/.cache")).mkdir()  # a dot dir or a file beside them is no version
+    found = by_root(host)
+    assert str(host.path("/opt/cuda")) not in found, found[str(host.path("/opt/cuda"))]
+    assert found[str(host.path("/opt/cuda/13.1"))]["status"] == "ok"
+    assert found[str(host.path("/opt/cuda/13.1"))]["origins"]["system"] == "/opt/cuda/13.1"
+    assert found[str(host.path("/opt/cuda/12.4"))]["short"] == "12.4"
+
+
+def test_an_empty_opt_cuda_is_still_reported_broken(host):
+    """A stripped install (the dir left after `rm -rf /opt/cuda/*`) is said, not hidden."""
+    host.path("/opt/cuda").mkdir(parents=True)
+    assert by_root(host)[str(host.path("/opt/cuda"))]["status"] == "broken"
+
+
 def test_version_txt_of_an_old_toolkit_is_read(host):
     """CUDA 10.2/11.0 installs carry version.txt ('CUDA Version 10.2.89') and no version.json;
     the version comes from that file, not from nvcc (here the runtime-only tree has none)."""

@@ -19,7 +19,7 @@ def find(scan):
         directory = scan.host(parent)
         for name in scan.listdir(directory):
             if name.startswith(prefix):
-                yield _candidate(scan, os.path.join(directory, name), parent + "/" + name)
+                yield from _toolkit_or_children(scan, os.path.join(directory, name), parent + "/" + name)
     default = scan.host("/usr/local/cuda")
     if os.path.isdir(default) and not os.path.islink(default):
         yield _candidate(scan, default, "/usr/local/cuda")
@@ -33,6 +33,22 @@ def find(scan):
         if value and os.path.isdir(scan.env_path(value)):
             yield _candidate(scan, scan.env_path(value), "$" + var)
     yield from _nvcc_on_path(scan)
+
+
+MARKERS = ("bin", "lib64", "lib", "include", "version.json", "version.txt")
+
+
+def _toolkit_or_children(scan, path, origin):
+    """The toolkit at path; or, where path holds none of a toolkit's parts but version-named
+    directories (a site's /opt/cuda/12.4 and /opt/cuda/12.6, as `install --prefix` makes), those."""
+    if os.path.islink(path) or any(os.path.lexists(os.path.join(path, m)) for m in MARKERS):
+        yield _candidate(scan, path, origin)
+        return
+    children = [n for n in scan.listdir(path) if n[:1].isdigit() and os.path.isdir(os.path.join(path, n))]
+    if not children:
+        yield _candidate(scan, path, origin)  # an empty or stripped install: broken, and said so
+    for name in children:
+        yield _candidate(scan, os.path.join(path, name), origin + "/" + name)
 
 
 def system_default(scan):
