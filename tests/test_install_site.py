@@ -1,7 +1,7 @@
 """Site installs: `install 13.1 --prefix /opt/cuda/13.1 --modulefile DIR` from a mirror of NVIDIA's
 redist archives (tests/redist_mirror.py, CUDA 13.1.2 from the real wheel files) gives a shared tree
 that real Lmod and real Environment Modules load as `module load cuda/13.1`; `list` shows it once
-with sources managed,module; `uninstall` removes it and its modulefiles, and refuses a prefix that
+with sources managed,module (and system: /opt/cuda/<version> is scanned); `uninstall` removes it and its modulefiles, and refuses a prefix that
 cudaswitch did not make. /opt lies under the test host's root, as on a cluster's shared disk."""
 
 import json
@@ -68,12 +68,14 @@ def test_real_environment_modules_loads_the_tcl_modulefile(site):
 
 
 def test_list_shows_the_site_install_once_as_managed_and_module(site):
+    """One entry, found three ways: cudaswitch's managed link, the modulefile, and the system scan
+    of /opt/cuda/<version> (which is how a colleague without the managed link finds it too)."""
     host, prefix, modules, _ = site
     env = kits.lmod_env(modules, host.env)
     items = [i for i in json.loads(host.run("list", "--json", env=env, check=True).stdout)
              if os.path.realpath(i["root"]) == str(prefix)]
     assert len(items) == 1, items
-    assert items[0]["root"] == str(prefix) and sorted(items[0]["sources"]) == ["managed", "module"]
+    assert items[0]["root"] == str(prefix) and sorted(items[0]["sources"]) == ["managed", "module", "system"]
     assert items[0]["status"] == "ok"
 
 
