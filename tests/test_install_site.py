@@ -1,8 +1,9 @@
 """Site installs: `install 13.1 --prefix /opt/cuda/13.1 --modulefile DIR` from a mirror of NVIDIA's
 redist archives (tests/redist_mirror.py, CUDA 13.1.2 from the real wheel files) gives a shared tree
 that real Lmod and real Environment Modules load as `module load cuda/13.1`; `list` shows it once
-with sources managed,module (and system: /opt/cuda/<version> is scanned); `uninstall` removes it and its modulefiles, and refuses a prefix that
-cudaswitch did not make. /opt lies under the test host's root, as on a cluster's shared disk."""
+with sources managed,module (and system: /opt/cuda/<version> is scanned); `uninstall` removes it
+and its modulefiles, and refuses a prefix that cudaswitch did not make. /opt lies under the test
+host's root, as on a cluster's shared disk."""
 
 import json
 import os
