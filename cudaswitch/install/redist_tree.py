@@ -48,9 +48,11 @@ def unpack_all(fetched, tree, staging, pause=None, progress=None):
     workers = min(len(fetched), os.cpu_count() or 1) or 1
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         largest_first = sorted(fetched, key=lambda pair: -pair[0]["size"])  # the longest jobs start first
-        jobs = {pool.submit(_unpack_one, path, entry, os.path.join(staging, entry["component"]), stop,
-                            pause if index == 0 else None): entry for index, (entry, path) in enumerate(largest_first)}
-        try:
+        jobs = {}
+        try:  # submitting is inside: a Ctrl-C while the first jobs already run must stop them too
+            for index, (entry, path) in enumerate(largest_first):
+                jobs[pool.submit(_unpack_one, path, entry, os.path.join(staging, entry["component"]), stop,
+                                 pause if index == 0 else None)] = entry
             for job in concurrent.futures.as_completed(jobs):
                 count = job.result()
                 if progress:
