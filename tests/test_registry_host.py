@@ -104,6 +104,45 @@ def test_list_json_keys_and_order_follow_design(standard_host):
     assert versions == sorted(versions, reverse=True)  # newest first
 
 
+def test_list_json_piped_gives_the_same_toolkits_and_flags_as_on_a_terminal(own, tmp_path):
+    """Piped, `list --json` is one line put together from what discovery rendered once; on a
+    terminal (util-linux `script` gives it one) it is indented and built from the records. A script
+    and a person must read the same objects, "default" and "active" included, after a `use` too."""
+    script_tool = kits.require("script")
+    shell = ('eval "$(cudaswitch use 13.1 --shell bash)" || exit 9\n'
+             'cudaswitch list --json > piped.json\n'
+             '%s -qec "cudaswitch list --json" /dev/null > tty.txt\n' % script_tool)
+    env = dict(own.env, PATH="/usr/bin:/bin:" + os.path.dirname(CUDASWITCH))
+    done = subprocess.run([kits.require("bash"), "--norc", "--noprofile", "-c", shell], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    piped, tty = (tmp_path / "piped.json").read_text(), (tmp_path / "tty.txt").read_text()
+    assert piped.count("\n") == 1 and tty.count("\n") > len(json.loads(piped))  # one line / indented
+    assert json.loads(piped) == json.loads(tty)
+    assert [i["short"] for i in json.loads(piped) if i["active"]] == ["13.1"]
+    assert sum(i["default"] for i in json.loads(piped)) == 1
+
+
+def test_the_module_a_toolkit_is_listed_by_is_the_same_on_every_refresh(host):
+    """Three site modulefiles for one toolkit (cuda/13.1, cuda/13.1-gcc11, cudatoolkit/13.1, as
+    the benchmark's large host has): Lmod's spider reports them in a different order from run to
+    run, and `list` named whichever came first; now the first by name, every time."""
+    kits.require("lmod")
+    kits.install_classic(kits.cuda13("13.1"), host.path("/usr/local/cuda-13.1"), "13.1")
+    modules = host.work / "modules"
+    for name in ("13.1", "13.1-gcc11"):
+        kits.write_cuda_module(modules, name, host.path("/usr/local/cuda-13.1"))
+    other = kits.write_cuda_module(modules / "x", "13.1", host.path("/usr/local/cuda-13.1"))
+    (modules / "cudatoolkit").mkdir()
+    os.rename(other, modules / "cudatoolkit" / "13.1.lua")
+    env = kits.lmod_env(modules, host.env)
+    seen = set()
+    for _ in range(6):
+        [item] = json.loads(host.run("list", "--json", "--refresh", env=env, check=True).stdout)
+        seen.add(item["origins"]["module"])
+    assert seen == {"cuda/13.1"}
+
+
 def test_runtime_only_12_is_incomplete_with_a_problem_naming_the_missing_nvcc(standard_host):
     item = standard_host.list_json()[str(standard_host.path("/usr/local/cuda-12.4"))]
     assert item["nvcc"] is None and item["status"] == "incomplete"

@@ -50,7 +50,9 @@ def find(scan):
         found = _spider(tool[1], modulepath, scan.timeout)
     else:
         found = _modulecmd_cuda(tool[1], scan.env, scan.timeout)
-    for module, modulefile, root in found:
+    # Name order: Lmod's spider JSON comes from a Lua table, whose order changes from run to run,
+    # and the first module naming a toolkit is the origin `list` shows for it.
+    for module, modulefile, root in sorted(found, key=lambda item: (item[0], item[1])):
         scan.watch(modulefile)  # also when it gave no root (a Tcl error): fixing it rescans
         scan.watch(os.path.dirname(modulefile))  # a new version beside it (cuda/13.2) changes this dir
         if root:
