@@ -34,6 +34,19 @@ def list_items(registry, env):
     return [Toolkit(r).public(default=r["real"] == default, active=active(r)) for r in registry["records"]]
 
 
+def list_json_text(registry, env):
+    """`list --json` as one line of JSON text: the same objects as list_items, from the fragments
+    discovery rendered (registry/discover.py), each closed with "default" and "active"."""
+    active, default = in_use(env), registry["default_real"]
+    return "[%s]" % ", ".join('%s, "default": %s, "active": %s}' % (
+        text, _json_bool(record["real"] == default), _json_bool(active(record)))
+        for text, record in zip(registry["list_json"], registry["records"]))
+
+
+def _json_bool(value):
+    return "true" if value else "false"
+
+
 def current_record(registry, env):
     """The toolkit in effect without a request: the one this shell uses, else the default."""
     active, records = in_use(env), registry["records"]

@@ -34,14 +34,19 @@ def emit_json(data, compact=False):
 
     if compact:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    elif _terminal():
+    elif stdout_is_terminal():
         text = json.dumps(data, indent=2, ensure_ascii=False)
     else:
         text = json.dumps(data, ensure_ascii=False)
     _write(escape_surrogates(text) + "\n")
 
 
-def _terminal():
+def emit_json_text(text):
+    """JSON already rendered (one line, non-ASCII as is), written the way emit_json writes."""
+    _write(escape_surrogates(text) + "\n")
+
+
+def stdout_is_terminal():
     try:
         return sys.stdout.isatty()
     except (AttributeError, ValueError):  # a replaced or closed stdout

@@ -1,8 +1,8 @@
 """The import budget of the hot path (the budgets in the README): `use`, `off`, `hook-env`,
 `current` and `list` run from fastpath.py with warm caches and must not import typer/click/rich
-(≈66 ms), json (≈7 ms with re and enum; allowed only where the output is JSON), packaging, platformdirs,
-dataclasses (pulls in inspect), subprocess or tomllib. This guards imports, not wall time: bench/
-measures time. Each case runs the real fast path in a fresh interpreter against the standard host,
+(≈66 ms), json (≈7 ms with re and enum; allowed only where JSON output is not rendered ahead),
+packaging, platformdirs, dataclasses (pulls in inspect), subprocess or tomllib. This guards
+imports, not wall time: bench/ measures time. Each case runs the real fast path in a fresh interpreter against the standard host,
 once to warm the caches and once to record sys.modules, and checks the command really did its job."""
 
 import json
@@ -90,8 +90,9 @@ def test_list_table_imports_nothing_heavy(standard_host, tmp_path, baseline):
     assert heavy_in(modules) == []
 
 
-def test_list_json_imports_json_and_nothing_else_heavy(standard_host, tmp_path, baseline):
+def test_warm_list_json_imports_nothing_heavy_not_even_json(standard_host, tmp_path, baseline):
+    """Piped with a warm cache, `list --json` writes the text discovery rendered (json: ~7 ms)."""
     out, modules = fast_run(standard_host, tmp_path, ["list", "--json"])
     roots = {item["root"] for item in json.loads(out)}
     assert str(standard_host.path("/usr/local/cuda-13.1")) in roots
-    assert heavy_in(modules) == ["json", "json.decoder", "json.encoder", "json.scanner"]
+    assert heavy_in(modules) == []

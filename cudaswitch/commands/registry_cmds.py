@@ -18,6 +18,9 @@ def list_(as_json=False, refresh=False, wide=False):
     from cudaswitch import core
 
     _, reg = _context(refresh)
+    if as_json and not render.stdout_is_terminal():  # a script reading it: the pre-rendered text
+        render.emit_json_text(core.list_json_text(reg, os.environ))
+        return 0
     items = core.list_items(reg, os.environ)
     if as_json:
         render.emit_json(items)

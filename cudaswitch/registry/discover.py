@@ -10,12 +10,13 @@ found empty (a package installed later must show up). A corrupt or foreign cache
 import marshal
 import os
 
+from cudaswitch import __version__
 from cudaswitch.switch import envdiff
 from cudaswitch.paths import atomic_write, link_leaving, resolve_in_root
 from cudaswitch.safeio import load_marshal, seal
 from cudaswitch.toolkit import STATUSES, version_tuple
 
-CACHE_FORMAT = 6  # sealed (hostile input), records carry "missing" (compile-pipeline parts)
+CACHE_FORMAT = 7  # 6: sealed, records carry "missing"; 7: "list_json", and the version that wrote it
 CACHE_MAX_BYTES = 64 << 20
 ENV_KEYS = ("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
             "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME")
@@ -39,7 +40,8 @@ def _load_cache_file(path):
 def read_cache(paths, env):
     """The cached registry if every input it depends on is unchanged, else None."""
     cache = _load_cache_file(paths.registry_cache)
-    if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not _shape_ok(cache):
+    if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or cache.get("version") != __version__ \
+            or not _shape_ok(cache):
         return None
     if cache.get("key") != cache_key(paths, env) or cache.get("config_mtime") != paths.config_mtime():
         return None
@@ -59,6 +61,10 @@ def _shape_ok(cache):
     if not isinstance(watched, dict) or not isinstance(records, list) or not isinstance(cache.get("key"), tuple):
         return False
     if not all(isinstance(k, str) and type(v) is int for k, v in watched.items()):
+        return False
+    fragments = cache.get("list_json")
+    if not isinstance(fragments, list) or len(fragments) != len(records) or not all(
+            isinstance(f, str) and f.startswith("{") for f in fragments):
         return False
     return all(isinstance(r, dict) and RECORD_KEYS.issubset(r) and _record_ok(r) for r in records) and all(
         cache.get(k) is None or isinstance(cache.get(k), str) for k in ("system_real", "default_real"))
@@ -123,11 +129,27 @@ def discover(paths, env, config, nvcc_probes):
         chosen = select(ToolkitRequest.parse(config["default"]), records, order, system_real)
         default_real = chosen["real"] if chosen else None
     return {
-        "format": CACHE_FORMAT, "key": cache_key(paths, env), "config_mtime": paths.config_mtime(),
-        "watched": scan.watched, "records": records, "nvcc_probes": nvcc_probes,
-        "system_real": system_real, "default_real": default_real, "source_order": order,
-        "default_request": config.get("default"),
+        "format": CACHE_FORMAT, "version": __version__, "key": cache_key(paths, env),
+        "config_mtime": paths.config_mtime(), "watched": scan.watched, "records": records,
+        "nvcc_probes": nvcc_probes, "system_real": system_real, "default_real": default_real,
+        "source_order": order, "default_request": config.get("default"), "list_json": list_json(records),
     }
+
+
+def list_json(records):
+    """Each record's `list --json` object as JSON text without its closing brace, so a warm `list
+    --json` adds "default" and "active" (which depend on the shell) and never imports json or
+    builds the objects again (core.list_json_text). Rendered here, once per discovery."""
+    import json
+
+    from cudaswitch.toolkit import Toolkit
+
+    fragments = []
+    for record in records:
+        item = Toolkit(record).public()
+        del item["default"], item["active"]
+        fragments.append(json.dumps(item, ensure_ascii=False)[:-1])
+    return fragments
 
 
 PATH_VARS = ("PATH", "MODULEPATH")
