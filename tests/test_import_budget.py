@@ -2,8 +2,9 @@
 `current` and `list` run from fastpath.py with warm caches and must not import typer/click/rich
 (≈66 ms), json (≈7 ms with re and enum; allowed only where JSON output is not rendered ahead),
 packaging, platformdirs, dataclasses (pulls in inspect), subprocess or tomllib. This guards
-imports, not wall time: bench/ measures time. Each case runs the real fast path in a fresh interpreter against the standard host,
-once to warm the caches and once to record sys.modules, and checks the command really did its job."""
+imports, not wall time: bench/ measures time. Each case runs the real fast path in a fresh
+interpreter against the standard host, once to warm the caches and once to record sys.modules,
+and checks the command really did its job."""
 
 import json
 import subprocess
