@@ -2,10 +2,10 @@
 
 `audit merge` at cluster scale: N generated node reports (default 10,000; each the shape and size
 of a real `audit --json` of a node with CUDA 12.4, 12.8 and 13.0 and NCCL, 8 GPUs; a few nodes
-drift: another driver, a missing toolkit), merged from files (`audit merge DIR/*.json --json`),
-from JSON lines on stdin (pdsh/clush), and with `--html`. Reports wall time and the peak RSS of
-the merge process (getrusage of the child), median of R rounds. JSON goes to
-bench/out/merge-latest.json."""
+drift: another driver, a missing toolkit), merged from files (`audit merge DIR/*.json --json`;
+one line each, as `audit --json` writes a file, and indented, as on a terminal), from JSON lines
+on stdin (pdsh/clush), and with `--html`. Reports wall time and the peak RSS of the merge process
+(getrusage of the child), median of R rounds. JSON goes to bench/out/merge-latest.json."""
 
 import argparse
 import json
@@ -52,12 +52,16 @@ def report(node, count):
 
 def generate(directory, count):
     directory.mkdir(parents=True, exist_ok=True)
+    one_line = directory.parent / "audit-one-line"
+    one_line.mkdir(exist_ok=True)
     with open(directory.parent / "lines.jsonl", "w") as lines:
         for node in range(1, count + 1):
-            text = json.dumps(report(node, count), indent=2)
-            (directory / ("node%05d.json" % node)).write_text(text)
-            lines.write(json.dumps(json.loads(text), separators=(",", ":")) + "\n")
-    return sorted(str(p) for p in directory.iterdir())
+            data = report(node, count)
+            (directory / ("node%05d.json" % node)).write_text(json.dumps(data, indent=2))
+            # what `srun --output=audit/%N.json cudaswitch audit --json` writes: stdout is a file
+            (one_line / ("node%05d.json" % node)).write_text(json.dumps(data) + "\n")
+            lines.write(json.dumps(data, separators=(",", ":")) + "\n")
+    return sorted(str(p) for p in directory.iterdir()), sorted(str(p) for p in one_line.iterdir())
 
 
 def timed(argv, stdin_path=None):
@@ -103,9 +107,10 @@ def main():
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cudaswitch-bench-merge-"))
     try:
-        files = generate(work / "audit", args.reports)
+        files, one_line = generate(work / "audit", args.reports)
         page = work / "report.html"
-        cases = {"files": ([args.cudaswitch, "audit", "merge", *files, "--json"], None),
+        cases = {"files, one line": ([args.cudaswitch, "audit", "merge", *one_line, "--json"], None),
+                 "files, indented": ([args.cudaswitch, "audit", "merge", *files, "--json"], None),
                  "stdin JSON lines": ([args.cudaswitch, "audit", "merge", "--json"], work / "lines.jsonl"),
                  "files, --html": ([args.cudaswitch, "audit", "merge", *files, "--json", "--html", str(page)], None)}
         results = {}
@@ -132,7 +137,7 @@ def main():
             print("  %-18s ready after %s ms (browser run %.2f s)"
                   % (name, result["ready_ms"], result["browser_wall_s"]))
             continue
-        print("  %-18s %6.2f s wall  %6.2f s CPU  %6.1f MiB peak RSS" % (
+        print("  %-20s %6.2f s wall  %6.2f s CPU  %6.1f MiB peak RSS" % (
             name, result["median_s"], result["median_cpu_s"], result["peak_rss_mib"]))
     print("  html page          %6.2f MiB" % (out["html_bytes"] / 2**20))
     print("  floor (merge --help) %.2f s; load average %.1f" % (out["typer_floor_s"], out["load_average"][0]))

@@ -71,8 +71,8 @@ def _assign(command, positionals):
     for arg in command.args:
         if arg.nargs == "rest":
             values[arg.dest], words = words, []
-        elif arg.nargs == "*":
-            values[arg.dest], words = words, []
+        elif arg.nargs == "*":  # none given is None, as typer hands it over
+            values[arg.dest], words = words or None, []
         elif words:
             values[arg.dest] = words.pop(0)
         elif arg.nargs == 1:

@@ -157,7 +157,7 @@ COMMANDS = (
                      WIDE),
             examples=("cudaswitch audit", "cudaswitch audit --json --compile",
                       "cudaswitch audit --root /srv/images/rocky9")),
-    Command("audit merge", "cudaswitch.commands.audit_cmds:merge",
+    Command("audit merge", "cudaswitch.commands.audit_cmds:merge", fast=True,
             help="Merge many hosts' reports into one matrix of toolkit versions x hosts, and the skew between them. "
                  "A report that cannot be read is named on stderr and the rest merge; exit 0 when one merged "
                  "(--strict: 1 when anything is refused, missing or against a rule), 1 when none did.",
