@@ -2,6 +2,7 @@
 checked the way an admin would check it: against `du -sb`, the wheels' own versions, and nvcc."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -209,3 +210,23 @@ def test_audit_root_reads_the_images_modulefiles_as_text_and_runs_none(host, tmp
     assert by_version["13.1"]["sources"] == ["system", "module"], toolkits
     assert by_version["13.1"]["origins"]["module"] == "cuda/13.1"
     assert "module" in by_version["12.4"]["sources"] and by_version["12.4"]["origins"]["module"] == "cuda/12.4"
+
+
+def test_audit_root_survives_hostile_modulefiles(host):
+    """An image's modulefiles are a stranger's files: pathJoin nested 1,000 deep, 256 KiB of blank
+    lines, a line of 100,000 spaces inside a call, 30,000 option words, a FIFO and binary data
+    named like modulefiles. The audit answers, in seconds and without a traceback, and still reads
+    the one good modulefile beside them."""
+    kits.install_classic(kits.cuda13("13.1"), host.root / "usr/local/cuda-13.1", "13.1")
+    cuda = host.root / "opt/modulefiles/cuda"
+    kits.write_cuda_module(host.root / "opt/modulefiles", "13.1", "/usr/local/cuda-13.1")
+    (cuda / "1.lua").write_text("local a = " + "pathJoin(" * 1000 + '"/x"' + ")" * 1000 + '\nprepend_path("PATH", a)\n')
+    (cuda / "2.lua").write_text("\n" * 200_000 + " " * 50_000 + "x\n")
+    (cuda / "3.lua").write_text('prepend_path("PATH", "' + " " * 100_000 + 'x)\n')
+    (cuda / "4").write_text("#%Module\nprepend-path " + "-x " * 30_000 + "PATH /a/bin\n")
+    os.mkfifo(cuda / "5.lua")
+    (cuda / "6.lua").write_bytes(bytes(range(256)) * 64)
+    proc = host.run("audit", "--json", "--root", str(host.root), env={"MODULEPATH": "/opt/modulefiles"}, timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    (entry,) = [t for t in json.loads(proc.stdout)["toolkits"] if (t["version"] or "").startswith("13.1")]
+    assert entry["origins"]["module"] == "cuda/13.1"

@@ -32,7 +32,10 @@ def installed(tmp_path_factory):
     served = redist_mirror.Mirror(redist_mirror.mirror_with_cuda11(base / "mirror"))
     try:
         host = new_host(base)
-        proc = host.run("install", "11.8", "--mirror", served.url, "--json", timeout=900)
+        # NVCC_CCBIN exported as Arch's /etc/profile.d/cuda.sh does (for its own CUDA): nvcc 11.8
+        # does not read it, so the install must still pick g++-11 for its first compile
+        proc = host.run("install", "11.8", "--mirror", served.url, "--json", timeout=900,
+                        env={"NVCC_CCBIN": kits.require("g++")})
     finally:
         served.close()
     return host, proc
@@ -76,27 +79,53 @@ def test_after_use_plain_nvcc_builds_and_off_restores_the_users_flags(installed,
     assert lines["after"] == "-O2"
 
 
-def test_nvcc_ccbin_that_nvcc_11_ignores_is_an_error_naming_the_flag_that_works(installed, tmp_path):
-    """A guide's `export NVCC_CCBIN=g++-11` with CUDA 11.8: nvcc still takes gcc 12 and refuses, so
-    verify says so instead of trusting the variable."""
+def test_an_nvcc_ccbin_set_for_another_cuda_does_not_stop_the_switch_to_11_8(installed, tmp_path):
+    """NVCC_CCBIN exported for another toolkit (Arch's profile.d, a guide's line for 12.x): nvcc
+    11.8 does not read it, so it picks nothing for 11.8; `use` passes -ccbin g++-11 itself, plain
+    nvcc builds, and verify names the compiler the switch chose."""
     if default_gcc_major() <= 11:
-        pytest.skip("the default gcc is within CUDA 11.8's limit here: nothing to refuse")
+        pytest.skip("the default gcc is within CUDA 11.8's limit here: no compiler to choose")
     host, _ = installed
     (tmp_path / "k.cu").write_text(KERNEL)
     script = ('eval "$(cudaswitch use managed:11.8 --shell bash)" || exit 9\n'
-              'nvcc -c k.cu -o k.o 2>/dev/null && echo BUILT-IT\n'
+              'nvcc -c k.cu -o k.o || exit 8\n'
               'cudaswitch verify --json\n')
-    out = run_bash(host, script, tmp_path, NVCC_CCBIN="/usr/bin/g++-11")
-    assert not (tmp_path / "k.o").exists() and "BUILT-IT" not in out.stdout
+    out = run_bash(host, script, tmp_path, NVCC_CCBIN="/usr/bin/g++-12")
+    assert (tmp_path / "k.o").is_file(), out.stderr
     [gcc] = [c for c in json.loads(out.stdout)["checks"] if c["id"] == "gcc.supported"]
-    assert gcc["level"] == "error" and "ignores NVCC_CCBIN=/usr/bin/g++-11" in gcc["message"], gcc
-    assert "NVCC_PREPEND_FLAGS='-ccbin /usr/bin/g++-11'" in gcc["hint"]
+    assert gcc["level"] == "ok" and gcc["facts"]["compiler"] == "/usr/bin/g++-11", gcc
+    assert gcc["facts"]["chosen"]["NVCC_PREPEND_FLAGS"].startswith("-ccbin /usr/bin/g++-11"), gcc
+
+
+def test_the_verdict_on_an_ignored_nvcc_ccbin_names_the_flag_that_works():
+    """The facts of an 11.8 shell where no supported compiler could be chosen and NVCC_CCBIN (which
+    that nvcc ignores) names g++-11: the error must not blame only the missing gcc-11."""
+    from cudaswitch.verify import compat
+
+    verdict = compat.gcc_verdict(11, "include/crt/host_config.h", "/usr/bin/gcc", "12.2.0", "11.8",
+                                 ignored="/usr/bin/g++-11")
+    assert verdict["level"] == "error" and "ignores NVCC_CCBIN=/usr/bin/g++-11" in verdict["message"]
+    assert "NVCC_PREPEND_FLAGS='-ccbin /usr/bin/g++-11'" in verdict["hint"]
+
+
+def test_off_after_a_build_script_appended_to_the_flags_leaves_no_cudaswitch_ccbin(installed, tmp_path):
+    """RAPIDS-style build scripts do `export NVCC_PREPEND_FLAGS="$NVCC_PREPEND_FLAGS ..."` inside
+    the switched shell: `off` keeps their words but not the switch's -ccbin, which would otherwise
+    pin every later toolkit to g++-11 (nvcc takes the last -ccbin)."""
+    host, _ = installed
+    script = ('eval "$(cudaswitch use managed:11.8 --shell bash)" || exit 9\n'
+              'export NVCC_PREPEND_FLAGS="$NVCC_PREPEND_FLAGS -lineinfo"\n'
+              'eval "$(cudaswitch off --shell bash)"; echo "after=$NVCC_PREPEND_FLAGS"\n')
+    out = run_bash(host, script, tmp_path, NVCC_PREPEND_FLAGS="-O2")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "after=-O2 -lineinfo"
 
 
 @pytest.mark.parametrize("flags", ["-ccbin /usr/bin/g++-11", "--compiler-bindir=/usr/bin/g++-11"])
-def test_users_own_ccbin_flag_stands_and_is_not_doubled(installed, tmp_path, flags):
-    """A user (or conda's activation) who already passes -ccbin: a second one would make nvcc stop
-    with "redefinition of argument 'compiler-bindir'", so the switch leaves the flags alone."""
+def test_users_own_ccbin_flag_stands_and_is_not_overridden(installed, tmp_path, flags):
+    """A user (or conda's activation) who already passes -ccbin picked the compiler: the switch
+    adds none (nvcc would take the last -ccbin, with an "incompatible redefinition" warning when
+    they differ: seen with 11.8) and judges theirs."""
     host, _ = installed
     (tmp_path / "k.cu").write_text(KERNEL)
     script = ('eval "$(cudaswitch use managed:11.8 --shell bash)" || exit 9\n'
@@ -106,3 +135,14 @@ def test_users_own_ccbin_flag_stands_and_is_not_doubled(installed, tmp_path, fla
     assert out.stdout.splitlines()[0] == "flags=" + flags and (tmp_path / "k").is_file(), out.stderr
     [gcc] = [c for c in json.loads(out.stdout.split("\n", 1)[1])["checks"] if c["id"] == "gcc.supported"]
     assert gcc["level"] == "ok" and gcc["facts"]["compiler"] == "/usr/bin/g++-11", gcc
+
+
+def test_the_compiler_judged_is_the_last_ccbin_nvcc_sees():
+    """nvcc reads NVCC_PREPEND_FLAGS, its command line, then NVCC_APPEND_FLAGS, and the last -ccbin
+    wins (seen with 11.8 and 13.0): a build script appending its own -ccbin changes the compiler."""
+    from cudaswitch.verify import hostcc
+
+    env = {"NVCC_PREPEND_FLAGS": "-ccbin /usr/bin/g++-11 -O2 --compiler-bindir=/opt/c/bin/c++",
+           "NVCC_APPEND_FLAGS": "-lineinfo"}
+    assert hostcc.ccbin_in_flags(env) == "/opt/c/bin/c++"
+    assert hostcc.ccbin_in_flags(dict(env, NVCC_APPEND_FLAGS="-ccbin /usr/bin/g++-10")) == "/usr/bin/g++-10"

@@ -74,10 +74,9 @@ def notes(diff):
 
 def _took_dirs(before, value):
     """Did the switch take words out of a flag variable (not only put a -ccbin word in front)?"""
-    words = (value or "").split(" ")
-    if words[:1] == ["-ccbin"]:
-        words = words[2:]
-    return (" ".join(words) or None) != before
+    added = envdiff.added_ccbin(before, value)
+    rest = (value or "")[len(added) + 1:] if added else (value or "")
+    return rest != (before or "")
 
 
 def restored(env):

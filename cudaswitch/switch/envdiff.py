@@ -105,8 +105,11 @@ def pristine(env, state=None):
     if not state:
         return out
     for name, (before, mine) in state["scalars"].items():
-        if env.get(name) == mine:
+        now = env.get(name)
+        if now == mine:
             _assign(out, name, before)
+        elif now is not None and name in FLAG_VARS:  # edited since (a build script appended to it)
+            _assign(out, name, without_added_ccbin(before, mine, now))
     for name, (before, mine, ours) in state["lists"].items():
         now = env.get(name)
         if now == mine:
@@ -114,6 +117,24 @@ def pristine(env, state=None):
         elif now is not None:  # a list the user unset since stays unset
             _assign(out, name, merged(before, mine, now, ours, name))
     return out
+
+
+def added_ccbin(before, mine):
+    """The `-ccbin PATH` words a switch put in front of a flag variable, or None."""
+    words = (mine or "").split(" ")
+    if words[:1] != ["-ccbin"] or len(words) < 2 or (before or "").split(" ")[:2] == words[:2]:
+        return None
+    return " ".join(words[:2])
+
+
+def without_added_ccbin(before, mine, now):
+    """`now` without the -ccbin words the switch added, where they still lead it: `off` must not
+    leave cudaswitch's compiler behind for the user's own edits (nvcc takes the last -ccbin)."""
+    added = added_ccbin(before, mine)
+    if added and (now == added or now.startswith(added + " ")):
+        rest = now[len(added) + 1:]
+        return rest if rest or before is not None else None
+    return now
 
 
 def before_switch(env):

@@ -138,17 +138,17 @@ CCBIN_WORDS = ("-ccbin", "--compiler-bindir")
 
 
 def ccbin_in_flags(env):
-    """The compiler a -ccbin/--compiler-bindir word in NVCC_PREPEND_FLAGS or NVCC_APPEND_FLAGS
-    names (nvcc reads both as if typed on its command line), or None."""
+    """The compiler the last -ccbin/--compiler-bindir word in NVCC_PREPEND_FLAGS or
+    NVCC_APPEND_FLAGS names (nvcc reads them before and after its command line, and the last
+    value of a repeated -ccbin wins: seen with 11.8 and 13.0), or None."""
+    found = None
     for name in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"):
         words = (env.get(name) or "").split()
         for i, word in enumerate(words):
             head, _, joined = word.partition("=")
             if head in CCBIN_WORDS:
-                value = joined or (words[i + 1] if i + 1 < len(words) else "")
-                if value:
-                    return value
-    return None
+                found = joined or (words[i + 1] if i + 1 < len(words) else "") or found
+    return found
 
 
 def host_compiler(env, reads_ccbin_var=True):
@@ -163,9 +163,11 @@ def host_compiler(env, reads_ccbin_var=True):
     return which("gcc", env)
 
 
-def user_choice(env):
-    """Has the user picked nvcc's host compiler themselves (their choice stands)?"""
-    return bool(env.get("NVCC_CCBIN") or env.get("CUDAHOSTCXX") or ccbin_in_flags(env))
+def user_choice(env, reads_var=True):
+    """Has the user picked nvcc's host compiler themselves (their choice stands)? An NVCC_CCBIN
+    this nvcc does not read (`reads_var` False: 11.8) picks nothing for it: a profile.d script or
+    an earlier switch to 12.x/13.x may have set it for another toolkit."""
+    return bool((reads_var and env.get("NVCC_CCBIN")) or env.get("CUDAHOSTCXX") or ccbin_in_flags(env))
 
 
 def choose(cache_dir, record, env):
@@ -173,7 +175,8 @@ def choose(cache_dir, record, env):
     default gcc is above the toolkit's ceiling and a supported one exists; {} otherwise (also when
     the user chose a compiler: their choice stands, and the verdict judges it). A value for
     NVCC_PREPEND_FLAGS goes in front of the user's own flags (see envdiff)."""
-    if not record.get("nvcc") or user_choice(env):
+    if not record.get("nvcc") or user_choice(env, not env.get("NVCC_CCBIN") or reads_ccbin_var(
+            cache_dir, record["nvcc"])):
         return {}
     ceiling = gcc_ceiling(record)[0]
     gcc = which("gcc", env)
@@ -224,7 +227,11 @@ def chosen_by_switch(env):
         return {}
     chosen = {name: env.get(name) for name in ("NVCC_CCBIN", "CUDAHOSTCXX")
               if name in state["scalars"] and env.get(name)}
-    flags = env.get("NVCC_PREPEND_FLAGS") or ""
-    if "NVCC_PREPEND_FLAGS" in state["scalars"] and flags.startswith("-ccbin "):
-        chosen["NVCC_PREPEND_FLAGS"] = flags
+    if "NVCC_PREPEND_FLAGS" in state["scalars"]:
+        from cudaswitch.switch.envdiff import added_ccbin
+
+        before, mine = state["scalars"]["NVCC_PREPEND_FLAGS"]
+        added = added_ccbin(before, mine)  # the user's own -ccbin there is theirs, not the switch's
+        if added and (env.get("NVCC_PREPEND_FLAGS") or "").startswith(added):
+            chosen["NVCC_PREPEND_FLAGS"] = env["NVCC_PREPEND_FLAGS"]
     return chosen

@@ -19,10 +19,13 @@ from cudaswitch.safeio import read_or_none
 MAX_BYTES = 256 << 10  # modulefiles are a few KiB; a bigger "modulefile" is not one
 VARS = ("PATH", "LD_LIBRARY_PATH")
 LUA_STRING = re.compile(r'"([^"\\]*)"|\'([^\'\\]*)\'|\[(=*)\[(.*?)\]\3\]', re.S)  # "..", '..', [==[..]==]
-LUA_LOCAL = re.compile(r"^\s*local\s+(\w+)\s*=\s*(.+?)\s*$", re.M)
-LUA_PATH = re.compile(r"^\s*(?:prepend_path|append_path)\s*\(\s*[\"'](\w+)[\"']\s*,\s*(.+?)\s*\)\s*$", re.M)
-TCL_SET = re.compile(r"^\s*set\s+(\w+)\s+(\S+)\s*$", re.M)
-TCL_PATH = re.compile(r"^\s*(?:prepend-path|append-path)\s+(?:-\S+\s+)*(\w+)\s+(\S+)\s*$", re.M)
+MAX_DEPTH = 16  # pathJoin(pathJoin(...)) nested deeper than any real modulefile: not understood
+# Matched against one line with its trailing white space cut, so no pattern backtracks across a
+# long run of blanks (a 256 KiB padded file stays linear).
+LUA_LOCAL = re.compile(r"[ \t]*local[ \t]+(\w+)[ \t]*=[ \t]*(.+)")
+LUA_PATH = re.compile(r"[ \t]*(?:prepend_path|append_path)[ \t]*\([ \t]*[\"'](\w+)[\"'][ \t]*,(.+)\)")
+TCL_SET = re.compile(r"[ \t]*set[ \t]+(\w+)[ \t]+(\S+)")
+TCL_PATH = re.compile(r"[ \t]*(?:prepend-path|append-path)[ \t]+(?:-\S+[ \t]+)*(\w+)[ \t]+(\S+)")
 
 
 def read(directories, packages):
@@ -76,26 +79,36 @@ def dirs_of(path):
     return out
 
 
+def _lines(text, pattern):
+    """pattern's groups for each line it matches whole (trailing white space cut first)."""
+    for line in text.split("\n"):
+        match = pattern.fullmatch(line.rstrip())
+        if match:
+            yield match.groups()
+
+
 def _lua_paths(text):
     names = {}
-    for name, expression in LUA_LOCAL.findall(text):
+    for name, expression in _lines(text, LUA_LOCAL):
         names[name] = _lua_value(expression, names)
-    return [(var, _lua_value(expression, names)) for var, expression in LUA_PATH.findall(text)]
+    return [(var, _lua_value(expression, names)) for var, expression in _lines(text, LUA_PATH)]
 
 
-def _lua_value(expression, names):
+def _lua_value(expression, names, depth=0):
     """The string a small Lua expression gives: literals, known locals, `..`, pathJoin(); else None."""
     expression = expression.strip()
+    if depth > MAX_DEPTH:
+        return None
     joined = re.fullmatch(r"pathJoin\s*\((.*)\)", expression)
     if joined:
-        parts = [_lua_value(p, names) for p in _split_args(joined.group(1))]
+        parts = [_lua_value(p, names, depth + 1) for p in _split_args(joined.group(1))]
         return None if None in parts or not parts else "/".join(p.strip("/") if i else p.rstrip("/")
                                                                for i, p in enumerate(parts))
     literal = LUA_STRING.fullmatch(expression)
     if literal:
         return next(g for g in (literal.group(1), literal.group(2), literal.group(4)) if g is not None)
     if ".." in expression:
-        parts = [_lua_value(p, names) for p in expression.split("..")]
+        parts = [_lua_value(p, names, depth + 1) for p in expression.split("..")]
         return None if None in parts else "".join(parts)
     return names.get(expression) if re.fullmatch(r"\w+", expression) else None
 
@@ -107,9 +120,9 @@ def _split_args(text):
 
 def _tcl_paths(text):
     names = {}
-    for name, value in TCL_SET.findall(text):
+    for name, value in _lines(text, TCL_SET):
         names[name] = _tcl_value(value, names)
-    return [(var, _tcl_value(value, names)) for var, value in TCL_PATH.findall(text)]
+    return [(var, _tcl_value(value, names)) for var, value in _lines(text, TCL_PATH)]
 
 
 def _tcl_value(value, names):
