@@ -32,14 +32,21 @@ def wheel(site, package, dist, version, soname):
     return lib / soname
 
 
-def test_older_toolkit_copy_shadowing_torchs_is_an_error_naming_both(host, tmp_path):
-    root = kits.install_classic_runtime12(host.path("/usr/local/cuda-12.4"))
-    lib64 = root / "targets/x86_64-linux/lib"
+def shadowed(host, tmp_path):
+    """(toolkit lib dir, venv python, the venv's nvjitlink): a 12.4 toolkit whose lib holds
+    nvJitLink 12.1.105, and a venv whose torch came with the cu124 wheels' 12.4.127."""
+    lib64 = kits.install_classic_runtime12(host.path("/usr/local/cuda-12.4")) / "targets/x86_64-linux/lib"
     shared_object(lib64 / "libnvJitLink.so.12.1.105")
     os.symlink("libnvJitLink.so.12.1.105", lib64 / "libnvJitLink.so.12")
     python = venv_with_torch_package(tmp_path, "venv", {"__init__.py": STAND_IN_TORCH})
+    jit = wheel(kits.site_packages(tmp_path / "venv"), "nvjitlink", "nvidia-nvjitlink-cu12", "12.4.127",
+                "libnvJitLink.so.12")
+    return lib64, python, jit
+
+
+def test_older_toolkit_copy_shadowing_torchs_is_an_error_naming_both(host, tmp_path):
+    lib64, python, jit = shadowed(host, tmp_path)
     site = kits.site_packages(tmp_path / "venv")
-    jit = wheel(site, "nvjitlink", "nvidia-nvjitlink-cu12", "12.4.127", "libnvJitLink.so.12")
     wheel(site, "cusparse", "nvidia-cusparse-cu12", "12.3.1.170", "libcusparse.so.12")
     proc = host.run("verify", "12.4", "--python", python, "--json", timeout=300)
     [item] = by_id(report(proc), "env.library_shadowing")
@@ -59,12 +66,8 @@ def test_loader_path_setting_avoids_it(host, tmp_path):
     """The same venv and toolkit with `loader_path = false`: the switch leaves LD_LIBRARY_PATH alone."""
     import json
 
-    root = kits.install_classic_runtime12(host.path("/usr/local/cuda-12.4"))
-    lib64 = root / "targets/x86_64-linux/lib"
-    shared_object(lib64 / "libnvJitLink.so.12.1.105")
-    os.symlink("libnvJitLink.so.12.1.105", lib64 / "libnvJitLink.so.12")
-    python = venv_with_torch_package(tmp_path, "venv", {"__init__.py": STAND_IN_TORCH})
-    wheel(kits.site_packages(tmp_path / "venv"), "nvjitlink", "nvidia-nvjitlink-cu12", "12.4.127", "libnvJitLink.so.12")
+    _, python, _ = shadowed(host, tmp_path)
+    root = host.path("/usr/local/cuda-12.4")
     [before] = by_id(report(host.run("verify", "12.4", "--python", python, "--json", timeout=300)),
                      "env.library_shadowing")
     assert before["level"] == "error" and "loader_path = false" in before["hint"]
