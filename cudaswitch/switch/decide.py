@@ -74,9 +74,7 @@ def notes(diff):
 
 def _took_dirs(before, value):
     """Did the switch take words out of a flag variable (not only put a -ccbin word in front)?"""
-    added = envdiff.added_ccbin(before, value)
-    rest = (value or "")[len(added) + 1:] if added else (value or "")
-    return rest != (before or "")
+    return (envdiff.without_added_ccbin(before, value, value) or "") != (before or "")
 
 
 def restored(env):

@@ -127,11 +127,21 @@ def added_ccbin(before, mine):
     return " ".join(words[:2])
 
 
+def leads(words, flags):
+    """Do `words` open the flag string `flags` (as whole words)?"""
+    return bool(words) and (flags == words or (flags or "").startswith(words + " "))
+
+
+def in_front(words, flags):
+    """`words` put in front of a flag string (which may be unset or empty)."""
+    return words + " " + flags if flags else words
+
+
 def without_added_ccbin(before, mine, now):
     """`now` without the -ccbin words the switch added, where they still lead it: `off` must not
     leave cudaswitch's compiler behind for the user's own edits (nvcc takes the last -ccbin)."""
     added = added_ccbin(before, mine)
-    if added and (now == added or now.startswith(added + " ")):
+    if leads(added, now):
         rest = now[len(added) + 1:]
         return rest if rest or before is not None else None
     return now
@@ -273,8 +283,7 @@ def _scalar_values(base, record, owner, compilers=None):
             values[name] = flags
     for name, value in (compilers or {}).items():
         if name in FLAG_VARS:  # a -ccbin word goes in front of the flags the user keeps
-            rest = values.get(name, base.get(name))
-            value = value + " " + rest if rest else value
+            value = in_front(value, values.get(name, base.get(name)))
         values[name] = value
     values.update((name, record["root"]) for name in ALWAYS_SET)
     values["CUDACXX"] = record.get("nvcc")

@@ -99,8 +99,7 @@ def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda, chosen=None, ign
     if major > ceiling and ignored:
         return check("gcc.supported", "error", "host gcc %s is newer than CUDA %s accepts (gcc %d at most), and this "
                      "nvcc ignores NVCC_CCBIN=%s" % (version, cuda, ceiling, ignored),
-                     "export NVCC_PREPEND_FLAGS='-ccbin %s' (nvcc %s reads that), or unset NVCC_CCBIN and let "
-                     "`cudaswitch use` choose" % (ignored, cuda), **facts)
+                     "export NVCC_PREPEND_FLAGS='-ccbin %s' (nvcc %s reads that)" % (ignored, cuda), **facts)
     if major > ceiling:
         return check("gcc.supported", "error", "host gcc %s is newer than CUDA %s accepts (gcc %d at most): nvcc "
                      "stops with \"#error -- unsupported GNU version!\"" % (version, cuda, ceiling),

@@ -88,9 +88,10 @@ class Host:
 
     @functools.cached_property
     def reads_ccbin_var(self):
-        """Does the toolkit's nvcc read NVCC_CCBIN (13.x does, 11.8 does not)? True without one."""
+        """Does the toolkit's nvcc read NVCC_CCBIN (13.x does, 11.8 does not)? True without one,
+        and where its binary cannot tell (a wrapper script): only a known "no" is acted on."""
         nvcc = self.record.get("nvcc") if self.record else None
-        return not nvcc or hostcc.reads_ccbin_var(self.paths.cache_dir, nvcc)
+        return not nvcc or hostcc.reads_ccbin_var(self.paths.cache_dir, nvcc) is not False
 
     @functools.cached_property
     def compiler_version(self):

@@ -17,7 +17,6 @@ import os
 from cudaswitch.pathsearch import which
 from cudaswitch.verify import cache
 
-CHOSEN = ("NVCC_CCBIN", "NVCC_PREPEND_FLAGS", "CUDAHOSTCXX")
 VERSIONS_FILE = "compilers.marshal"
 VERSION_TIMEOUT = 10.0
 EXTRA_DIRS = ("/usr/bin",)  # distro packages install gcc-N here even when PATH lacks it
@@ -110,12 +109,13 @@ def supported_compilers(env, ceiling):
 
 def reads_ccbin_var(cache_dir, nvcc):
     """Does this nvcc binary read NVCC_CCBIN? Its name is in every nvcc that does (one scan of the
-    binary, cached by identity). A wrapper script that execs one names nothing: False, so the
-    -ccbin flag, which every nvcc since 11 reads, is what gets set."""
+    binary, cached by identity). None when that cannot be told: a wrapper script that execs some
+    nvcc, an unreadable file; callers then set the -ccbin flag, which 11.8 and 13.x both read, and
+    never claim the variable is ignored."""
     try:
         key = "ccbin-var|" + _key(nvcc)
     except OSError:
-        return False
+        return None
     where = os.path.join(cache_dir, VERSIONS_FILE)
     known = cache.load_table(where)
     if key not in known:
@@ -129,9 +129,9 @@ def _names(path, word):
 
     try:
         with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return data.find(word) >= 0
+            return data.find(word) >= 0 if data[:4] == b"\x7fELF" else None  # a script says nothing
     except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
-        return False
+        return None
 
 
 CCBIN_WORDS = ("-ccbin", "--compiler-bindir")
@@ -175,8 +175,10 @@ def choose(cache_dir, record, env):
     default gcc is above the toolkit's ceiling and a supported one exists; {} otherwise (also when
     the user chose a compiler: their choice stands, and the verdict judges it). A value for
     NVCC_PREPEND_FLAGS goes in front of the user's own flags (see envdiff)."""
-    if not record.get("nvcc") or user_choice(env, not env.get("NVCC_CCBIN") or reads_ccbin_var(
-            cache_dir, record["nvcc"])):
+    if not record.get("nvcc"):
+        return {}
+    by_var = reads_ccbin_var(cache_dir, record["nvcc"]) if env.get("NVCC_CCBIN") else None
+    if user_choice(env, by_var is not False):
         return {}
     ceiling = gcc_ceiling(record)[0]
     gcc = which("gcc", env)
@@ -185,7 +187,8 @@ def choose(cache_dir, record, env):
     have = major(compiler_version(cache_dir, gcc, env))
     if have is None or have <= ceiling:
         return {}
-    by_var = reads_ccbin_var(cache_dir, record["nvcc"])
+    if by_var is None:
+        by_var = reads_ccbin_var(cache_dir, record["nvcc"])
     for number, gxx in supported_compilers(env, ceiling):
         if not by_var and any(c.isspace() for c in gxx):
             continue  # nvcc splits its flag variables on white space
@@ -197,9 +200,11 @@ def choose(cache_dir, record, env):
 
 def with_compilers(env, chosen):
     """env with choose()'s answer applied: a -ccbin word in front of the user's NVCC_PREPEND_FLAGS."""
+    from cudaswitch.switch.envdiff import in_front
+
     out = dict(env, **chosen)
-    if chosen.get("NVCC_PREPEND_FLAGS") and env.get("NVCC_PREPEND_FLAGS"):
-        out["NVCC_PREPEND_FLAGS"] = chosen["NVCC_PREPEND_FLAGS"] + " " + env["NVCC_PREPEND_FLAGS"]
+    if chosen.get("NVCC_PREPEND_FLAGS"):
+        out["NVCC_PREPEND_FLAGS"] = in_front(chosen["NVCC_PREPEND_FLAGS"], env.get("NVCC_PREPEND_FLAGS"))
     return out
 
 
@@ -228,10 +233,8 @@ def chosen_by_switch(env):
     chosen = {name: env.get(name) for name in ("NVCC_CCBIN", "CUDAHOSTCXX")
               if name in state["scalars"] and env.get(name)}
     if "NVCC_PREPEND_FLAGS" in state["scalars"]:
-        from cudaswitch.switch.envdiff import added_ccbin
-
         before, mine = state["scalars"]["NVCC_PREPEND_FLAGS"]
-        added = added_ccbin(before, mine)  # the user's own -ccbin there is theirs, not the switch's
-        if added and (env.get("NVCC_PREPEND_FLAGS") or "").startswith(added):
+        # the user's own -ccbin there is theirs, not the switch's
+        if envdiff.leads(envdiff.added_ccbin(before, mine), env.get("NVCC_PREPEND_FLAGS")):
             chosen["NVCC_PREPEND_FLAGS"] = env["NVCC_PREPEND_FLAGS"]
     return chosen
