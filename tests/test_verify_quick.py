@@ -104,3 +104,19 @@ def test_cache_hit_imports_nothing_heavy(setup, tmp_path):
     assert verdict == str(expected)
     assert probes(log) == ran
     assert not set(imported.split()) & set(HEAVY), imported
+
+
+def test_a_new_cudaswitch_release_verifies_again(setup, monkeypatch):
+    """After an upgrade of cudaswitch a check it added must show on the next `use`: the release is
+    part of the key, so the old entry is not a hit (and with the same release it still is)."""
+    from cudaswitch.verify import identity
+    from cudaswitch.verify.quick import verdict_for_use
+
+    paths, record, new_env, log = setup
+    verdict_for_use(paths, record, new_env)
+    count = len(probes(log))
+    verdict_for_use(paths, record, new_env)
+    assert len(probes(log)) == count
+    monkeypatch.setattr(identity, "__version__", identity.__version__ + ".post1")
+    verdict_for_use(paths, record, new_env)
+    assert "torch_probe" in probes(log)[count:]

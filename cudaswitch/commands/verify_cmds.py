@@ -64,7 +64,7 @@ def verify(request=None, python=None, compile_=False, timeout=None, as_json=Fals
     report = verify_toolkit(paths, reg, record, new_env, python=python, smoke_compile=compile_, timeout=timeout,
                             current_env=dict(os.environ))
     _emit(report, as_json)
-    return 1 if any(c["level"] == "error" for c in report["checks"]) else 0
+    return _exit_code(report)
 
 
 def doctor(as_json=False, python=None, timeout=None):
@@ -74,7 +74,13 @@ def doctor(as_json=False, python=None, timeout=None):
     paths, reg = _context()
     report = run_doctor(paths, reg, dict(os.environ), python=python, timeout=timeout)
     _emit(report, as_json, group_key="layer")
-    return 0
+    return _exit_code(report)
+
+
+def _exit_code(report):
+    """verify and doctor alike: 1 when an error was printed (a CI step or a health check stops),
+    0 otherwise; warnings and infos do not fail."""
+    return 1 if any(c["level"] == "error" for c in report["checks"]) else 0
 
 
 def explain(text, as_json=False, python=None, timeout=None):

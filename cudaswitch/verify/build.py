@@ -6,16 +6,19 @@ nothing about the toolkit."""
 import os
 
 from cudaswitch.verify import cache, nvcc
-from cudaswitch.verify.identity import toolkit_identity
+from cudaswitch.verify.identity import cudaswitch_version, driver_identity, toolkit_identity
 
 BUILDS_FILE = "builds.marshal"
 BUILD_TIMEOUT = 120.0
 MAX_ENTRIES = 32
 
 
-def cached_build(paths, record, env, run, fresh=False, timeout=BUILD_TIMEOUT):
-    """nvcc.compile_smoke's result plus "cached": True when it came from an earlier build."""
-    key = repr((record["root"], toolkit_identity(record, env), bool(run)))
+def cached_build(paths, record, env, run, fresh=False, timeout=BUILD_TIMEOUT, gpus=()):
+    """nvcc.compile_smoke's result plus "cached": True when it came from an earlier build. A build
+    that ran the program is also keyed by the driver and the GPUs it ran on: after a driver upgrade
+    the old "fails on the GPU" says nothing."""
+    ran_on = (driver_identity(paths, env), tuple(sorted(repr(g) for g in gpus))) if run else None
+    key = repr((cudaswitch_version(), record["root"], toolkit_identity(record, env), bool(run), ran_on))
     where = os.path.join(paths.cache_dir, BUILDS_FILE)
     known = cache.load_table(where)
     if not fresh and key in known:

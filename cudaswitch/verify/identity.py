@@ -3,7 +3,11 @@ files and variables unchanged means the cached answer still holds."""
 
 import os
 
+from cudaswitch import __version__
 from cudaswitch.pathsearch import which
+
+# Where a distribution's driver package puts the user-space libcuda: a driver upgrade replaces it.
+LIBCUDA_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64")
 
 
 def _identity(path):
@@ -33,3 +37,24 @@ def toolkit_identity(record, env):
         files.append(os.path.join(os.path.dirname(lib), "include", "crt", "host_config.h"))
     return (tuple(_identity(f) for f in files), _identity(env.get("NVCC_CCBIN") or which("gcc", env)),
             tuple(env.get(k) for k in BUILD_ENV))
+
+
+def driver_identity(paths, env):
+    """What the driver's answers depend on, read with stat alone: the override libcuda, else the
+    kernel module's version text, the loader cache and each libcuda.so.1 the loader may pick (a driver
+    upgrade without reboot changes the libraries before /proc), and WSL's libcuda."""
+    override = env.get("CUDASWITCH_LIBCUDA")
+    if override:
+        return ("override", _identity(override))
+    from cudaswitch.safeio import read_or_none
+
+    text = read_or_none(paths.host("/proc/driver/nvidia/version"), 4096)
+    dirs = [d for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if os.path.isabs(d)]
+    libs = tuple(_identity(os.path.join(d, "libcuda.so.1")) for d in dirs + [paths.host(d) for d in LIBCUDA_DIRS])
+    return ("proc", text, _identity(paths.host("/etc/ld.so.cache")), libs,
+            _identity(paths.host("/usr/lib/wsl/lib/libcuda.so.1")))
+
+
+def cudaswitch_version():
+    """Part of every cache key: a new release may check more, so its answers are new ones."""
+    return __version__

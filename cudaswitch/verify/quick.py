@@ -10,30 +10,20 @@ import os
 
 from cudaswitch.pathsearch import which  # noqa: F401  (re-exported for the verdict's callers)
 from cudaswitch.verify import cache
-from cudaswitch.verify.identity import _identity, toolkit_identity  # noqa: F401  (re-exported)
+from cudaswitch.verify.identity import _identity, cudaswitch_version, driver_identity, toolkit_identity  # noqa: F401
 
 ENV_KEYS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONSAFEPATH",
             "NVCC_CCBIN", "CUDA_VISIBLE_DEVICES", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")
 
 
-def _driver_identity(paths, env):
-    override = env.get("CUDASWITCH_LIBCUDA")
-    if override:
-        return ("override", _identity(override))
-    from cudaswitch.safeio import read_or_none
-
-    text = read_or_none(paths.host("/proc/driver/nvidia/version"), 4096)
-    return ("proc", text, _identity(paths.host("/usr/lib/wsl/lib/libcuda.so.1")))
-
-
 def dependency_key(paths, record, new_env):
     """Everything the verdict depends on that can be read without starting a process."""
     return (
-        cache.FORMAT, record["root"], record.get("version"), record.get("status"),
+        cache.FORMAT, cudaswitch_version(), record["root"], record.get("version"), record.get("status"),
         toolkit_identity(record, new_env),
         _identity(which("python3", new_env) or which("python", new_env)),
         _identity(new_env.get("NVCC_CCBIN") or which("gcc", new_env)),
-        _driver_identity(paths, new_env),
+        driver_identity(paths, new_env),
         _identity(os.path.join(paths.config_dir, "config.toml")),
         tuple(new_env.get(k) for k in ENV_KEYS),
     )
