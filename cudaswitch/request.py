@@ -91,14 +91,33 @@ class ToolkitRequest:
 
 
 def select(request, records, source_order=SOURCES, system_real=None):
-    """Highest matching version wins; ties go by the configured source order."""
+    """Highest matching version wins; ties go by the configured source order. A partial request
+    (`12`, a range, latest) asks for a toolkit that works: a complete one wins over a newer one that
+    cannot compile; an exact one (`12.9`, `12.9.86`, a path) gets what it names."""
+    chosen, _ = choose(request, records, source_order, system_real)
+    return chosen
+
+
+def choose(request, records, source_order=SOURCES, system_real=None):
+    """(the record `select` picks or None, the newer matches passed over because they cannot compile)."""
     guards = request.guards(system_real)
     matches = [r for r in records if all(check(r) for _, check in guards)]
     if not matches:
-        return None
+        return None, []
 
     def rank(record):
         order = min((source_order.index(s) for s in record["sources"] if s in source_order), default=99)
         return (version_tuple(record["version"]), -order)
 
-    return max(matches, key=rank)
+    best = max(matches, key=rank)
+    if best["status"] == "ok" or not _partial(request):
+        return best, []
+    complete = [r for r in matches if r["status"] == "ok"]
+    if not complete:
+        return best, []
+    chosen = max(complete, key=rank)
+    return chosen, sorted((r for r in matches if rank(r) > rank(chosen)), key=rank, reverse=True)
+
+
+def _partial(request):
+    return request.kind in ("specifier", "latest") or (request.kind == "version" and len(request.value) == 1)

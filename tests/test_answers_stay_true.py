@@ -55,3 +55,45 @@ def test_doctor_exit_codes(host, toolkit, tmp_path):
     code, levels = doctor(host, {"PATH": "%s/bin:%s" % (toolkit, CLEAN_PATH), "CUDA_HOME": str(toolkit),
                                  "CUDASWITCH_LIBCUDA": str(libcuda)})
     assert (code, "error" in levels) == (1, True)
+
+
+@pytest.fixture
+def newest_is_incomplete(host):
+    """A partial copy of the newest toolkit beside a complete older one: what a `cp -r` that ran out
+    of disk, or a wheel set without nvidia-cuda-nvvm, leaves next to a working install (the 13.x
+    wheels are the real toolkits these tests can build; the case is 12.9 incomplete beside 12.5)."""
+    older = kits.install_classic(kits.cuda13("13.0"), host.path("/usr/local/cuda-13.0"), "13.0")
+    newer = kits.install_classic(kits.cuda13("13.1"), host.path("/usr/local/cuda-13.1"), "13.1")
+    for part in ("nvvm/bin/cicc", "bin/fatbinary", "bin/nvlink"):
+        (newer / part).unlink()  # a hardlink into the kit cache: the cache stays whole
+    return older, newer
+
+
+def switched_home(proc):
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["set"]["CUDA_HOME"]
+
+
+@pytest.mark.parametrize("request_text", ["13", ">=13.0,<14", "latest"])
+def test_a_partial_request_picks_a_toolkit_that_compiles(host, newest_is_incomplete, request_text):
+    older, newer = newest_is_incomplete
+    proc = host.run("use", request_text, "--shell", "json", "--no-verify")
+    assert switched_home(proc) == str(older)
+    named = [line for line in proc.stderr.splitlines() if "newer but cannot compile" in line]
+    assert len(named) == 1 and "nvvm/bin/cicc" in named[0] and str(newer) in named[0], proc.stderr
+
+
+def test_a_project_file_asking_for_a_major_gets_the_complete_one(host, newest_is_incomplete, tmp_path):
+    older, _ = newest_is_incomplete
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".cudaversion").write_text("13\n")
+    assert switched_home(host.run("hook-env", "--shell", "json", cwd=project)) == str(older)
+
+
+def test_an_exact_request_still_gets_what_it_names(host, newest_is_incomplete):
+    _, newer = newest_is_incomplete
+    proc = host.run("use", "13.1", "--shell", "json")
+    assert switched_home(proc) == str(newer) and "cannot compile" in proc.stderr
+    strict = host.run("use", "13.1", "--shell", "json", "--strict")
+    assert strict.returncode != 0 and strict.stdout == "" and "refusing to switch" in strict.stderr

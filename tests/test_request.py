@@ -72,8 +72,8 @@ RECORDS = [
 
 @pytest.mark.parametrize("text, expected", [
     ("13", "13.1.115"),            # the newest 13.x
-    ("12", "12.4.131"),            # 12.6 is broken: never selected
-    ("12.4", "12.4.131"),          # highest patch wins over source order
+    ("12", "12.4.99"),             # 12.6 is broken, 12.4.131 cannot compile: a partial request wants one that can
+    ("12.4", "12.4.131"),          # exact: highest patch wins over source order, complete or not
     ("12.4.99", "12.4.99"),
     (">=13.0,<13.1", "13.0.88"),
     ("latest", "13.1.115"),

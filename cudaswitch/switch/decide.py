@@ -7,7 +7,7 @@ from cudaswitch.switch import envdiff
 from cudaswitch.registry import discover as registry
 from cudaswitch.switch.toolkitdirs import known_roots
 from cudaswitch.errors import CudaSwitchError
-from cudaswitch.request import ToolkitRequest, select
+from cudaswitch.request import ToolkitRequest, choose
 from cudaswitch.verify import hostcc  # envdiff.switched plus the host compiler choice
 
 
@@ -16,11 +16,19 @@ def load(paths, env):
 
 
 def find_record(reg, request):
-    found = select(request, reg["records"], reg["source_order"], reg["system_real"])
+    """The record a switch goes to; a newer match passed over because it cannot compile is named on
+    stderr, so `use 12` picking 12.5 over an incomplete 12.9 says why."""
+    found, passed_over = choose(request, reg["records"], reg["source_order"], reg["system_real"])
     if found is None:
         from cudaswitch.registry.resolve import not_found
 
         raise not_found(reg, request)
+    for record in passed_over:
+        from cudaswitch import render
+
+        missing = ", ".join(record.get("missing") or ()) or "no nvcc"
+        render.message("cudaswitch: %s is newer but cannot compile (missing: %s); chose %s (`use %s` selects it "
+                       "anyway)" % (record["version"], missing, found["version"], record["root"]))
     return found
 
 
