@@ -91,6 +91,26 @@ MESSAGES = [
     ("ptx_toolchain", "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain."),
     ("ptx_toolchain", "cupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_UNSUPPORTED_PTX_VERSION: the "
                       "provided PTX was compiled with an unsupported toolchain."),
+    # cuDNN 8's split libraries and cuDNN 9's loader, missing (not two copies)
+    ("cudnn_missing", "Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open "
+                      "shared object file: No such file or directory"),
+    ("cudnn_missing", "Unable to load any of {libcudnn_cnn.so.9.1.0, libcudnn_cnn.so.9.1, libcudnn_cnn.so.9, "
+                      "libcudnn_cnn.so}"),
+    # the driver layer: no kernel module (nvidia-smi; modprobe after a kernel update)
+    ("driver_not_loaded", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+                          "that the latest NVIDIA driver is installed and running."),
+    ("driver_not_loaded", "modprobe: FATAL: Module nvidia not found in directory /lib/modules/6.8.0-49-generic"),
+    ("nvml_version_mismatch", "Failed to initialize NVML: Driver/library version mismatch\n"
+                              "NVML library version: 550.90"),
+    ("nvml_version_mismatch", "NVRM: API mismatch: the client has the version 550.90.07, but this kernel module has "
+                              "the version 550.54.15.  Please make sure that this kernel module and all NVIDIA driver "
+                              "components have the same version."),
+    ("device_busy", "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable"),
+    ("device_busy", "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorDevicesUnavailable: CUDA-capable "
+                    "device(s) is/are busy or unavailable"),
+    ("no_device", "RuntimeError: cuda runtime error (100) : no CUDA-capable device is detected at "
+                  "/pytorch/aten/src/THC/THCGeneral.cpp:47"),
+    ("no_device", "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected"),
     ("invalid_device_function", "RuntimeError: CUDA error: invalid device function"),
     ("invalid_device_function", "error: cudaErrorInvalidDeviceFunction from my_ext_kernel launch"),
 ]

@@ -20,7 +20,7 @@ def doctor(paths, registry, env, python=None, timeout=None):
     host = Host(paths, registry, env, python=python, timeout=timeout)
     layers = [
         ("hardware", hardware_checks(host.paths, host.driver)),
-        ("driver", driver_checks(host.driver)),
+        ("driver", driver_checks(host.driver) + driver_layer(host)),
         ("toolkit", toolkit_layer(host)),
         ("framework", pipeline.torch(host)),
         ("deps", deps_checks(host.torch)),
@@ -59,6 +59,16 @@ def driver_checks(drv):
     for problem in drv["problems"]:
         level = "info" if problem.startswith("cuInit") and not drv["gpus"] else "warning"
         out.append(check("driver.problem", level, problem, None, **facts))
+    return out
+
+
+def driver_layer(host):
+    """Below CUDA: the kernel module, module vs libraries, and (with GPUs) compute mode and MIG."""
+    from cudaswitch.verify import driverlayer
+
+    out = [driverlayer.kernel_module(host), driverlayer.release_match(host)]
+    if host.driver["gpus"]:
+        out += driverlayer.compute_mode(host)
     return out
 
 
@@ -101,7 +111,10 @@ def deps_checks(probe):
 
 def env_checks(host):
     env = host.env
-    out = [in_use(host.registry, env)] + stale_entries(env) + [several_nvcc(env), torch_cuda_home(env)]
+    from cudaswitch.verify.driverlayer import visible_devices
+
+    out = [in_use(host.registry, env)] + stale_entries(env) + [several_nvcc(env), torch_cuda_home(env),
+                                                                visible_devices(host)]
     out += pipeline.run(host, (pipeline.one_toolkit, pipeline.cudnn_copies, pipeline.library_shadowing))
     compat = compat_libcuda_dirs(env)
     if compat:

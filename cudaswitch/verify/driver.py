@@ -136,6 +136,7 @@ def _ask_libcuda(facts, lib, how, env, timeout):
         facts["problems"].append("cuInit(0) returned %s (100 = no CUDA-capable device)" % payload["init_rc"])
     facts["gpus"] = payload.get("gpus") or []
     facts["loaded"] = payload.get("loaded") or []
+    facts["nvml_release"] = payload.get("nvml_release")  # the user-space side, kept apart from /proc's
     if payload.get("nvml_release") and not facts["release"]:
         facts["release"], facts["release_source"] = payload["nvml_release"], "nvml"
 

@@ -8,7 +8,7 @@ import os
 import re
 
 from cudaswitch.toolkit import short_version, version_tuple
-from cudaswitch.verify import facts as table, hostcc, pipeline
+from cudaswitch.verify import driverlayer, facts as table, hostcc, pipeline
 from cudaswitch.verify.checks import arch_in_build, compat_libcuda_dirs, compiled_archs
 from cudaswitch.verify.compat import check, torch_home
 from cudaswitch.verify.doctor import driver_checks
@@ -108,13 +108,25 @@ def confirm_loader_path(host, text):
     cached = _ldconfig_has(name, host.env) if host.paths.root == "/" else None
     kits = [r["version"] for r in host.registry["records"]
             if any(os.path.exists(os.path.join(d, name)) for d in r.get("lib_dirs") or [])]
+    wheels = _wheel_copies(host, name)
     found = bool(on_path or cached)
     return [check("env.loader_path", "ok" if found else "warning", "%s is %s (LD_LIBRARY_PATH: %s; ldconfig: %s); "
-                  "toolkits that have it: %s" % (name, "on the loader path" if found else "NOT on the loader path",
-                  ", ".join(on_path) or "no", {True: "yes", False: "no", None: "not asked"}[cached],
-                  ", ".join(kits) or "none found"), None if found else (
-                  "`cudaswitch use %s`" % short_version(kits[0]) if kits else "install that CUDA major's runtime"),
-                  library=name, on_path=on_path, ldconfig=cached, toolkits=kits)]
+                  "toolkits that have it: %s; Python wheels that have it: %s" % (
+                      name, "on the loader path" if found else "NOT on the loader path", ", ".join(on_path) or "no",
+                      {True: "yes", False: "no", None: "not asked"}[cached], ", ".join(kits) or "none found",
+                      ", ".join(wheels) or "none found"), None if found else (
+                  "`cudaswitch use %s`" % short_version(kits[0]) if kits else
+                  "put %s on LD_LIBRARY_PATH" % os.path.dirname(wheels[0]) if wheels else
+                  "install the library (that CUDA major's runtime, or cuDNN of that major)"),
+                  library=name, on_path=on_path, ldconfig=cached, toolkits=kits, wheels=wheels)]
+
+
+def _wheel_copies(host, name):
+    """Copies in the user's Python's NVIDIA wheels (site-packages/nvidia/*/lib), where torch's live."""
+    import glob
+
+    return sorted(p for d in host.torch.get("site_dirs") or [] if isinstance(d, str) and os.path.isabs(d)
+                  for p in glob.glob(os.path.join(glob.escape(d), "nvidia", "*", "lib", glob.escape(name))))
 
 
 def _ldconfig_has(name, env):
@@ -268,4 +280,8 @@ CONFIRMERS = {
     "torch": confirm_torch, "cuda_home": confirm_cuda_home, "loader_path": confirm_loader_path,
     "cudnn_copies": confirm_cudnn, "nccl": confirm_nccl, "nvcc_arch": confirm_nvcc_arch, "gcc": confirm_gcc,
     "libcuda": confirm_libcuda,
+    "kernel_module": lambda host, text: [driverlayer.kernel_module(host)],
+    "release_match": lambda host, text: [driverlayer.release_match(host)],
+    "compute_mode": lambda host, text: driverlayer.compute_mode(host),
+    "visible_devices": lambda host, text: [driverlayer.visible_devices(host)],
 }
