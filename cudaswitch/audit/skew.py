@@ -57,9 +57,23 @@ def _component_text(key):
     return lambda node: " ".join(node["components"][key]) or "none"
 
 
+def _driver_text(node):
+    """The release where the report has it, else the CUDA version the driver supports (a libcuda-only
+    read: WSL, some containers), so two such nodes of different drivers are not "the same"."""
+    if node["driver"]:
+        return node["driver"]
+    return "CUDA %s (release unknown)" % node["driver_cuda"] if node["driver_cuda"] else "none found"
+
+
+def _driver_compared_by(nodes):
+    """What the driver skew could compare: "release", "cuda" (no release known), "release or cuda"."""
+    kinds = {"release" if n["driver"] else "cuda" for n in nodes if n["driver"] or n["driver_cuda"]}
+    return " or ".join(sorted(kinds, reverse=True)) or "none"
+
+
 # What `--same KEY` compares, as the text shown for each node's value.
 VALUE_OF = {
-    "driver": lambda n: n["driver"] or "none found",
+    "driver": _driver_text,
     "branch": lambda n: n["branch"] or "none found",
     "gpus": _gpu_text,
     "toolkits": lambda n: " ".join(sorted(n["toolkits"], key=version_key)) or "none",
@@ -73,7 +87,8 @@ def skew(nodes: List[dict], expected: Optional[List[str]], errors: List[dict]) -
     reported = set(hosts) | {_bare(h) for h in hosts}
     return {
         "driver": {"releases": _by_value(nodes, VALUE_OF["driver"]), "branches": _by_value(nodes, VALUE_OF["branch"]),
-                   "cuda": _by_value(nodes, lambda n: n["driver_cuda"] or "none found")},
+                   "cuda": _by_value(nodes, lambda n: n["driver_cuda"] or "none found"),
+                   "compared_by": _driver_compared_by(nodes)},
         "toolkits": _partial(nodes, lambda n: n["toolkits"]),
         "components": {key: _partial(nodes, lambda n, key=key: n["components"][key]) for key in TRACKED},
         "gpus": {"models": _by_value(nodes, _gpu_text), "cannot_target": cannot_target(nodes)},
