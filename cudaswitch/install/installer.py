@@ -8,7 +8,9 @@ tree. Every change to the managed dir is atomic and serialised per version:
   rename; an error, Ctrl-C or SIGTERM removes it, and a SIGKILLed one is removed by the next
   install (the managed source skips dot-names, so a leftover is never listed);
 - `.lock-<version>` (fcntl) makes a second install of the same version wait, then find it done;
-- uninstall renames the tree to `.trash-...` before deleting it, so no half tree is ever listed.
+- uninstall renames the tree into `.trash-...` before deleting it, so no half tree is ever listed;
+- stale build and trash dirs are removed only when they carry cudaswitch's scratch marker, so a
+  `.tmp-*` of someone else's beside a site prefix is never touched.
 
 Test hook: CUDASWITCH_TEST_PAUSE_UNPACK=SECONDS sleeps after the first file is unpacked (and says
 so on stderr), so a test can interrupt an install at a known point. CUDASWITCH_PIP_TIMEOUT (seconds)
@@ -26,7 +28,7 @@ from cudaswitch.errors import CudaSwitchError, ToolkitNotFound, UsageError
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.install.steps import (  # noqa: F401  (re-exported: tests and callers use install.X)
     InstallInterrupted, _quiet, _signals_ignored, check_nvcc, clean_stale, describe_tree, index_requirement,
-    install_once, interruptible, minor_ranges, no_nvcc_note, test_pause, version_lock)
+    install_once, interruptible, make_scratch, minor_ranges, no_nvcc_note, test_pause, version_lock)
 
 
 def install(paths, env, request, components=None, progress=_quiet, source=None, mirror=None, extras=(),
@@ -168,12 +170,19 @@ def uninstall(paths, env, registry, request, force=False):
 
 
 def _remove_tree(root):
-    """Rename to `.trash-...` under the lock, then delete: no half tree is ever listed."""
+    """Move into a marked `.trash-...` dir under the lock, then delete: no half tree is ever
+    listed, and a delete cut short is finished by the next install (clean_stale takes marked dirs
+    only)."""
     parent, name = os.path.split(root)
     with version_lock(parent, name):
-        trash = os.path.join(parent, ".trash-%s-%d" % (name, os.getpid()))
+        trash = os.path.join(parent, ".trash-%s-%d-%s" % (name, os.getpid(), os.urandom(4).hex()))
         try:
-            os.rename(root, trash)
+            make_scratch(trash)
+            try:
+                os.rename(root, os.path.join(trash, "tree"))
+            except OSError:
+                shutil.rmtree(trash, ignore_errors=True)
+                raise
         except OSError as exc:
             raise CudaSwitchError("cannot remove %s: %s" % (root, exc.strerror or exc),
                                   "nothing was removed") from None

@@ -21,14 +21,14 @@ import urllib.parse
 import urllib.request
 
 from cudaswitch.errors import CudaSwitchError, ToolkitNotFound
+from cudaswitch.install import redist_manifest
 from cudaswitch.paths import atomic_write
 from cudaswitch.toolkit import version_tuple
 
 NVIDIA_CUDA = "https://developer.download.nvidia.com/compute/cuda/redist/"
-MANIFEST_NAME = re.compile(r"redistrib_(\d+(?:\.\d+)+)\.json")
+MANIFEST_NAME = re.compile(r"redistrib_(\d{1,6}(?:\.\d{1,6}){1,3})\.json")  # the labels redist_manifest takes
 FETCH_TIMEOUT = 60.0
 CHUNK = 1 << 20
-SAFE_RELATIVE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+/-]*")  # no scheme, no leading slash, no query
 # The components a toolkit that compiles and links needs; crt and libnvvm are separate archives
 # from 13.0 on (before, cuda_nvcc holds them), so only those the manifest has are required.
 TOOLKIT_COMPONENTS = ("cuda_nvcc", "cuda_cudart", "cuda_crt", "libnvvm", "cuda_cccl")
@@ -46,17 +46,25 @@ def platform_key():
             "arm64": "linux-sbsa", "ppc64le": "linux-ppc64le"}.get(machine, "linux-" + machine)
 
 
-def normalize_base(text):
-    """A base URL with one trailing slash; a plain directory becomes file://."""
+def normalize_base(text, what="--mirror"):
+    """A base URL with one trailing slash; a plain directory becomes file://. `what` names where
+    the URL came from (--mirror, config redist_url) in the one-line error for a bad one."""
+    from cudaswitch.safeio import quote_prefix
+
     text = (text or "").strip()
     if not text:
-        raise CudaSwitchError("the redist mirror URL is empty")
+        raise CudaSwitchError("the redist mirror URL (%s) is empty" % what)
     if text.startswith("/"):
         text = "file://" + text
-    scheme = urllib.parse.urlsplit(text).scheme
-    if scheme not in ("http", "https", "file"):
-        raise CudaSwitchError("%r is not an http(s):// or file:// URL" % text,
-                              "give --mirror http://host/path/ or file:///dir/")
+    try:
+        parts = urllib.parse.urlsplit(text)
+        parts.port  # noqa: B018 (a port that is not a number raises here, not in the first download)
+    except ValueError as exc:
+        raise CudaSwitchError("%s %s is not a valid URL: %s" % (what, quote_prefix(text, 60), exc),
+                              "give http://host/path/ or file:///dir/") from None
+    if parts.scheme not in ("http", "https", "file") or any(c < " " or c == "\x7f" for c in text):
+        raise CudaSwitchError("%s %s is not an http(s):// or file:// URL" % (what, quote_prefix(text, 60)),
+                              "give http://host/path/ or file:///dir/")
     return text.rstrip("/") + "/"
 
 
@@ -94,7 +102,8 @@ def list_releases(base, timeout=FETCH_TIMEOUT):
 
 
 class ManifestCache:
-    """Manifests and the last index seen, per base URL, under the cache dir."""
+    """Manifests and the last index seen, per base URL, under the cache dir. What the cache holds
+    is checked as a manifest fresh from the mirror is: a cache file is data anyone could have left."""
 
     def __init__(self, cache_dir, base):
         key = hashlib.sha256(base.encode("utf-8")).hexdigest()[:16]
@@ -108,7 +117,7 @@ class ManifestCache:
             releases = list_releases(self.base, timeout)
         except Unreachable:
             cached = _read_json(index)
-            if not cached or cached.get("base") != self.base:
+            if not cached or cached.get("base") != self.base or not _labels(cached.get("releases")):
                 raise
             return cached["releases"], True
         atomic_write(index, json.dumps({"base": self.base, "releases": releases}).encode("utf-8"))
@@ -116,34 +125,45 @@ class ManifestCache:
 
     def manifest(self, release, timeout=FETCH_TIMEOUT):
         """The parsed manifest of one release, from the cache or the base (then cached)."""
+        redist_manifest.check_release_label(release, self.base)
         path = os.path.join(self.dir, "redistrib_%s.json" % release)
         cached = _read_json(path)
         if cached is not None:
-            return cached
+            try:
+                return redist_manifest.check_document(cached, path, release)
+            except redist_manifest.BadManifest:
+                pass  # a damaged or planted cache file: read the mirror again
         url = self.base + "redistrib_%s.json" % release
-        document = parse_manifest(read_url(url, timeout), url)
+        document = parse_manifest(read_url(url, timeout), url, release)
         atomic_write(path, json.dumps(document).encode("utf-8"))
         return document
 
 
 def _read_json(path):
+    """A cache file's JSON object, or None for anything else (absent, a FIFO, too big, too deep)."""
+    from cudaswitch.safeio import read_or_none
+
+    data = read_or_none(path, redist_manifest.MAX_BYTES)
+    if data is None or len(data) > redist_manifest.MAX_BYTES:
+        return None
     try:
-        with open(path, "rb") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
+        text = data.decode("utf-8")
+        if redist_manifest.json_depth(text) > redist_manifest.MAX_DEPTH:
+            return None
+        data = json.loads(text)
+    except (ValueError, RecursionError, MemoryError):
         return None
     return data if isinstance(data, dict) else None
 
 
-def parse_manifest(data, url):
-    """A manifest as a dict, checked for the keys everything after relies on."""
-    try:
-        document = json.loads(data)
-    except ValueError as exc:
-        raise CudaSwitchError("%s is not JSON: %s" % (url, exc)) from None
-    if not isinstance(document, dict) or not isinstance(document.get("release_label"), str):
-        raise CudaSwitchError("%s is not a redistrib manifest (no release_label)" % url)
-    return document
+def _labels(releases):
+    return isinstance(releases, list) and all(map(redist_manifest.is_release_label, releases))
+
+
+def parse_manifest(data, url, release=None):
+    """A manifest as a dict, every field the install reads checked as data (redist_manifest);
+    `release`: the label its file name promised."""
+    return redist_manifest.load(data, url, release)
 
 
 def components(manifest):
@@ -154,8 +174,9 @@ def components(manifest):
 
 def component_key(name, manifest):
     """What a user writes (nvcc, cublas, cuda_nvrtc) -> the manifest's key, or None."""
+    have = components(manifest)  # a key whose object has no version is no component
     for key in (name, "cuda_" + name, "lib" + name):
-        if isinstance(manifest.get(key), dict):
+        if key in have:
             return key
     return None
 
@@ -189,17 +210,9 @@ def archive_entry(manifest, key, plat, variant=None):
     if not isinstance(where, dict) or not where.get("relative_path"):
         raise CudaSwitchError("%s %s has no archive for %s%s" % (
             key, item.get("version"), plat, " (%s)" % variant if variant else ""))
-    relative = where["relative_path"]
-    if not isinstance(relative, str) or not SAFE_RELATIVE.fullmatch(relative) or ".." in relative.split("/"):
-        raise CudaSwitchError("%s %s: the manifest's relative_path %r leaves the mirror" % (
-            key, item.get("version"), relative), "the mirror is corrupt or tampered with; nothing was installed")
-    try:
-        size = int(where["size"])
-    except (KeyError, TypeError, ValueError):
-        raise CudaSwitchError("%s %s: the manifest gives no archive size" % (key, item.get("version"))) from None
+    relative, sha256, size = redist_manifest.archive_fields(where, "%s %s" % (key, item.get("version")))
     return {"component": key, "name": item.get("name") or key, "version": item["version"],
-            "relative_path": where["relative_path"], "sha256": str(where.get("sha256", "")).lower(),
-            "size": size}
+            "relative_path": relative, "sha256": sha256, "size": size}
 
 
 def resolve(request, releases):

@@ -35,11 +35,11 @@ def release_name(release, nvcc_version):
 def configured_base(paths, mirror):
     """The redist base URL: --mirror, else config redist_url, else None."""
     if mirror:
-        return redist.normalize_base(mirror)
+        return redist.normalize_base(mirror, "--mirror")
     from cudaswitch import config
 
     configured = config.load(paths).get("redist_url")
-    return redist.normalize_base(configured) if configured else None
+    return redist.normalize_base(configured, "config redist_url") if configured else None
 
 
 def choose_source(paths, request, source, mirror):
@@ -110,7 +110,7 @@ def plan(paths, request_text, base, components=(), extras=()):
         if extra != "cudnn":
             raise UsageError("--with %s is not known" % extra, "--with takes cudnn")
         entries.append(cudnn_entry(paths, base, release, plat))
-    return manifest["release_label"], manifest, entries
+    return release, manifest, entries  # the manifest's own release_label is checked to be this one
 
 
 def cudnn_entry(paths, base, release, plat):
@@ -122,7 +122,8 @@ def cudnn_entry(paths, base, release, plat):
         releases, _ = cache.releases()
         for label in sorted(releases, key=version_tuple, reverse=True):
             manifest = cache.manifest(label)
-            where = (manifest.get("cudnn") or {}).get(plat)
+            item = manifest.get("cudnn")
+            where = item.get(plat) if isinstance(item, dict) else None
             if isinstance(where, dict) and variant in where:
                 return dict(redist.archive_entry(manifest, "cudnn", plat, variant), base=cudnn)
     except redist.Unreachable as exc:
@@ -136,6 +137,7 @@ def install(paths, env, request_text, components, progress, base, extras=(), pre
     from cudaswitch.install import redist_site
 
     started = time.monotonic()
+    progress = _inert(progress)
     with installer.interruptible(request_text):
         release, manifest, entries = plan(paths, request_text, base, components or (), extras)
         name = release_name(release, redist.components(manifest).get("cuda_nvcc"))
@@ -161,6 +163,14 @@ def install(paths, env, request_text, components, progress, base, extras=(), pre
     result.update(installer.describe_tree(target))
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
+
+
+def _inert(progress):
+    """Progress lines name manifest values and mirror paths: shown with control characters escaped
+    (the error boundary does the same for errors), so a mirror cannot write terminal escapes."""
+    from cudaswitch.errors import _inert as escaped
+
+    return lambda text: progress(escaped(text))
 
 
 def fill(build, tree, release, entries, env, progress, cache_dir):

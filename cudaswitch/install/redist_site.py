@@ -13,37 +13,45 @@ import os
 import re
 
 from cudaswitch.errors import CudaSwitchError, UsageError
+from cudaswitch.install.redist_manifest import check_release_label
 
 MARKER = ".cudaswitch-install.json"
-LUA = """-- CUDA {release}, written by `cudaswitch install --prefix {root} --modulefile {moddir}`
-help([[NVIDIA CUDA Toolkit {name}]])
+# Every value goes in through lua_string / tcl_string, never as raw text: a version or a path from
+# a mirror must stay a string for Lmod and Environment Modules, which run these files as code for
+# every `module avail` of every user of the site.
+LUA = """-- CUDA {release_shown}, written by cudaswitch install: prefix {root_shown}, modulefiles {moddir_shown}
+help({help})
 whatis("Name: CUDA")
-whatis("Version: {release}")
+whatis({whatis})
 family("cuda")
-local root = [==[{root}]==]
+local root = {root}
 setenv("CUDA_HOME", root)
 setenv("CUDA_PATH", root)
 prepend_path("PATH", pathJoin(root, "bin"))
 prepend_path("LD_LIBRARY_PATH", pathJoin(root, "lib64"))
 """
 TCL = """#%Module1.0
-## CUDA {release}, written by `cudaswitch install --prefix {root} --modulefile {moddir}`
+## CUDA {release_shown}, written by cudaswitch install: prefix {root_shown}, modulefiles {moddir_shown}
 proc ModulesHelp {{ }} {{
-    puts stderr "NVIDIA CUDA Toolkit {name}"
+    puts stderr {help}
 }}
-module-whatis "NVIDIA CUDA Toolkit {name}"
+module-whatis {help}
 conflict cuda
-set root {{{root}}}
+set root {root}
 setenv CUDA_HOME $root
 setenv CUDA_PATH $root
 prepend-path PATH $root/bin
 prepend-path LD_LIBRARY_PATH $root/lib64
 """
+LUA_ROOT_LINES = ("local root = %s", "local root = [==[%s]==]")  # the second: files older cudaswitch wrote
+TCL_ROOT_LINES = ("set root %s", "set root {%s}")
+MODULEFILE_READ_LIMIT = 64 << 10
 UNSAFE_IN_MODULEFILE = re.compile(r"[\]\[{}\"\\$\s;]")
 
 
 def prefix_target(prefix, release):
     """The absolute prefix, refused when something that cudaswitch did not make is there."""
+    check_release_label(release, "the release")
     target = os.path.abspath(os.path.expanduser(prefix))
     if UNSAFE_IN_MODULEFILE.search(target):
         raise UsageError("--prefix %r has characters a modulefile cannot quote safely" % prefix)
@@ -59,10 +67,15 @@ def prefix_target(prefix, release):
 
 
 def read_marker(root):
+    """The marker of a tree cudaswitch made, or None (absent, not a regular file, not its JSON)."""
+    from cudaswitch.safeio import read_or_none
+
+    raw = read_or_none(os.path.join(root, MARKER), MODULEFILE_READ_LIMIT)
+    if raw is None or len(raw) > MODULEFILE_READ_LIMIT:
+        return None
     try:
-        with open(os.path.join(root, MARKER), encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) and data.get("made_by") == "cudaswitch" else None
 
@@ -78,56 +91,125 @@ def link_name(release, target):
 
 
 def link_into_managed(managed_dir, release, target):
-    """managed_dir/<release>@<prefix> -> prefix, replaced atomically."""
+    """managed_dir/<release>@<prefix> -> prefix, replaced atomically; the temporary link has a
+    private name and is gone again whatever happens."""
+    check_release_label(release, "the release")
     os.makedirs(managed_dir, exist_ok=True)
     link = os.path.join(managed_dir, link_name(release, target))
-    tmp = os.path.join(managed_dir, ".tmp-link-%d" % os.getpid())
+    tmp = os.path.join(managed_dir, ".tmp-link-%d-%s" % (os.getpid(), os.urandom(6).hex()))
     os.symlink(target, tmp)
-    os.replace(tmp, link)
+    try:
+        os.replace(tmp, link)
+    except BaseException:
+        _unlink(tmp)
+        raise
     return link
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def modulefile_paths(moddir, release):
     """(lua, tcl) paths: DIR/cuda/<x.y>.lua and DIR/cuda/<x.y>, so `module load cuda/12.4` works."""
-    short = ".".join(release.split(".")[:2])
+    short = ".".join(check_release_label(release, "the release").split(".")[:2])
     base = os.path.join(os.path.abspath(moddir), "cuda", short)
     return base + ".lua", base
 
 
 def write_modulefiles(moddir, release, name, root):
     """Write both modulefiles; refuses to replace one that loads another toolkit."""
+    from cudaswitch.paths import atomic_write
+
     lua, tcl = modulefile_paths(moddir, release)
     for path in (lua, tcl):
-        if os.path.exists(path) and _modulefile_root(path) != root:
+        if os.path.lexists(path) and not _loads_root(path, root):
             raise CudaSwitchError("%s exists and loads another toolkit" % path,
                                   "remove it or choose another --modulefile dir")
     os.makedirs(os.path.dirname(lua), exist_ok=True)
-    values = {"release": release, "name": name, "root": root, "moddir": os.path.abspath(moddir)}
-    for path, template in ((lua, LUA), (tcl, TCL)):
-        from cudaswitch.paths import atomic_write
-
-        atomic_write(path, template.format(**values).encode("utf-8"))
+    for path, text in ((lua, lua_modulefile(release, name, root, moddir)),
+                       (tcl, tcl_modulefile(release, name, root, moddir))):
+        atomic_write(path, text.encode("utf-8", "surrogateescape"))
     return [lua, tcl]
 
 
-def _modulefile_root(path):
+def _comment_values(release, root, moddir):
+    """Values for a comment line: ascii() has no newline, so none can end the comment early."""
+    return {"release_shown": ascii(release), "root_shown": ascii(root), "moddir_shown": ascii(os.path.abspath(moddir))}
+
+
+def lua_modulefile(release, name, root, moddir):
+    return LUA.format(help=lua_string("NVIDIA CUDA Toolkit " + name), whatis=lua_string("Version: " + release),
+                      root=lua_string(root), **_comment_values(release, root, moddir))
+
+
+def tcl_modulefile(release, name, root, moddir):
+    return TCL.format(help=tcl_string("NVIDIA CUDA Toolkit " + name), root=tcl_string(root),
+                      **_comment_values(release, root, moddir))
+
+
+def lua_string(text):
+    """A Lua string literal that is `text` byte for byte: printable ASCII as is (but \\ and \"), every
+    other byte as a three-digit \\ddd (always three digits, so a digit after it is not taken in)."""
+    out = []
+    for byte in os.fsencode(text):
+        char = chr(byte)
+        if char in '\\"':
+            out.append("\\" + char)
+        elif 0x20 <= byte < 0x7F:
+            out.append(char)
+        else:
+            out.append("\\%03d" % byte)
+    return '"' + "".join(out) + '"'
+
+
+TCL_ESCAPES = {"\\": "\\\\", '"': '\\"', "$": "\\$", "[": "\\[", "]": "\\]", "{": "\\{", "}": "\\}"}
+
+
+def tcl_string(text):
+    """A Tcl word in double quotes that is `text`: \\ " $ [ ] escaped (no substitution can happen),
+    braces escaped too (a quoted word inside a braced proc body must not unbalance it), control and
+    non-ASCII characters as \\uHHHH (exactly four digits in Tcl 8.5 to 9). A character beyond
+    U+FFFF or a byte that is not UTF-8 has no such form: refused."""
+    out = []
+    for char in text:
+        if char in TCL_ESCAPES:
+            out.append(TCL_ESCAPES[char])
+        elif " " <= char < "\x7f":
+            out.append(char)
+        elif ord(char) > 0xFFFF or "\ud800" <= char <= "\udfff":
+            raise UsageError("%s cannot be written into a Tcl modulefile (a character beyond U+FFFF or "
+                             "a byte that is not UTF-8)" % ascii(text[:60]))
+        else:
+            out.append("\\u%04x" % ord(char))
+    return '"' + "".join(out) + '"'
+
+
+def _loads_root(path, root):
+    """Whether the modulefile at `path` is one cudaswitch wrote for `root` (its root line, in the
+    Lua or the Tcl form, this version's quoting or the bracket form older ones wrote)."""
+    from cudaswitch.safeio import read_or_none
+
+    data = read_or_none(path, MODULEFILE_READ_LIMIT)
+    if data is None or len(data) > MODULEFILE_READ_LIMIT:
+        return False
+    lines = set(data.decode("utf-8", "surrogateescape").splitlines())
+    wanted = [LUA_ROOT_LINES[0] % lua_string(root), LUA_ROOT_LINES[1] % root, TCL_ROOT_LINES[1] % root]
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    except OSError:
-        return None
-    match = re.search(r"local root = \[==\[(.*?)\]==\]|set root \{(.*?)\}", text)
-    return (match.group(1) or match.group(2)) if match else None
+        wanted.append(TCL_ROOT_LINES[0] % tcl_string(root))
+    except UsageError:
+        pass
+    return any(line in lines for line in wanted)
 
 
 def remove_site_files(root, marker):
     """The modulefiles a prefix install wrote, where they still load this root."""
     for path in marker.get("modulefiles") or []:
-        if isinstance(path, str) and _modulefile_root(path) == root:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+        if isinstance(path, str) and _loads_root(path, root):
+            _unlink(path)
 
 
 def links_to(managed_dir, root):

@@ -8,11 +8,16 @@ import fcntl
 import os
 import shutil
 import signal
+import stat
 import time
 
 from cudaswitch.install import wheels
 from cudaswitch.errors import BadRequest, CudaSwitchError, UsageError
 from cudaswitch.toolkit import version_tuple
+
+
+SCRATCH_MARKER = ".cudaswitch-scratch"  # inside each build and trash dir cudaswitch makes
+SCRATCH_TEXT = b"made by cudaswitch install; removed by the next install when its owner is gone\n"
 
 
 class InstallInterrupted(CudaSwitchError):
@@ -99,15 +104,47 @@ def version_lock(managed_dir, name, progress=_quiet):
 
 def clean_stale(managed_dir, held):
     """Remove builds and trash that no live process owns: ours (we hold `held`'s lock), and any
-    other version's whose lock is free."""
+    other version's whose lock is free. Only dirs that carry SCRATCH_MARKER: a site's prefix
+    parent (/opt/cuda) or a user's dir may hold `.tmp-*` dirs of their own."""
     for entry in os.listdir(managed_dir):
         path = os.path.join(managed_dir, entry)
+        if not entry.startswith((".trash-", ".tmp-")) or not is_scratch(path):
+            continue
         if entry.startswith(".trash-"):
             shutil.rmtree(path, ignore_errors=True)
-        elif entry.startswith(".tmp-"):
+        else:
             name = entry[len(".tmp-"):].rpartition("-")[0]
             if name == held or _lock_is_free(managed_dir, name):
                 shutil.rmtree(path, ignore_errors=True)
+
+
+def make_scratch(path):
+    """Create the dir `path` (not there before) with the marker that lets clean_stale remove it."""
+    os.mkdir(path, 0o700)
+    try:
+        fd = os.open(os.path.join(path, SCRATCH_MARKER), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, SCRATCH_TEXT)
+        finally:
+            os.close(fd)
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+
+
+def is_scratch(path):
+    """A real dir (not a link to one) holding cudaswitch's scratch marker as a regular file."""
+    from cudaswitch.safeio import read_or_none
+
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return False
+        marker = os.path.join(path, SCRATCH_MARKER)
+        if not stat.S_ISREG(os.lstat(marker).st_mode):
+            return False
+    except OSError:
+        return False
+    return read_or_none(marker, len(SCRATCH_TEXT)) == SCRATCH_TEXT
 
 
 def _lock_is_free(managed_dir, name):
@@ -125,8 +162,10 @@ def _build(target, fill):
     parent, name = os.path.split(target)
     build = os.path.join(parent, ".tmp-%s-%d" % (name, os.getpid()))
     tree = os.path.join(build, "tree")
+    made = False
     try:
-        os.makedirs(build)
+        make_scratch(build)  # refuses a dir of that name that is already there: it is not ours
+        made = True
         fill(build, tree)
         os.rename(tree, target)
     except wheels.WheelError as exc:
@@ -135,8 +174,9 @@ def _build(target, fill):
         raise CudaSwitchError("install of CUDA %s failed: %s (%s)" % (
             name, exc.strerror or exc, exc.filename or parent), "nothing was installed") from None
     finally:
-        with _signals_ignored():
-            shutil.rmtree(build, ignore_errors=True)
+        if made:
+            with _signals_ignored():
+                shutil.rmtree(build, ignore_errors=True)
 
 
 def test_pause(env, progress):
