@@ -7,9 +7,8 @@ parsed is an error naming the file and line; it is never overwritten by a later 
 import math
 
 from cudaswitch.errors import BadRequest, ConfigError
-from cudaswitch.paths import atomic_write
 from cudaswitch.request import SOURCES
-from cudaswitch.safeio import Unreadable, parse_toml, read_regular
+from cudaswitch.safeio import Unreadable, parse_toml, read_regular, replace_regular
 
 MAX_BYTES = 1 << 20
 MAX_TIMEOUT = 3600.0
@@ -25,9 +24,19 @@ def _text(key, value):
 def _strings(key, value):
     if not isinstance(value, list) or len(value) > 1000:
         return "must be a list of strings"
-    if not all(isinstance(item, str) and item and "\0" not in item for item in value):
-        return "must be a list of strings, not %s" % _kind(next(i for i in value if not isinstance(i, str) or not i))
+    for item in value:
+        problem = _text(key, item)
+        if problem:
+            return "must be a list of non-empty strings (one is %s)" % _kind_in_list(item)
     return None
+
+
+def _kind_in_list(item):
+    if isinstance(item, str) and "\0" in item:
+        return "a string holding a NUL character"
+    if isinstance(item, str) and len(item) > 4096:
+        return "longer than 4096 characters"
+    return _kind(item)
 
 
 def _timeout(key, value):
@@ -122,7 +131,8 @@ def _validate(path, data):
 
 
 def update(paths, **changes):
-    """Set (or, with value None, remove) keys and write the file atomically."""
+    """Set (or, with value None, remove) keys and write the file atomically (through a symlink:
+    the link's target is replaced in its own directory)."""
     import tomli_w
 
     path = paths.config_file
@@ -133,8 +143,8 @@ def update(paths, **changes):
         else:
             data[key] = value
     _validate(path, data)
-    try:
-        atomic_write(path, tomli_w.dumps(data).encode("utf-8"))
-    except OSError as exc:  # a read-only or full filesystem: the old file is left as it was
+    try:  # a config.toml that links into a dotfiles repository stays that link
+        replace_regular(path, tomli_w.dumps(data).encode("utf-8"), through_links=True, make_dirs=True)
+    except OSError as exc:  # a read-only or full filesystem, a FIFO there: the old file is left as it was
         raise ConfigError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
     return data

@@ -79,22 +79,12 @@ class Paths:
 
 
 def atomic_write(path, data):
-    """Write bytes so readers see the old file or the new one, never half of either."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write bytes to a file of cudaswitch's own (a cache, an index in its data dir) so readers see
+    the old file or the new one, never half of either: safeio.replace_regular, through a private
+    O_EXCL temp file; a FIFO or device left there is replaced too."""
+    from cudaswitch.safeio import replace_regular
+
+    replace_regular(path, data, make_dirs=True, own_file=True)
 
 
 def resolve_in_root(paths, path, limit=40):

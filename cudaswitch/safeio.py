@@ -174,3 +174,103 @@ def load_marshal(path, limit):
         return None if payload is None else marshal.loads(payload)
     except (OSError, Unreadable, ValueError, EOFError, TypeError, MemoryError, RecursionError):
         return None
+
+
+class NotReplaceable(OSError):
+    """A path cudaswitch must not replace (a FIFO, device, socket or directory); str() is one line.
+    An OSError, so a caller that treats a failed write as "not cached" keeps doing so."""
+
+
+def _kind_of(mode):
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def replace_target(path, through_links=False):
+    """The name a replacement of `path` renames onto: `path` itself (a symlink there is replaced
+    by the new file), or with through_links what the link reaches, so a config file that is a
+    link into a dotfiles repository stays a link (a dangling link: the file it names is created).
+    NotReplaceable when that is not a regular file: renaming over /dev/stdout (a link to the
+    process's fd) as root makes it a file; over a FIFO, a reader loses its pipe."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    target = path
+    if stat.S_ISLNK(st.st_mode):
+        if not through_links:
+            return path
+        target = os.path.realpath(path)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return target
+    if stat.S_ISREG(st.st_mode):
+        return target
+    raise NotReplaceable("%s is %s, not a regular file: not replaced" % (path, _kind_of(st.st_mode)))
+
+
+def replace_regular(path, data, through_links=False, mode=None, make_dirs=False, own_file=False):
+    """Write bytes to `path` so readers see the old file or the new one, never half of either.
+
+    The new content goes to a private temp file made with O_EXCL beside the target (a random name:
+    a link planted under a guessable name such as `<path>.<pid>.tmp` is never followed), renamed over
+    the target, which must be a regular file or absent (see replace_target). The file keeps the
+    old file's permission bits, else gets `mode` (default 0o666 less the umask, like open()).
+    make_dirs creates `path`'s directory (cudaswitch's own dirs; never a link target's). own_file
+    marks a name in cudaswitch's own cache or data dir: a FIFO or device there is debris that
+    the new file replaces (a directory still cannot be).
+    Returns the path written. Raises NotReplaceable, or OSError from the filesystem."""
+    if make_dirs:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    target = path if own_file else replace_target(path, through_links)
+    directory = os.path.dirname(os.path.abspath(target))
+    fd, tmp = _private_temp(directory, os.path.basename(target))
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), _mode_for(target, mode))
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return target
+
+
+def _private_temp(directory, name):
+    """(fd, path) of a new file beside the target, as tempfile.mkstemp makes it (O_EXCL, mode
+    0600, a random name) without importing tempfile, which the fast path's cache writes avoid."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(directory, ".%s.%s.tmp" % (name[:200], os.urandom(6).hex()))
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError("no free temporary name in %s" % directory)
+
+
+def _mode_for(target, mode):
+    try:
+        st = os.lstat(target)
+        if stat.S_ISREG(st.st_mode):
+            return stat.S_IMODE(st.st_mode)
+    except OSError:
+        pass
+    if mode is not None:
+        return mode
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask

@@ -4,8 +4,6 @@ nodes stay a few columns wide; a cell that differs from what most nodes have is 
 """
 
 import html
-import os
-import tempfile
 from typing import List
 
 from cudaswitch.audit.hosts import fold_short
@@ -42,8 +40,11 @@ SCRIPT = """
     });
   }
   // a link can carry a filter: report.html#filter=node07
+  // (a malformed escape such as %E0%A4%A is shown as typed: decodeURIComponent throws on it)
   var hash = /^#filter=(.*)$/.exec(location.hash);
-  if (hash) { filter.value = decodeURIComponent(hash[1]); }
+  if (hash) {
+    try { filter.value = decodeURIComponent(hash[1]); } catch (e) { filter.value = hash[1]; }
+  }
   filter.addEventListener('input', apply);
   onlySkew.addEventListener('change', apply);
   apply();
@@ -54,20 +55,16 @@ SCRIPT = """
 
 
 def write_page(path: str, merged: dict) -> None:
-    """Write the page atomically: a failed write leaves no half page behind."""
+    """Write the page atomically: a failed write leaves no half page behind, and only a regular
+    file (or nothing) is replaced: a FIFO, device or directory at PATH is refused, not renamed over."""
+    from cudaswitch.safeio import NotReplaceable, replace_regular
+
     text = page(merged)
-    directory = os.path.dirname(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".cudaswitch-", suffix=".html", dir=directory)
+        replace_regular(path, text.encode("utf-8"), through_links=True, mode=0o644)
+    except NotReplaceable as exc:
+        raise CudaSwitchError(str(exc), "give --html the path of a regular file (it is created or replaced)") from None
     except OSError as exc:
-        raise CudaSwitchError("cannot write %s (%s)" % (path, exc.strerror or exc)) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        os.unlink(tmp)
         raise CudaSwitchError("cannot write %s (%s)" % (path, exc.strerror or exc)) from None
 
 

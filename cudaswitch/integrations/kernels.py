@@ -12,13 +12,12 @@ import json
 import os
 import re
 import shutil
-import stat
 import tempfile
 from typing import List, Optional
 
 from cudaswitch.errors import CudaSwitchError, UsageError
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # fullmatch: `$` would let a trailing newline in
 MAX_SPEC_BYTES = 1 << 20
 MARK = "cudaswitch"
 
@@ -37,8 +36,10 @@ def kernels_dir(env: dict) -> str:
 
 
 def check_name(name: str) -> str:
-    if not NAME.match(name or ""):
-        raise UsageError("kernel name %r is not allowed" % (name or "")[:40],
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        from cudaswitch.safeio import quote_prefix
+
+        raise UsageError("kernel name %s is not allowed" % quote_prefix(name or "", 40),
                          "use letters, digits, '.', '_' and '-', e.g. cuda-13.0")
     return name
 
@@ -91,14 +92,9 @@ def install(env: dict, name: str, spec: dict) -> str:
 
 def _write_atomically(directory, target, spec):
     """A reader (a running Jupyter server) sees the old spec or the new one, never half of one."""
-    handle = tempfile.NamedTemporaryFile("w", dir=directory, prefix=".kernel.json.", delete=False, encoding="utf-8")
-    try:
-        with handle:
-            json.dump(spec, handle, indent=1, sort_keys=True)
-        os.replace(handle.name, target)
-    except BaseException:
-        os.unlink(handle.name)
-        raise
+    from cudaswitch.safeio import replace_regular
+
+    replace_regular(target, json.dumps(spec, indent=1, sort_keys=True).encode("utf-8"))
 
 
 def listing(env: dict) -> List[dict]:
@@ -112,8 +108,8 @@ def listing(env: dict) -> List[dict]:
     for name in names:
         path = os.path.join(base, name, "kernel.json")
         spec = _load(path)
-        mark = (spec or {}).get("metadata", {}).get(MARK) if isinstance(spec, dict) else None
-        if isinstance(mark, dict):
+        mark = _mark(spec)
+        if mark is not None:
             out.append({"name": name, "path": path, "display_name": spec.get("display_name"),
                         "version": mark.get("version"), "root": mark.get("root"), "python": mark.get("python"),
                         "request": mark.get("request")})
@@ -135,25 +131,29 @@ def remove(env: dict, name: str) -> str:
 
 def _read_own(path: str, name: str) -> dict:
     spec = _load(path)
-    if not isinstance(spec, dict) or not isinstance(spec.get("metadata", {}).get(MARK), dict):
+    if _mark(spec) is None:
         raise CudaSwitchError("kernel %s (%s) was not installed by cudaswitch: leaving it alone" % (name, path),
                               "choose another --name, or remove it with `jupyter kernelspec remove %s`" % name)
     return spec
 
 
+def _mark(spec) -> Optional[dict]:
+    """cudaswitch's own entry in a kernel.json's metadata; None for any other kernel, whatever
+    shape its JSON has (a foreign spec's `metadata` may be a list, a string, null)."""
+    metadata = spec.get("metadata") if isinstance(spec, dict) else None
+    mark = metadata.get(MARK) if isinstance(metadata, dict) else None
+    return mark if isinstance(mark, dict) else None
+
+
 def _load(path: str) -> Optional[dict]:
-    """A kernel.json as data: a regular file under the size cap, opened without blocking."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = handle.read(MAX_SPEC_BYTES + 1)
-    if len(data) > MAX_SPEC_BYTES:
+    """A kernel.json as data: a regular file under the size cap, opened without blocking, parsed
+    with nesting that cannot exhaust the interpreter's stack."""
+    from cudaswitch.safeio import read_or_none
+
+    data = read_or_none(path, MAX_SPEC_BYTES)
+    if data is None or len(data) > MAX_SPEC_BYTES:
         return None
     try:
         return json.loads(data.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None

@@ -1,7 +1,8 @@
 """The config keys `use` and the hook need on every switch, without importing tomllib.
 
 config.toml is parsed (tomllib, ~3 ms of imports) only when its identity (mtime, size, inode)
-changed; the answer is kept in a marshal file beside the other caches.
+changed; the answer is kept in a sealed marshal file beside the other caches, read through
+safeio like every cache (a FIFO, a device or a huge or corrupt file there is a miss, never a hang).
 
 - `verdict = "all" | "problems" | "off"`: which verdict lines `use` prints ("off" also skips
   verification; `--strict` still verifies).
@@ -16,7 +17,10 @@ changed; the answer is kept in a marshal file beside the other caches.
 import marshal
 import os
 
+from cudaswitch.safeio import load_marshal, replace_regular, seal
+
 FILE = "settings.marshal"
+MAX_BYTES = 64 << 10  # two small settings and a key: a few hundred bytes
 DEFAULTS = {"verdict": "all", "loader_path": True}
 VERDICT_MODES = ("all", "problems", "off")
 
@@ -36,21 +40,21 @@ def switch_settings(paths):
     if key is None:
         return dict(DEFAULTS)
     where = os.path.join(paths.cache_dir, FILE)
-    try:
-        with open(where, "rb") as handle:
-            cached = marshal.load(handle)
-        if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("settings"), dict):
-            return cached["settings"]
-    except (OSError, ValueError, EOFError, TypeError):
-        pass
+    cached = load_marshal(where, MAX_BYTES)
+    if isinstance(cached, dict) and cached.get("key") == key and _valid(cached.get("settings")):
+        return cached["settings"]
     settings = _from_config(paths)
-    from cudaswitch.paths import atomic_write
-
     try:
-        atomic_write(where, marshal.dumps({"key": key, "settings": settings}))
+        replace_regular(where, seal(marshal.dumps({"key": key, "settings": settings})), make_dirs=True, own_file=True)
     except (OSError, ValueError):
         pass
     return settings
+
+
+def _valid(settings):
+    """The settings a cache holds, checked as the config is: anything else is a miss."""
+    return (isinstance(settings, dict) and settings.get("verdict") in VERDICT_MODES
+            and isinstance(settings.get("loader_path"), bool))
 
 
 def _from_config(paths):
