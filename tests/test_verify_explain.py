@@ -155,10 +155,10 @@ def test_cuda_home_unset_is_confirmed_or_refuted_here(host):
     root = kits.install_classic(kits.cuda13("13.1"), host.path("/usr/local/cuda-13.1"), "13.1")
     bare = {"PATH": "/nonexistent-bin"}  # and no /usr/local/cuda under the host root
     proc = host.run("explain", text, "--json", env=bare)
-    [confirmed] = [c for c in json.loads(proc.stdout)["matches"][0]["checks"] if c["id"] == "env.cuda_home_found"]
-    assert confirmed["level"] == "warning" and "cudaswitch use 13.1" in confirmed["hint"]
+    [confirmed] = [c for c in json.loads(proc.stdout)["matches"][0]["checks"] if c["id"] == "env.torch_cuda_home"]
+    assert "finds no toolkit" in confirmed["message"] and "cudaswitch use 13.1" in confirmed["hint"]
     proc = host.run("explain", text, "--json", env={"CUDA_HOME": str(root)})
-    [refuted] = [c for c in json.loads(proc.stdout)["matches"][0]["checks"] if c["id"] == "env.cuda_home_found"]
+    [refuted] = [c for c in json.loads(proc.stdout)["matches"][0]["checks"] if c["id"] == "env.torch_cuda_home"]
     assert refuted["level"] == "ok" and str(root) in refuted["message"]
 
 

@@ -4,7 +4,7 @@ hardware, driver, toolkit, framework, deps (project dependencies), env (environm
 import os
 import re
 
-from cudaswitch.toolkit import Toolkit
+from cudaswitch.toolkit import Toolkit, short_version
 from cudaswitch.verify import driver as drivermod, pipeline
 from cudaswitch.verify.checks import compat_libcuda_dirs
 from cudaswitch.verify.compat import check, looks_like_toolkit, nvcc_target, torch_home
@@ -113,7 +113,7 @@ def env_checks(host):
     env = host.env
     from cudaswitch.verify.driverlayer import visible_devices
 
-    out = [in_use(host.registry, env)] + stale_entries(env) + [several_nvcc(env), torch_cuda_home(env),
+    out = [in_use(host.registry, env)] + stale_entries(env) + [several_nvcc(env), torch_cuda_home(host),
                                                                 visible_devices(host)]
     out += pipeline.run(host, (pipeline.one_toolkit, pipeline.cudnn_copies, pipeline.library_shadowing))
     compat = compat_libcuda_dirs(env)
@@ -159,12 +159,18 @@ def several_nvcc(env):
     return check("env.several_nvcc", "ok", "one toolkit's nvcc on PATH" if places else "no nvcc on PATH", nvcc=places)
 
 
-def torch_cuda_home(env):
-    """The CUDA_HOME torch's cpp_extension would take: is it a toolkit root?"""
-    home, how = torch_home(env)
+def torch_cuda_home(host):
+    """The CUDA_HOME torch's cpp_extension would take here: is it a toolkit root? (doctor, and explain
+    for "CUDA_HOME environment variable is not set": one check, one answer.)"""
+    env = host.env
+    home, how = torch_home(env, host.paths.host("/usr/local/cuda"))
     if home is None:
-        return check("env.torch_cuda_home", "info", "torch would find no CUDA_HOME (no nvcc on PATH)",
-                     "`cudaswitch use VERSION` before building extensions", cuda_home=None)
+        kits = [r["version"] for r in host.registry["records"] if r.get("nvcc")]
+        hint = ("`cudaswitch use %s` before building extensions" % short_version(kits[0]) if kits
+                else "install a toolkit (`cudaswitch install VERSION`)")
+        return check("env.torch_cuda_home", "info", "torch would find no CUDA_HOME (no CUDA_HOME, CUDA_PATH, nvcc on "
+                     "PATH or /usr/local/cuda): an extension build finds no toolkit; toolkits with nvcc found: %s"
+                     % (", ".join(kits) or "none"), hint, cuda_home=None, toolkits=kits)
     if looks_like_toolkit(home):
         return check("env.torch_cuda_home", "ok", "torch would take CUDA_HOME=%s (%s)" % (home, how),
                      cuda_home=home, how=how)

@@ -82,7 +82,8 @@ def confirm_torch(host, text):
 def confirm_cuda_home(host, text):
     home, how = torch_home(host.env)
     if not home:
-        return [check("env.torch_cuda_home", "info", "torch would find no CUDA_HOME here", None)]
+        return [check("env.cuda_home_major", "info", "cannot compare CUDA majors: torch would find no CUDA_HOME "
+                      "here", None)]
     nvcc = os.path.join(home, "bin", "nvcc")
     from cudaswitch.registry.nvcc_probe import run_nvcc
 
@@ -94,7 +95,7 @@ def confirm_cuda_home(host, text):
     probe = host.torch
     built = ("torch %s was built with CUDA %s" % (probe["torch"], torch_cuda) if torch_cuda else
              "torch %s is a CPU build" % probe["torch"] if probe.get("torch") else "this Python has no torch")
-    return [check("env.torch_cuda_home", level, "torch would take CUDA_HOME=%s (%s); its nvcc is %s; %s"
+    return [check("env.cuda_home_major", level, "torch would take CUDA_HOME=%s (%s); its nvcc is %s; %s"
                   % (home, how, found or result.get("error"), built),
                   None if same else "`cudaswitch use %s`" % (short_version(torch_cuda) if torch_cuda else "VERSION"),
                   cuda_home=home, nvcc_version=found, torch_cuda=torch_cuda)]
@@ -204,17 +205,10 @@ def confirm_libcuda(host, text):
 
 
 def confirm_cuda_home_set(host, text):
-    """Would an extension build here find a toolkit (cpp_extension's CUDA_HOME rule)?"""
-    home, how = torch_home(host.env, host.paths.host("/usr/local/cuda"))
-    if home:
-        return [check("env.cuda_home_found", "ok", "here an extension build would take CUDA_HOME=%s (%s): the "
-                      "message came from another environment" % (home, how), None, cuda_home=home, how=how)]
-    kits = [r["version"] for r in host.registry["records"] if r.get("nvcc")]
-    hint = ("`cudaswitch use %s`" % short_version(kits[0]) if kits
-            else "install a toolkit (`cudaswitch install VERSION`)")
-    return [check("env.cuda_home_found", "warning", "here too no CUDA_HOME, CUDA_PATH, nvcc on PATH or "
-                  "/usr/local/cuda: an extension build finds no toolkit; toolkits with nvcc found: %s"
-                  % (", ".join(kits) or "none"), hint, cuda_home=None, toolkits=kits)]
+    """Would an extension build here find a toolkit? doctor's check, so both say the same."""
+    from cudaswitch.verify.doctor import torch_cuda_home
+
+    return [torch_cuda_home(host)]
 
 
 def confirm_library_shadowing(host, text):
