@@ -476,3 +476,37 @@ def test_part_of_the_corpus_through_the_command(corpus, tmp_path):
     assert tree(site_dirs.canary) == set() and tree(site_dirs.modules) == set()
     assert tree(site_dirs.site) <= {"opt", "opt/cuda", "opt/cuda/.lock-77.1"}
     shutil.rmtree(site_dirs.host.work.parent / "mirrors", ignore_errors=True)
+
+
+def test_quoting_gives_back_every_string_in_real_lua_and_tcl(tmp_path):
+    """The quoting functions themselves, against the interpreters Lmod and Environment Modules run:
+    500 seeded strings of brackets, quotes, backslashes, `$`, braces, control and non-ASCII
+    characters come back exactly from `lua` (byte for byte, surrogate-escaped bytes included) and
+    from `tclsh` (character for character; beyond U+FFFF it refuses)."""
+    import random
+
+    from cudaswitch.errors import UsageError
+    from cudaswitch.install.redist_site import lua_string, tcl_string
+
+    rng = random.Random(22)
+    alphabet = list("]]==[[\"'\\$[]{}();#-\n\r\t\x00\x01\x1b\x7f ~`") + ["ü", "✓", "\u202e", "\udcff", "😀", "0", "9"]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 30))) for _ in range(500)]
+    lua = tmp_path / "t.lua"
+    lua.write_text("".join("io.write(%s, '\\2')\n" % lua_string(t) for t in texts))
+    out = subprocess.run([kits.require("lua"), str(lua)], capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split(b"\2")[:-1] == [os.fsencode(t) for t in texts]
+    tcl_texts, refused_texts = [], 0
+    for text in texts:
+        try:
+            tcl_texts.append((text, tcl_string(text)))
+        except UsageError:
+            refused_texts += 1
+            assert any(ord(c) > 0xFFFF or "\ud800" <= c <= "\udfff" for c in text)
+    tcl = tmp_path / "t.tcl"
+    tcl.write_text("fconfigure stdout -encoding utf-8 -translation lf\n" + "".join(
+        "puts -nonewline %s; puts -nonewline \\u0002\n" % quoted for _, quoted in tcl_texts))
+    out = subprocess.run([kits.require("tclsh"), str(tcl)], capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.decode("utf-8").split("\x02")[:-1] == [text for text, _ in tcl_texts]
+    assert refused_texts < len(texts)

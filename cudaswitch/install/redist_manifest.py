@@ -25,6 +25,7 @@ SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 SIZE_TEXT = re.compile(r"\d{1,15}")
 RELATIVE_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
 MAX_RELATIVE = 512
+JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)  # a whole string, or one bracket
 MAX_TEXT = 200
 TAMPERED = "the mirror is corrupt or tampered with; nothing was installed"
 
@@ -56,7 +57,7 @@ def check_release_label(text, where):
 def json_depth(text, limit=MAX_DEPTH):
     """How deep arrays and objects nest in JSON text (strings skipped), counted up to `limit` + 1."""
     depth = deepest = 0
-    for match in re.finditer(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', text):
+    for match in JSON_TOKEN.finditer(text):
         token = match.group()
         if token in "[{":
             depth += 1
