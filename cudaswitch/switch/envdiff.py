@@ -3,20 +3,25 @@
 A switch replaces whatever CUDA the shell had: every entry of another toolkit leaves the path lists
 (rc-file exports, a module's leftovers, /usr/local/cuda itself), and the scalars that name a
 toolkit name the new one. State lives in one variable (CUDASWITCH_STATE, marshal + base64: both
-built in, no json import on the fast path). For each variable it touched it keeps the value before
-and the value it set. Undoing gives back the value before, byte-exact, where the variable still
+built in, no json import on the fast path; read back by statecodec's bounded reader, as data that
+anyone who can set a variable chooses). For each variable it touched it keeps the value before and
+the value it set. Variables the shell had without exporting them are named in the state and given
+back unexported. Undoing gives back the value before, byte-exact, where the variable still
 holds what cudaswitch set; where the user changed it since, a scalar keeps the user's value and a
 list is merged: the user's entries stay where they put them, cudaswitch's go, and the entries it
 had removed come back at their old place.
 """
 
-import binascii
-import marshal
 import os
 
+from cudaswitch.switch.listmerge import merged, split as _split
+from cudaswitch.switch.statecodec import NotAState, decode, encode
 from cudaswitch.switch.toolkitdirs import Owner
 
 STATE_VAR = "CUDASWITCH_STATE"
+# Set for the program only, by the hook's functions (and bash.rerun): the variables the shell had
+# set without exporting them, exported for this one call so that cudaswitch sees them.
+UNEXPORTED_VAR = "CUDASWITCH_UNEXPORTED"
 SCALARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDA_DIR", "CUDACXX", "CUDAToolkit_ROOT")
 # Set on every switch; CUDA_ROOT and CUDA_DIR only where the shell had them (few tools read them).
 ALWAYS_SET = ("CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDAToolkit_ROOT")
@@ -25,8 +30,18 @@ LISTS = ("PATH", "LD_LIBRARY_PATH", "CPATH", "LIBRARY_PATH", "C_INCLUDE_PATH", "
 # Flag variables a conda env's activation (conda-forge cuda-nvcc) or a build guide fills with its
 # toolkit's -I/-L dirs: those words go, so the switched toolkit's headers and libraries win.
 FLAG_VARS = ("CFLAGS", "CPPFLAGS", "CXXFLAGS", "LDFLAGS", "CUDAFLAGS", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
+COMPILER_VARS = ("NVCC_CCBIN", "CUDAHOSTCXX")  # the host compiler a switch picks (verify/hostcc)
 DIR_OPTIONS = ("--include-path=", "--library-path=", "-isystem", "-I", "-L")
 STATE_VERSION = 2
+# The only variables a state may name: `off` sets what the state says, so a state naming
+# PROMPT_COMMAND, BASH_ENV or PS1 would be code at the next prompt however well it is quoted.
+SCALAR_NAMES = frozenset(SCALARS + FLAG_VARS + COMPILER_VARS)
+ORIGINS = ("shell", "project", "global")
+MODULE_KINDS = ("lmod", "modules")
+# What a state's modules record may give back to discovery: its inputs, registry.discover.ENV_KEYS
+# (written out here because discovery imports this module), and nothing else.
+OUTER_NAMES = frozenset(("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
+                         "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME"))
 
 
 def read_state(env):
@@ -35,8 +50,8 @@ def read_state(env):
     if not raw:
         return None
     try:
-        state = marshal.loads(binascii.a2b_base64(raw.encode("ascii")))
-    except (ValueError, EOFError, TypeError, UnicodeError, binascii.Error):
+        state = decode(raw)
+    except NotAState:
         return None
     if isinstance(state, dict) and state.get("v") == 1:
         state = _from_v1(state, env)  # a shell switched by the version before this one
@@ -71,23 +86,55 @@ def _from_v1(old, env):
 
 
 def _shape_ok(state):
-    """Every entry as switched() writes it: a state from another build or a hand edit is foreign."""
-    text = (str, type(None))
-    scalars, lists = state.get("scalars"), state.get("lists")
-    if not isinstance(scalars, dict) or not isinstance(lists, dict) or not isinstance(state.get("root"), str):
+    """Every entry as switched() writes it, names included: a state from another build, a hand edit
+    or an attacker's is foreign. Names become shell code, so a name is one a switch sets; text
+    (a toolkit root may hold any byte a path can) only holds no NUL, which no variable can."""
+    lists = state.get("lists")
+    return (_text(state.get("root"), optional=False) and bool(state["root"]) and _text(state.get("version"))
+            and state.get("origin") in ORIGINS and _text(state.get("file"))
+            and _entries(state.get("scalars"), SCALAR_NAMES, 2) and _entries(lists, LISTS, 3)
+            and all(0 <= ours <= len(_split(mine)) for _, mine, ours in lists.values())
+            and _names(state.get("unexported", []), SCALAR_NAMES | set(LISTS))
+            and _modules_ok(state.get("modules")))
+
+
+def _text(value, optional=True):
+    return (value is None and optional) or (isinstance(value, str) and "\0" not in value)
+
+
+def _names(names, allowed):
+    return isinstance(names, list) and all(isinstance(n, str) and n in allowed for n in names)
+
+
+def _entries(table, allowed, width):
+    """{name: (before, set[, how many entries are ours])} with names from `allowed`."""
+    return isinstance(table, dict) and all(
+        name in allowed and isinstance(v, tuple) and len(v) == width and _text(v[0]) and _text(v[1])
+        and (width == 2 or (isinstance(v[2], int) and not isinstance(v[2], bool)))
+        for name, v in table.items())
+
+
+def _modules_ok(info):
+    """None, or the record modswitch.away() wrote: which module system, the CUDA modules it
+    unloaded (names the module command gets as arguments), the marker's dir, and `outer` (what
+    discovery reads, as it was before the swap)."""
+    if not info:
+        return info is None or info == {}
+    if not isinstance(info, dict) or info.get("kind") not in MODULE_KINDS or not _text(info.get("dir"), False):
         return False
-    return all(isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], text) and isinstance(v[1], text)
-               for v in scalars.values()) and all(
-        isinstance(v, tuple) and len(v) == 3 and isinstance(v[0], text) and isinstance(v[1], text)
-        and isinstance(v[2], int) for v in lists.values()) and isinstance(state.get("modules") or {}, dict)
+    unloaded, outer = info.get("unloaded"), info.get("outer", {})
+    if not (isinstance(unloaded, list) and unloaded and all(_module_name(m) for m in unloaded)):
+        return False
+    return isinstance(outer, dict) and all(n in OUTER_NAMES and _text(v) for n, v in outer.items())
+
+
+def _module_name(name):
+    """A loaded module's name as LOADEDMODULES gives it: never an option to the module command."""
+    return _text(name, False) and bool(name) and not name.startswith("-") and not any(c.isspace() for c in name)
 
 
 def encode_state(state):
-    return binascii.b2a_base64(marshal.dumps(state), newline=False).decode("ascii")
-
-
-def _split(value):
-    return [] if not value else value.split(os.pathsep)
+    return encode(state)
 
 
 def _assign(env, name, value):
@@ -157,71 +204,6 @@ def before_switch(env):
     return out
 
 
-def merged(before, mine, now, ours, name="PATH"):
-    """`before` with the user's edits to `mine` (which began with `ours` cudaswitch entries) kept.
-
-    The entries cudaswitch removed return in the gap they came from; the user's new entries stay in
-    the gap they were put in, ahead of returning ones except at the end (so `export X=new:$X` and
-    `X=$X:new` come out as they would have without cudaswitch)."""
-    old, set_, cur = _split(before), _split(mine), _split(now)
-    added, kept = set_[:ours], set_[ours:]
-    removed = [[] for _ in range(len(kept) + 1)]
-    k = 0
-    for entry in old:
-        if k < len(kept) and entry == kept[k]:
-            k += 1
-        else:
-            removed[k].append(entry)
-    out, pending = [], []
-    for op, m, c in _align(set_, cur):
-        if op == "ins":
-            pending.append(cur[c])
-            continue
-        out += pending
-        pending = []
-        if m < len(added):
-            continue  # cudaswitch's own entry: it goes
-        out += removed[m - len(added)]
-        if op == "keep":
-            out.append(cur[c])
-    out += removed[len(kept)] + pending
-    if out or name == "PATH":
-        return os.pathsep.join(out)
-    return "" if before == "" else None  # never "" where it was unset: an empty CPATH entry is "."
-
-
-def _align(a, b):
-    """An edit script turning list a into list b: ("keep", i, j), ("del", i, None), ("ins", None, j),
-    in order, from a longest common subsequence (common prefix and suffix taken first: user edits
-    are mostly prepends and appends, so the quadratic part stays tiny)."""
-    start = 0
-    while start < len(a) and start < len(b) and a[start] == b[start]:
-        start += 1
-    end_a, end_b = len(a), len(b)
-    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
-        end_a, end_b = end_a - 1, end_b - 1
-    mid_a, mid_b = a[start:end_a], b[start:end_b]
-    rows, cols = len(mid_a), len(mid_b)
-    lcs = [[0] * (cols + 1) for _ in range(rows + 1)]
-    for i in range(rows - 1, -1, -1):
-        for j in range(cols - 1, -1, -1):
-            lcs[i][j] = lcs[i + 1][j + 1] + 1 if mid_a[i] == mid_b[j] else max(lcs[i + 1][j], lcs[i][j + 1])
-    ops = [("keep", i, i) for i in range(start)]
-    i = j = 0
-    while i < rows or j < cols:
-        if i < rows and j < cols and mid_a[i] == mid_b[j]:
-            ops.append(("keep", start + i, start + j))
-            i, j = i + 1, j + 1
-        elif j < cols and (i == rows or lcs[i][j + 1] >= lcs[i + 1][j]):
-            ops.append(("ins", None, start + j))
-            j += 1
-        else:
-            ops.append(("del", start + i, None))
-            i += 1
-    ops += [("keep", end_a + n, end_b + n) for n in range(len(a) - end_a)]
-    return ops
-
-
 def path_entries(record):
     """{"PATH": [...], "LD_LIBRARY_PATH": [...]}: what a switch to `record` prepends (its view's
     dirs for a toolkit inside a conda env, else its own)."""
@@ -252,8 +234,21 @@ def switched(env, record, origin, source_file=None, known_roots=(), base=None, m
              "origin": origin, "file": source_file, "scalars": scalars, "lists": lists}
     if modules:
         state["modules"] = modules
+    unexported = _unexported(env, set(scalars) | set(lists))
+    if unexported:
+        state["unexported"] = unexported
     new[STATE_VAR] = encode_state(state)
     return new
+
+
+def _unexported(env, changed):
+    """The variables this switch exports that the shell had set without exporting (PATH in a shell
+    started without one): named by the caller in CUDASWITCH_UNEXPORTED, or by the switch before."""
+    old = read_state(env)
+    names = set(old.get("unexported", ())) if old else set()
+    listed = env.get(UNEXPORTED_VAR) or ""
+    names.update(n for n in listed[:4096].split() if n in env)
+    return sorted(names & changed)
 
 
 def _replaced_lists(base, owner, ours, own_root):
@@ -267,6 +262,8 @@ def _replaced_lists(base, owner, ours, own_root):
         before = base.get(name)
         entries = _split(before)
         add = ours.get(name, [])
+        if name == "PATH" and not entries:  # no PATH or an empty one: the switched shell still runs
+            add = add + [d for d in _split(os.defpath) if d not in add]  # `ls`; these go at `off` too
         kept = [e for e in entries if not owner(e) or os.path.normpath(e) == compat]
         if add or len(kept) != len(entries):
             result = add + kept
@@ -312,17 +309,24 @@ def without_toolkit_dirs(flags, owner):
 
 
 def diff(old, new):
-    """{'set': {name: value}, 'unset': [names]}: what turns `old` into `new`."""
+    """{'set': {name: value}, 'unset': [names]}: what turns `old` into `new`; and 'unexport':
+    [names] where a variable the shell had unexported is back at its own value (after `off`)."""
     names = set(old) | set(new)
     changed = {n: new[n] for n in sorted(names) if n in new and old.get(n) != new[n]}
     removed = sorted(n for n in names if n in old and n not in new)
-    return {"set": changed, "unset": removed}
+    out = {"set": changed, "unset": removed}
+    before = read_state(old) if old.get(STATE_VAR) != new.get(STATE_VAR) else None
+    if before and before.get("unexported"):
+        after = read_state(new) or {}
+        still = set(after.get("unexported", ()))
+        out["unexport"] = [n for n in before["unexported"] if n not in still and n in new]
+    return out
 
 
 def applied(env, change):
     """The environment after a shell evaluated `change` (a diff()): what a child of that shell sees."""
     new = dict(env)
     new.update(change["set"])
-    for name in change["unset"]:
+    for name in change["unset"] + change.get("unexport", []):
         new.pop(name, None)
     return new
