@@ -1,10 +1,13 @@
 """zsh: single quotes are literal as in POSIX sh; ' is closed, escaped and reopened ('\\''),
 which also holds with RC_QUOTES set. `typeset -gx` so the hook's function scope exports globally."""
 
-from cudaswitch.switch.shells.bash import quote  # the same single-quote rule; re-exported for `init`
+from cudaswitch.switch.shells.bash import name, quote, rerun  # the same rules; re-exported for `init`
+
+__all__ = ("name", "quote", "render", "rerun")
 
 
 def render(diff):
-    lines = ["typeset -gx %s=%s" % (name, quote(value)) for name, value in diff["set"].items()]
-    lines += ["unset %s" % name for name in diff["unset"]]
+    lines = ["typeset -gx %s=%s" % (name(n), quote(value)) for n, value in diff["set"].items()]
+    lines += ["unset %s" % name(n) for n in diff["unset"]]
+    lines += ["typeset -g +x %s" % name(n) for n in diff.get("unexport", ())]  # back unexported, as it was
     return "\n".join(lines) + ("\n" if lines else "")
