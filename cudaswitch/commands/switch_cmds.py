@@ -16,13 +16,26 @@ def _paths():
 
 
 def _environ():
-    """os.environ, with a PATH: bash and zsh started without one (`env -u PATH bash`) keep a default
-    they do not export, and a switch computed from no PATH would leave the shell only the toolkit's
-    bin (and `off` would unset PATH). The hooks' `cudaswitch` function exports the shell's own."""
-    env = dict(os.environ)
-    if not env.get("PATH"):
-        env["PATH"] = os.defpath
-    return env
+    """os.environ as it is: a missing or empty PATH is recorded as such, so `off` gives back exactly
+    that (envdiff still puts /bin:/usr/bin after the toolkit's bin while switched)."""
+    return dict(os.environ)
+
+
+def _rerun_with_path(request, shell, no_verify, strict):
+    """bash and zsh started without PATH (`env -u PATH bash`) keep a default PATH they do not export,
+    which this process cannot see: for a plain `eval "$(cudaswitch use X)"` there, code that runs this
+    `use` again with it exported and named (the hook's function does the same), else None."""
+    from cudaswitch.switch import envdiff, shells
+
+    fmt = shell or shells.parent_shell()
+    program = _own_program()
+    if "PATH" in os.environ or envdiff.UNEXPORTED_VAR in os.environ or fmt not in ("bash", "zsh", "posix") \
+            or not program:
+        return None
+    from cudaswitch.switch.shells import bash
+
+    flags = ["--no-verify"] * bool(no_verify) + ["--strict"] * bool(strict)
+    return bash.rerun([program, "use", request, "--shell", fmt] + flags, ["PATH"])
 
 
 def _renderer(shell):
@@ -40,6 +53,10 @@ def use(request, shell=None, no_verify=False, strict=False):
     paths, env = _paths(), _environ()
     reg = switch.load(paths, env)
     record, diff = switch.use(reg, env, request)
+    again = _rerun_with_path(request, shell, no_verify, strict)
+    if again:  # the request is known good; the run that sees the shell's PATH reports the verdict
+        render.emit_text(again)
+        return 0
     text = render_diff(diff)
     _report_switch(paths, record, envdiff.applied(env, diff), no_verify, strict)
     for note in switch.notes(diff):

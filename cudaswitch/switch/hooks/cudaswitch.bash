@@ -21,12 +21,19 @@ __cudaswitch_found() {
 @WRAPPER@
 
 # Run inside the $(...) of a cudaswitch call: a variable the shell has but does not export (PATH
-# in a shell started without one keeps a default) must reach cudaswitch, or `off` would unset it.
+# in a shell started without one keeps a default) must reach cudaswitch, or `off` would unset it;
+# CUDASWITCH_UNEXPORTED names them, so `off` gives them back unexported. (bash before 5 cannot
+# tell without a process per variable: there they come back exported.)
 __cudaswitch_export() {
-    local __cudaswitch_v
+    local __cudaswitch_v __cudaswitch_local=
     for __cudaswitch_v in @VARIABLES@; do
-        [[ -n ${!__cudaswitch_v+x} ]] && export "$__cudaswitch_v"
+        [[ -n ${!__cudaswitch_v+x} ]] || continue
+        if (( BASH_VERSINFO[0] >= 5 )) && [[ ${!__cudaswitch_v@a} != *x* ]]; then
+            __cudaswitch_local+=" $__cudaswitch_v"
+        fi
+        export "$__cudaswitch_v"
     done
+    export CUDASWITCH_UNEXPORTED="${__cudaswitch_local# }"
     return 0
 }
 

@@ -19,12 +19,16 @@ __cudaswitch_found() {
 @WRAPPER@
 
 # Run inside the $(...) of a cudaswitch call: a variable the shell has but does not export (PATH
-# in a shell started without one keeps a default) must reach cudaswitch, or `off` would unset it.
+# in a shell started without one keeps a default) must reach cudaswitch, or `off` would unset it;
+# CUDASWITCH_UNEXPORTED names them, so `off` gives them back unexported.
 __cudaswitch_export() {
-    local __cudaswitch_v
+    local __cudaswitch_v __cudaswitch_local=
     for __cudaswitch_v in @VARIABLES@; do
-        [[ -n ${(P)__cudaswitch_v+x} ]] && export "$__cudaswitch_v"
+        [[ -n ${(P)__cudaswitch_v+x} ]] || continue
+        [[ ${(tP)__cudaswitch_v} == *-export* ]] || __cudaswitch_local+=" $__cudaswitch_v"
+        export "$__cudaswitch_v"
     done
+    export CUDASWITCH_UNEXPORTED="${__cudaswitch_local# }"
     return 0
 }
 
