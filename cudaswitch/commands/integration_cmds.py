@@ -36,6 +36,8 @@ def kernel_install(request, python=None, name=None):
     from cudaswitch.integrations import kernels
 
     _check_options(python)
+    if name is not None:  # refused before any toolkit or Python is asked
+        kernels.check_name(name)
     paths, load_registry = _paths_and_loader()
     record, spec, level, line = _kernel_spec(paths, load_registry(), request, python)
     target = kernels.install(dict(os.environ), kernels.check_name(name or "cuda-" + _short(record)), spec)

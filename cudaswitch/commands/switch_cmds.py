@@ -145,8 +145,12 @@ def exec_(request, cmd):
 def init(shell):
     """Print the hook for SHELL (switch/hooks/hook.py fills in the project-file rules), after a line that
     names this very program by absolute path (a launcher shim on PATH, e.g. pyenv's, rewrites PATH
-    before cudaswitch reads it, and that would leak into every `use`)."""
-    program = _own_program()
+    before cudaswitch reads it, and that would leak into every `use`), started with Python's -E
+    (launcher.py: the hook runs it inside repositories)."""
+    from cudaswitch.launcher import isolated_program
+    from cudaswitch.paths import Paths
+
+    program = isolated_program(_own_program(), Paths())
     if shell == "direnv":  # not a shell hook: the `use_cuda` function for direnvrc
         from cudaswitch.integrations import direnv
         from cudaswitch.switch.shells import bash

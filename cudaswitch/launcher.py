@@ -1,0 +1,71 @@
+"""The program `init` names to the hook: one that starts Python with -E.
+
+The hook starts cudaswitch inside whatever repository the shell is in. Python puts the working
+directory on sys.path for an empty or relative PYTHONPATH entry (what `export
+PYTHONPATH=$PYTHONPATH:/opt/x` leaves when it was unset), and `site` imports a
+`sitecustomize.py` or `usercustomize.py` found there before the first line of the script runs,
+so only the interpreter's own -E keeps that repository's code out. bin/cudaswitch asks for -E
+on its `#!python` line, and setuptools keeps it there, but pip (and so pipx) rewrites that line
+without its options. Where this interpreter runs without -E, `init` therefore writes a copy of
+the script whose first line starts this same interpreter with -E, in cudaswitch's data dir
+(private to the user, like the program itself), and names that copy instead.
+"""
+
+import binascii
+import os
+import sys
+
+from cudaswitch.safeio import read_or_none, replace_regular
+
+SCRIPT_MAX_BYTES = 64 << 10
+SHEBANG_MAX = 127  # what Linux before 5.1 reads of a #! line
+
+
+MARK = b"# written by `cudaswitch init` from "
+
+
+def isolated_program(program, paths):
+    """`program` where its own first line starts Python with -E (or it is a launcher already),
+    else the -E launcher for it (written when missing or out of date); `program` too when no
+    launcher can be written. Judged by the file, not by this process's flags: the script may be
+    running with -E only because it started itself again so."""
+    text = read_or_none(program, SCRIPT_MAX_BYTES) if program else None
+    if not text or not text.startswith(b"#!") or len(text) > SCRIPT_MAX_BYTES:
+        return program
+    first, _, body = text.partition(b"\n")
+    start = _shebang(sys.executable)
+    if _isolating(first) or MARK in text[:1024] or start is None:
+        return program
+    wanted = start + MARK + _line(program) + b" (with -E; see launcher.py)\n" + body
+    key = binascii.crc32(("%s\0%s" % (sys.executable, program)).encode("utf-8", "surrogateescape"))
+    path = os.path.join(paths.data_dir, "launchers", "%08x" % key, "cudaswitch")
+    if read_or_none(path, len(wanted)) == wanted and os.access(path, os.X_OK):
+        return path
+    try:
+        replace_regular(path, wanted, mode=0o755, make_dirs=True, own_file=True)
+        os.chmod(path, 0o755)
+    except (OSError, ValueError):
+        return program
+    return path
+
+
+def _isolating(first_line):
+    """Whether a #! line passes Python -E (or -I, which implies it) in its options."""
+    options = first_line[2:].split()[1:]
+    return any(o.startswith(b"-") and not o.startswith(b"--") and (b"E" in o or b"I" in o) for o in options)
+
+
+def _shebang(python):
+    """The first line(s) that start `python -E` on this script: a #! line when the kernel takes
+    it whole, else /bin/sh exec'ing it (a line Python reads as a string, as pip's own scripts do
+    for long paths). None for a path neither can carry."""
+    raw = python.encode("utf-8", "surrogateescape")
+    if not os.path.isabs(python) or any(c in raw for c in b"\n\r\0'"):
+        return None
+    if len(raw) + 5 <= SHEBANG_MAX and not any(c in raw for c in b" \t"):
+        return b"#!" + raw + b" -E\n"
+    return b"#!/bin/sh\n'''exec' '" + raw + b"' -E \"$0\" \"$@\"\n' '''\n"
+
+
+def _line(text):
+    return text.encode("utf-8", "surrogateescape").replace(b"\n", b" ")
