@@ -84,6 +84,9 @@ def table(rows, headers, wide=False, shorten=(), spill=(), styles=None):
 
 
 LIST_STATUS_STYLE = {"ok": "green", "incomplete": "yellow", "broken": "bold red"}
+# The DRIVER cell: one word, so a script splitting on blanks keeps its columns ("cannot tell" in JSON).
+TABLE_RUNS = {"ok": "ok", "minor-compat": "minor-compat", "compat": "compat", "no": "no"}
+LIST_RUNS_STYLE = {"ok": "green", "minor-compat": "yellow", "compat": "yellow", "no": "bold red"}
 
 
 def toolkit_table(items, searched="", wide=False):
@@ -94,15 +97,19 @@ def toolkit_table(items, searched="", wide=False):
     rows = []
     for item in items:
         mark = ("*" if item["active"] else " ") + ("d" if item["default"] else " ")
-        rows.append([mark, item["version"] or "?", item["status"], ",".join(item["sources"]), item["root"]])
+        runs = TABLE_RUNS.get((item.get("runs_here") or {}).get("runs"), "unknown")
+        rows.append([mark, item["version"] or "?", item["status"], runs, ",".join(item["sources"]), item["root"]])
     if not rows:
         message("cudaswitch: no CUDA toolkits found; searched " + searched)
         return
-    styles = [[None, None, LIST_STATUS_STYLE.get(item["status"]), None, None] for item in items]
-    table(rows, ["", "VERSION", "STATUS", "SOURCES", "ROOT"], wide, shorten=(3, 4), spill=(4, 3), styles=styles)
+    styles = [[None, None, LIST_STATUS_STYLE.get(item["status"]), LIST_RUNS_STYLE.get(row[3]), None, None]
+              for item, row in zip(items, rows)]
+    table(rows, ["", "VERSION", "STATUS", "DRIVER", "SOURCES", "ROOT"], wide, shorten=(4, 5), spill=(5, 4),
+          styles=styles)
     width = tables.terminal_width(wide, sys.stderr)
     for item in items:
-        for problem in item["problems"]:
+        runs = item.get("runs_here") or {}
+        for problem in item["problems"] + ([runs["why"]] if runs.get("runs") == "no" else []):
             message("\n".join(tables.wrap(tables.printable("%s: %s" % (item["root"], problem)), width)))
     legend = (["* active in this shell"] if any(i["active"] for i in items) else []) + \
         (["d default"] if any(i["default"] for i in items) else [])

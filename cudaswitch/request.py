@@ -98,8 +98,10 @@ def select(request, records, source_order=SOURCES, system_real=None):
     return chosen
 
 
-def choose(request, records, source_order=SOURCES, system_real=None):
-    """(the record `select` picks or None, the newer matches passed over because they cannot compile)."""
+def choose(request, records, source_order=SOURCES, system_real=None, driver_runs=None):
+    """(the record `select` picks or None, the newer matches passed over). A partial request prefers,
+    in turn: a complete toolkit this host's driver runs (`driver_runs(record)`, when given), a
+    complete one, any."""
     guards = request.guards(system_real)
     matches = [r for r in records if all(check(r) for _, check in guards)]
     if not matches:
@@ -110,13 +112,16 @@ def choose(request, records, source_order=SOURCES, system_real=None):
         return (version_tuple(record["version"]), -order)
 
     best = max(matches, key=rank)
-    if best["status"] == "ok" or not _partial(request):
+    if not _partial(request):
         return best, []
-    complete = [r for r in matches if r["status"] == "ok"]
-    if not complete:
-        return best, []
-    chosen = max(complete, key=rank)
-    return chosen, sorted((r for r in matches if rank(r) > rank(chosen)), key=rank, reverse=True)
+    wishes = ([lambda r: r["status"] == "ok" and driver_runs(r)] if driver_runs else []) + [
+        lambda r: r["status"] == "ok"]
+    for wish in wishes:
+        fitting = [r for r in matches if wish(r)]
+        if fitting:
+            chosen = max(fitting, key=rank)
+            return chosen, sorted((r for r in matches if rank(r) > rank(chosen)), key=rank, reverse=True)
+    return best, []
 
 
 def _partial(request):

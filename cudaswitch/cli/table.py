@@ -74,10 +74,11 @@ OPTIONAL_REQUEST = Arg("REQUEST", "Toolkit (default: the active one, else the de
 
 COMMANDS = (
     Command("list", "cudaswitch.commands.registry_cmds:list_", fast=True,
-            help="Every toolkit found: version, status, sources, root; which is active and which the default.",
+            help="Every toolkit found: version, status, whether this driver runs it, sources, root; which is active "
+                 "and which the default.",
             options=(JSON, Opt("--refresh", "refresh", "flag", "Search every source again instead of using the cache."),
-                     WIDE),
-            examples=("cudaswitch list", "cudaswitch list --json --refresh")),
+                     Opt("--runnable", "runnable", "flag", "Only the toolkits this host's driver runs."), WIDE),
+            examples=("cudaswitch list", "cudaswitch list --runnable", "cudaswitch list --json --refresh")),
     Command("which", "cudaswitch.commands.registry_cmds:which", fast=True,
             help="Path of a toolkit's root, or of a tool in it (nvcc, ptxas, ...).",
             args=(OPTIONAL_REQUEST, Arg("TOOL", "A tool or library in the toolkit, e.g. nvcc.", nargs="?")),

@@ -14,14 +14,23 @@ def _context(refresh=False):
     return paths, registry.load(paths, dict(os.environ), refresh=refresh)
 
 
-def list_(as_json=False, refresh=False, wide=False):
+def list_(as_json=False, refresh=False, wide=False, runnable=False):
     from cudaswitch import core
+    from cudaswitch.verify import runs_here
 
-    _, reg = _context(refresh)
+    paths, reg = _context(refresh)
+    runs = runs_here.verdicts(paths, os.environ, reg["records"])
+    if runnable:  # what this driver runs: ok, through minor-version or forward compatibility
+        keep = [i for i, r in enumerate(reg["records"]) if runs[r["root"]]["runs"] in runs_here.RUNS]
+        if reg["records"] and not keep and not as_json:
+            render.message("cudaswitch: none of the %d toolkits found runs on this host's driver (`cudaswitch list` "
+                           "says why)" % len(reg["records"]))
+            return 0
+        reg = dict(reg, records=[reg["records"][i] for i in keep], list_json=[reg["list_json"][i] for i in keep])
     if as_json and not render.stdout_is_terminal():  # a script reading it: the pre-rendered text
-        render.emit_json_text(core.list_json_text(reg, os.environ))
+        render.emit_json_text(core.list_json_text(reg, os.environ, runs))
         return 0
-    items = core.list_items(reg, os.environ)
+    items = core.list_items(reg, os.environ, runs)
     if as_json:
         render.emit_json(items)
     elif items:

@@ -52,7 +52,7 @@ def use(request, shell=None, no_verify=False, strict=False):
     render_diff = _renderer(shell)
     paths, env = _paths(), _environ()
     reg = switch.load(paths, env)
-    record, diff = switch.use(reg, env, request)
+    record, diff = switch.use(reg, env, request, driver_runs=_driver_runs(paths, env, reg))
     again = _rerun_with_path(request, shell, no_verify, strict)
     if again:  # the request is known good; the run that sees the shell's PATH reports the verdict
         render.emit_text(again)
@@ -63,6 +63,23 @@ def use(request, shell=None, no_verify=False, strict=False):
         render.message("cudaswitch: " + note)
     render.emit_text(text)
     return 0
+
+
+def _driver_runs(paths, env, reg):
+    """record -> (runs here?, why), from verify/runs_here, asked only when a partial request has a
+    choice to make (a warm answer is one cache file read; `reg` may be the registry or its loader)."""
+    verdicts = {}
+
+    def driver_runs(record):
+        if not verdicts:
+            from cudaswitch.verify import runs_here
+
+            records = (reg() if callable(reg) else reg)["records"]
+            verdicts.update(runs_here.verdicts(paths, env, records))
+        verdict = verdicts.get(record["root"]) or {"runs": "cannot tell", "why": "not asked"}
+        return verdict["runs"] != "no", verdict["why"]
+
+    return driver_runs
 
 
 def _report_switch(paths, record, new_env, no_verify=False, strict=False):
@@ -100,7 +117,13 @@ def hook_env(shell=None):
 
     render_diff = _renderer(shell)
     paths, env = _paths(), _environ()
-    record, diff = switch.hook_env(lambda: switch.load(paths, env), env, os.getcwd())
+    loaded = {}
+
+    def load():  # the registry once: the driver's verdicts below are over the same records
+        loaded.setdefault("reg", switch.load(paths, env))
+        return loaded["reg"]
+
+    record, diff = switch.hook_env(load, env, os.getcwd(), driver_runs=_driver_runs(paths, env, load))
     if diff:
         text = render_diff(diff)
         if record:  # entering a project is a switch too: the same cached verdict line as `use`

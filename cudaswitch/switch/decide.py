@@ -15,27 +15,30 @@ def load(paths, env):
     return registry.load(paths, env)
 
 
-def find_record(reg, request):
-    """The record a switch goes to; a newer match passed over because it cannot compile is named on
-    stderr, so `use 12` picking 12.5 over an incomplete 12.9 says why."""
-    found, passed_over = choose(request, reg["records"], reg["source_order"], reg["system_real"])
+def find_record(reg, request, driver_runs=None, say=True):
+    """The record a switch goes to; each newer match passed over (it cannot compile, or this host's
+    driver does not run it: `driver_runs(record)` -> (runs, why)) is named on stderr, so `use 12`
+    picking 12.5 over 12.9 says why."""
+    runs = (lambda r: driver_runs(r)[0]) if driver_runs else None
+    found, passed_over = choose(request, reg["records"], reg["source_order"], reg["system_real"], runs)
     if found is None:
         from cudaswitch.registry.resolve import not_found
 
         raise not_found(reg, request)
-    for record in passed_over:
+    for record in passed_over if say else ():
         from cudaswitch import render
 
-        missing = ", ".join(record.get("missing") or ()) or "no nvcc"
-        render.message("cudaswitch: %s is newer but cannot compile (missing: %s); chose %s (`use %s` selects it "
-                       "anyway)" % (record["version"], missing, found["version"], record["root"]))
+        why = ("cannot compile (missing: %s)" % (", ".join(record.get("missing") or ()) or "no nvcc")
+               if record["status"] != "ok" else "this driver does not run it (%s)" % driver_runs(record)[1])
+        render.message("cudaswitch: %s is newer but %s; chose %s (`use %s` selects it anyway)"
+                       % (record["version"], why, found["version"], record["root"]))
     return found
 
 
-def use(reg, env, request_text, origin="shell", source_file=None):
-    """(record, diff) switching `env` to the toolkit the request selects."""
+def use(reg, env, request_text, origin="shell", source_file=None, driver_runs=None):
+    """(record, diff) switching `env` to the toolkit the request selects (see find_record)."""
     request = ToolkitRequest.parse(request_text, allow_path=(origin == "shell"))
-    record = find_record(reg, request)
+    record = find_record(reg, request, driver_runs)
     entries = envdiff.path_entries(record)
     if any(os.pathsep in d for d in entries["PATH"] + entries["LD_LIBRARY_PATH"]):
         raise CudaSwitchError("%s cannot go on PATH: its path holds %r" % (record["root"], os.pathsep))
@@ -120,7 +123,7 @@ def off(env):
     return envdiff.diff(env, restored(env))
 
 
-def hook_env(reg_loader, env, cwd):
+def hook_env(reg_loader, env, cwd, driver_runs=None):
     """What the hook applies on a project-file change: (record or None, diff or None).
 
     An explicit `use` in this shell wins until `off`; otherwise the nearest project file, else the
@@ -135,7 +138,7 @@ def hook_env(reg_loader, env, cwd):
         path, text = found
         request = projectfile.parse_request(path, text)
         reg = reg_loader()
-        record = find_record(reg, request)
+        record = find_record(reg, request, driver_runs)
         if state and state["root"] == record["root"] and state.get("file") == path:
             return record, None
         return record, envdiff.diff(env, switched(reg, env, record, "project", path))
@@ -178,7 +181,7 @@ def _pin(reg, cwd):
     else:
         return None
     try:
-        record = find_record(reg, request)
+        record = find_record(reg, request, say=False)
         pin.update(version=record["version"], root=record["root"], error=None)
     except CudaSwitchError as exc:
         pin.update(version=None, root=None, error=exc.message)

@@ -158,7 +158,7 @@ DATACENTER = ("Tesla", "A100", "A800", "A30", "A40", "A10", "A16", "A2 ", "H100"
               "L40", "L20", "B100", "B200", "GB200", "GH200", "T4", "V100", "P100")
 
 
-def _gpu_kind(name):
+def gpu_kind(name):
     if "GeForce" in name or "TITAN" in name.upper():
         return "consumer"
     return "datacenter" if any(token in name + " " for token in DATACENTER) else None
@@ -169,7 +169,7 @@ def forward_compat(host):
     error 804 on consumer GPUs, error 803 when it is older than the installed driver."""
     if not _usable(host):
         return []
-    compat_dir, version = _compat_libcuda(host.record["root"])
+    compat_dir, version = compat_libcuda(host.record["root"])
     if not version:
         return []
     on_path = os.path.realpath(compat_dir) in {os.path.realpath(d) for d in (host.env.get("LD_LIBRARY_PATH") or "")
@@ -190,7 +190,7 @@ def forward_compat(host):
 
 
 def _compat_for_gpus(host, facts):
-    kinds = {gpu["name"]: _gpu_kind(gpu["name"]) for gpu in host.gpus}
+    kinds = {gpu["name"]: gpu_kind(gpu["name"]) for gpu in host.gpus}
     consumer = [name for name, kind in kinds.items() if kind == "consumer"]
     what = "compat libcuda %s" % facts["compat_version"]
     if consumer:
@@ -211,7 +211,7 @@ def _compat_for_gpus(host, facts):
                  "put %s first on LD_LIBRARY_PATH" % facts["compat_dir"], gpus=kinds, **facts)
 
 
-def _compat_libcuda(root):
+def compat_libcuda(root):
     """(root/compat, newest 'libcuda.so.R' release R) or (dir, None)."""
     directory = os.path.join(root, "compat")
     names = [os.path.basename(p) for p in glob.glob(os.path.join(directory, "libcuda.so.*"))]

@@ -1,0 +1,99 @@
+"""Does this host's driver run each toolkit? `list`'s DRIVER column and a partial request's
+preference, from the check verify runs (compat.driver_supports and the toolkit's compat/ libcuda).
+
+The driver is asked once per driver identity (the libcuda files, /proc's version text: what a
+driver upgrade changes) and the answers are kept in one sealed file keyed by that identity, the
+toolkits and cudaswitch's release, so a warm `list` starts no process and imports only os and
+marshal here.
+"""
+
+import os
+
+from cudaswitch.verify.identity import _identity, cudaswitch_version, driver_identity
+
+CACHE_FILE = "runs_here.marshal"
+FORMAT = 1
+# What the column says: ok, through minor-version compatibility, through the toolkit's own
+# compat/ libcuda (forward compatibility, data-center GPUs), not at all, or cannot tell.
+WORDS = ("ok", "minor-compat", "compat", "no", "cannot tell")
+RUNS = WORDS[:3]  # what `list --runnable` keeps
+
+
+def verdicts(paths, env, records):
+    """{root: {"runs": one of WORDS, "why": text, "json": the `"runs_here": {...}` JSON fragment}}."""
+    from cudaswitch.safeio import load_marshal
+
+    key = repr((FORMAT, cudaswitch_version(), driver_identity(paths, env),
+                tuple((r["root"], r.get("version"), r.get("status"), _identity(os.path.join(r["root"], "compat")))
+                      for r in records)))
+    where = os.path.join(paths.cache_dir, CACHE_FILE)
+    cached = load_marshal(where, 8 << 20)
+    if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("verdicts"), dict):
+        return cached["verdicts"]
+    found = _compute(paths, env, records)
+    _store(where, key, found)
+    return found
+
+
+def _store(where, key, found):
+    import marshal
+
+    from cudaswitch.paths import atomic_write
+    from cudaswitch.safeio import seal
+
+    try:
+        atomic_write(where, seal(marshal.dumps({"key": key, "verdicts": found})))
+    except (OSError, ValueError):
+        pass  # a read-only cache dir costs a driver probe next time, not correctness
+
+
+def _compute(paths, env, records):
+    import json
+
+    from cudaswitch.verify.driver import driver_facts
+
+    driver = driver_facts(paths, env)
+    out = {}
+    for record in records:
+        runs, why = verdict(driver, record)
+        out[record["root"]] = {"runs": runs, "why": why,
+                               "json": '"runs_here": %s' % json.dumps({"runs": runs, "why": why})}
+    return out
+
+
+def verdict(driver, record):
+    """(word, why) for one toolkit: verify's driver.supports_toolkit, then its forward compatibility."""
+    from cudaswitch.toolkit import short_version
+    from cudaswitch.verify import compat
+
+    if not record.get("version"):
+        return "cannot tell", "the toolkit's CUDA version is unknown"
+    if not driver.get("present"):
+        return "cannot tell", "no NVIDIA driver readable on this host"
+    result = compat.driver_supports(driver, short_version(record["version"]), "driver.supports_toolkit",
+                                    "CUDA %s" % short_version(record["version"]))
+    facts = result["facts"]
+    if result["level"] == "info":
+        return "cannot tell", result["message"]
+    if result["level"] == "ok":
+        if facts.get("minor_version_compatibility"):
+            return "minor-compat", ("driver supports CUDA %s: runs through minor-version compatibility (PTX built "
+                                    "by it does not JIT on this driver)" % driver["cuda"])
+        return "ok", "driver supports CUDA %s" % driver["cuda"]
+    if _forward_compatible(driver, record):
+        return "compat", "through its own compat/ libcuda (forward compatibility on data-center GPUs)"
+    needs = facts.get("needs_driver")
+    return "no", "driver supports CUDA %s only; needs driver %s or newer" % (driver["cuda"], needs or "a newer")
+
+
+def _forward_compatible(driver, record):
+    """The toolkit's compat/ libcuda is newer than the driver and every GPU is a data-center one."""
+    from cudaswitch.verify import facts as table
+    from cudaswitch.verify.pipeline import compat_libcuda, gpu_kind
+
+    _, version = compat_libcuda(record["root"])
+    gpus = driver.get("gpus") or []
+    release = driver.get("release")
+    if not version or not gpus or (release and table.release_tuple(version) < table.release_tuple(release)):
+        return False
+    return all(gpu_kind(g.get("name") or "") == "datacenter" for g in gpus)
