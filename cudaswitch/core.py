@@ -29,23 +29,27 @@ def in_use(env):
     return lambda record: record["root"] == root or record["real"] == real
 
 
-def list_items(registry, env, runs=None):
-    """`list`'s objects; `runs`: {root: verdict} of verify/runs_here (whether this driver runs it)."""
+def list_items(registry, env, runs=None, picks=None):
+    """`list`'s objects; `runs`: {root: verdict} of verify/runs_here (whether this driver runs it);
+    `picks`: {root: the partial requests ("12", "latest") that choose it}."""
     active, default = in_use(env), registry["default_real"]
     items = [Toolkit(r).public(default=r["real"] == default, active=active(r)) for r in registry["records"]]
     for item in items if runs else ():
         verdict = runs.get(item["root"])
         item["runs_here"] = {"runs": verdict["runs"], "why": verdict["why"]} if verdict else None
+    for item in items if picks is not None else ():
+        item["picked_by"] = picks.get(item["root"], [])
     return items
 
 
-def list_json_text(registry, env, runs=None):
+def list_json_text(registry, env, runs=None, picks=None):
     """`list --json` as one line of JSON text: the same objects as list_items, from the fragments
     discovery rendered (registry/discover.py) and runs_here cached, closed with "default" and "active"."""
     active, default = in_use(env), registry["default_real"]
-    runs = runs or {}
-    return "[%s]" % ", ".join('%s, %s"default": %s, "active": %s}' % (
+    runs, picks = runs or {}, picks or {}
+    return "[%s]" % ", ".join('%s, %s"picked_by": [%s], "default": %s, "active": %s}' % (
         text, runs[record["root"]]["json"] + ", " if record["root"] in runs else "",
+        ", ".join('"%s"' % p for p in picks.get(record["root"], ())),  # digits or "latest": nothing to escape
         _json_bool(record["real"] == default), _json_bool(active(record)))
         for text, record in zip(registry["list_json"], registry["records"]))
 

@@ -115,6 +115,8 @@ def test_a_partial_request_prefers_what_the_driver_runs(host, tmp_path):
         assert json.loads(proc.stdout)["set"]["CUDA_HOME"] == str(host.path("/usr/local/cuda-12.9"))
         named = [l for l in proc.stderr.splitlines() if "this driver does not run it" in l]
         assert len(named) == 2 and "needs driver" in named[0], proc.stderr
+    picked = {i["short"]: i["picked_by"] for i in json.loads(host.run("list", "--json", env=env, check=True).stdout)}
+    assert picked == {"12.9": ["12", "latest"], "13.0": [], "13.1": ["13"]}  # what `use` would take, said by list
     exact = host.run("use", "13.1", "--shell", "json", env=env)
     assert json.loads(exact.stdout)["set"]["CUDA_HOME"] == str(host.path("/usr/local/cuda-13.1"))
     assert "driver supports CUDA 12.8 only" in exact.stderr

@@ -27,10 +27,11 @@ def list_(as_json=False, refresh=False, wide=False, runnable=False):
                            "says why)" % len(reg["records"]))
             return 0
         reg = dict(reg, records=[reg["records"][i] for i in keep], list_json=[reg["list_json"][i] for i in keep])
+    picks = _partial_picks(reg, runs)
     if as_json and not render.stdout_is_terminal():  # a script reading it: the pre-rendered text
-        render.emit_json_text(core.list_json_text(reg, os.environ, runs))
+        render.emit_json_text(core.list_json_text(reg, os.environ, runs, picks))
         return 0
-    items = core.list_items(reg, os.environ, runs)
+    items = core.list_items(reg, os.environ, runs, picks)
     if as_json:
         render.emit_json(items)
     elif items:
@@ -40,6 +41,22 @@ def list_(as_json=False, refresh=False, wide=False, runnable=False):
 
         render.toolkit_table(items, searched(reg["source_order"]))
     return 0
+
+
+def _partial_picks(reg, runs):
+    """{root: ["12", "latest"]}: the partial requests (each major, latest) that would pick a toolkit,
+    by the rule `use` follows (request.choose, preferring what compiles and what this driver runs)."""
+    from cudaswitch.request import ToolkitRequest, choose
+
+    majors = {str(r.get("version") or "").split(".")[0] for r in reg["records"]}
+    majors = sorted((m for m in majors if m.isascii() and m.isdigit() and len(m) <= 6), key=int)
+    picks = {}
+    for text in majors + ["latest"]:
+        found, _ = choose(ToolkitRequest.parse(text), reg["records"], reg["source_order"], reg["system_real"],
+                          lambda r: runs[r["root"]]["runs"] != "no")
+        if found:
+            picks.setdefault(found["root"], []).append(text)
+    return picks
 
 
 def which(request=None, tool=None):
