@@ -22,11 +22,13 @@ REPORT_FORMAT = 1
 COMPILE_TIMEOUT = 120.0
 # A node's root has no meaningful environment of its own: search it with a stock PATH.
 STOCK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+ROOT_VARS = ("PATH", "HOME", "CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV", "CONDA_PREFIX")
 
 
-def run_audit(env, root=None, compile_=False, allow_exec=False, progress=None):
+def run_audit(env, root=None, compile_=False, allow_exec=False, progress=None, root_vars=None):
     """The audit report of `root` (None: this host). `progress(label, done, total)` is told of
-    each step; total None means 'not known yet'."""
+    each step; total None means 'not known yet'. `root_vars`: what the root's own environment
+    says (an image's PATH, CUDA_HOME, ...), used instead of the stock one."""
     progress = progress or (lambda label, done, total: None)
     if root is not None and not os.path.isdir(root):
         raise UsageError("--root %s is not a directory" % root)
@@ -34,7 +36,7 @@ def run_audit(env, root=None, compile_=False, allow_exec=False, progress=None):
     if compile_ and not executes:
         raise UsageError("--compile runs nvcc from the audited root", "add --exec to allow it")
     progress("discovering toolkits", 0, None)
-    paths, registry, used_env = _discover(env, root, executes)
+    paths, registry, used_env = _discover(env, root, executes, root_vars)
     records = registry["records"]
     toolkits = []
     for done, record in enumerate(records, 1):
@@ -55,14 +57,14 @@ def run_audit(env, root=None, compile_=False, allow_exec=False, progress=None):
     }
 
 
-def _discover(env, root, executes):
+def _discover(env, root, executes, root_vars=None):
     from cudaswitch import config as configmod
     from cudaswitch.registry import discover as registry
 
     if root is None:
         paths = Paths(env)
         return paths, registry.load(paths, env, refresh=True), env
-    used_env = root_env(env, os.path.abspath(root))
+    used_env = root_env(env, os.path.abspath(root), root_vars)
     paths = Paths(used_env)
     host_config = configmod.load(paths)
     # The user's registered toolkits and default describe their host, not the audited root.
@@ -72,10 +74,12 @@ def _discover(env, root, executes):
     return paths, registry.discover(paths, used_env, config, {}), used_env
 
 
-def root_env(env, root):
+def root_env(env, root, root_vars=None):
     """The environment discovery sees for a root: a stock PATH, the caller's HOME (looked up under
-    the root) and the caller's MODULEPATH dirs that exist under the root (read by this host's Lmod)."""
+    the root) and the caller's MODULEPATH dirs that exist under the root (read by this host's Lmod);
+    PATH, HOME and the toolkit variables the root's own environment names replace those."""
     out = {"CUDASWITCH_ROOT": root, "PATH": STOCK_PATH, "HOME": env.get("HOME", "/root")}
+    out.update({k: v for k, v in (root_vars or {}).items() if k in ROOT_VARS and v.startswith("/")})
     for key in ("CUDASWITCH_CACHE_DIR", "CUDASWITCH_CONFIG_DIR", "CUDASWITCH_DATA_DIR",
                 "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "LMOD_CMD", "LMOD_DIR"):
         if env.get(key):

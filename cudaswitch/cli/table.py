@@ -70,6 +70,8 @@ PYTHON = Opt("--python", "python", "str", PYTHON_HELP, metavar="PY")
 TIMEOUT = Opt("--timeout", "timeout", "float", TIMEOUT_HELP, metavar="SECONDS")
 WIDE = Opt("--wide", "wide", "flag", "Every value whole: no shortened roots, whatever the width.")
 REQUEST = Arg("REQUEST", "Toolkit: 12.4, 12, 12.4.131, '>=12.1,<13', latest, system, SOURCE:REQUEST or a root path.")
+IMAGE = Opt("--image", "image", "str", "Audit a container image instead of this host: oci:DIR[:TAG], "
+            "oci-archive:FILE[:TAG] or docker-archive:FILE[:NAME]. Exit 1 when it cannot start here.", metavar="REF")
 OPTIONAL_REQUEST = Arg("REQUEST", "Toolkit (default: the active one, else the default).", nargs="?")
 
 COMMANDS = (
@@ -155,9 +157,16 @@ COMMANDS = (
                      Opt("--exec", "allow_exec", "flag", "With --root: allow running binaries found there."),
                      Opt("--progress", "progress", "tristate",
                          "Progress on stderr (default: when stderr is a terminal; --no-progress: never)."),
-                     WIDE),
+                     WIDE, IMAGE,
+                     Opt("--driver", "driver", "str", "With --image: judge it for this driver, its release "
+                         "(550.54.15) or the CUDA version it supports (12.4), instead of this host's.",
+                         metavar="VERSION"),
+                     Opt("--gpu", "gpu", "str", "With --image: judge it for a GPU by compute capability (sm_90, "
+                         "8.6) instead of this host's; repeat for several.", metavar="ARCH", many=True)),
             examples=("cudaswitch audit", "cudaswitch audit --json --compile",
-                      "cudaswitch audit --root /srv/images/rocky9")),
+                      "cudaswitch audit --root /srv/images/rocky9",
+                      "cudaswitch audit --image oci:/srv/oci/pytorch:24.05 --driver 535.183.01",
+                      "cudaswitch audit --image docker-archive:torch.tar --gpu sm_80")),
     Command("audit merge", "cudaswitch.commands.audit_cmds:merge", fast=True,
             help="Merge many hosts' reports into one matrix of toolkit versions x hosts, and the skew between them. "
                  "A report that cannot be read is named on stderr and the rest merge; exit 0 when one merged "
@@ -175,10 +184,12 @@ COMMANDS = (
                          "cudnn, nccl or cupti. Repeatable.", metavar="KEY", many=True),
                      Opt("--html", "html", "str", "Also write the report as one self-contained HTML page.",
                          metavar="FILE"),
-                     WIDE),
+                     WIDE, Opt("--image", "image", "str", "Also say which nodes can start this image and why the "
+                               "others cannot (--strict: exit 1 when any cannot).", metavar="REF")),
             examples=("pdsh -N -w 'node[01-64]' cudaswitch audit --json --compact | cudaswitch audit merge",
                       "cudaswitch audit merge audit/*.json --strict --require cuda=12.4 --same driver",
-                      "cudaswitch audit merge audit/*.json --nodes 'node[01-64]' --html report.html")),
+                      "cudaswitch audit merge audit/*.json --nodes 'node[01-64]' --html report.html",
+                      "cudaswitch audit merge audit/*.json --image oci-archive:train.tar")),
     Command("install", "cudaswitch.commands.install_cmds:install",
             help="Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root), from NVIDIA's "
                  "redistributable archives, a site mirror of them, or NVIDIA's wheels.",

@@ -9,12 +9,17 @@ from cudaswitch.errors import CudaSwitchError, UsageError
 COMPACT_ABOVE = 1000  # hosts; a merge of more prints --json on one line
 
 
-def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=False, progress=None, wide=False):
+def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=False, progress=None, wide=False,
+          image=None, driver=None, gpu=()):
     """Which toolkits this host (or image) has, which work, and which the driver supports."""
     from cudaswitch.audit import render as audit_render
     from cudaswitch.audit.report import run_audit
 
     show = sys.stderr.isatty() if progress is None else progress
+    if image is not None:
+        return _audit_image(image, driver, gpu, as_json, compact, show, wide, root, compile_ or allow_exec)
+    if driver or gpu:
+        raise UsageError("--driver and --gpu judge an image", "add --image REF")
     with audit_render.progress_bar(show) as tick:
         report = run_audit(dict(os.environ), root=root, compile_=compile_, allow_exec=allow_exec, progress=tick)
     if as_json or compact:
@@ -24,7 +29,25 @@ def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=Fa
     return 0
 
 
-def merge(file, as_json=False, strict=False, wide=False, nodes=None, require=(), same=(), html=None):
+def _audit_image(image, driver, gpu, as_json, compact, show, wide, root, runs_something):
+    """`audit --image`: exit 1 when the image cannot start with the driver and GPUs judged."""
+    from cudaswitch.audit import imageaudit, imagerender
+    from cudaswitch.audit import render as audit_render
+
+    if root is not None:
+        raise UsageError("--image and --root audit different things", "give one of them")
+    if runs_something:
+        raise UsageError("--compile and --exec run binaries; nothing from an image is run")
+    with audit_render.progress_bar(show) as tick:
+        report = imageaudit.audit_image(dict(os.environ), image, driver, gpu, progress=tick)
+    if as_json or compact:
+        render.emit_json(report, compact=compact)
+    else:
+        imagerender.print_image_report(report, wide=wide)
+    return 1 if report["image"]["runs"] is False else 0
+
+
+def merge(file, as_json=False, strict=False, wide=False, nodes=None, require=(), same=(), html=None, image=None):
     """Merge many hosts' reports and the skew between them; a report that cannot be read is named
     on stderr and the rest still merge."""
     from cudaswitch.audit import merge as audit_merge
@@ -41,6 +64,10 @@ def merge(file, as_json=False, strict=False, wide=False, nodes=None, require=(),
     if not merger.hosts:
         raise CudaSwitchError("no audit report could be read", "make them with `cudaswitch audit --json`")
     merged = cluster_skew.add_skew(merger.result(), merger.nodes, expected, *rules)
+    if image is not None:
+        from cudaswitch.audit import imageaudit
+
+        merged["image"] = imageaudit.on_nodes(image, merger.nodes)
     if html:
         from cudaswitch.audit import html as cluster_html
 
@@ -51,8 +78,21 @@ def merge(file, as_json=False, strict=False, wide=False, nodes=None, require=(),
     else:
         audit_render.merge_report(merged, wide=wide)
     failures = cluster_skew.strict_failures(merged)
+    if image is not None:
+        failures += _image_lines(merged["image"], as_json)
     if strict and failures:
         for line in failures:
             render.message("cudaswitch: error: " + line)
         return 1
     return 0
+
+
+def _image_lines(result, as_json):
+    """Print which nodes start the image (not with --json: it is in the JSON); the --strict failures."""
+    from cudaswitch.audit import imagerender
+
+    if not as_json:
+        render.emit_lines(imagerender.node_lines(result))
+    if result["cannot_run"]:
+        return ["the image cannot start on %s" % result["cannot_run_hosts"]]
+    return []

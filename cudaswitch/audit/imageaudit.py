@@ -1,0 +1,230 @@
+"""`audit --image`: the audit report of a container image, and whether it starts on this host (or
+on the driver and GPUs given), and `audit merge --image`: on which nodes it starts.
+
+The image's layers are applied in memory (audit/layers.py), the few files the audit reads are
+written to a private temporary view (audit/view.py), and the audit of an unpacked root
+(audit/report.py) runs on that view with the image's own PATH and toolkit variables; nothing from
+the image is run. The view is removed before the report is returned; paths in the report are the
+image's own.
+"""
+
+import os
+import re
+import shutil
+import tempfile
+
+from cudaswitch.audit import imagecheck, layers, oci, view
+
+TORCH_VERSION = re.compile(r"""^__version__\s*(?::[^=]*)?=\s*['"]([^'"]{1,64})['"]""", re.M)
+TORCH_CUDA = re.compile(r"""^cuda\s*(?::[^=]*)?=\s*['"]([0-9.]{1,16})['"]""", re.M)
+SITE_DIRS = ("site-packages", "dist-packages")
+CUDA_ONLY = re.compile(r"^\d{1,2}\.\d$")
+DROPPED_CHECKS = ("driver.present", "driver.supports_toolkit", "audit.no_exec")
+
+
+def target_facts(env, driver_text=None, gpu_texts=()):
+    """(driver, gpus) an image is judged against: --driver / --gpu, else this host's."""
+    from cudaswitch.verify import torchplan
+
+    driver = torchplan.parse_driver(driver_text) if driver_text else None
+    gpus = [torchplan.parse_gpu(g) for g in gpu_texts or ()]
+    if driver is None or not gpus:
+        from cudaswitch.paths import Paths
+        from cudaswitch.verify.driver import driver_facts
+
+        host = driver_facts(Paths(env), env)
+        driver, gpus = driver or host, gpus or host["gpus"]
+    driver = dict(driver)
+    if driver_text and CUDA_ONLY.match(driver_text.strip()):
+        driver["release"] = None  # `--driver 12.4` says which CUDA, not which release: driver terms are unknown
+    driver.setdefault("gpus", gpus)
+    driver.setdefault("problems", [])
+    return driver, gpus
+
+
+def read_image(text, progress=None):
+    """(reference, image facts, tree) with every layer applied and its digest checked."""
+    progress = progress or (lambda label, done, total: None)
+    ref = oci.parse_reference(text)
+    store, image = oci.open_image(ref)
+    try:
+        tree = layers.Tree()
+        for number, layer in enumerate(image["layers"], 1):
+            progress("reading layers", number - 1, len(image["layers"]))
+            layers.apply_layer(tree, layer, number)
+        progress("reading layers", len(image["layers"]), len(image["layers"]))
+    finally:
+        store.close()
+    return ref, image, tree
+
+
+def audit_image(env, text, driver_text=None, gpu_texts=(), progress=None):
+    """The report: `audit --json`'s shape for the image's files, plus "image" (its facts and the
+    verdict for the driver and GPUs); the judged driver stands where a host's would."""
+    driver, gpus = target_facts(env, driver_text, gpu_texts)
+    ref, image, tree = read_image(text, progress)
+    report, shape = _audit_view(env, ref, image, tree, progress)
+    torches = find_torch(tree)
+    facts = image_facts(ref, image, torches, shape)
+    facts["requirement"] = imagecheck.judge_image(image["config_facts"]["env"], driver, gpus)
+    torch_checks = [c for t in torches for c in imagecheck.torch_checks(t, driver, gpus)]
+    facts["runs"] = _runs(facts["requirement"], torch_checks)
+    _rejudge(report, driver, gpus)
+    report["checks"] += [_requirement_check(facts["requirement"])] + torch_checks
+    report["image"] = facts
+    return report
+
+
+def image_facts(ref, image, torches, shape=None):
+    config = image["config_facts"]
+    return {"reference": ref["text"], "transport": ref["transport"], "path": ref["path"], "tag": ref["tag"],
+            "manifest_digest": image["manifest_digest"], "config_digest": image["config_digest"],
+            "architecture": config["architecture"], "os": config["os"], "variant": config["variant"],
+            "created": config["created"], "env": config["env"], "layers": len(image["layers"]),
+            "os_release": shape.pop("os_release", {}) if shape else {}, "torch": torches, "view": shape}
+
+
+def _audit_view(env, ref, image, tree, progress):
+    """run_audit on a fresh view of the tree, which is removed before this returns."""
+    from cudaswitch.audit.report import run_audit
+
+    work = tempfile.mkdtemp(prefix="cudaswitch-image-")
+    try:
+        shape = view.write_view(tree, work)
+        clean = {k: v for k, v in env.items() if k not in ("MODULEPATH", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")}
+        report = run_audit(clean, root=work, progress=progress, root_vars=_root_vars(image))
+        shape["os_release"] = os_release(work)
+        report = _unhost(report, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for entry in report["toolkits"]:
+        entry["size_bytes"] = layers.size_under(tree, entry.get("real") or entry["root"])
+    report["host"], report["root"] = ref["text"], "/"
+    return report, shape
+
+
+def _root_vars(image):
+    env = dict(image["config_facts"]["env"])
+    if "PATH" in env:
+        entries = [p for p in env["PATH"].split(":") if p.startswith("/")][:64]
+        env["PATH"] = ":".join(entries) or "/usr/bin:/bin"
+    return {k: v for k, v in env.items() if v.startswith("/") and len(v) < 4096}
+
+
+def _unhost(value, work):
+    if isinstance(value, str):
+        return value.replace(work + "/", "/").replace(work, "/")
+    if isinstance(value, list):
+        return [_unhost(v, work) for v in value]
+    if isinstance(value, dict):
+        return {k: _unhost(v, work) for k, v in value.items()}
+    return value
+
+
+def find_torch(tree):
+    """Each torch in a site-packages of the image: version and CUDA from torch/version.py, the
+    build's arch list where torch_builds.toml knows it."""
+    found, stack = [], [((), tree.root)]
+    while stack:
+        parts, node = stack.pop()
+        for name, child in sorted(node.children.items()):
+            if child.kind != "dir":
+                continue
+            if name in SITE_DIRS:
+                item = _torch_at(parts + (name,), child)
+                if item:
+                    found.append(item)
+            stack.append((parts + (name,), child))
+    return sorted(found, key=lambda t: t["site"])
+
+
+def _torch_at(site, node):
+    torch = node.children.get("torch")
+    version_file = torch.children.get("version.py") if torch is not None and torch.kind == "dir" else None
+    if version_file is None or version_file.kind != "file" or not version_file.data:
+        return None
+    text = version_file.data.decode("utf-8", "replace")
+    version, cuda = TORCH_VERSION.search(text), TORCH_CUDA.search(text)
+    if not version:
+        return None
+    item = {"version": version.group(1), "cuda": cuda.group(1) if cuda else None, "site": "/" + "/".join(site),
+            "arch": None, "arch_source": None, "arch_verified": None}
+    row = imagecheck.build_row(item["version"], item["cuda"])
+    if row:
+        item.update(arch=list(row["arch"]), arch_source=row.get("source"), arch_verified=row.get("verified", True))
+    return item
+
+
+def os_release(work):
+    from cudaswitch.safeio import read_or_none
+
+    for name in ("etc/os-release", "usr/lib/os-release"):
+        data = read_or_none(os.path.join(work, name), 1 << 16)
+        if data is not None:
+            pairs = (line.partition("=") for line in data.decode("utf-8", "replace").splitlines())
+            return {k: v.strip().strip("\"'")[:200] for k, _, v in pairs if k in ("ID", "VERSION_ID", "PRETTY_NAME")}
+    return {}
+
+
+def _rejudge(report, driver, gpus):
+    """The image's toolkits against the judged driver, which is the host's, not the view's."""
+    from cudaswitch.audit.host import driver_verdict
+
+    report["driver"], report["gpus"] = (driver if driver.get("present") else None), gpus
+    report["checks"] = [c for c in report["checks"] if c["id"] not in DROPPED_CHECKS]
+    for entry in report["toolkits"]:
+        entry["driver_supported"], entry["driver_check"] = driver_verdict(driver, entry)
+        if entry["driver_check"] and entry["driver_check"]["level"] in ("warning", "error"):
+            report["checks"].append(entry["driver_check"])
+    report["checks"].append({"id": "image.no_exec", "level": "info", "hint": None, "facts": {},
+                             "message": "read from the image's files; nothing in the image was run"})
+
+
+def _requirement_check(requirement):
+    level = {"ok": "ok", "not checked": "info", "cannot tell": "info"}.get(requirement["verdict"], "error")
+    return {"id": "image.require_cuda", "level": level, "message": requirement["message"],
+            "hint": "a newer driver, or an image built for an older CUDA" if level == "error" else None,
+            "facts": {"verdict": requirement["verdict"], "conditions": requirement["conditions"]}}
+
+
+def _runs(requirement, torch_checks):
+    if requirement["ok"] is False or any(c["level"] == "error" for c in torch_checks):
+        return False
+    return requirement["ok"]
+
+
+# ---------------------------------------------------------------- a cluster's nodes
+
+
+def on_nodes(text, nodes, progress=None):
+    """Which merged nodes (audit/merge.py's node summaries) can start the image: {"image": facts,
+    "can_run", "cannot_run", "cannot_tell": [{"host", "reasons"}], and hostlists of each}."""
+    from cudaswitch.audit.hosts import fold
+
+    ref, image, tree = read_image(text, progress)
+    torches = find_torch(tree)
+    groups = {"can_run": [], "cannot_run": [], "cannot_tell": []}
+    for node in nodes:
+        driver = {"present": bool(node["driver"] or node["driver_cuda"]), "release": node["driver"],
+                  "cuda": node["driver_cuda"]}
+        gpus = [{"name": model, "capability": capability} for model, capability, _count in node["gpus"]]
+        requirement = imagecheck.judge_image(image["config_facts"]["env"], driver, gpus)
+        checks = [c for t in torches for c in imagecheck.torch_checks(t, driver, gpus)]
+        runs = _runs(requirement, checks)
+        reasons = _reasons(requirement, checks, runs)
+        groups[{True: "can_run", False: "cannot_run", None: "cannot_tell"}[runs]].append(
+            {"host": node["host"], "reasons": reasons})
+    out = {"image": image_facts(ref, image, torches), **groups}
+    for key in groups:
+        out[key + "_hosts"] = fold(item["host"] for item in groups[key])
+    return out
+
+
+def _reasons(requirement, checks, runs):
+    """Why a node cannot start the image (or why it cannot be told): the verdicts' own lines."""
+    if runs is True:
+        return []
+    lines = [requirement["message"]] if requirement["ok"] is runs else []
+    if runs is False:
+        lines += [c["message"] for c in checks if c["level"] == "error"]
+    return lines

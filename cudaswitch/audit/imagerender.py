@@ -1,0 +1,65 @@
+"""How `audit --image` and `audit merge --image` look to a person: the image's own facts and the
+verdict, as lines (the toolkit table is audit/render.py's)."""
+
+from cudaswitch import render
+
+SHOWN_ENV = ("CUDA_VERSION", "NVIDIA_REQUIRE_CUDA", "NVIDIA_DISABLE_REQUIRE", "PATH", "LD_LIBRARY_PATH")
+VERDICT_LABEL = {"ok": "ok", "cannot run": "error", "cannot tell": "info", "not checked": "info"}
+
+
+def image_lines(facts):
+    """The header of an image report: reference, digest, platform, OS, Env, torch."""
+    platform = "/".join(p for p in (facts["os"], facts["architecture"], facts["variant"]) if p) or "?"
+    digest = facts["manifest_digest"] or facts["config_digest"]
+    system = (facts.get("os_release") or {}).get("PRETTY_NAME") or "unknown OS"
+    lines = ["image %s  %s  %s  %s  %d layers" % (_printable(facts["reference"]), digest[:19], platform,
+                                                 _printable(system), facts["layers"])]
+    env = facts["env"]
+    for key in SHOWN_ENV:
+        if key in env:
+            lines.append("  %s=%s" % (key, _printable(env[key])))
+    for torch in facts["torch"]:
+        arch = " ".join(torch["arch"]) if torch["arch"] else "arch list not known"
+        lines.append("  torch %s (CUDA %s) in %s: %s" % (_printable(torch["version"]), torch["cuda"] or "none",
+                                                        _printable(torch["site"]), arch))
+    return lines
+
+
+def verdict_line(facts):
+    requirement = facts["requirement"]
+    return "%s: %s" % (VERDICT_LABEL[requirement["verdict"]], requirement["message"])
+
+
+def print_image_report(report, wide=False):
+    from cudaswitch.audit import render as audit_render
+
+    render.emit_lines(image_lines(report["image"]))
+    audit_render.audit_report(report, wide=wide)
+    if report["image"]["requirement"]["verdict"] == "ok":  # any other verdict is among the checks above
+        render.emit_lines([verdict_line(report["image"])])
+
+
+def node_lines(result):
+    """Which nodes start the image, which cannot and why, which cannot be told."""
+    total = sum(len(result[k]) for k in ("can_run", "cannot_run", "cannot_tell"))
+    lines = ["image %s starts on %d of %d nodes: %s" % (
+        _printable(result["image"]["reference"]), len(result["can_run"]), total, result["can_run_hosts"] or "none")]
+    for key, label in (("cannot_run", "cannot start on"), ("cannot_tell", "cannot tell for")):
+        for reason, hosts in _by_reason(result[key]):
+            lines.append("  %s %s: %s" % (label, hosts, _printable(reason)))
+    return lines
+
+
+def _printable(text):
+    """Control characters escaped: an image's Env value or tag cannot break or restyle a line."""
+    return "".join(c if " " <= c != "\x7f" else repr(c)[1:-1] for c in str(text))
+
+
+def _by_reason(items):
+    """Nodes with the same reasons folded into one hostlist."""
+    from cudaswitch.audit.hosts import fold
+
+    grouped = {}
+    for item in items:
+        grouped.setdefault("; ".join(item["reasons"]) or "no reason recorded", []).append(item["host"])
+    return [(reason, fold(hosts)) for reason, hosts in sorted(grouped.items())]

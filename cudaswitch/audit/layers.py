@@ -1,0 +1,367 @@
+"""An image's layers applied in order, whiteouts included, to a tree kept in memory; then the
+few files the audit reads written to a private view directory (audit/viewrules.py says which).
+
+Each member is checked before it counts: relative names without `..`, only files, directories,
+symlinks and hardlinks (no devices, FIFOs or sparse files), never written through a symlink,
+links that would climb above the image's root refused. Sizes are bounded per kept file, per view,
+in members, and in what a compressed layer may expand to (a gzip bomb stops early). A layer's digest
+is checked as it streams; the caller uses the tree only once every layer matched. In the view
+every link is rewritten to the path it resolves to inside the image, relative, so the kernel
+following it stays in the view; nothing in the view is ever run.
+"""
+
+import hashlib
+import tarfile
+import zlib
+
+from cudaswitch.audit import viewrules
+from cudaswitch.audit.oci import ImageError
+
+MAX_MEMBERS = 2_000_000
+MAX_DEPTH = 128
+MAX_KEPT = 128 << 20  # bytes of content the view may hold in all
+EXPAND_FLOOR = 256 << 20  # a compressed layer may always expand this far...
+EXPAND_RATIO = 200  # ...and beyond it at most 200 times its compressed size (real layers: 2-10)
+OPAQUE = ".wh..wh..opq"
+WHITEOUT = ".wh."
+LINK_HOPS = 40
+
+
+class Node:
+    """One entry of the image's filesystem: kind dir | file | link; `layer` is the one that made it."""
+
+    __slots__ = ("kind", "layer", "mode", "size", "data", "target", "children")
+
+    def __init__(self, kind, layer, mode=0o755, size=0, data=None, target=None):
+        self.kind, self.layer, self.mode, self.size, self.data, self.target = kind, layer, mode, size, data, target
+        self.children = {} if kind == "dir" else None
+
+
+class Tree:
+    """The merged filesystem of the layers applied so far."""
+
+    def __init__(self):
+        self.root = Node("dir", -1)
+        self.members = 0
+        self.kept_bytes = 0
+
+    def parent_of(self, parts, what, layer):
+        """The dir node holding parts[-1]; missing parents are made (as tar does), a symlink on the
+        way is refused: a layer never writes through a link."""
+        node = self.root
+        for index, name in enumerate(parts[:-1]):
+            child = node.children.get(name)
+            if child is None:
+                child = node.children[name] = Node("dir", layer)
+            elif child.kind == "link":
+                raise ImageError("%s: %s is written through the link /%s" % (what, "/".join(parts),
+                                                                              "/".join(parts[:index + 1])))
+            elif child.kind != "dir":
+                child = node.children[name] = Node("dir", layer)
+            node = child
+        return node
+
+    def lookup(self, parts):
+        node = self.root
+        for name in parts:
+            node = node.children.get(name) if node.kind == "dir" else None
+            if node is None:
+                return None
+        return node
+
+    def put(self, parts, node, what):
+        parent = self.parent_of(parts, what, node.layer)
+        old = parent.children.get(parts[-1])
+        if node.kind == "dir" and old is not None and old.kind == "dir":
+            old.mode, old.layer = node.mode, node.layer  # a directory entry again: contents merge
+            return
+        parent.children[parts[-1]] = node
+
+    def whiteout(self, parts, layer, what):
+        """`.wh.NAME` hides NAME of lower layers; `.wh..wh..opq` everything lower in its directory."""
+        parent = self.parent_of(parts, what, layer)
+        name = parts[-1]
+        if name == OPAQUE:
+            _prune_lower(parent, layer)
+            return
+        hidden = name[len(WHITEOUT):]
+        if hidden.startswith(WHITEOUT) or hidden in ("", ".", ".."):
+            return  # aufs bookkeeping (.wh..wh.plnk and the like): nothing to hide
+        old = parent.children.get(hidden)
+        if old is not None and old.layer < layer:
+            del parent.children[hidden]
+
+
+def _prune_lower(directory, layer):
+    for name, child in list(directory.children.items()):
+        if child.layer < layer:
+            del directory.children[name]
+        elif child.kind == "dir":
+            _prune_lower(child, layer)
+
+
+# ---------------------------------------------------------------- member checks
+
+
+def member_parts(name, what):
+    """A member name as path components; absolute names and `..` are refused."""
+    if name.startswith("/") or "\x00" in name:
+        raise ImageError("%s: member %s has an absolute name" % (what, _shown(name)))
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ImageError("%s: member %s climbs out with '..'" % (what, _shown(name)))
+    if len(parts) > MAX_DEPTH:
+        raise ImageError("%s: member %s is nested more than %d levels" % (what, _shown(name[:200]), MAX_DEPTH))
+    return parts
+
+
+def link_target_parts(parts, target, what):
+    """Where a symlink points, as image path components (absolute targets are the image's own
+    root); a target that climbs above the root is refused."""
+    if not target or "\x00" in target:
+        raise ImageError("%s: link %s has no target" % (what, _shown("/".join(parts))))
+    start = [] if target.startswith("/") else list(parts[:-1])
+    for piece in target.split("/"):
+        if piece == "..":
+            if not start:
+                raise ImageError("%s: link /%s -> %s leaves the image" % (what, _shown("/".join(parts)),
+                                                                         _shown(target)))
+            start.pop()
+        elif piece not in ("", "."):
+            start.append(piece)
+    return start
+
+
+def _shown(text, limit=80):
+    text = "".join(c if " " <= c != "\x7f" else "?" for c in text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+# ---------------------------------------------------------------- reading a layer
+
+
+class Reader:
+    """A layer's stored bytes: counted, hashed when the digest is over them, at most `size` read."""
+
+    def __init__(self, raw, digest, size, over, label):
+        self.raw, self.size, self.label, self.count = raw, size, label, 0
+        self.hash = hashlib.new(digest.split(":")[0]) if over == "stored" else None
+
+    def read(self, n=-1):
+        if self.size is not None:
+            n = self.size + 1 - self.count if n < 0 else min(n, self.size + 1 - self.count)
+        data = self.raw.read(n if n >= 0 else 1 << 20)
+        self.count += len(data)
+        if self.size is not None and self.count > self.size:
+            raise ImageError("%s is larger than its manifest says (%d bytes)" % (self.label, self.size))
+        if self.hash is not None:
+            self.hash.update(data)
+        return data
+
+
+class Expanded:
+    """The tar inside a layer: gunzipped when it is gzip, hashed when the digest is over the tar,
+    and stopped once it expands past what any real layer does."""
+
+    def __init__(self, stored, digest, over, label):
+        self.stored, self.label, self.count, self.buffer = stored, label, 0, b""
+        self.hash = hashlib.new(digest.split(":")[0]) if over == "uncompressed" else None
+        head = stored.read(4)
+        if head[:4] == b"\x28\xb5\x2f\xfd":
+            raise ImageError("%s is zstd-compressed, which this audit cannot read" % label)
+        self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if head[:2] == b"\x1f\x8b" else None
+        self.pending = head
+        self.eof = False
+
+    def read(self, n=-1):
+        n = 1 << 20 if n < 0 else n
+        while len(self.buffer) < n and not self.eof:
+            self._fill(n)
+        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        self.count += len(data)
+        if self.count > EXPAND_FLOOR and self.inflate is not None and self.count > EXPAND_RATIO * self.stored.count:
+            raise ImageError("%s expands more than %d times its size: a compression bomb, not a layer"
+                             % (self.label, EXPAND_RATIO))
+        if self.hash is not None:
+            self.hash.update(data)
+        return data
+
+    def _fill(self, n):
+        want = max(n, 1 << 16)
+        if self.inflate is None:
+            chunk, self.pending = self.pending or self.stored.read(want), b""
+            self.eof = not chunk
+            self.buffer += chunk
+            return
+        if self.inflate.unconsumed_tail:
+            data = self.inflate.unconsumed_tail
+        elif self.inflate.eof and self.inflate.unused_data.strip(b"\0"):
+            data = self.inflate.unused_data  # a second gzip member: concatenated streams are valid gzip
+            self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        else:
+            data, self.pending = self.pending or self.stored.read(1 << 16), b""
+            if not data or (self.inflate.eof and not data.strip(b"\0")):
+                self.eof = not data
+                return
+            if self.inflate.eof:
+                self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            self.buffer += self.inflate.decompress(data, want)
+        except zlib.error as exc:
+            raise ImageError("%s is not valid gzip (%s)" % (self.label, exc)) from None
+
+    def drain(self):
+        while self.read(1 << 20):
+            pass
+
+
+def apply_layer(tree, layer, number):
+    """Apply one layer (oci.Layer) to the tree; its digest is checked when it has been read. A
+    layer that fails to parse is first checked against its digest: an altered blob is named so."""
+    try:
+        raw = layer.open()
+    except OSError as exc:
+        raise ImageError("%s cannot be read (%s)" % (layer.label, exc.strerror or exc)) from None
+    try:
+        stored = Reader(raw, layer.digest, layer.size, layer.over, layer.label)
+        expanded = Expanded(stored, layer.digest, layer.over, layer.label)
+        try:
+            _members(tree, tarfile.open(fileobj=expanded, mode="r|", bufsize=1 << 20), layer.label, number)
+            expanded.drain()
+        except (tarfile.TarError, EOFError, zlib.error, ImageError) as exc:
+            _digest_first(layer, stored)
+            if isinstance(exc, ImageError):
+                raise
+            why = str(exc)[:120] or type(exc).__name__
+            raise ImageError("%s is not a readable tar (%s)" % (layer.label, why)) from None
+        while stored.read(1 << 20):
+            pass
+    except OSError as exc:
+        raise ImageError("%s cannot be read (%s)" % (layer.label, exc.strerror or exc)) from None
+    finally:
+        raw.close()
+    _check_digest(layer, stored, expanded)
+
+
+def _digest_first(layer, stored):
+    """Where the digest is over the stored bytes, read the rest and check it (an ImageError if not)."""
+    if stored.hash is None:
+        return
+    try:
+        while stored.read(1 << 20):
+            pass
+    except ImageError:
+        pass  # larger than its descriptor: the digest below cannot match either
+    _check_digest(layer, stored, None)
+
+
+def _check_digest(layer, stored, expanded):
+    if layer.size is not None and stored.count < layer.size:
+        raise ImageError("%s is truncated: %d of %d bytes" % (layer.label, stored.count, layer.size))
+    if layer.size is not None and stored.count > layer.size:
+        raise ImageError("%s is larger than its manifest says (%d bytes)" % (layer.label, layer.size))
+    check = stored.hash or expanded.hash
+    if "%s:%s" % (check.name, check.hexdigest()) != layer.digest:
+        raise ImageError("%s does not match its digest (a damaged or altered blob)" % layer.label)
+
+
+def _members(tree, tar, label, number):
+    while True:
+        member = tar.next()
+        if member is None:
+            return
+        tar.members = []  # tarfile keeps every header it read; the tree is what we keep
+        tree.members += 1
+        if tree.members > MAX_MEMBERS:
+            raise ImageError("the image has more than %d files: not read" % MAX_MEMBERS)
+        parts = member_parts(member.name, label)
+        if parts:
+            _member(tree, tar, member, parts, label, number)
+
+
+def _member(tree, tar, member, parts, label, number):
+    if parts[-1].startswith(WHITEOUT):
+        tree.whiteout(parts, number, label)
+    elif member.isdir():
+        tree.put(parts, Node("dir", number), label)
+    elif member.issym():
+        link_target_parts(parts, member.linkname, label)
+        tree.put(parts, Node("link", number, target=member.linkname), label)
+    elif member.islnk():
+        source = tree.lookup(member_parts(member.linkname, label))
+        if source is None or source.kind != "file":
+            raise ImageError("%s: hardlink /%s points at no file" % (label, _shown("/".join(parts))))
+        tree.put(parts, Node("file", number, source.mode, 0, source.data), label)  # one inode: counted once
+    elif member.issparse():
+        raise ImageError("%s: member /%s is a sparse file" % (label, _shown("/".join(parts))))
+    elif member.isreg():
+        tree.put(parts, _file_node(tree, tar, member, parts, label, number), label)
+    else:
+        raise ImageError("%s: member /%s is a device, FIFO or other special file" % (label, _shown("/".join(parts))))
+
+
+def _file_node(tree, tar, member, parts, label, number):
+    mode = 0o755 if member.mode & 0o111 else 0o644
+    how = viewrules.kind_of(parts)
+    data = None
+    if how is not None and how[0] == "placeholder":
+        data = b""
+    elif how is not None and how[0] == "banner" and member.size <= how[1]:
+        data = viewrules.find_banner(tar.extractfile(member), member.size)
+    elif how is not None and how[0] == "banner":
+        raise ImageError("%s: /%s is %d bytes, more than any nvcc" % (label, _shown("/".join(parts)), member.size))
+    elif how is not None and member.size <= how[1]:
+        data = tar.extractfile(member).read(member.size)
+    elif how is not None and how[2]:
+        raise ImageError("%s: /%s is %d bytes, more than such a file holds (%d)"
+                         % (label, _shown("/".join(parts)), member.size, how[1]))
+    elif how is not None:
+        data = b""
+    if data:
+        tree.kept_bytes += len(data)
+        if tree.kept_bytes > MAX_KEPT:
+            raise ImageError("the files the audit reads exceed %d MiB in all" % (MAX_KEPT >> 20))
+    return Node("file", number, mode, member.size, data)
+
+
+# ---------------------------------------------------------------- the view on disk
+
+
+def resolve(tree, parts, hops=0):
+    """Image path components after following every link, as the container sees them (absolute
+    targets from the image root, `..` stopping at the root); None for a loop."""
+    done = []
+    pending = list(parts)
+    while pending:
+        name = pending.pop(0)
+        if name == "..":
+            if done:
+                done.pop()
+            continue
+        if name in ("", "."):
+            continue
+        node = tree.lookup(done + [name])
+        if node is not None and node.kind == "link":
+            hops += 1
+            if hops > LINK_HOPS:
+                return None
+            target = node.target
+            if target.startswith("/"):
+                done = []
+            pending = [p for p in target.split("/")] + pending
+            continue
+        done.append(name)
+    return done
+
+
+def size_under(tree, path):
+    """Bytes of the files under an image path (apparent sizes, hardlinks once)."""
+    node = tree.lookup([p for p in path.split("/") if p])
+    total, stack = 0, [node] if node is not None else []
+    while stack:
+        current = stack.pop()
+        if current.kind == "dir":
+            stack.extend(current.children.values())
+        elif current.kind == "file":
+            total += current.size
+    return total

@@ -1,0 +1,89 @@
+"""The view: the kept part of an image's merged filesystem (audit/layers.py) written into a fresh
+private directory, shaped so the audit of an unpacked root (`audit --root`) reads it as the image.
+
+Written are the kept files, the directories above them, the directories toolkits are looked for
+in, and the links beside kept files (or named like a toolkit root or a soname). Each link is
+rewritten as the relative path to what it resolves to inside the image, and that target is made to
+exist (an empty directory or file) so the link does not look dangling where the image's does not.
+Nothing is written through a link: directories and files first, links last.
+"""
+
+import os
+import posixpath
+
+from cudaswitch.audit import layers, viewrules
+
+
+def write_view(tree, view):
+    """Write the kept part of `tree` under the empty directory `view`; {"files", "links", "bytes"}."""
+    files, dirs, links = _collect(tree)
+    kept_links = []
+    for parts, _node in links:
+        if tuple(parts[:-1]) in dirs or viewrules.keeps_link(parts):
+            _ancestors(dirs, parts[:-1])
+            kept_links.append((parts, _link_text(tree, parts, files, dirs)))
+    for parts in sorted(dirs, key=len):
+        if parts:
+            os.mkdir(os.path.join(view, *parts), 0o755)
+    written = 0
+    for parts, node in sorted(files.items()):
+        written += _write_file(os.path.join(view, *parts), node)
+    for parts, text in kept_links:
+        os.symlink(text, os.path.join(view, *parts))
+    return {"files": len(files), "links": len(kept_links), "bytes": written}
+
+
+def _collect(tree):
+    """({parts: kept file node}, {dir parts that must exist}, [(parts, link node)])."""
+    files, dirs, links = {}, {()}, []
+    stack = [((), tree.root)]
+    while stack:
+        parts, node = stack.pop()
+        for name, child in node.children.items():
+            path = parts + (name,)
+            if child.kind == "dir":
+                if viewrules.keeps_dir(list(path)):
+                    _ancestors(dirs, path)
+                stack.append((path, child))
+            elif child.kind == "link":
+                links.append((list(path), child))
+            elif child.data is not None:
+                files[path] = child
+                _ancestors(dirs, path[:-1])
+    return files, dirs, links
+
+
+def _ancestors(dirs, parts):
+    parts = tuple(parts)
+    while parts not in dirs:
+        dirs.add(parts)
+        parts = parts[:-1]
+
+
+def _link_text(tree, parts, files, dirs):
+    """The link's new target: relative, to where it resolves in the image; that place is made to
+    exist. A loop stays a loop (a link to itself)."""
+    resolved = layers.resolve(tree, parts)
+    if resolved is None:
+        return parts[-1]
+    target = tree.lookup(resolved)
+    if target is not None and target.kind == "dir":
+        _ancestors(dirs, resolved)
+    elif target is not None and target.kind == "file":
+        files.setdefault(tuple(resolved), layers.Node("file", target.layer, target.mode, target.size, b""))
+        _ancestors(dirs, resolved[:-1])
+    here = "/" + "/".join(parts[:-1])
+    return posixpath.relpath("/" + "/".join(resolved), here)
+
+
+def _write_file(path, node):
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, node.mode)
+    try:
+        data = node.data or b""
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    return len(node.data or b"")
