@@ -126,8 +126,9 @@ def test_gpu_arch_verdicts_follow_binary_compatibility(host13, tmp_path):
     ada, blackwell = arch["NVIDIA GeForce RTX 4090"], arch["NVIDIA GeForce RTX 5090"]
     assert ada["level"] == "ok" and "sm_86" in ada["message"]
     assert blackwell["level"] == "error" and "no kernel image is available" in blackwell["message"]
-    # names a build whose compiled architectures include it (compat.toml's torch_arch rows)
-    assert blackwell["hint"].startswith("torch's CUDA 13.0 build has sm_120") and "whl/cu130" in blackwell["hint"]
+    # names a pinned build whose arch list has it, from the table `cudaswitch torch` reads
+    assert blackwell["hint"].startswith('torch 2.15\'s CUDA 13.2 build has sm_120: pip install "torch==2.15.*"')
+    assert "whl/cu132" in blackwell["hint"]
     assert out["torch"]["cudnn"] == 8500 and by_id(out, "env.cudnn_copies")[0]["facts"]["torch_cudnn"] == "8.5.0"
 
 

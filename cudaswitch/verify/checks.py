@@ -63,9 +63,10 @@ def _cuda_build_hint(torch_version, base):
     builds = sorted(row["cuda"], key=lambda c: (version_tuple(c)[:1] != toolkit[:1],
                                                 version_tuple(c)[:2] > toolkit, [-n for n in version_tuple(c)]))
     index = "https://download.pytorch.org/whl/cu%s" % builds[0].replace(".", "")
-    return "torch %s has CUDA builds %s%s: pip install torch --index-url %s" % (
+    release = ".".join(str(n) for n in version_tuple(torch_version.split("+")[0])[:2])
+    return "torch %s has CUDA builds %s%s: pip install \"torch==%s.*\" --index-url %s" % (
         ", ".join(row["torch"]), ", ".join(row["cuda"]),
-        "" if row.get("verified", True) else " (from one unverified source)", index)
+        "" if row.get("verified", True) else " (from one unverified source)", release, index)
 
 
 def _cuda_major(probe, toolkit_cuda, base):
@@ -132,11 +133,13 @@ def arch_in_build(device, arch_list, base):
     if ptx:
         return check("torch.gpu_arch", "info", "%s (%s) runs through PTX JIT from %s (slow first start)"
                      % (device["name"], sm, ptx[-1]), None, **facts)
-    builds = table.torch_builds_for(device["capability"])
+    builds = table.torch_builds_for(device["capability"])  # the table `cudaswitch torch` reads
     hint = "install a torch build whose arch list has %s" % sm
     if builds:
-        hint = "torch's CUDA %s build has %s: pip install torch --index-url https://download.pytorch.org/whl/cu%s" % (
-            builds[0], sm, builds[0].replace(".", ""))
+        release, cuda = builds[0]
+        hint = "torch %s's CUDA %s build has %s: pip install \"torch==%s.*\" --index-url " \
+               "https://download.pytorch.org/whl/cu%s (`cudaswitch torch --gpu %s` weighs the driver too)" % (
+                   release, cuda, sm, release, cuda.replace(".", ""), sm)
     return check("torch.gpu_arch", "error", "%s (%s) is not in torch %s's arch list (%s): kernels fail with \"no "
                  "kernel image is available for execution on the device\"" % (device["name"], sm,
                  base.get("torch") or "", " ".join(arch_list) or "empty"), hint, builds_with_arch=builds, **facts)

@@ -1,9 +1,17 @@
-"""cudaswitch/data/compat.toml, loaded once, and the lookups verdicts need from it."""
+"""cudaswitch/data/compat.toml and torch_builds.toml, loaded once, and the lookups verdicts need.
+
+torch_builds.toml is the one table of PyPI torch builds and the GPU code each holds. It is checked
+as it loads: a row without an evidence kind and a known source, a kind without the fields that make
+it checkable (a wheel's file name and sha256, a script's path and commit, a PR, a URL), or a second
+row for the same build stops the program rather than letting a guess pass for a fact.
+"""
 
 import functools
+import re
 import sys
 from importlib import resources
 
+from cudaswitch.errors import CudaSwitchError
 from cudaswitch.toolkit import version_tuple
 
 if sys.version_info >= (3, 11):
@@ -73,13 +81,94 @@ def arch_row(sm):
     return None
 
 
-def torch_builds_for(capability):
-    """CUDA versions of torch builds whose compiled architectures include `capability` ('6.1'), newest
-    first (a GPU runs SASS of its own major with a lower or equal minor)."""
+# What makes each kind of evidence checkable; "none" is a build known to exist (its source says
+# so) whose arch list nobody has confirmed: cudaswitch cannot tell whether it fits.
+EVIDENCE = {"wheel": ("wheel", "sha256"), "build-script": ("path", "commit"), "release-pr": ("pr",),
+            "published": ("url",), "none": ()}
+PLATFORMS = ("linux-x86_64", "linux-aarch64", "windows")
+ARCH_NAME = re.compile(r"^(sm|compute)_\d{2,3}[af]?$")
+RELEASE_NAME = re.compile(r"^\d+\.\d+$")
+
+
+class TableError(CudaSwitchError):
+    """A data table that breaks its own rules (a packaging or editing mistake)."""
+
+
+@functools.lru_cache(maxsize=1)
+def torch_table():
+    text = resources.files("cudaswitch.data").joinpath("torch_builds.toml").read_text("utf-8")
+    return parse_torch_table(text, "torch_builds.toml")
+
+
+def parse_torch_table(text, where="torch table"):
+    """The parsed table, every build row checked (see the module's docstring)."""
+    data = tomllib.loads(text)
+    sources, seen = data.get("sources") or {}, set()
+    for number, row in enumerate(data.get("build") or [], 1):
+        _check_build(row, sources, "%s: build row %d" % (where, number))
+        key = (row["torch"], row["cuda"], row["platform"])
+        if key in seen:
+            raise TableError("%s: build row %d repeats torch %s CUDA %s %s" % ((where, number) + key))
+        seen.add(key)
+    for number, row in enumerate(data.get("driver_branch") or [], 1):
+        if row.get("source") not in sources or not row.get("evidence"):
+            raise TableError("%s: driver_branch row %d has no evidence kind or no known source" % (where, number))
+    return data
+
+
+def _check_build(row, sources, where):
+    kind = row.get("evidence")
+    if kind not in EVIDENCE:
+        raise TableError("%s has evidence %r, not one of %s" % (where, kind, ", ".join(EVIDENCE)))
+    if row.get("source") not in sources:
+        raise TableError("%s names source %r, which [sources] does not define" % (where, row.get("source")))
+    missing = [k for k in ("torch", "cuda", "platform") + EVIDENCE[kind] if not row.get(k)]
+    if missing:
+        raise TableError("%s (evidence %s) lacks %s" % (where, kind, ", ".join(missing)))
+    if not RELEASE_NAME.match(row["torch"]) or not RELEASE_NAME.match(row["cuda"]) or row["platform"] not in PLATFORMS:
+        raise TableError("%s: torch %r, cuda %r, platform %r" % (where, row["torch"], row["cuda"], row["platform"]))
+    arch = row.get("arch")
+    if kind != "none" and (not isinstance(arch, list) or not arch or not all(ARCH_NAME.match(str(a)) for a in arch)):
+        raise TableError("%s (evidence %s) needs an arch list of sm_XY / compute_XY names" % (where, kind))
+    if kind == "wheel" and not re.match(r"^[0-9a-f]{64}$", row["sha256"]):
+        raise TableError("%s: sha256 is not 64 hex digits" % where)
+
+
+def torch_rows(platform="linux-x86_64"):
+    return [r for r in torch_table()["build"] if r["platform"] == platform]
+
+
+def newest_torch_known(platform="linux-x86_64"):
+    """The newest torch release the table has any row for ('2.15')."""
+    return max((r["torch"] for r in torch_rows(platform)), key=version_tuple, default=None)
+
+
+def runs_on(capability, arch_list):
+    """Does code in `arch_list` run on a GPU of `capability` ('6.1')? Plain SASS runs on its major at
+    an equal or higher minor, plain PTX on any equal or higher capability; family code (sm_100f)
+    on its major at an equal or higher minor; arch-specific code (sm_90a) on that arch only."""
     have = version_tuple(capability)[:2]
-    fits = [r["cuda"] for r in load().get("torch_arch", [])
-            if version_tuple(r["first"])[:2] <= have and have[0] <= version_tuple(r["last"])[0]]
-    return sorted(fits, key=version_tuple, reverse=True)
+    for name in arch_list:
+        match = re.match(r"^(sm|compute)_(\d+)(\d)([af]?)$", name)
+        if not match:
+            continue
+        arch, suffix = (int(match.group(2)), int(match.group(3))), match.group(4)
+        if suffix == "a":
+            fits = arch == have
+        elif suffix == "f" or match.group(1) == "sm":
+            fits = arch[0] == have[0] and arch[1] <= have[1]
+        else:
+            fits = arch <= have
+        if fits:
+            return True
+    return False
+
+
+def torch_builds_for(capability, platform="linux-x86_64"):
+    """(torch, cuda) of evidence-backed builds with code for `capability` ('6.1'), newest first."""
+    rows = [r for r in torch_rows(platform) if r["evidence"] != "none" and runs_on(capability, r["arch"])]
+    rows.sort(key=lambda r: (version_tuple(r["torch"]), version_tuple(r["cuda"])), reverse=True)
+    return [(r["torch"], r["cuda"]) for r in rows]
 
 
 def error_rules():

@@ -2,34 +2,30 @@
 every GPU's compute capability against each build's architecture list, and by the toolkit that
 would build extensions. Facts in, a plan (data) out; the caller gathers the facts.
 
-The build rows live in cudaswitch/data/torch_builds.toml with their sources. Where the host can
+The build rows live in cudaswitch/data/torch_builds.toml, each with the evidence its arch list
+rests on (read from the wheel, the build script, a release PR, a published list). Where the host can
 answer, it wins: an installed torch's own `torch._C._cuda_getArchFlags()` replaces its row's list.
-A build whose arch list lacks a GPU (and has no PTX it can JIT) is never a fit; a fact that cannot
-be checked (no driver, no GPU visible) leaves `fits` at None, never True.
+A build whose arch list lacks a GPU (and has no PTX it can JIT), or whose driver branch cannot drive
+a GPU, is never a fit; a fact that cannot be checked (no driver, no GPU visible, a row without
+evidence) leaves `fits` at None, never True, and such a build is never recommended. An installed
+torch that fits is the answer: keep it.
 """
 
-import functools
+import platform
 import re
-import sys
 import tempfile
-from importlib import resources
 from typing import Dict, List, Optional
 
 from cudaswitch.errors import UsageError
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify import facts as table
+from cudaswitch.verify import torchdriver
 from cudaswitch.verify.checks import arch_in_build
 from cudaswitch.verify.compat import check, driver_supports
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from cudaswitch.verify.torchdriver import parse_driver  # noqa: F401 - the command's entry point
 
 GPU_SM = re.compile(r"^(?:sm_)?(\d+)(\d)$")
 GPU_DOTTED = re.compile(r"^(\d+)\.(\d+)$")
-RELEASE = re.compile(r"^\d{3,}(\.\d+){0,2}$")
-CUDA = re.compile(r"^\d{1,2}\.\d$")
 
 # Runs in the user's Python (any 3.x, stdlib only): what its torch says about itself.
 _PROBE = r'''
@@ -51,10 +47,13 @@ sys.stdout.write("\n" + sys.argv[1] + json.dumps(out) + sys.argv[1] + "\n")
 '''
 
 
-@functools.lru_cache(maxsize=1)
 def load() -> dict:
-    text = resources.files("cudaswitch.data").joinpath("torch_builds.toml").read_text("utf-8")
-    return tomllib.loads(text)
+    return table.torch_table()
+
+
+def host_platform() -> str:
+    """The wheel platform of this machine, as the table names it."""
+    return "linux-aarch64" if platform.machine().lower() in ("aarch64", "arm64") else "linux-x86_64"
 
 
 def variant(cuda: str) -> str:
@@ -72,28 +71,6 @@ def parse_gpu(text: str) -> dict:
     capability = "%d.%d" % (int(match.group(1)), int(match.group(2)))
     return {"name": "sm_%d%d" % (int(match.group(1)), int(match.group(2))), "capability": capability,
             "source": "--gpu"}
-
-
-def parse_driver(text: str) -> dict:
-    """`--driver 550.54.14` (a driver release) or `--driver 12.4` (the CUDA version it supports) ->
-    driver facts like driver.driver_facts' for another machine."""
-    value = text.strip()
-    if CUDA.match(value):
-        return {"present": True, "cuda": value, "release": None, "cuda_source": "--driver"}
-    if RELEASE.match(value):
-        return {"present": True, "cuda": cuda_for_release(value), "release": value,
-                "cuda_source": "--driver release, compat.toml driver_minimum"}
-    raise UsageError("--driver %r is neither a driver release nor a CUDA version" % text[:40],
-                     "give e.g. 550.54.14 or 12.4")
-
-
-def cuda_for_release(release: str) -> Optional[str]:
-    """Newest CUDA whose GA minimum driver the release meets. A release given with fewer parts
-    (550.54) stands for every 550.54.x, so it is compared on the parts it has."""
-    have = table.release_tuple(release)
-    fits = [r["cuda"] for r in table.load()["driver_minimum"]
-            if table.release_tuple(r["driver"])[:len(have)] <= have]
-    return max(fits, key=version_tuple) if fits else None
 
 
 def probe_installed(paths, python: str, env: dict, timeout: float) -> dict:
@@ -123,7 +100,9 @@ def probe_installed(paths, python: str, env: dict, timeout: float) -> dict:
 def builds(installed: Optional[dict] = None) -> List[dict]:
     """Every known build, newest torch first then newest CUDA, with the installed torch's own arch
     flags in place of its row's list (and a row of its own when the data does not know it)."""
-    rows = [dict(row, verified=row.get("verified", True)) for row in load()["build"]]
+    # a row without evidence has no list: [] here, so every caller finds no code in it
+    rows = [dict(row, arch=list(row.get("arch") or []), verified=row["evidence"] != "none")
+            for row in table.torch_rows(host_platform())]
     own = _installed_build(installed)
     if own:
         same = [r for r in rows if (r["torch"], r["cuda"]) == (own["torch"], own["cuda"])]
@@ -137,7 +116,8 @@ def _installed_build(installed):
     release = ".".join(str(n) for n in version_tuple(installed["torch"].split("+")[0])[:2])
     cuda = ".".join(str(n) for n in version_tuple(installed["cuda"])[:2])
     return {"torch": release, "cuda": cuda, "arch": list(installed["arch_flags"]), "verified": True,
-            "source": "installed", "installed": installed["torch"], "python": installed.get("python")}
+            "source": "installed", "evidence": "installed", "installed": installed["torch"],
+            "python": installed.get("python")}
 
 
 def install_lines(build: dict) -> Dict[str, str]:
@@ -149,25 +129,30 @@ def install_lines(build: dict) -> Dict[str, str]:
         conda = "conda install pytorch==%s.* pytorch-cuda=%s -c pytorch -c nvidia" % (build["torch"], build["cuda"])
     else:
         conda = "conda install -c conda-forge pytorch=%s cuda-version=%s" % (build["torch"], build["cuda"])
-    return {"pip": "pip install %s --index-url %s" % (pin, index["pip"].format(variant=name)),
-            "uv": "UV_TORCH_BACKEND=%s uv pip install %s" % (name, pin), "uv_backend": name, "conda": conda}
+    return {"pip": "pip install \"%s\" --index-url %s" % (pin, index["pip"].format(variant=name)),
+            "uv": "UV_TORCH_BACKEND=%s uv pip install \"%s\"" % (name, pin), "uv_backend": name, "conda": conda}
 
 
-def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict]) -> dict:
-    """One build against the host: its checks, and fits True / False / None (cannot tell)."""
+def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict], drives: List[dict] = ()) -> dict:
+    """One build against the host: its checks, and fits True / False / None (cannot tell).
+    `drives`: whether the driver's branch drives each GPU (the same for every build)."""
     subject = "torch %s+%s" % (build["torch"], variant(build["cuda"]))
-    checks = [driver_supports(driver, build["cuda"], "torch_build.driver", subject)]
-    base = {"torch": subject, "arch_source": build["source"]}
-    checks += [arch_in_build(gpu, build["arch"], base) for gpu in gpus]
+    checks = [driver_supports(driver, build["cuda"], "torch_build.driver", subject)] + list(drives)
+    base = {"torch": subject, "arch_source": build["source"], "evidence": build["evidence"]}
+    if not build["verified"]:
+        checks.append(check("torch_build.evidence", "info", "no evidence for %s's arch list (the build exists: %s): "
+                            "cannot tell which GPUs it has code for" % (subject, build["source"]), None, **base))
+    else:
+        checks += [arch_in_build(gpu, build["arch"], base) for gpu in gpus]
     if not gpus:
         checks.append(check("torch_build.gpu_arch", "info", "no GPU visible: cannot compare a GPU with %s's "
-                            "arch list (%s)" % (subject, " ".join(build["arch"])), "give --gpu sm_XY for the "
-                            "target machine", arch_list=build["arch"]))
+                            "arch list (%s)" % (subject, " ".join(build.get("arch") or [])), "give --gpu sm_XY for the "
+                            "target machine", arch_list=build.get("arch") or []))
     extension = extension_check(build, toolkit, gpus)
     levels = [c["level"] for c in checks]
     if "error" in levels:
         fits = False
-    elif not driver.get("present") or not driver.get("cuda") or not gpus:
+    elif not driver.get("present") or not driver.get("cuda") or not gpus or not build["verified"]:
         fits = None
     else:
         fits = True
@@ -204,35 +189,54 @@ def extension_check(build: dict, toolkit: Optional[dict], gpus: List[dict] = ())
 
 def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Optional[dict] = None) -> dict:
     """The whole answer: every build assessed, newest first, and the one to install."""
-    assessed = [assess(b, driver, gpus, toolkit) for b in builds(installed)]
+    driver = torchdriver.complete(driver)
+    drives = [torchdriver.driver_drives(driver, gpu) for gpu in gpus] if driver.get("present") else []
+    assessed = [assess(b, driver, gpus, toolkit, drives) for b in builds(installed)]
     result = {"driver": _driver_summary(driver), "gpus": gpus, "toolkit": toolkit, "installed": installed,
-              "builds": assessed, "recommended": None, "reason": None}
+              "builds": assessed, "recommended": None, "reason": None, "keep": False,
+              "table": _table_note(installed)}
     result["recommended"], result["reason"] = recommend(assessed, toolkit)
-    if result["recommended"] is None and any(b["fits"] is None for b in assessed):
+    undriven = [c for c in drives if c["level"] == "error"]
+    if result["recommended"] is None and undriven:
+        result["reason"] = "; ".join(c["message"] for c in undriven)
+    elif result["recommended"] is None and (not driver.get("present") or not driver.get("cuda") or not gpus):
         result["reason"] = _missing_facts(driver, gpus)
     own = [b for b in assessed if b.get("source") == "installed"]
     result["installed_fits"] = own[0]["fits"] if own else None
+    result["keep"] = bool(own and result["recommended"] is own[0])
     return result
 
 
+def _table_note(installed):
+    """Says so when the installed torch is newer than every release the table knows."""
+    newest = table.newest_torch_known(host_platform())
+    have = (installed or {}).get("torch")
+    if not have or not newest:
+        return {"newest": newest, "note": None}
+    release = version_tuple(have.split("+")[0])[:2]
+    if release <= version_tuple(newest)[:2]:
+        return {"newest": newest, "note": None}
+    return {"newest": newest, "note": "the table does not know torch %d.%d yet (it knows releases up to %s): "
+            "its other builds cannot be judged" % (release + (newest,))}
+
+
 def recommend(assessed: List[dict], toolkit: Optional[dict]):
-    """(build, why) or (None, why): the newest fitting build with a sourced arch list, preferring one
-    the toolkit can build extensions for; an unverified row is never preferred over a sourced one."""
-    fitting = [b for b in assessed if b["fits"] is True and b["published"]]
+    """(build, why) or (None, why): an installed torch that fits (keep it); else the newest fitting
+    build with evidence for its arch list, preferring one the toolkit can build extensions for.
+    A build without evidence never fits, so it is never recommended."""
+    own = [b for b in assessed if b.get("source") == "installed" and b["fits"] is True]
+    if own:
+        return own[0], "the installed torch fits this host: keep it"
+    fitting = [b for b in assessed if b["fits"] is True and b["published"] and b["verified"]]
     if not fitting:
         unknown = any(b["fits"] is None for b in assessed)
-        return None, ("cannot tell without the driver and the GPUs: give --driver and --gpu for the target"
+        return None, ("no build with evidence for its arch list fits; the builds marked unknown have none"
                       if unknown
                       else "no known build (torch 2.6 and newer) has code for every GPU and runs on this driver")
-    for group, why in ((lambda b: toolkit and b["verified"] and b["extensions"] != "warning",
-                        "newest fitting build with a sourced arch list that the toolkit can build extensions for"),
-                       (lambda b: b["verified"], "newest fitting build with a sourced arch list"),
-                       (lambda b: True,
-                        "newest fitting build; no source confirms its arch list for that exact release")):
-        chosen = [b for b in fitting if group(b)]
-        if chosen:
-            return chosen[0], why
-    return None, None  # pragma: no cover - the last group takes every fitting build
+    preferred = [b for b in fitting if toolkit and b["extensions"] != "warning"]
+    if preferred:
+        return preferred[0], "newest fitting build that the toolkit can build extensions for"
+    return fitting[0], "newest fitting build"
 
 
 def _missing_facts(driver, gpus):
@@ -245,7 +249,7 @@ def _missing_facts(driver, gpus):
 
 
 def _driver_summary(driver):
-    keys = ("present", "release", "cuda", "cuda_source", "libcuda_choice", "problems")
+    keys = ("present", "release", "release_assumed", "branch", "cuda", "cuda_source", "libcuda_choice", "problems")
     return {k: driver.get(k) for k in keys if k in driver}
 
 
@@ -262,69 +266,10 @@ def toolkit_of(record: Optional[dict], env: dict) -> Optional[dict]:
     return {"version": record["version"], "root": record["root"], "gpu_archs": archs}
 
 
-FIT_WORD = {True: "fits", False: "no", None: "unknown"}
-
-
 def plan_lines(result: dict) -> List[str]:
-    """The human answer: the host facts, the recommended build with its install lines, every build."""
-    driver = result["driver"]
-    gpus = ", ".join(g["name"] + ("" if g.get("source") == "--gpu" else " (sm_%s)" % g["capability"].replace(".", ""))
-                     for g in result["gpus"])
-    lines = ["driver: %s" % ("CUDA %s (%s)" % (driver["cuda"], driver.get("cuda_source")) if driver.get("cuda")
-                            else "none visible"),
-             "GPUs: %s" % (gpus or "none visible"),
-             "toolkit: %s" % ("%s (%s)" % (result["toolkit"]["version"], result["toolkit"]["root"])
-                             if result["toolkit"] else "none")]
-    lines += _installed_lines(result)
-    best = result["recommended"]
-    if best:
-        lines.append("recommended: torch %s+%s (%s)" % (best["torch"], best["variant"], result["reason"]))
-        lines += ["  " + best["install"][k] for k in ("pip", "uv", "conda")]
-        newer = next(b for b in result["builds"] if b["fits"] is True and b["published"])
-        if newer is not best:
-            why = ("by its arch list, which no source confirms for it" if not newer["verified"]
-                   else "but the toolkit cannot build extensions for it")
-            lines.append("  (torch %s+%s is newer and fits, %s)" % (newer["torch"], newer["variant"], why))
-    else:
-        lines.append("recommended: none (%s)" % result["reason"])
-    lines.append("builds, newest first:")
-    for build in result["builds"]:
-        lines.append("  %-7s torch %-5s %-6s %s%s" % (FIT_WORD[build["fits"]], build["torch"], build["variant"],
-                                                   _why(build), "" if build["verified"] else " [arch list unverified]"))
-    return lines
+    from cudaswitch.verify.torchlines import plan_lines as lines
 
-
-def _short_reason(item):
-    """One failed check in a few words: which CUDA the driver lacks, which GPU has no code."""
-    facts = item["facts"]
-    if item["id"] == "torch_build.driver":
-        return "the driver (CUDA %s) is too old for CUDA %s" % (facts.get("driver_cuda"), facts.get("cuda"))
-    sm = "sm_" + facts.get("capability", "").replace(".", "")
-    return "no code for %s" % (sm if facts.get("gpu") == sm else "%s (%s)" % (facts.get("gpu"), sm))
-
-
-def _installed_lines(result):
-    installed = result["installed"]
-    if not installed:
-        return []
-    if installed.get("error") or installed.get("torch_error"):
-        return ["installed: cannot ask %s about torch: %s" % (installed.get("python"),
-                                                               installed.get("error") or installed.get("torch_error"))]
-    if not installed.get("cuda"):
-        return ["installed: torch %s in %s is a CPU-only build" % (installed["torch"], installed.get("python"))]
-    verdict = {True: "fits this host", False: "does NOT fit this host",
-               None: "cannot tell whether it fits"}[result["installed_fits"]]
-    return ["installed: torch %s in %s %s (its own arch flags: %s)" % (
-        installed["torch"], installed.get("python"), verdict,
-        " ".join(installed.get("arch_flags") or []) or "none")]
-
-
-def _why(build):
-    bad = [c for c in build["checks"] if c["level"] in ("error", "warning")]
-    if build["fits"] is False:
-        return "; ".join(_short_reason(c) for c in bad if c["level"] == "error")
-    notes = ["extensions: " + c["message"] for c in bad if c["id"] == "torch_build.extensions"]
-    return "; ".join(["arch " + " ".join(build["arch"])] + notes)
+    return lines(result)
 
 
 def gather(paths, load_registry, env: dict, request: Optional[str] = None, driver: Optional[str] = None,

@@ -1,0 +1,107 @@
+"""The driver's side of `cudaswitch torch`: which driver a `--driver` value stands for, and whether a
+driver branch can drive a GPU at all (a branch only drives the GPUs it knows, and old GPUs lose
+support after their last branch), from torch_builds.toml's driver_branch rows.
+
+One rule for `--driver`: every form stands for one driver release. A full or partial release
+(550.54.14, 550.54) is itself; a bare branch (525) is its lowest release, the first one the
+driver_minimum table lists for it (525.60.13); a CUDA version (12.0) is the lowest release that
+supports it (525.60.13 again). A host whose libcuda tells its CUDA version but not its release is
+read the same way, so `--driver 12.4`, `--driver 550` and such a host give one answer.
+"""
+
+import re
+from typing import Optional
+
+from cudaswitch.errors import UsageError
+from cudaswitch.toolkit import version_tuple
+from cudaswitch.verify import facts as table
+from cudaswitch.verify.compat import check
+
+CUDA = re.compile(r"^\d{1,2}\.\d$")
+BRANCH = re.compile(r"^\d{3,4}$")
+RELEASE = re.compile(r"^\d{3,4}(\.\d{1,3}){1,2}$")
+
+
+def parse_driver(text: str) -> dict:
+    """`--driver` -> driver facts like driver.driver_facts' for another machine."""
+    value = text.strip()
+    if CUDA.match(value):
+        row = table.driver_minimum(value)
+        if not row:
+            raise UsageError("--driver %s: no driver release this table knows supports CUDA %s" % (value, value),
+                             "give the driver release, e.g. 550.54.14")
+        return with_release({"present": True, "release_assumed": True}, row["driver"],
+                            "--driver %s: the lowest release that supports it" % value)
+    if BRANCH.match(value):
+        return with_release({"present": True, "release_assumed": True}, branch_first_release(value),
+                            "--driver %s: the branch's lowest release" % value)
+    if RELEASE.match(value):
+        return with_release({"present": True}, value, "--driver release")
+    raise UsageError("--driver %r is neither a driver release, a branch nor a CUDA version" % text[:40],
+                     "give e.g. 550.54.14, 550 or 12.4")
+
+
+def with_release(driver: dict, release: str, how: str) -> dict:
+    cuda = cuda_for_release(release)
+    return dict(driver, release=release, cuda=cuda, cuda_source=how, branch=table.release_tuple(release)[0])
+
+
+def branch_first_release(branch: str) -> str:
+    """The lowest release of a branch the driver_minimum table lists, else the bare branch."""
+    listed = [r["driver"] for r in table.load()["driver_minimum"] if table.release_tuple(r["driver"])[0] == int(branch)]
+    return min(listed, key=table.release_tuple) if listed else branch
+
+
+def cuda_for_release(release: str) -> Optional[str]:
+    """Newest CUDA whose GA minimum driver the release meets. A release given with fewer parts
+    (550.54) stands for every 550.54.x, so it is compared on the parts it has."""
+    have = table.release_tuple(release)
+    fits = [r["cuda"] for r in table.load()["driver_minimum"]
+            if table.release_tuple(r["driver"])[:len(have)] <= have]
+    return max(fits, key=version_tuple) if fits else None
+
+
+def complete(driver: dict) -> dict:
+    """A probed driver with its release (the lowest that supports its CUDA when libcuda did not say
+    which release it is) and its branch."""
+    if not driver.get("present") or not driver.get("cuda"):
+        return driver
+    if driver.get("release"):
+        return dict(driver, branch=table.release_tuple(driver["release"])[0])
+    row = table.driver_minimum(driver["cuda"])
+    if not row:
+        return driver
+    return dict(driver, release=row["driver"], release_assumed=True, cuda=driver["cuda"],
+                branch=table.release_tuple(row["driver"])[0])
+
+
+def branch_row(capability: str) -> Optional[dict]:
+    key = capability.replace(".", "")
+    for row in table.torch_table().get("driver_branch") or []:
+        if key in row["sm"]:
+            return row
+    return None
+
+
+def driver_drives(driver: dict, gpu: dict) -> dict:
+    """Can the driver's branch drive this GPU at all? An error names the branch it needs."""
+    sm = "sm_" + gpu["capability"].replace(".", "")
+    named = sm if gpu["name"] == sm else "%s (%s)" % (sm, gpu["name"])
+    branch, row = driver.get("branch"), branch_row(gpu["capability"])
+    facts = {"gpu": gpu["name"], "capability": gpu["capability"], "branch": branch,
+             "release": driver.get("release"), "rule": row}
+    if not branch:
+        return check("torch_build.driver_gpu", "info", "cannot tell whether the driver drives %s: its release "
+                     "is unknown" % sm, "give --driver", **facts)
+    if not row:
+        return check("torch_build.driver_gpu", "ok", "no driver-branch bound is known for %s" % sm, **facts)
+    weak = "" if row["evidence"] != "derived" else " (derived from the first toolkit for it, not stated by NVIDIA)"
+    if row.get("first") and branch < int(row["first"]):
+        return check("torch_build.driver_gpu", "error", "driver R%d cannot drive %s: it needs R%s or newer%s"
+                     % (branch, named, row["first"], weak), "update the NVIDIA driver to R%s or newer"
+                     % row["first"], needs_branch=row["first"], **facts)
+    if row.get("last") and branch > int(row["last"]):
+        return check("torch_build.driver_gpu", "error", "driver R%d no longer drives %s: R%s is the last "
+                     "branch for it" % (branch, named, row["last"]), "use an R%s driver" % row["last"],
+                     needs_branch=row["last"], **facts)
+    return check("torch_build.driver_gpu", "ok", "driver R%d drives %s%s" % (branch, sm, weak), **facts)
