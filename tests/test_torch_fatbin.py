@@ -140,3 +140,26 @@ def test_torch_wheel_equals_its_own_arch_flags_and_the_table(real_torch):
     [row] = [r for r in facts.torch_rows() if (r["torch"], r["cuda"]) == ("2.14", "13.0")]
     assert row["evidence"] == "wheel" and row["arch"] == flags and row["wheel"] == wheel.name
     assert row["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
+
+
+def test_the_refresh_tool_prints_a_row_the_loader_takes(built, tmp_path):
+    """tools/torch_arch_from_wheel.py on a wheel-shaped zip: one [[build]] row with the wheel's file
+    name and sha256, which the table's own loader accepts as `wheel` evidence."""
+    import hashlib
+
+    from cudaswitch.verify import facts
+
+    wheel = tmp_path / "torch-9.9.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as out:
+        out.write(built / "libk.so", fatbin.WHEEL_MEMBER)
+        out.writestr("torch/version.py", "__version__ = '9.9.0+cu130'\ncuda = '13.0'\n")
+    tool = Path(__file__).resolve().parent.parent / "tools" / "torch_arch_from_wheel.py"
+    proc = subprocess.run([sys.executable, str(tool), str(wheel)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    [row] = facts.parse_torch_table('[sources]\nPyPI-wheel = "x"\n' + proc.stdout)["build"]
+    assert (row["torch"], row["release"], row["cuda"], row["platform"]) == ("9.9", "9.9.0", "13.0", "linux-x86_64")
+    assert row["arch"] == ["sm_75", "sm_90a", "sm_100f", "compute_90"] and row["wheel"] == wheel.name
+    assert row["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    bad = subprocess.run([sys.executable, str(tool), str(tmp_path / "missing.whl")], capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 1 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1
