@@ -6,9 +6,11 @@ PYTHONPATH=$PYTHONPATH:/opt/x` leaves when it was unset), and `site` imports a
 `sitecustomize.py` or `usercustomize.py` found there before the first line of the script runs,
 so only the interpreter's own -E keeps that repository's code out. bin/cudaswitch asks for -E
 on its `#!python` line, and setuptools keeps it there, but pip (and so pipx) rewrites that line
-without its options. Where this interpreter runs without -E, `init` therefore writes a copy of
-the script whose first line starts this same interpreter with -E, in cudaswitch's data dir
-(private to the user, like the program itself), and names that copy instead.
+without its options. Where the script's own first line lacks -E, `init` therefore writes a
+launcher whose first line starts this same interpreter with -E and which runs the script, in
+cudaswitch's data dir (the user's own, like the program), and names that launcher instead. When
+the script is gone (uninstalled) the launcher says so in one line, as the hook does for a missing
+program.
 """
 
 import binascii
@@ -21,7 +23,18 @@ SCRIPT_MAX_BYTES = 64 << 10
 SHEBANG_MAX = 127  # what Linux before 5.1 reads of a #! line
 
 
-MARK = b"# written by `cudaswitch init` from "
+MARK = b"# written by `cudaswitch init` for "
+BODY = """import sys
+
+PROGRAM = %s
+try:
+    with open(PROGRAM, "rb") as handle:
+        code = handle.read()
+except OSError:
+    sys.stderr.write("cudaswitch: %%s not found; nothing done (it was run through %%s)\\n" %% (PROGRAM, __file__))
+    sys.exit(127)
+exec(compile(code, PROGRAM, "exec"))
+"""
 
 
 def isolated_program(program, paths):
@@ -32,11 +45,12 @@ def isolated_program(program, paths):
     text = read_or_none(program, SCRIPT_MAX_BYTES) if program else None
     if not text or not text.startswith(b"#!") or len(text) > SCRIPT_MAX_BYTES:
         return program
-    first, _, body = text.partition(b"\n")
+    first = text.split(b"\n", 1)[0]
     start = _shebang(sys.executable)
     if _isolating(first) or MARK in text[:1024] or start is None:
         return program
-    wanted = start + MARK + _line(program) + b" (with -E; see launcher.py)\n" + body
+    named = ascii(program).encode()
+    wanted = start + MARK + named + b" (with -E; see launcher.py)\n" + BODY.encode() % named
     key = binascii.crc32(("%s\0%s" % (sys.executable, program)).encode("utf-8", "surrogateescape"))
     path = os.path.join(paths.data_dir, "launchers", "%08x" % key, "cudaswitch")
     if read_or_none(path, len(wanted)) == wanted and os.access(path, os.X_OK):
@@ -65,7 +79,3 @@ def _shebang(python):
     if len(raw) + 5 <= SHEBANG_MAX and not any(c in raw for c in b" \t"):
         return b"#!" + raw + b" -E\n"
     return b"#!/bin/sh\n'''exec' '" + raw + b"' -E \"$0\" \"$@\"\n' '''\n"
-
-
-def _line(text):
-    return text.encode("utf-8", "surrogateescape").replace(b"\n", b" ")

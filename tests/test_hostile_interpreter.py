@@ -151,6 +151,12 @@ def test_init_names_a_launcher_with_the_option_where_the_installer_dropped_it(st
     # with the option kept, init names the script itself
     kept = installed_script(tmp_path / "kept", "setuptools")
     assert "__cudaswitch_bin='%s'" % kept in proc_out(kept, env, tmp_path, "init", "bash")
+    # the script uninstalled: the launcher says so in one line, as the hook does for a missing program
+    script.unlink()
+    gone = subprocess.run([str(program), "hook-env", "--shell", "bash"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=60)
+    assert gone.returncode == 127 and gone.stdout == "" and gone.stderr.count("\n") == 1
+    assert "%s not found" % script in gone.stderr
 
 
 def test_launcher_for_an_interpreter_path_too_long_for_a_shebang(standard_host, tmp_path):
