@@ -201,6 +201,8 @@ def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Opt
         result["reason"] = "; ".join(c["message"] for c in undriven)
     elif result["recommended"] is None and (not driver.get("present") or not driver.get("cuda") or not gpus):
         result["reason"] = _missing_facts(driver, gpus)
+    elif result["recommended"] is None and not table.torch_rows(host_platform()):
+        result["reason"] = "cannot tell: the table has no %s builds yet" % host_platform()
     own = [b for b in assessed if b.get("source") == "installed"]
     result["installed_fits"] = own[0]["fits"] if own else None
     result["keep"] = bool(own and result["recommended"] is own[0])
