@@ -121,8 +121,9 @@ def modulefile_paths(moddir, release):
 
 
 def write_modulefiles(moddir, release, name, root):
-    """Write both modulefiles; refuses to replace one that loads another toolkit."""
-    from cudaswitch.paths import atomic_write
+    """Write both modulefiles; refuses to replace one that loads another toolkit. The site's module
+    dir is not cudaswitch's own: only a regular file there is replaced (no FIFO, device, link)."""
+    from cudaswitch.safeio import replace_regular
 
     lua, tcl = modulefile_paths(moddir, release)
     for path in (lua, tcl):
@@ -132,7 +133,11 @@ def write_modulefiles(moddir, release, name, root):
     os.makedirs(os.path.dirname(lua), exist_ok=True)
     for path, text in ((lua, lua_modulefile(release, name, root, moddir)),
                        (tcl, tcl_modulefile(release, name, root, moddir))):
-        atomic_write(path, text.encode("utf-8", "surrogateescape"))
+        try:
+            replace_regular(path, text.encode("utf-8", "surrogateescape"))
+        except OSError as exc:
+            raise CudaSwitchError("cannot write the modulefile %s: %s" % (path, exc.strerror or exc),
+                                  "the toolkit is installed; write its modulefile by hand or fix the dir") from None
     return [lua, tcl]
 
 
