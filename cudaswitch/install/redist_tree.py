@@ -2,20 +2,24 @@
 `lib64/` with `lib -> lib64`, `nvvm/`, `version.json`), and the first compile that proves it.
 
 Each archive holds one top directory `<name>-<platform>-<version>-archive/`; a toolkit is the union
-of the components' trees. Members are extracted with tarfile's `data` filter (no absolute paths,
-no links leaving the tree, no device files); a member outside the expected top directory refuses
-the archive.
+of the components' trees. Members are written by our own checks (install/untar.py: no write
+follows a link, no link leaves the tree, no devices, a size budget), never by tarfile's extraction
+filters; a member outside the expected top directory refuses the archive, and so does a merge of
+two archives where one's directory meets the other's link.
 """
 
 import concurrent.futures
 import json
+import lzma
 import os
 import shutil
+import stat
 import tarfile
 import tempfile
 import threading
+import zlib
 
-from cudaswitch.install import wheels
+from cudaswitch.install import untar, wheels
 from cudaswitch.errors import CudaSwitchError
 
 COMPILE_TIMEOUT = 300.0
@@ -62,6 +66,7 @@ def unpack_all(fetched, tree, staging, pause=None, progress=None):
             raise
     for entry, _ in fetched:
         _merge(os.path.join(staging, entry["component"]), tree)
+    untar.check_tree_links(tree)  # each archive's links were checked alone; together they could leave
 
 
 def _unpack_one(archive, entry, dest, stop, pause):
@@ -74,66 +79,77 @@ def unpack(archive, entry, tree, pause=None, stop=None):
     """Extract one component archive into `tree`; returns the number of files written.
 
     `pause(stop)` runs after the first file (the test hook that holds an install midway)."""
-    top, count = top_dir(entry), 0
-    if not hasattr(tarfile, "data_filter"):
-        raise CudaSwitchError("this Python's tarfile has no safe extraction filter; use Python 3.10.12+ or 3.11.4+")
+    top, count, name = top_dir(entry), 0, os.path.basename(archive)
     try:
-        # stream mode: members are extracted in archive order, so the xz stream is decompressed
-        # once (random access would rewind and decompress it again for each member)
-        with tarfile.open(archive, "r|*") as source:
-            for member in source:
-                if stop is not None and stop.is_set():
-                    raise Stopped
-                placed = _placed(member, top, entry["component"])
-                if placed is None:
-                    continue
-                source.extract(placed, tree, filter="data")
-                count += not placed.isdir()
-                if pause and count == 1:
-                    pause(stop)
-                    pause = None
-    except (tarfile.TarError, EOFError) as exc:
-        raise CudaSwitchError("%s cannot be unpacked: %s" % (os.path.basename(archive), exc),
+        with open(archive, "rb") as handle:
+            budget = untar.Budget(os.fstat(handle.fileno()).st_size)
+            # stream mode: members are extracted in archive order, so the xz stream is decompressed
+            # once (random access would rewind and decompress it again for each member)
+            with tarfile.open(fileobj=untar.open_stream(handle, budget), mode="r|",
+                              tarinfo=untar.BoundedInfo) as source, untar.TreeWriter(tree, budget) as writer:
+                for member in source:
+                    if stop is not None and stop.is_set():
+                        raise Stopped
+                    source.members.clear()  # tarfile keeps every member it read; we keep our own records
+                    placed = _placed(member, top, entry["component"])
+                    if placed is None:
+                        continue
+                    count += writer.add(member, *placed, source)
+                    if pause and count == 1:
+                        pause(stop)
+                        pause = None
+                writer.check_links()
+    except untar.Refused as exc:
+        raise untar.Refused("%s: %s" % (name, exc.message)) from None
+    except (tarfile.TarError, EOFError, lzma.LZMAError, zlib.error, OSError) as exc:
+        raise CudaSwitchError("%s cannot be unpacked: %s" % (name, getattr(exc, "strerror", None) or exc),
                               "nothing was installed") from None
     return count
 
 
 def _merge(source, tree):
-    """Move everything under `source` into `tree` (renames, no copies); files replace files."""
+    """Move everything under `source` into `tree` (renames, no copies); files replace files. A dir
+    meets only a dir: never a link an earlier component made, which would carry the move away."""
     for directory, dirs, files in os.walk(source):
         relative = os.path.relpath(directory, source)
         target = os.path.normpath(os.path.join(tree, relative))
-        os.makedirs(target, exist_ok=True)
+        if not os.path.lexists(target):
+            os.mkdir(target, 0o755)
+        elif not stat.S_ISDIR(os.lstat(target).st_mode):
+            raise untar.Refused("%s/ of one archive meets a link or file of another; refused" % untar.shown(relative))
         for name in files + [d for d in dirs if os.path.islink(os.path.join(directory, d))]:
-            os.replace(os.path.join(directory, name), os.path.join(target, name))
+            there = os.path.join(target, name)
+            if os.path.lexists(there) and stat.S_ISDIR(os.lstat(there).st_mode):
+                raise untar.Refused("%s of one archive meets a directory of another; refused" % untar.shown(
+                    os.path.join(relative, name)))
+            os.replace(os.path.join(directory, name), there)
     shutil.rmtree(source, ignore_errors=True)
 
 
 def _placed(member, top, component):
-    """The member renamed into the classic tree (top dir stripped, lib/ -> lib64/), or None."""
-    parts = member.name.rstrip("/").split("/")
+    """(names in the classic tree, names of a hard link's target) for a member (top dir stripped,
+    lib/ -> lib64/, each component's LICENSE under share/licenses/), or None for the top dir."""
+    rest = _placed_parts(member.name, top, component, member.isdir())
+    if not rest:
+        if not member.isdir():
+            raise untar.Refused("archive member %s is not a directory; refused" % untar.shown(member.name))
+        return None
+    if member.islnk():  # a hard link names another member by its archive path
+        return rest, _placed_parts(member.linkname, top, component, False)
+    return rest, None
+
+
+def _placed_parts(name, top, component, isdir):
+    parts = name.rstrip("/").split("/")
     if parts[0] != top or any(p in ("", ".", "..") for p in parts):
-        raise CudaSwitchError("archive member %r is outside %s/" % (member.name, top),
+        raise CudaSwitchError("archive member %s is outside %s/" % (untar.shown(name), top),
                               "the archive is not NVIDIA's layout; nothing was installed")
     rest = parts[1:]
-    if not rest:
-        return None
-    if len(rest) == 1 and not member.isdir():
+    if len(rest) == 1 and not isdir:
         rest = ["share", "licenses", component, rest[0]]  # LICENSE of each component side by side
-    if rest[0] == "lib":
-        rest[0] = "lib64"
-    placed = member.replace(name="/".join(rest), deep=False)
-    if member.islnk():  # a hard link names another member by its archive path
-        placed = placed.replace(linkname=_placed_name(member.linkname, top), deep=False)
-    return placed
-
-
-def _placed_name(name, top):
-    parts = name.split("/")
-    rest = parts[1:] if parts and parts[0] == top else parts
     if rest and rest[0] == "lib":
         rest[0] = "lib64"
-    return "/".join(rest)
+    return tuple(rest)
 
 
 def finish(tree, release, entries):
@@ -146,7 +162,12 @@ def finish(tree, release, entries):
     document = {"cuda": {"name": "CUDA SDK", "version": release}}
     for entry in entries:
         document[entry["component"]] = {"name": entry["name"], "version": entry["version"]}
-    with open(os.path.join(tree, "version.json"), "w", encoding="utf-8") as handle:
+    try:  # an archive may have put a dir or a link at that name: never written through
+        fd = os.open(os.path.join(tree, "version.json"), untar.CREATE_FILE, 0o644)
+    except OSError as exc:
+        raise CudaSwitchError("cannot write version.json into the unpacked tree: %s" % (exc.strerror or exc),
+                              "an archive holds a version.json of its own; nothing was installed") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=3, sort_keys=True)
         handle.write("\n")
     return document

@@ -1,0 +1,353 @@
+"""Tar members written into a tree by our own checks, never by tarfile's extraction filters, whose
+protection depends on the Python patch release (a chain of links longer than PATH_MAX fools the
+`data` filter's realpath() before 3.11.13 / 3.12.11 / 3.13.4).
+
+The rules, each one enough on its own to keep a write inside the tree:
+- every member is written relative to a directory fd of the tree, opened component by component
+  with O_NOFOLLOW, and a member whose parent path passes through a link or a file is refused: no
+  write ever follows a link, so no link can carry one out;
+- files are created with O_EXCL | O_NOFOLLOW (nothing already there is written through), and a
+  name that appears twice is refused (a duplicate could retarget a link checked earlier);
+- a symlink's target is resolved as the kernel would, component by component, through the tree's
+  own links (from the archive's records, nothing on disk is asked) and refused when it leaves the
+  tree, is absolute, or needs more than 40 links; every link is checked again once the archive is
+  done, with all the links it made;
+- a hard link may only name a regular file this archive wrote; devices, FIFOs and other types are
+  refused; setuid, setgid, sticky and group/other write bits are dropped;
+- what is read from the stream, what is written and how many members are made are each bounded
+  by a budget from the archive's size on disk (a ratio, a floor, an absolute cap), so a small
+  archive of zeros or of empty files is refused in seconds instead of filling the disk.
+"""
+
+import bz2
+import collections
+import gzip
+import io
+import lzma
+import os
+import tarfile
+
+from cudaswitch.errors import CudaSwitchError
+
+MAX_LINK_HOPS = 40  # the kernel's own limit on links followed in one path lookup
+MAX_RESOLVE_STEPS = 2_000_000  # path components walked for all the links of one archive
+MAX_DEPTH = 64
+MAX_PATH = 1024  # bytes of a member's path or a link's target inside the tree
+MAX_MEMBERS = 500_000
+MEMBERS_FLOOR, BYTES_PER_MEMBER = 4096, 64  # NVIDIA's archives hold hundreds of compressed bytes per member
+MAX_HEADER = 1 << 20  # a pax or GNU long-name header is read whole into memory by tarfile
+UNPACK_RATIO = 40
+UNPACK_FLOOR = 128 << 20
+UNPACK_CAP = 32 << 30
+MEMBER_COST = 4096  # each member written costs at least a block (and an inode), even when empty
+XZ_MEMLIMIT = 256 << 20  # xz -9 needs 65 MiB to decode; a forged header may ask for 1.5 GiB
+CHUNK = 1 << 20
+FD_CACHE = 16
+OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+CREATE_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+HINT = "the mirror is corrupt or tampered with; nothing was installed"
+
+
+class Refused(CudaSwitchError):
+    """An archive member, or the archive as a whole, that is not written."""
+
+    def __init__(self, message):
+        super().__init__(message, HINT)
+
+
+def shown(text, limit=80):
+    """A member name or link target for an error line: escaped, and short."""
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
+
+
+def unpack_limit(archive_bytes):
+    """Bytes one archive may unpack to (and may stream, headers included)."""
+    return min(UNPACK_CAP, UNPACK_FLOOR + UNPACK_RATIO * max(0, archive_bytes))
+
+
+class Budget:
+    """Counts the bytes read from the decompressed stream and the bytes written to the tree."""
+
+    def __init__(self, archive_bytes):
+        self.limit = unpack_limit(archive_bytes)
+        self.most_members = min(MAX_MEMBERS, MEMBERS_FLOOR + max(0, archive_bytes) // BYTES_PER_MEMBER)
+        self.streamed = self.written = self.members = 0
+
+    def _over(self):
+        return Refused("it unpacks to more than %d MiB (%d times its size plus %d MiB at most); refused" % (
+            self.limit >> 20, UNPACK_RATIO, UNPACK_FLOOR >> 20))
+
+    def stream(self, count):
+        self.streamed += count
+        if self.streamed > self.limit:
+            raise self._over()
+
+    def write(self, count):
+        self.written += count
+        if self.written > self.limit:
+            raise self._over()
+
+    def member(self):
+        self.write(MEMBER_COST)
+        self.members += 1
+        if self.members > self.most_members:  # a member costs a file creation: the slow part of a bomb
+            raise Refused("it has more than %d members for its size; refused" % self.most_members)
+
+
+class _XzReader(io.RawIOBase):
+    """xz decompression with a memory limit (lzma.open has none), concatenated streams too."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.engine = lzma.LZMADecompressor(lzma.FORMAT_XZ, memlimit=XZ_MEMLIMIT)
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        while True:
+            if self.engine.eof:
+                rest = self.engine.unused_data or self.raw.read(CHUNK)
+                if not rest:
+                    return 0
+                self.engine = lzma.LZMADecompressor(lzma.FORMAT_XZ, memlimit=XZ_MEMLIMIT)
+            elif self.engine.needs_input:
+                rest = self.raw.read(CHUNK)
+                if not rest:
+                    raise EOFError("compressed data ends before the end of its stream")
+            else:
+                rest = b""
+            data = self.engine.decompress(rest, len(buffer))
+            if data:
+                buffer[: len(data)] = data
+                return len(data)
+
+
+class _Counted(io.RawIOBase):
+    """The decompressed tar stream, charging every byte tarfile reads to the budget."""
+
+    def __init__(self, source, budget):
+        self.source, self.budget = source, budget
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        count = self.source.readinto(buffer)
+        self.budget.stream(count or 0)
+        return count
+
+
+def open_stream(handle, budget):
+    """The archive's tar stream (xz, gzip, bzip2 or plain, told by its first bytes), counted."""
+    magic = handle.read(6)
+    handle.seek(0)
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        source = _XzReader(handle)
+    elif magic.startswith(b"\x1f\x8b"):
+        source = gzip.GzipFile(fileobj=handle, mode="rb")
+    elif magic.startswith(b"BZh"):
+        source = bz2.BZ2File(handle, "rb")
+    else:
+        source = handle
+    return io.BufferedReader(_Counted(source, budget), CHUNK)
+
+
+class BoundedInfo(tarfile.TarInfo):
+    """A TarInfo whose pax and GNU long-name headers are refused above MAX_HEADER before tarfile
+    reads them whole into memory."""
+
+    def _proc_member(self, tarfile_):
+        if self.type in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
+                         tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE) and self.size > MAX_HEADER:
+            raise Refused("a tar header of %d bytes (more than %d); refused" % (self.size, MAX_HEADER))
+        return super()._proc_member(tarfile_)
+
+
+def resolves_inside(links, where, target, steps):
+    """Whether the link at `where` (a tuple of names) pointing at `target` ends inside the tree,
+    following the tree's own links (`links`: tuple of names -> target) as the kernel would: a link
+    inside the path is replaced by its target, read from the link's directory, and `..` climbs
+    from where the path really is. `steps` is a one-item list counting components walked."""
+    if not target or target.startswith("/") or len(target) > MAX_PATH:
+        return False
+    position = list(where[:-1])
+    pending = target.split("/")[::-1]  # a stack: the next component is last
+    hops = 0
+    while pending:
+        steps[0] += 1
+        if steps[0] > MAX_RESOLVE_STEPS:
+            raise Refused("the archive's links take more than %d steps to resolve; refused" % MAX_RESOLVE_STEPS)
+        part = pending.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not position:
+                return False
+            position.pop()
+            continue
+        position.append(part)
+        linked = links.get(tuple(position))
+        if linked is None:
+            continue
+        hops += 1
+        if hops > MAX_LINK_HOPS or not linked or linked.startswith("/"):
+            return False
+        position.pop()
+        pending.extend(linked.split("/")[::-1])
+    return True
+
+
+def check_parts(parts, name):
+    """A member's path inside the tree: plain names only, bounded in depth and length."""
+    if not parts or any(p in ("", ".", "..") or "\0" in p for p in parts):
+        raise Refused("archive member %s is not a plain path inside the tree; refused" % shown(name))
+    if len(parts) > MAX_DEPTH or sum(len(p.encode("utf-8", "surrogateescape")) + 1 for p in parts) > MAX_PATH:
+        raise Refused("archive member %s is deeper or longer than %d levels / %d bytes; refused" % (
+            shown(name), MAX_DEPTH, MAX_PATH))
+
+
+class TreeWriter:
+    """Writes members into `root` (made if missing); use as a context manager, then check_links()."""
+
+    def __init__(self, root, budget):
+        os.makedirs(root, exist_ok=True)
+        self.budget = budget
+        self.root_fd = os.open(root, OPEN_DIR)
+        self.kinds = {(): "dir"}  # tuple of names -> "dir" | "file" | "link"
+        self.links = {}
+        self.fds = collections.OrderedDict()  # a few open parent dirs (archive order revisits them)
+        self.steps = [0]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
+        os.close(self.root_fd)
+
+    def add(self, member, parts, link_parts, source):
+        """Write one member at `parts`; returns True when it made a file or a link."""
+        check_parts(parts, member.name)
+        self.budget.member()
+        kind = self.kinds.get(parts)
+        if member.isdir():
+            if kind not in (None, "dir"):
+                raise Refused("archive member %s is a directory and a %s" % (shown(member.name), kind))
+            if kind is None:
+                self._make_dir(self._parent_fd(parts, member.name), parts)
+            return False
+        if kind is not None:
+            raise Refused("archive member %s appears twice; refused" % shown(member.name))
+        parent = self._parent_fd(parts, member.name)
+        if member.issym():
+            self._symlink(member, parts, parent)
+        elif member.islnk():
+            self._hardlink(member, parts, parent, link_parts)
+        elif member.isreg():
+            self._file(member, parts, parent, source)
+        else:
+            raise Refused("archive member %s is a %s; refused" % (shown(member.name), _kind_name(member)))
+        return True
+
+    def _parent_fd(self, parts, name):
+        """The fd of the member's parent dir, making missing dirs; refuses a path through a link."""
+        parent = parts[:-1]
+        if parent in self.fds:
+            self.fds.move_to_end(parent)
+            return self.fds[parent]
+        fd, opened = self.root_fd, []
+        try:
+            for depth in range(1, len(parent) + 1):
+                prefix = parent[:depth]
+                kind = self.kinds.get(prefix)
+                if kind is None:
+                    self._make_dir(fd, prefix)
+                elif kind != "dir":
+                    raise Refused("archive member %s passes through a %s (%s); refused" % (
+                        shown(name), kind, shown("/".join(prefix))))
+                fd = os.open(prefix[-1], OPEN_DIR, dir_fd=fd)
+                opened.append(fd)
+        except BaseException:
+            for each in opened:
+                os.close(each)
+            raise
+        for each in opened[:-1]:  # only the parent itself is kept open
+            os.close(each)
+        if opened:
+            self.fds[parent] = fd
+            if len(self.fds) > FD_CACHE:
+                os.close(self.fds.popitem(last=False)[1])
+        return fd
+
+    def _make_dir(self, parent_fd, parts):
+        os.mkdir(parts[-1], 0o755, dir_fd=parent_fd)
+        self.kinds[parts] = "dir"
+
+    def _symlink(self, member, parts, parent_fd):
+        target = member.linkname
+        if not resolves_inside(self.links, parts, target, self.steps):
+            raise Refused("archive member %s is a link to %s, which leaves the tree; refused" % (
+                shown(member.name), shown(target)))
+        os.symlink(target, parts[-1], dir_fd=parent_fd)
+        self.kinds[parts], self.links[parts] = "link", target
+
+    def _hardlink(self, member, parts, parent_fd, link_parts):
+        if not link_parts or self.kinds.get(tuple(link_parts)) != "file":
+            raise Refused("archive member %s is a hard link to %s, which is no file of the archive; refused" % (
+                shown(member.name), shown(member.linkname)))
+        link_parts = tuple(link_parts)
+        source_fd = self._parent_fd(link_parts, member.linkname)
+        os.link(link_parts[-1], parts[-1], src_dir_fd=source_fd, dst_dir_fd=parent_fd, follow_symlinks=False)
+        self.kinds[parts] = "file"
+
+    def _file(self, member, parts, parent_fd, source):
+        self.budget.write(member.size)  # before anything is written: a bomb is refused at once
+        fd = os.open(parts[-1], CREATE_FILE, 0o600, dir_fd=parent_fd)
+        self.kinds[parts] = "file"
+        with os.fdopen(fd, "wb") as sink:
+            data = source.extractfile(member)
+            while True:
+                chunk = data.read(CHUNK)
+                if not chunk:
+                    break
+                sink.write(chunk)
+            os.fchmod(sink.fileno(), (member.mode & 0o755) | 0o600)  # no setuid/setgid/sticky, no g/o write
+            if 0 <= member.mtime < 1 << 33:
+                os.utime(sink.fileno(), (member.mtime, member.mtime))
+
+    def check_links(self):
+        """Every link of the archive, resolved again now that all of them are known."""
+        for parts, target in self.links.items():
+            if not resolves_inside(self.links, parts, target, self.steps):
+                raise Refused("archive link %s -> %s leaves the tree through the archive's other links; refused" % (
+                    shown("/".join(parts)), shown(target)))
+
+
+def _kind_name(member):
+    if member.ischr() or member.isblk():
+        return "device"
+    if member.isfifo():
+        return "FIFO"
+    return "member of type %r" % member.type
+
+
+def check_tree_links(root):
+    """Every link in a finished tree on disk (several archives merged) resolves inside it."""
+    links, pending = {}, [((), root)]
+    while pending:
+        prefix, path = pending.pop()
+        with os.scandir(path) as entries:
+            for entry in entries:
+                parts = prefix + (entry.name,)
+                if entry.is_symlink():
+                    links[parts] = os.readlink(entry.path)
+                elif entry.is_dir(follow_symlinks=False):
+                    pending.append((parts, entry.path))
+    steps = [0]
+    for parts, target in links.items():
+        if not resolves_inside(links, parts, target, steps):
+            raise Refused("link %s -> %s leaves the toolkit tree through another archive's links; refused" % (
+                shown("/".join(parts)), shown(target)))
