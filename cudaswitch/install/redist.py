@@ -16,12 +16,11 @@ import json
 import os
 import platform
 import re
-import urllib.error
 import urllib.parse
 import urllib.request
 
 from cudaswitch.errors import CudaSwitchError, ToolkitNotFound
-from cudaswitch.install import redist_manifest
+from cudaswitch.install import fetch, redist_manifest
 from cudaswitch.paths import atomic_write
 from cudaswitch.toolkit import version_tuple
 
@@ -35,8 +34,7 @@ TOOLKIT_COMPONENTS = ("cuda_nvcc", "cuda_cudart", "cuda_crt", "libnvvm", "cuda_c
 ALWAYS = ("cuda_nvcc", "cuda_cudart")
 
 
-class Unreachable(CudaSwitchError):
-    """The base URL cannot be read (host down, refused, no such directory)."""
+Unreachable = fetch.Unreachable  # the base URL cannot be read (host down, refused, too slow, no such directory)
 
 
 def platform_key():
@@ -80,12 +78,9 @@ def _local_path(url):
 
 
 def read_url(url, timeout=FETCH_TIMEOUT):
-    """The bytes at `url`; Unreachable with one line when it cannot be read."""
-    try:
-        with _open_stream(url, timeout) as source:
-            return source.read()
-    except OSError as exc:  # the connection dropped midway
-        raise Unreachable("cannot read %s: %s" % (url, exc.strerror or exc)) from None
+    """The bytes at `url` (an index or a manifest: at most fetch.MAX_DOCUMENT, all of it within one
+    deadline, no redirect to another host); Unreachable with one line when it cannot be read."""
+    return fetch.read_all(url, timeout)
 
 
 def list_releases(base, timeout=FETCH_TIMEOUT):
@@ -241,10 +236,14 @@ def not_found(request_text, releases, base):
 
 
 def download(url, dest, entry, timeout, on_chunk=None):
-    """Fetch one archive to `dest`, refusing it unless its size and sha256 are the manifest's."""
+    """Fetch one archive to `dest`, refusing it unless its size and sha256 are the manifest's.
+    `timeout` bounds each read; the whole download has a deadline that grows with its size."""
     digest, written = hashlib.sha256(), 0
     name = os.path.basename(entry["relative_path"])
-    with _open_stream(url, timeout) as source, open(dest, "wb") as sink:
+    with _open_stream(url, timeout, fetch.download_deadline(entry["size"])) as source, open(dest, "xb") as sink:
+        if source.length is not None and source.length > entry["size"]:  # said before a byte is sent
+            raise CudaSwitchError("%s is %d bytes by its server, more than the %d its manifest gives" % (
+                name, source.length, entry["size"]), "the mirror is corrupt or changed; nothing was installed")
         while True:
             chunk = source.read(CHUNK)
             if not chunk:
@@ -267,16 +266,6 @@ def download(url, dest, entry, timeout, on_chunk=None):
     return written
 
 
-def _open_stream(url, timeout):
-    if url.startswith("file://"):
-        try:
-            return open(_local_path(url), "rb")
-        except OSError as exc:
-            raise Unreachable("cannot read %s: %s" % (url, exc.strerror or exc)) from None
-    try:
-        return urllib.request.urlopen(url, timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        raise Unreachable("%s answered HTTP %d (%s)" % (url, exc.code, exc.reason)) from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        raise Unreachable("cannot reach %s: %s" % (url, getattr(reason, "strerror", None) or reason)) from None
+def _open_stream(url, timeout, deadline):
+    """A fetch.Stream: file:// only as a regular file; http(s) with `deadline` for all of it."""
+    return fetch.open_url(url, timeout, deadline)

@@ -1,0 +1,258 @@
+"""Reading a redist mirror that may be hostile: every transfer has a deadline for the whole of it
+(socket timeouts are per read, so a server sending a byte every few seconds would never be cut
+off), a redirect to another scheme, host or port is refused (the user named the mirror, not where
+it sends us), and a file:// path is read only when it is a regular file (a FIFO would hang).
+
+The deadline is a watchdog thread that shuts the connection's socket down when time is up, which
+ends a read blocked anywhere (the TLS handshake, the headers, the body); reads return what has
+arrived (read1), so the time is also checked between them.
+"""
+
+import http.client
+import os
+import socket
+import stat
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from cudaswitch.errors import CudaSwitchError, UsageError
+
+MAX_DOCUMENT = 64 << 20  # an index or a manifest; NVIDIA's are well under 1 MiB
+READ_DEADLINE = 120.0
+DOWNLOAD_DEADLINE = 600.0  # plus the archive's size at MIN_RATE
+MIN_RATE = 64 << 10  # bytes per second below which a download is given up
+DEADLINE_ENV = "CUDASWITCH_REDIST_DEADLINE"  # seconds for each transfer, replacing both defaults
+TAMPERED = "the mirror is corrupt or hostile; nothing was installed"
+
+
+class Unreachable(CudaSwitchError):
+    """The URL cannot be read (host down, refused, too slow, no such file)."""
+
+
+def shown(url, limit=160):
+    """A URL (or text from the network) for an error line, cut short; the error boundary escapes
+    control characters."""
+    return url[:limit] + ("..." if len(url) > limit else "")
+
+
+def deadline_seconds(default):
+    """The whole-transfer deadline: DEADLINE_ENV when set (a slow site link, or a test), else `default`."""
+    text = os.environ.get(DEADLINE_ENV)
+    if not text:
+        return default
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 1e7:
+        raise UsageError("%s=%s is not a positive number of seconds" % (DEADLINE_ENV, shown(text, 20)))
+    return seconds
+
+
+def download_deadline(size):
+    return deadline_seconds(DOWNLOAD_DEADLINE + max(0, size) / MIN_RATE)
+
+
+class _Watchdog:
+    """Shuts down the sockets handed to it once `seconds` have passed, unless stopped first."""
+
+    def __init__(self, seconds):
+        self.seconds, self.expired = seconds, False
+        self._fds, self._lock = [], threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, sock):
+        with self._lock:
+            self._fds.append(sock.fileno())
+            if self.expired:
+                _shut(sock.fileno())
+
+    def _expire(self):
+        with self._lock:
+            self.expired = True
+            for fd in self._fds:
+                _shut(fd)
+
+    def stop(self):
+        """Before the sockets are closed: their fd numbers may be reused once they are."""
+        with self._lock:
+            self._timer.cancel()
+            self._fds = []
+
+
+def _shut(fd):
+    """shutdown() on a duplicate of the fd: ends the connection for the reading thread too."""
+    try:
+        copy = os.dup(fd)
+    except OSError:
+        return
+    try:
+        duplicate = socket.socket(fileno=copy)
+    except OSError:  # no longer a socket (closed and reused): nothing of ours to cut
+        os.close(copy)
+        return
+    try:
+        duplicate.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        duplicate.close()
+
+
+class _Watched:
+    """A connection whose socket goes to the watchdog the moment it is made."""
+
+    def __init__(self, *args, watchdog, **kwargs):
+        super().__init__(*args, **kwargs)
+        create = self._create_connection
+
+        def create_watched(*a, **kw):
+            sock = create(*a, **kw)
+            watchdog.watch(sock)
+            return sock
+
+        self._create_connection = create_watched
+
+
+class _HTTPConnection(_Watched, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_Watched, http.client.HTTPSConnection):
+    pass
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, watchdog):
+        super().__init__()
+        self.watchdog = watchdog
+
+    def http_open(self, req):
+        return self.do_open(_HTTPConnection, req, watchdog=self.watchdog)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, watchdog):
+        super().__init__()
+        self.watchdog = watchdog
+
+    def https_open(self, req):
+        extra = {"check_hostname": self._check_hostname} if hasattr(self, "_check_hostname") else {}  # < 3.12
+        return self.do_open(_HTTPSConnection, req, context=self._context, watchdog=self.watchdog, **extra)
+
+
+def _origin(url):
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+
+
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the scheme, host and port it was asked of."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if _origin(newurl) != _origin(req.full_url):
+            fp.close()
+            raise CudaSwitchError("%s redirects to %s, another scheme, host or port; refused" % (
+                shown(req.full_url), shown(newurl)), "give --mirror that address if you trust it")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+class Stream:
+    """One open transfer: read(n) gives what has arrived (at most n bytes, b"" at the end)."""
+
+    def __init__(self, source, url, watchdog=None):
+        self.source, self.url, self.watchdog = source, url, watchdog
+        self.length = None
+        length = getattr(source, "headers", {}).get("Content-Length")
+        if length and length.strip().isdigit():
+            self.length = int(length)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        if self.watchdog is not None:
+            self.watchdog.stop()
+        self.source.close()
+
+    def _late(self):
+        return Unreachable("%s took longer than %d s in all; given up" % (shown(self.url), self.watchdog.seconds),
+                           "the mirror is too slow or stalls; %s sets the time" % DEADLINE_ENV)
+
+    def read(self, size):
+        try:
+            data = self.source.read1(size)
+        except (OSError, http.client.HTTPException) as exc:
+            if self.watchdog is not None and self.watchdog.expired:
+                raise self._late() from None
+            raise Unreachable("cannot read %s: %s" % (shown(self.url), getattr(exc, "strerror", None) or exc)) from None
+        if self.watchdog is not None and self.watchdog.expired:
+            raise self._late()
+        return data
+
+
+def local_path(url):
+    return urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
+
+
+def open_url(url, timeout, deadline):
+    """A Stream of `url`; `timeout` bounds each wait, `deadline` (seconds) the whole transfer."""
+    if url.startswith("file://"):
+        return Stream(_open_local(url), url)
+    watchdog = _Watchdog(deadline)
+    opener = urllib.request.build_opener(_HTTPHandler(watchdog), _HTTPSHandler(watchdog), _SameOrigin())
+    try:
+        return Stream(opener.open(url, timeout=timeout), url, watchdog)
+    except urllib.error.HTTPError as exc:
+        watchdog.stop()
+        raise Unreachable("%s answered HTTP %d (%s)" % (shown(url), exc.code, shown(str(exc.reason), 60))) from None
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+        watchdog.stop()
+        if watchdog.expired:
+            raise Unreachable("%s did not answer within %d s; given up" % (shown(url), deadline)) from None
+        reason = getattr(exc, "reason", None) or exc
+        raise Unreachable("cannot reach %s: %s" % (shown(url), getattr(reason, "strerror", None) or reason)) from None
+    except BaseException:
+        watchdog.stop()
+        raise
+
+
+def _open_local(url):
+    path = local_path(url)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block the open
+    except OSError as exc:
+        raise Unreachable("cannot read %s: %s" % (shown(url), exc.strerror or exc)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Unreachable("cannot read %s: not a regular file" % shown(url))
+    return os.fdopen(fd, "rb")
+
+
+def read_all(url, timeout, limit=MAX_DOCUMENT):
+    """The bytes at `url`, refused above `limit`, within READ_DEADLINE in all."""
+    chunks, total = [], 0
+    with open_url(url, timeout, deadline_seconds(READ_DEADLINE)) as source:
+        if source.length is not None and source.length > limit:
+            raise _too_big(url, limit)
+        while True:
+            chunk = source.read(1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            total += len(chunk)
+            if total > limit:
+                raise _too_big(url, limit)
+            chunks.append(chunk)
+
+
+def _too_big(url, limit):
+    return CudaSwitchError("%s is larger than %d MiB, far more than any index or manifest; refused" % (
+        shown(url), limit >> 20), TAMPERED)
+
