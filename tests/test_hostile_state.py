@@ -347,3 +347,19 @@ def test_github_env_heredoc_uses_a_random_delimiter_the_value_cannot_end(odd_roo
         assert env == want
     with pytest.raises(CudaSwitchError):
         github.render({"set": {"CUDA_HOME": "a\rb"}, "unset": []})
+
+
+def test_off_merging_a_huge_state_list_with_a_huge_path_stays_bounded():
+    """A state's PATH of 40,000 entries against a shell PATH of 40,000 others (both fit in an
+    environment string): the edit script once built a 1.6-billion-cell table. `off` now merges in
+    linear time when the table would be big, and still keeps the user's entries."""
+    import time
+
+    from cudaswitch.switch import envdiff
+
+    mine = ":".join("/s%d" % i for i in range(40000))
+    now = ":".join("/u%d" % i for i in range(40000))
+    start = time.monotonic()
+    merged = envdiff.merged("/before", "/ours:" + mine, now, 1)
+    assert time.monotonic() - start < 5
+    assert merged.split(":") == ["/before"] + now.split(":")  # the entry the switch took out comes back
