@@ -35,9 +35,12 @@ def decode(raw):
     if not isinstance(raw, str) or len(raw) > MAX_CHARS:
         raise NotAState("too long")
     try:
-        data = binascii.a2b_base64(raw.encode("ascii"), strict_mode=True)
+        text = raw.encode("ascii")
+        data = binascii.a2b_base64(text)
     except (UnicodeError, binascii.Error, ValueError):
         raise NotAState("not base64") from None
+    if binascii.b2a_base64(data, newline=False) != text:  # exactly what encode() writes (3.10: no strict_mode)
+        raise NotAState("not base64")
     reader = _Reader(data)
     value = reader.read(0)
     if reader.pos != len(data):
