@@ -36,7 +36,9 @@ STATE_VERSION = 2
 # The only variables a state may name: `off` sets what the state says, so a state naming
 # PROMPT_COMMAND, BASH_ENV or PS1 would be code at the next prompt however well it is quoted.
 SCALAR_NAMES = frozenset(SCALARS + FLAG_VARS + COMPILER_VARS)
-ORIGINS = ("shell", "project", "global")
+# Who switched: a shell's `use`, a project file, the global default, or a command that judges or
+# freezes what `use` would give (verify, a kernel spec, audit's build) and keeps its state in that env.
+ORIGINS = ("shell", "project", "global", "verify", "kernel", "audit")
 MODULE_KINDS = ("lmod", "modules")
 # What a state's modules record may give back to discovery: its inputs, registry.discover.ENV_KEYS
 # (written out here because discovery imports this module), and nothing else.
