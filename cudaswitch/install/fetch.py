@@ -146,15 +146,36 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
 
 
 def _origin(url):
-    parts = urllib.parse.urlsplit(url)
-    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+    """(scheme, host, port), or None for a URL that does not parse (a bad port, `http://[::1`): a
+    server's Location header is the server's text."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+    except ValueError:
+        return None
 
 
 class _SameOrigin(urllib.request.HTTPRedirectHandler):
     """Follows a redirect only within the scheme, host and port it was asked of."""
 
+    def http_error_302(self, req, fp, code, msg, headers):
+        # urllib parses the Location itself before redirect_request sees it: text that is no URL
+        # would be a ValueError (a traceback), so it is judged here first
+        location = headers.get("location") or headers.get("uri") or ""
+        try:
+            newurl = urllib.parse.urljoin(req.full_url, location)
+        except ValueError:
+            newurl = None
+        if newurl is None or _origin(newurl) is None:
+            fp.close()
+            raise CudaSwitchError("%s redirects to %s, which is not a URL; refused" % (
+                shown(req.full_url), shown(location)), "the mirror's server is broken or hostile")
+        return super().http_error_302(req, fp, code, msg, headers)
+
+    http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
+
     def redirect_request(self, req, fp, code, msg, headers, newurl):
-        if _origin(newurl) != _origin(req.full_url):
+        if _origin(newurl) is None or _origin(newurl) != _origin(req.full_url):
             fp.close()
             raise CudaSwitchError("%s redirects to %s, another scheme, host or port; refused" % (
                 shown(req.full_url), shown(newurl)), "give --mirror that address if you trust it")
