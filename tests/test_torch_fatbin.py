@@ -163,3 +163,24 @@ def test_the_refresh_tool_prints_a_row_the_loader_takes(built, tmp_path):
     bad = subprocess.run([sys.executable, str(tool), str(tmp_path / "missing.whl")], capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 1 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_damaged_or_encrypted_wheel_member_is_one_clear_error(built, tmp_path):
+    """A download cut or flipped inside the deflated library (zlib's 'invalid code lengths set'),
+    and a member whose header says encrypted (zipfile's RuntimeError): one FatbinError each."""
+    wheel = tmp_path / "torch-9.9.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as out:
+        out.write(built / "libk.so", fatbin.WHEEL_MEMBER)
+    data = bytearray(wheel.read_bytes())
+    start = data.index(fatbin.WHEEL_MEMBER.encode()) + len(fatbin.WHEEL_MEMBER)  # the local header's name
+    data[start + 40:start + 80] = b"\xff" * 40  # inside the deflate stream
+    damaged = tmp_path / "damaged.whl"
+    damaged.write_bytes(bytes(data))
+    data = bytearray(wheel.read_bytes())
+    central = data.rindex(b"PK\x01\x02")
+    data[central + 8] |= 1  # general purpose flag bit 0: encrypted
+    encrypted = tmp_path / "encrypted.whl"
+    encrypted.write_bytes(bytes(data))
+    for path in (damaged, encrypted):
+        with pytest.raises(fatbin.FatbinError, match="cannot read the wheel"):
+            fatbin.read_path(path)
