@@ -20,6 +20,28 @@ def _complete_request(incomplete: str):
     return [value for value in requests() if value.startswith(incomplete)]
 
 
+def _complete_format(incomplete: str):
+    from cudaswitch.switch.shells import FORMATS
+
+    return [name for name in FORMATS if name.startswith(incomplete)]
+
+
+def _complete_from(choices):
+    def complete(incomplete: str):
+        return [choice for choice in choices if choice.startswith(incomplete)]
+
+    return complete
+
+
+def _completion(arg):
+    """What TAB offers for a positional: cached REQUESTs, its fixed choices, else nothing (no file names)."""
+    if arg.name == "REQUEST":
+        return _complete_request
+    if arg.choices:
+        return _complete_from(arg.choices)
+    return None
+
+
 def _option_parameter(opt):
     names = list(opt.names)
     if opt.kind == "tristate":
@@ -30,14 +52,13 @@ def _option_parameter(opt):
     else:
         base = float if opt.kind == "float" else str
         annotation, default = (Optional[List[base]], None) if opt.many else (Optional[base], None)
-    info = typer.Option(default, *names, help=opt.help, metavar=opt.metavar, show_default=False)
+    completion = {"autocompletion": _complete_format} if opt.dest == "shell" else {}
+    info = typer.Option(default, *names, help=opt.help, metavar=opt.metavar, show_default=False, **completion)
     return inspect.Parameter(opt.dest, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
 
 
 def _argument_parameter(arg):
-    completion = {"shell_complete": None}
-    if arg.name == "REQUEST":
-        completion = {"autocompletion": _complete_request}
+    completion = _completion(arg)
     if arg.nargs in ("*", "rest"):
         annotation = List[str] if arg.nargs == "rest" else Optional[List[str]]
         info = typer.Argument(... if arg.nargs == "rest" else None, help=arg.help, metavar=arg.name,
@@ -45,7 +66,7 @@ def _argument_parameter(arg):
     else:
         annotation = str if arg.nargs == 1 else Optional[str]
         info = typer.Argument(... if arg.nargs == 1 else None, help=arg.help, metavar=arg.name,
-                              show_default=False, **{k: v for k, v in completion.items() if v})
+                              show_default=False, autocompletion=completion)
     return inspect.Parameter(arg.dest, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
 
 
@@ -66,7 +87,7 @@ def _callback(command, dispatch):
 def _epilog(command):
     """Examples as written (click's \\b keeps a paragraph from being re-wrapped)."""
     examples = "\b\nExamples:\n" + "\n".join("  " + e for e in command.examples)
-    return examples + "\n\nMore: " + table.DOCS
+    return examples + "\n\n" + table.COMMAND_DOCS
 
 
 def _add(target, command, dispatch):
@@ -84,19 +105,39 @@ def _version(value: bool):
 
 
 def _no_type_tags():
-    """Arguments' help shows `REQUEST <str>`; the name and its help say more than the type."""
+    """Arguments' help shows `REQUEST <str>`; the name and its help say more than the type. And
+    typer's usage line writes a required argument as `{REQUEST}`, which reads like shell syntax:
+    click's own convention (REQUEST required, [REQUEST] optional) is what users know."""
     from typer import core
 
     if hasattr(core.TyperArgument, "display_type_rich"):
         core.TyperArgument.display_type_rich = lambda self, ctx: None
+    if hasattr(core.TyperArgument, "_usage_display_name"):
+        core.TyperArgument._usage_display_name = _usage_name
+
+
+def _usage_name(argument):
+    name = argument.display_name_raw if argument.required else "[%s]" % argument.display_name_raw
+    return name + ("..." if argument.nargs != 1 else "")
+
+
+def _completion_protocol():
+    """typer registers its shells' completion answers (the ones the hook's completion functions
+    speak) only when it adds its own --install-completion option, which we leave out: the hook
+    already carries completion that knows REQUESTs, and a second, weaker one would shadow it."""
+    from typer._completion_classes import completion_init
+
+    completion_init()
 
 
 def build(dispatch):
     """The app; each command calls dispatch(command, values) with the values the fast parser
     would give its handler."""
     _no_type_tags()
+    _completion_protocol()
     app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, context_settings=CONTEXT,
-                      rich_markup_mode=None, help="Find, switch and verify CUDA toolkits. More: " + table.DOCS)
+                      rich_markup_mode=None, add_completion=False,
+                      help="Find, switch and verify CUDA toolkits. " + table.DOCS)
 
     @app.callback()
     def _global(verbose: bool = typer.Option(False, "--verbose", "-v", help=table.VERBOSE.help),

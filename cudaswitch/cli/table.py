@@ -8,7 +8,9 @@ changed directory. Handlers are named as "module:function" and imported only whe
 SHELL_FORMATS = "bash, zsh, fish, posix, json, dotenv or github (default: the parent shell)"
 PYTHON_HELP = "The Python whose torch to check (default: the first python3 on the switched PATH)."
 TIMEOUT_HELP = "Seconds the Python probe may take (default: config torch_timeout, else 15)."
-DOCS = "docs/architecture.md in the repository"
+# Where help pages send a reader: the installed tool itself (a pipx user has no repository checkout).
+DOCS = "More: `cudaswitch COMMAND --help` for each command; the README for the whole guide."
+COMMAND_DOCS = "More: `cudaswitch --help` lists every command; the README has the whole guide."
 
 
 class Opt:
@@ -102,7 +104,7 @@ COMMANDS = (
     Command("current", "cudaswitch.commands.switch_cmds:current", fast=True,
             help="The toolkit this shell uses and why: shell, project file, global default or system.",
             options=(JSON,), examples=("cudaswitch current", "cudaswitch current --json")),
-    Command("hook-env", "cudaswitch.commands.switch_cmds:hook_env", fast=True,
+    Command("hook-env", "cudaswitch.commands.switch_cmds:hook_env", fast=True, hidden=True,
             help="Called by the shell hook when the project file changed; prints code or nothing.",
             options=(Opt("--shell", "shell", "str", "Output format: " + SHELL_FORMATS + ".", metavar="SHELL"),),
             examples=("cudaswitch hook-env --shell bash",)),
