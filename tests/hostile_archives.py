@@ -227,3 +227,64 @@ def corpus(seed, count, canary, climb=6):
         compress = rng.choice(("xz", "xz", "gz", "tar"))
         cases.append(("random-%03d" % index, tar_bytes(members, compress, tail)))
     return cases
+
+
+# --- headers that tarfile's own parser chokes on ----------------------------------------------
+
+def raw_member(name, kind, payload):
+    """One hand-made header block (ustar) and its padded payload: a pax or GNU long-name header."""
+    member = tarfile.TarInfo(name)
+    member.type, member.size = kind, len(payload)
+    return member.tobuf(format=tarfile.USTAR_FORMAT) + payload + b"\0" * (-len(payload) % 512)
+
+
+def pax_record(keyword, value):
+    """One pax record, "LEN KEY=VALUE\\n", LEN counting itself."""
+    body = b" %s=%s\n" % (keyword, value)
+    length = len(body) + 1
+    while len(str(length)) + len(body) != length:
+        length += 1
+    return b"%d%s" % (length, body)
+
+
+def hostile_header(case):
+    """The raw tar (uncompressed) of one file under TOP preceded by the hostile header `case`:
+    - digits-60k / digits-80k: a pax header of digits only (CVE-2024-6232: tarfile's pax search
+      is quadratic before Python 3.11.10; 60,000 digits fit in 64 KiB and still take seconds);
+    - keyword-scan: records without '=' and one '=' at the end (the record pattern scans to it
+      from every record: quadratic too);
+    - digit-run-value: one well-formed record whose value is a 60,000-digit run;
+    - pax-path-8MiB: a well-formed pax path of 8 MiB (read whole into memory, kept as the name);
+    - gnu-longname-5000: a GNU long name past PATH_MAX;
+    - pax-chain-2000: 2,000 pax headers before one member (tarfile recurses once per header);
+    - global-headers: 40 global headers of 60 KiB each (tarfile keeps them all)."""
+    file_member = tarfile.TarInfo(TOP + "/bin/x")
+    tail = file_member.tobuf(format=tarfile.USTAR_FORMAT) + b"\0" * 1024
+    x, g = tarfile.XHDTYPE, tarfile.XGLTYPE
+    headers = {
+        "digits-60k": lambda: raw_member(TOP + "/PaxHeader", x, b"1" * 60_000),
+        "digits-80k": lambda: raw_member(TOP + "/PaxHeader", x, b"1" * 80_000),
+        "keyword-scan": lambda: raw_member(TOP + "/PaxHeader", x, b"10 aaaaaa\n" * 6000 + b"="),
+        "digit-run-value": lambda: raw_member(TOP + "/PaxHeader", x, pax_record(b"comment", b"7" * 60_000)),
+        "pax-path-8MiB": lambda: raw_member(TOP + "/PaxHeader", x, pax_record(b"path", b"p" * (8 << 20))),
+        "gnu-longname-5000": lambda: raw_member("././@LongLink", tarfile.GNUTYPE_LONGNAME,
+                                                (TOP + "/" + "n" * 5000).encode() + b"\0"),
+        "pax-chain-2000": lambda: raw_member(TOP + "/PaxHeader", x, pax_record(b"comment", b"c")) * 2000,
+        "global-headers": lambda: b"".join(raw_member("pax_global_header", g, pax_record(b"k%d" % n, b"v" * 60_000))
+                                           for n in range(40)),
+    }
+    return headers[case]() + tail
+
+
+HOSTILE_HEADERS = ("digits-60k", "digits-80k", "keyword-scan", "digit-run-value", "pax-path-8MiB",
+                   "gnu-longname-5000", "pax-chain-2000", "global-headers")
+
+
+def dir_bomb(files, depth):
+    """`files` empty files each `depth` levels down a path of its own and no dir members: tar
+    makes every parent itself (a few KB of xz makes hundreds of thousands of dirs)."""
+    members = []
+    for number in range(files):
+        path = "/".join([TOP, "%x" % number] + ["d"] * (depth - 2) + ["f"])
+        members.append(info("file", path))
+    return tar_bytes(members)

@@ -90,7 +90,11 @@ def _audit_view(env, ref, image, tree, progress):
 
     work = tempfile.mkdtemp(prefix="cudaswitch-image-")
     try:
-        shape = view.write_view(tree, work)
+        try:
+            shape = view.write_view(tree, work)
+        except OSError as exc:  # the host refuses what the image holds (a name or link too long for it)
+            raise oci.ImageError("the image's files cannot be laid out for the audit (%s)" % (
+                exc.strerror or exc)) from None
         clean = {k: v for k, v in env.items() if k not in ("MODULEPATH", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")}
         report = run_audit(clean, root=work, progress=progress, root_vars=_root_vars(image))
         shape["os_release"] = os_release(work)

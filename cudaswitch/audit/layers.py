@@ -3,7 +3,9 @@ few files the audit reads written to a private view directory (audit/viewrules.p
 
 Each member is checked before it counts: relative names without `..`, only files, directories,
 symlinks and hardlinks (no devices, FIFOs or sparse files), never written through a symlink,
-links that would climb above the image's root refused. Sizes are bounded per kept file, per view,
+links that would climb above the image's root refused; pax and GNU long-name headers are bounded
+and checked before tarfile parses them (tarsafe.py), names and link targets are at most PATH_MAX,
+and the names the tree holds are bounded in all. Sizes are bounded per kept file, per view,
 in members, and in what a compressed layer may expand to (a gzip bomb stops early). A layer's digest
 is checked as it streams; the caller uses the tree only once every layer matched. In the view
 every link is rewritten to the path it resolves to inside the image, relative, so the kernel
@@ -14,12 +16,14 @@ import hashlib
 import tarfile
 import zlib
 
+from cudaswitch import tarsafe
 from cudaswitch.audit import viewrules
 from cudaswitch.audit.oci import ImageError
 
 MAX_MEMBERS = 2_000_000
 MAX_DEPTH = 128
 MAX_KEPT = 128 << 20  # bytes of content the view may hold in all
+MAX_NAME_BYTES = 128 << 20  # bytes of the names the tree holds (real images: tens of MiB at most)
 EXPAND_FLOOR = 256 << 20  # a compressed layer may always expand this far...
 EXPAND_RATIO = 200  # ...and beyond it at most 200 times its compressed size (real layers: 2-10)
 OPAQUE = ".wh..wh..opq"
@@ -44,6 +48,13 @@ class Tree:
         self.root = Node("dir", -1)
         self.members = 0
         self.kept_bytes = 0
+        self.name_bytes = 0
+
+    def charge_name(self, name):
+        """A name the tree is about to hold: the tree lives in memory, names are most of it."""
+        self.name_bytes += len(name)
+        if self.name_bytes > MAX_NAME_BYTES:
+            raise ImageError("the image's file names exceed %d MiB in all: not read" % (MAX_NAME_BYTES >> 20))
 
     def parent_of(self, parts, what, layer):
         """The dir node holding parts[-1]; missing parents are made (as tar does), a symlink on the
@@ -52,6 +63,7 @@ class Tree:
         for index, name in enumerate(parts[:-1]):
             child = node.children.get(name)
             if child is None:
+                self.charge_name(name)
                 child = node.children[name] = Node("dir", layer)
             elif child.kind == "link":
                 raise ImageError("%s: %s is written through the link /%s" % (what, "/".join(parts),
@@ -72,6 +84,8 @@ class Tree:
     def put(self, parts, node, what):
         parent = self.parent_of(parts, what, node.layer)
         old = parent.children.get(parts[-1])
+        if old is None:
+            self.charge_name(parts[-1])
         if node.kind == "dir" and old is not None and old.kind == "dir":
             old.mode, old.layer = node.mode, node.layer  # a directory entry again: contents merge
             return
@@ -106,12 +120,12 @@ def _prune_lower(directory, layer):
 def member_parts(name, what):
     """A member name as path components; absolute names and `..` are refused."""
     if name.startswith("/") or "\x00" in name:
-        raise ImageError("%s: member %s has an absolute name" % (what, _shown(name)))
+        raise ImageError("%s: member %s has an absolute name" % (what, shown(name)))
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise ImageError("%s: member %s climbs out with '..'" % (what, _shown(name)))
+        raise ImageError("%s: member %s climbs out with '..'" % (what, shown(name)))
     if len(parts) > MAX_DEPTH:
-        raise ImageError("%s: member %s is nested more than %d levels" % (what, _shown(name[:200]), MAX_DEPTH))
+        raise ImageError("%s: member %s is nested more than %d levels" % (what, shown(name[:200]), MAX_DEPTH))
     return parts
 
 
@@ -119,20 +133,20 @@ def link_target_parts(parts, target, what):
     """Where a symlink points, as image path components (absolute targets are the image's own
     root); a target that climbs above the root is refused."""
     if not target or "\x00" in target:
-        raise ImageError("%s: link %s has no target" % (what, _shown("/".join(parts))))
+        raise ImageError("%s: link %s has no target" % (what, shown("/".join(parts))))
     start = [] if target.startswith("/") else list(parts[:-1])
     for piece in target.split("/"):
         if piece == "..":
             if not start:
-                raise ImageError("%s: link /%s -> %s leaves the image" % (what, _shown("/".join(parts)),
-                                                                         _shown(target)))
+                raise ImageError("%s: link /%s -> %s leaves the image" % (what, shown("/".join(parts)),
+                                                                         shown(target)))
             start.pop()
         elif piece not in ("", "."):
             start.append(piece)
     return start
 
 
-def _shown(text, limit=80):
+def shown(text, limit=80):
     text = "".join(c if " " <= c != "\x7f" else "?" for c in text)
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -226,12 +240,15 @@ def apply_layer(tree, layer, number):
         stored = Reader(raw, layer.digest, layer.size, layer.over, layer.label)
         expanded = Expanded(stored, layer.digest, layer.over, layer.label)
         try:
-            _members(tree, tarfile.open(fileobj=expanded, mode="r|", bufsize=1 << 20), layer.label, number)
+            tar = tarfile.open(fileobj=expanded, mode="r|", bufsize=1 << 20, tarinfo=tarsafe.BoundedInfo)
+            _members(tree, tar, layer.label, number)
             expanded.drain()
-        except (tarfile.TarError, EOFError, zlib.error, ImageError) as exc:
+        except (tarfile.TarError, EOFError, zlib.error, ImageError, tarsafe.HeaderRefused) as exc:
             _digest_first(layer, stored)
             if isinstance(exc, ImageError):
                 raise
+            if isinstance(exc, tarsafe.HeaderRefused):
+                raise ImageError("%s: %s" % (layer.label, exc)) from None
             why = str(exc)[:120] or type(exc).__name__
             raise ImageError("%s is not a readable tar (%s)" % (layer.label, why)) from None
         while stored.read(1 << 20):
@@ -290,14 +307,14 @@ def _member(tree, tar, member, parts, label, number):
     elif member.islnk():
         source = tree.lookup(member_parts(member.linkname, label))
         if source is None or source.kind != "file":
-            raise ImageError("%s: hardlink /%s points at no file" % (label, _shown("/".join(parts))))
+            raise ImageError("%s: hardlink /%s points at no file" % (label, shown("/".join(parts))))
         tree.put(parts, Node("file", number, source.mode, 0, source.data), label)  # one inode: counted once
     elif member.issparse():
-        raise ImageError("%s: member /%s is a sparse file" % (label, _shown("/".join(parts))))
+        raise ImageError("%s: member /%s is a sparse file" % (label, shown("/".join(parts))))
     elif member.isreg():
         tree.put(parts, _file_node(tree, tar, member, parts, label, number), label)
     else:
-        raise ImageError("%s: member /%s is a device, FIFO or other special file" % (label, _shown("/".join(parts))))
+        raise ImageError("%s: member /%s is a device, FIFO or other special file" % (label, shown("/".join(parts))))
 
 
 def _file_node(tree, tar, member, parts, label, number):
@@ -309,12 +326,12 @@ def _file_node(tree, tar, member, parts, label, number):
     elif how is not None and how[0] == "banner" and member.size <= how[1]:
         data = viewrules.find_banner(tar.extractfile(member), member.size)
     elif how is not None and how[0] == "banner":
-        raise ImageError("%s: /%s is %d bytes, more than any nvcc" % (label, _shown("/".join(parts)), member.size))
+        raise ImageError("%s: /%s is %d bytes, more than any nvcc" % (label, shown("/".join(parts)), member.size))
     elif how is not None and member.size <= how[1]:
         data = tar.extractfile(member).read(member.size)
     elif how is not None and how[2]:
         raise ImageError("%s: /%s is %d bytes, more than such a file holds (%d)"
-                         % (label, _shown("/".join(parts)), member.size, how[1]))
+                         % (label, shown("/".join(parts)), member.size, how[1]))
     elif how is not None:
         data = b""
     if data:

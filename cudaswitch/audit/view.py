@@ -12,6 +12,10 @@ import os
 import posixpath
 
 from cudaswitch.audit import layers, viewrules
+from cudaswitch.audit.oci import ImageError
+
+NAME_MAX = 255
+PATH_MAX = 4096  # with the terminating NUL: a path or link target of 4096 bytes is already too long
 
 
 def write_view(tree, view):
@@ -22,6 +26,12 @@ def write_view(tree, view):
         if tuple(parts[:-1]) in dirs or viewrules.keeps_link(parts):
             _ancestors(dirs, parts[:-1])
             kept_links.append((parts, _link_text(tree, parts, files, dirs)))
+    for parts in list(dirs) + list(files) + [parts for parts, _text in kept_links]:
+        _check_path(view, parts)
+    for parts, text in kept_links:
+        if _size(text) >= PATH_MAX:
+            raise ImageError("the link /%s resolves to a target longer than %d bytes" % (
+                layers.shown("/".join(parts)), PATH_MAX - 1))
     for parts in sorted(dirs, key=len):
         if parts:
             os.mkdir(os.path.join(view, *parts), 0o755)
@@ -31,6 +41,21 @@ def write_view(tree, view):
     for parts, text in kept_links:
         os.symlink(text, os.path.join(view, *parts))
     return {"files": len(files), "links": len(kept_links), "bytes": written}
+
+
+def _size(text):
+    return len(text.encode("utf-8", "surrogateescape"))
+
+
+def _check_path(view, parts):
+    """The image path fits the host's limits once under the view (the kernel would refuse it)."""
+    for name in parts:
+        if _size(name) > NAME_MAX:
+            raise ImageError("the image path /%s has a name longer than %d bytes" % (
+                layers.shown("/".join(parts)), NAME_MAX))
+    if _size(os.path.join(view, *parts)) >= PATH_MAX:
+        raise ImageError("the image path /%s is too long to audit (%d bytes or more under the view)" % (
+            layers.shown("/".join(parts)), PATH_MAX))
 
 
 def _collect(tree):

@@ -16,7 +16,9 @@ The rules, each one enough on its own to keep a write inside the tree:
   refused; setuid, setgid, sticky and group/other write bits are dropped;
 - what is read from the stream, what is written and how many members are made are each bounded
   by a budget from the archive's size on disk (a ratio, a floor, an absolute cap), so a small
-  archive of zeros or of empty files is refused in seconds instead of filling the disk.
+  archive of zeros or of empty files is refused in seconds instead of filling the disk; a parent
+  dir made for a member that has none of its own counts as a member too;
+- pax and GNU long-name headers are bounded and checked before tarfile parses them (tarsafe.py).
 """
 
 import bz2
@@ -25,8 +27,8 @@ import gzip
 import io
 import lzma
 import os
-import tarfile
 
+from cudaswitch import tarsafe
 from cudaswitch.errors import CudaSwitchError
 
 MAX_LINK_HOPS = 40  # the kernel's own limit on links followed in one path lookup
@@ -35,7 +37,6 @@ MAX_DEPTH = 64
 MAX_PATH = 1024  # bytes of a member's path or a link's target inside the tree
 MAX_MEMBERS = 500_000
 MEMBERS_FLOOR, BYTES_PER_MEMBER = 4096, 64  # NVIDIA's archives hold hundreds of compressed bytes per member
-MAX_HEADER = 1 << 20  # a pax or GNU long-name header is read whole into memory by tarfile
 UNPACK_RATIO = 40
 UNPACK_FLOOR = 128 << 20
 UNPACK_CAP = 32 << 30
@@ -153,15 +154,10 @@ def open_stream(handle, budget):
     return io.BufferedReader(_Counted(source, budget), CHUNK)
 
 
-class BoundedInfo(tarfile.TarInfo):
-    """A TarInfo whose pax and GNU long-name headers are refused above MAX_HEADER before tarfile
-    reads them whole into memory."""
+class BoundedInfo(tarsafe.BoundedInfo):
+    """Pax and GNU long-name headers bounded and checked before tarfile parses them (tarsafe)."""
 
-    def _proc_member(self, tarfile_):
-        if self.type in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
-                         tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE) and self.size > MAX_HEADER:
-            raise Refused("a tar header of %d bytes (more than %d); refused" % (self.size, MAX_HEADER))
-        return super()._proc_member(tarfile_)
+    error = Refused
 
 
 def resolves_inside(links, where, target, steps):
@@ -263,7 +259,8 @@ class TreeWriter:
             for depth in range(1, len(parent) + 1):
                 prefix = parent[:depth]
                 kind = self.kinds.get(prefix)
-                if kind is None:
+                if kind is None:  # a dir tar makes without a member of its own: it costs one too
+                    self.budget.member()
                     self._make_dir(fd, prefix)
                 elif kind != "dir":
                     raise Refused("archive member %s passes through a %s (%s); refused" % (
