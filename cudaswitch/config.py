@@ -91,6 +91,14 @@ CHECKS = {
 }
 VERDICT_MODES = ("all", "problems", "off")
 
+# What each setting is when config.toml does not say, for `config show` (the modules that read a
+# setting keep their own fallback; a test holds these equal). None: unset, and UNSET says what applies.
+EFFECTIVE_DEFAULTS = {**{key: None for key in CHECKS}, **DEFAULTS, "search_roots": [], "toolkits": [],
+                      "torch_timeout": 60.0, "probe_exec": True, "verdict": "all", "loader_path": True}
+UNSET = {"default": "no default toolkit", "python": "the first python3 on the switched PATH",
+         "redist_url": "NVIDIA's server"}
+_warned = set()  # (file, key): each unknown key is named once per run, however often config is read
+
 
 def _kind(value):
     return {bool: "a boolean", int: "a number", float: "a number", str: "an empty string", list: "a list",
@@ -117,14 +125,55 @@ def load(paths):
     """The config as a dict with defaults filled in; ConfigError names file and key when bad."""
     data = _read(paths.config_file)
     _validate(paths.config_file, data)
+    _warn_unknown(paths.config_file, data)
     return {**DEFAULTS, **data}
+
+
+def unknown_keys(data):
+    return [key for key in data if key not in CHECKS]
+
+
+def nearest_key(key):
+    """The known key a typo most likely meant (`loader-path` -> loader_path), else None."""
+    import difflib
+
+    close = difflib.get_close_matches(key.replace("-", "_").lower(), list(CHECKS), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def unknown_key_note(key):
+    nearest = nearest_key(key)
+    return "did you mean %s?" % nearest if nearest else "no setting has a name like it"
+
+
+def _warn_unknown(path, data):
+    """A typo is a warning, never an error: the hook reads this file at a prompt, which must work."""
+    from cudaswitch import render
+
+    for key in unknown_keys(data):
+        if (path, key) not in _warned:
+            _warned.add((path, key))
+            render.message("cudaswitch: warning: %s: unknown key %s is ignored (%s)"
+                           % (path, ascii(key[:64]), unknown_key_note(key)))
+
+
+def effective(paths):
+    """Every setting in effect and where it came from: [(key, value or None, "config.toml" |
+    "default")], known keys first, then the file's unknown ones."""
+    path = paths.config_file
+    own = _read(path)
+    _validate(path, own)
+    _warn_unknown(path, own)
+    rows = [(key, own.get(key, default), "config.toml" if key in own else "default")
+            for key, default in EFFECTIVE_DEFAULTS.items()]
+    return rows + [(key, own[key], "config.toml") for key in unknown_keys(own)]
 
 
 def _validate(path, data):
     for key, value in data.items():
         check = CHECKS.get(key)
         if check is None:
-            continue  # unknown keys are kept: a newer cudaswitch may have written them
+            continue  # unknown keys are kept (a newer cudaswitch may know them); load() names them
         problem = check(key, value)
         if problem:
             raise ConfigError("%s: %s %s" % (path, key, problem), "fix or remove the key")

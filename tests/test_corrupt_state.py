@@ -80,7 +80,10 @@ def run(host, args, work, cwd, timeout=60):
 def assert_clean(proc, args, label):
     assert "Traceback" not in proc.stderr, (label, args, proc.stderr[-800:])
     assert proc.returncode in (0, 1, 2), (label, args, proc.returncode)
-    assert proc.stderr.count("\n") <= 1, (label, args, proc.stderr)
+    # a mangled key name is a key cudaswitch does not know: one warning line of its own, beside the one line
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("cudaswitch: warning: ")
+             or "unknown key" not in line]
+    assert len(lines) <= 1, (label, args, proc.stderr)
     if proc.returncode != 0:
         assert proc.stdout == "", (label, args)
 

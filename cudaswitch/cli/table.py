@@ -7,7 +7,7 @@ changed directory. Handlers are named as "module:function" and imported only whe
 
 SHELL_FORMATS = "bash, zsh, fish, posix, json, dotenv or github (default: the parent shell)"
 PYTHON_HELP = "The Python whose torch to check (default: the first python3 on the switched PATH)."
-TIMEOUT_HELP = "Seconds the Python probe may take (default: config torch_timeout, else 15)."
+TIMEOUT_HELP = "Seconds the Python probe may take (default: config torch_timeout, else 60)."
 # Where help pages send a reader: the installed tool itself (a pipx user has no repository checkout).
 DOCS = "More: `cudaswitch COMMAND --help` for each command; the README for the whole guide."
 COMMAND_DOCS = "More: `cudaswitch --help` lists every command; the README has the whole guide."

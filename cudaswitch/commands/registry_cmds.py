@@ -97,17 +97,50 @@ def config_path():
 
 
 def config_show(as_json=False):
-    """Effective settings; as TOML (what the file would say) for people, or JSON."""
+    """Every setting in effect and where it came from (config.toml or the default); as TOML (what
+    the file would say, each line's origin in a comment) for people, or JSON."""
     from cudaswitch import config
     from cudaswitch.paths import Paths
 
     paths = Paths()
-    settings = config.load(paths)
+    rows = config.effective(paths)
+    settings = {key: value for key, value, _ in rows if value is not None}
     if as_json:
-        render.emit_json({"file": paths.config_file, "settings": settings})
+        render.emit_json({"file": paths.config_file, "settings": settings,
+                          "origins": {key: origin for key, _, origin in rows},
+                          "unset": {key: config.UNSET.get(key) for key, value, _ in rows if value is None},
+                          "unknown": config.unknown_keys(settings)})
         return 0
+    render.message("# %s: every setting, from that file or its default" % paths.config_file)
+    render.emit_lines(_setting_lines(config, rows))
+    return 0
+
+
+def _setting_lines(config, rows):
     import tomli_w
 
-    render.message("# %s, with defaults filled in" % paths.config_file)
-    render.emit_text(tomli_w.dumps(settings))
-    return 0
+    lines, tables = [], []
+    for key, value, origin in rows:
+        if value is None:
+            lines.append("# %s is not set: %s" % (key, config.UNSET.get(key, "no value")))
+            continue
+        note = origin if key in config.CHECKS else "%s: unknown key, ignored (%s)" % (
+            origin, config.unknown_key_note(key))
+        if _is_table(value):  # a [table] takes every key after it: last, its note above it
+            tables += ["# %s" % note] + tomli_w.dumps({key: value}).strip().splitlines()
+        else:
+            lines.append("%-40s # %s" % (_toml_line(tomli_w, key, value), note))
+    return lines + tables
+
+
+def _is_table(value):
+    return isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value))
+
+
+def _toml_line(tomli_w, key, value):
+    """One line of TOML for a key (tomli_w spreads a list over lines, which buries its comment)."""
+    text = tomli_w.dumps({key: value}).strip()
+    if isinstance(value, list):
+        items = [tomli_w.dumps({"x": item}).strip()[len("x = "):] for item in value]
+        text = "%s = [%s]" % (text.split(" = ", 1)[0], ", ".join(items))
+    return text
