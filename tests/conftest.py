@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests import kits
+from tests.tiers import SLOW_MODULES
 
 HOME = "/home/tester"  # HOME as seen on the test host; files live at ROOT/home/tester
 # The script pip installed beside this interpreter, not a launcher shim (pyenv's rewrites PATH).
@@ -78,3 +79,10 @@ def host(tmp_path):
     """An empty host root for tests that lay out their own edge cases."""
     (tmp_path / "root").mkdir()
     return Host(tmp_path / "root", tmp_path / "work")
+
+
+def pytest_collection_modifyitems(items):
+    """The slow tier by module (tests/tiers.py): one list, so a file never has to say it itself."""
+    for item in items:
+        if item.module.__name__.rpartition(".")[2] in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

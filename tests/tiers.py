@@ -1,0 +1,21 @@
+"""The test tiers. `python3 -m pytest -q -m "not slow"` is the fast loop (a few minutes on the
+2-core machine); `.ci/run` runs everything. A module is slow when its tests together cost the most:
+real toolkits compiled or installed from mirrors, torch venvs, shells on ptys for many cases,
+module systems and cluster tools, seeded hostile corpora. Measured with `--durations=0` over the
+whole suite; a new module that takes more than ~10 s belongs here."""
+
+SLOW_MODULES = frozenset({
+    # corpora of hostile inputs (hundreds of cases through the real commands and shells)
+    "test_hostile_corpus", "test_hostile_state", "test_hostile_interpreter", "test_hostile_local",
+    "test_hostile_repo", "test_hostile_manifest", "test_hostile_archives", "test_hostile_completion",
+    # installs from mirrors and wheels, with their signals and atomicity
+    "test_install", "test_install_redist", "test_install_redist11", "test_install_atomic", "test_install_signals",
+    # torch venvs and the planner over them, fatbinaries of the real wheel
+    "test_torch_plan", "test_torch_fatbin", "test_verify_torch", "test_verify_arch", "test_verify_quick",
+    # shells on ptys over many cases, module systems, Jupyter, cluster fan-out
+    "test_completion", "test_switch_shells", "test_coexist_modules", "test_jupyter_kernel", "test_cluster_fanout",
+    "test_first_run", "test_hints",
+    # many real commands each: every explain wording, gcc ceilings, image builds, driver x toolkit matrix
+    "test_verify_explain", "test_verify_gcc", "test_audit_image", "test_gpu_check", "test_registry_bad_input",
+    "test_corrupt_state", "test_list_runs_here",
+})
