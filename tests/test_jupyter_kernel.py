@@ -4,6 +4,7 @@ CUDA_HOME, the first nvcc on PATH and what that nvcc says. The user's PATH holds
 file export) and an entry with a literal `$`, which jupyter_client's $-templating must not eat."""
 
 import json
+import shutil
 import sys
 
 import pytest
@@ -58,6 +59,42 @@ def test_kernel_runs_with_the_switched_toolkit(kernel_host):
     assert seen["nvcc"] == root + "/bin/nvcc"
     assert seen["release"] and "release 13.0" in seen["release"][0]
     assert ODD_ENTRY in seen["PATH"].split(":")  # a literal $ survives jupyter_client's templating
+
+
+WHICH = ("import json, shutil, sys; print(json.dumps({'pip': shutil.which('pip'), 'python3': shutil.which('python3'), "
+         "'nvcc': shutil.which('nvcc'), 'executable': sys.executable}))")
+
+
+def test_a_venv_kernel_finds_its_own_pip_first(kernel_host, tmp_path):
+    """A user installs a kernel for their venv (never activated in the shell that ran `kernel
+    install`): kernel.json froze that shell's PATH, so `!pip install` in the notebook was another
+    Python's pip and `!python3` /usr/bin's. The real kernel now finds the venv's pip and python3
+    first, and the switched toolkit's nvcc still first."""
+    import subprocess
+
+    venv = tmp_path / "venv"  # with pip (ensurepip), and ipykernel from the Python it was made from
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    assert shutil.which("pip", path=kernel_host.env["PATH"]) != str(venv / "bin" / "pip")
+    kernel_host.run("kernel", "install", "13.0", "--python", str(venv / "bin" / "python"), "--name", "venv",
+                    check=True)
+    seen = run_in_kernel("venv", WHICH)
+    assert seen["pip"] == str(venv / "bin" / "pip") and seen["python3"] == str(venv / "bin" / "python3")
+    assert seen["nvcc"] == str(kernel_host.path("/usr/local/cuda-13.0")) + "/bin/nvcc"
+
+
+def test_a_kernel_python_beside_its_own_nvcc_leaves_the_switched_nvcc_first(tmp_path):
+    """A conda env's bin holds python and cuda-nvcc's nvcc: its dir goes right after the switched
+    toolkit's, not before it."""
+    from cudaswitch.integrations.kernels import kernel_path
+
+    env_bin, toolkit_bin = tmp_path / "env" / "bin", tmp_path / "cuda" / "bin"
+    for directory in (env_bin, toolkit_bin):
+        directory.mkdir(parents=True)
+        (directory / "nvcc").write_text("#!/bin/sh\n")
+        (directory / "nvcc").chmod(0o755)
+    path = kernel_path("%s:/usr/bin:%s" % (toolkit_bin, env_bin), str(env_bin / "python"))
+    assert path == "%s:%s:/usr/bin" % (toolkit_bin, env_bin)
+    assert kernel_path("/a:/usr/bin", "/opt/venv/bin/python") == "/opt/venv/bin:/a:/usr/bin"
 
 
 def test_kernel_list_and_remove(kernel_host):

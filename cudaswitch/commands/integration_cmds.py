@@ -63,6 +63,7 @@ def _kernel_spec(paths, reg, request, python):
 
         raise CudaSwitchError("no python3 on the switched PATH", "give --python")
     chosen = os.path.abspath(chosen)
+    new_env["PATH"] = kernels.kernel_path(new_env.get("PATH", ""), chosen)
     kernels.check_python(chosen, new_env)
     level, line = verdict_for_use(paths, record, new_env)
     return record, kernels.spec_for(record, request, chosen, env, new_env, line), level, line

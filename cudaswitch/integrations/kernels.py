@@ -61,6 +61,24 @@ def spec_for(record: dict, request: str, python: str, old_env: dict, new_env: di
                                 "python": python, "verdict": verdict}}}
 
 
+def kernel_path(path: str, python: str) -> str:
+    """The kernel's PATH: the kernel Python's own bin dir first, so `!pip` and `!python3` in a
+    notebook are that Python's (a venv's bin is on no shell's PATH unless activated). Only where
+    that dir holds an nvcc of its own (a conda env with cuda-nvcc) does it go right after the
+    switched nvcc's dir instead: the switched toolkit stays the first nvcc."""
+    bindir = os.path.dirname(python)
+    entries = [entry for entry in path.split(os.pathsep) if entry and entry != bindir]
+    position = 0
+    if _has_nvcc(bindir):
+        position = next((i + 1 for i, entry in enumerate(entries) if _has_nvcc(entry)), 0)
+    return os.pathsep.join(entries[:position] + [bindir] + entries[position:])
+
+
+def _has_nvcc(directory: str) -> bool:
+    candidate = os.path.join(directory, "nvcc")
+    return os.path.isfile(candidate) and os.access(candidate, os.X_OK)
+
+
 def check_python(python: str, env: dict, timeout: float = 60.0) -> None:
     """The kernel's Python must import ipykernel under the switched environment, or no notebook starts."""
     from cudaswitch.verify.runner import run_bounded
