@@ -3,7 +3,8 @@ driven the way direnv's own bash hook does it (`eval "$(direnv export bash)"` at
 The user's rc file put CUDA 13.1 on PATH: inside the project only 13.0 is there, outside 13.1 is back.
 
 An .envrc is a script the user chose to `direnv allow`; what cudaswitch guarantees is that the
-argument of `use cuda` is data with the rules of a .cudaversion: a hostile one is refused."""
+argument of `use cuda` is data with the rules of a .cudaversion, plus a path to a toolkit root
+(trusted code may name one; a .cudaversion never may): a hostile one is refused."""
 
 import os
 import subprocess
@@ -78,8 +79,8 @@ def test_use_cuda_switches_inside_and_direnv_restores_outside(direnv_host):
     assert "cudaswitch: " in proc.stderr  # the same verdict line as `use`, through direnv's stderr
 
 
-@pytest.mark.parametrize("argument", ["../../usr/local/cuda-13.0", "/usr/local/cuda-13.0",
-                                      "'$(touch pwned)'", "'13.0; touch pwned'", "'13.0 13.1'"])
+@pytest.mark.parametrize("argument", ["'$(touch pwned)'", "'13.0; touch pwned'", "'13.0 13.1'", "'13.0\ttouch'",
+                                      "'conda:/usr/local/cuda-13.0'"])
 def test_hostile_argument_is_refused_like_a_hostile_cudaversion(direnv_host, argument, tmp_path):
     name = "hostile%d" % abs(hash(argument))
     directory = project(direnv_host, name, "use cuda %s\n" % argument)
@@ -97,8 +98,35 @@ def test_hostile_argument_is_refused_like_a_hostile_cudaversion(direnv_host, arg
         assert same.returncode != 0 and same.stdout == "" and "is not a toolkit version request" in same.stderr
 
 
+@pytest.mark.parametrize("form", ["absolute", "relative"])
+def test_use_cuda_takes_a_toolkit_root_but_a_cudaversion_never_does(direnv_host, form, tmp_path):
+    """An HPC user's .envrc says `use cuda /opt/cuda-12.4` (a root no registry source knows by
+    version): it was refused as "not a toolkit version request", though `direnv allow` made the
+    .envrc trusted code. Through real direnv in real bash it switches now, and direnv restores the
+    shell outside; the same path in a .cudaversion, data any repository may ship, is still refused."""
+    root = direnv_host.path("/usr/local/cuda-13.0")
+    directory = direnv_host.base / ("rooted-" + form)
+    argument = str(root) if form == "absolute" else os.path.relpath(root, directory)
+    directory = project(direnv_host, directory.name, "use cuda %s\n" % _quote(argument))
+    proc = run_in_bash(direnv_host, directory)
+    assert proc.returncode == 0, proc.stderr
+    assert "release 13.0" in _line(proc, "inside:") and ("CUDA_HOME=%s" % root) in _line(proc, "inside:")
+    assert "release 13.1" in _line(proc, "outside:") and "CUDA_HOME=unset" in _line(proc, "outside:")
+    cudaversion = tmp_path / "p"
+    cudaversion.mkdir()
+    (cudaversion / ".cudaversion").write_text(str(root) + "\n")
+    same = direnv_host.run("hook-env", "--shell", "bash", cwd=str(cudaversion))
+    assert same.returncode != 0 and same.stdout == "" and "is not a toolkit version request" in same.stderr
+
+
+def test_use_cuda_with_a_path_that_is_no_toolkit_switches_nothing(direnv_host, tmp_path):
+    proc = direnv_host.run("direnv-use", "--", str(tmp_path), cwd=str(tmp_path))
+    assert proc.returncode != 0 and proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr
+
+
 def test_direnv_use_prints_nothing_on_a_bad_request(direnv_host):
-    proc = direnv_host.run("direnv-use", "--", "/usr/local/cuda-13.0")
+    proc = direnv_host.run("direnv-use", "--", "13.0;touch pwned")
     assert proc.returncode != 0 and proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
     assert "refusing .envrc" in proc.stderr
 

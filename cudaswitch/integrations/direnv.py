@@ -1,9 +1,12 @@
 """direnv: `use cuda 13.0` in an .envrc. direnv records the environment before the .envrc runs and
 restores it on leaving the directory, so cudaswitch only has to switch; no `off` is needed.
 
-The argument comes from an .envrc in someone's repository, so it gets exactly the rules of a
-.cudaversion (projectfile.parse_request): versions, specifiers, latest, system, SOURCE:... only,
-never a path or shell syntax. Import-light: this runs inside every direnv load.
+The argument gets the rules of a .cudaversion (projectfile.parse_request: versions, specifiers,
+latest, system, SOURCE:..., never shell syntax), plus one thing a .cudaversion never may: a path
+to a toolkit root (`use cuda /opt/cuda-12.4`), as on the command line. An .envrc is code its user
+ran `direnv allow` on, which could run any program already; a .cudaversion is data anyone's
+repository may ship, so a path there could point a switch anywhere. Import-light: this runs
+inside every direnv load.
 """
 
 from cudaswitch.errors import UsageError
@@ -11,8 +14,9 @@ from cudaswitch.errors import UsageError
 ENVRC = ".envrc (`use cuda`)"
 
 DIRENVRC = """\
-# cudaswitch for direnv. Put this in ~/.config/direnv/direnvrc, then write `use cuda 13.0` in a
-# project's .envrc. direnv restores the environment when you leave the directory.
+# cudaswitch for direnv. Put this in ~/.config/direnv/direnvrc, then write `use cuda 13.0` (or a
+# toolkit root: `use cuda /opt/cuda-12.4`) in a project's .envrc. direnv restores the environment
+# when you leave the directory.
 use_cuda() {
     local __cudaswitch_code
     __cudaswitch_code=$(%(program)s direnv-use -- "$@") || return $?
@@ -27,14 +31,28 @@ def direnvrc(program_quoted: str) -> str:
 
 
 def request_of(args: list):
-    """The one request after `--`, checked like a project file's; UsageError / ProjectFileError."""
+    """The one request after `--`: a path to a toolkit root, or checked like a project file's;
+    UsageError / ProjectFileError."""
     from cudaswitch.switch import projectfile
 
     rest = args[1:] if args[:1] == ["--"] else args
     if len(rest) != 1:
-        raise UsageError("`use cuda` takes one version request, e.g. `use cuda 13.0`, got %d arguments" % len(rest))
-    projectfile.parse_request(ENVRC, rest[0])
+        raise UsageError("`use cuda` takes one version request or toolkit root, e.g. `use cuda 13.0`, got %d "
+                         "arguments" % len(rest))
+    if not _is_path(rest[0]):
+        projectfile.parse_request(ENVRC, rest[0])
     return rest[0]
+
+
+def _is_path(text):
+    """A path as the command line takes one (the .envrc's directory is the working directory)."""
+    from cudaswitch.errors import BadRequest
+    from cudaswitch.request import ToolkitRequest
+
+    try:
+        return ToolkitRequest.parse(text, allow_path=True).kind == "path"
+    except BadRequest:
+        return False
 
 
 def switch_for_envrc(paths, env: dict, args: list):
