@@ -71,6 +71,11 @@ def iec_size(num):
     return "%d B" % num
 
 
+def counted(count, noun, plural=None):
+    """"1 report", "2 reports": a count with its noun in the number it takes (no "report(s)")."""
+    return "%d %s" % (count, noun if count == 1 else (plural or noun + "s"))
+
+
 def message(text):
     sys.stderr.write(text + "\n")
 
@@ -113,5 +118,5 @@ def toolkit_table(items, searched="", wide=False):
             message("\n".join(tables.wrap(tables.printable("%s: %s" % (item["root"], problem)), width)))
     legend = (["* active in this shell"] if any(i["active"] for i in items) else []) + \
         (["d default"] if any(i["default"] for i in items) else [])
-    if legend:
+    if legend and stdout_is_terminal():  # it explains the marks a person sees; a pipe or a file reads none
         message(", ".join(legend))

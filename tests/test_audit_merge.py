@@ -140,7 +140,7 @@ def test_many_hosts_get_one_line_per_version(reports):
     assert rows["VERSION"] == ["OK", "INCOMPLETE", "BROKEN ON", "MISSING ON"]
     assert rows["12.4.131"] == ["0 hosts", "15 hosts", "-", "node02"]
     assert rows[nvcc130] == ["0 hosts", "0 hosts", "node02", "gpu[01-15]"]  # folded as pdsh writes host lists
-    assert rows[nvcc131][:2] == ["1 hosts", "0 hosts"]
+    assert rows[nvcc131][:2] == ["1 host", "0 hosts"]
 
 
 @pytest.mark.parametrize("breakage, says", [

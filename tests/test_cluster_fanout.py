@@ -95,8 +95,8 @@ def test_strict_rules_exit_1_naming_the_nodes(cluster, collected):
     errors = [line for line in proc.stderr.splitlines() if line.startswith("cudaswitch: error: ")]
     assert errors == [
         "cudaswitch: error: no report from node61",
-        "cudaswitch: error: require cuda=12.4: cuda 12.4 is not on 1 node(s): node50",
-        "cudaswitch: error: same driver: 2 node(s) differ in driver from %s (on 61): node[07,33]" % DRIVER,
+        "cudaswitch: error: require cuda=12.4: cuda 12.4 is not on 1 node: node50",
+        "cudaswitch: error: same driver: 2 nodes differ in driver from %s (on 61): node[07,33]" % DRIVER,
     ], proc.stderr
     assert proc.stdout  # the report is still printed
 

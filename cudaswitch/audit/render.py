@@ -126,12 +126,12 @@ def merge_report(merged, max_matrix_hosts=12, wide=False):
         matrix = width is None or max(len(line) for line in tables.layout(headers, rows, width)) <= width
     if not matrix:
         headers = ["VERSION", "OK", "INCOMPLETE", "BROKEN ON", "MISSING ON"]
-        rows = [[row["version"] or "? (no version)", "%d hosts" % len(row["ok_on"]),
-                 "%d hosts" % len(row["incomplete_on"]),
+        rows = [[row["version"] or "? (no version)", render.counted(len(row["ok_on"]), "host"),
+                 render.counted(len(row["incomplete_on"]), "host"),
                  fold(row["broken_on"]) or "-", fold(row["missing_on"]) or "-"] for row in merged["toolkits"]]
         lines = tables.layout(headers, rows, width, (), (4, 3))
-    lines.append("%d hosts merged" % len(hosts)
-                 + (", %d reports refused" % len(merged["errors"]) if merged["errors"] else ""))
+    lines.append("%s merged" % render.counted(len(hosts), "host")
+                 + (", %s refused" % render.counted(len(merged["errors"]), "report") if merged["errors"] else ""))
     if "skew" in merged:
         lines += _wrapped(skew_lines(merged), width)
     render.emit_lines(lines)
@@ -158,6 +158,7 @@ def _spread(values):
 
 def skew_lines(merged):
     """The skew report as lines: one per fact that differs between nodes, then node types and rules."""
+    from cudaswitch import render
     from cudaswitch.audit.hosts import fold, fold_short
 
     skew, lines = merged["skew"], []
@@ -180,9 +181,9 @@ def skew_lines(merged):
     if skew["missing"]:
         lines.append("skew: no report from %s" % fold(skew["missing"]))
     if skew["refused"]:
-        lines.append("skew: %d report(s) refused (named above)" % len(skew["refused"]))
+        lines.append("skew: %s refused (named above)" % render.counted(len(skew["refused"]), "report"))
     types = merged["node_types"]
-    lines.append("%d node type(s): %s" % (len(types), "; ".join(
+    lines.append("%s: %s" % (render.counted(len(types), "node type"), "; ".join(
         "%s %s (%d)" % (t["name"], fold_short(t["nodes"]), len(t["nodes"])) for t in types[:8])
         + ("; ..." if len(types) > 8 else "")))
     for rule in merged["rules"]:

@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Sequence
 from cudaswitch.audit.merge import TRACKED, version_key
 from cudaswitch.audit.validate import VERSION
 from cudaswitch.errors import UsageError
+from cudaswitch.render import counted
 
 REQUIRE_KEYS = ("cuda",) + TRACKED + ("driver",)
 SAME_KEYS = ("driver", "branch", "gpus", "toolkits") + TRACKED
@@ -185,15 +186,16 @@ def check_rules(nodes: List[dict], require: List[tuple], same: List[str]) -> Lis
         failing = [n["host"] for n in nodes if not _has(n, key, version)]
         if failing:
             broken.append({"rule": "require %s=%s" % (key, version), "nodes": failing,
-                           "message": "%s %s is not on %d node(s)" % (key, version, len(failing))})
+                           "message": "%s %s is not on %s" % (key, version, counted(len(failing), "node"))})
     for key in same:
         values = _by_value(nodes, VALUE_OF[key])
         if len(values) > 1:
             common = max(values, key=lambda v: len(values[v]))
             failing = [h for value, hosts in values.items() if value != common for h in hosts]
             broken.append({"rule": "same %s" % key, "nodes": failing, "common": common,
-                           "message": "%d node(s) differ in %s from %s (on %d)"
-                                      % (len(failing), key, common, len(values[common]))})
+                           "message": "%s in %s from %s (on %d)"
+                                      % (counted(len(failing), "node differs", "nodes differ"), key, common,
+                                         len(values[common]))})
     return broken
 
 
@@ -231,7 +233,7 @@ def strict_failures(merged: dict) -> List[str]:
     from cudaswitch.audit.hosts import fold
 
     skewed = merged["skew"]
-    lines = (["%d report(s) refused: %s" % (len(skewed["refused"]), ", ".join(skewed["refused"][:20]))]
+    lines = (["%s refused: %s" % (counted(len(skewed["refused"]), "report"), ", ".join(skewed["refused"][:20]))]
              if skewed["refused"] else [])
     if skewed["missing"]:
         lines.append("no report from %s" % fold(skewed["missing"]))

@@ -4,6 +4,7 @@ hardware, driver, toolkit, framework, deps (project dependencies), env (environm
 import os
 import re
 
+from cudaswitch.render import counted
 from cudaswitch.toolkit import Toolkit, short_version
 from cudaswitch.verify import driver as drivermod, pipeline
 from cudaswitch.verify.checks import compat_libcuda_dirs
@@ -77,8 +78,9 @@ def toolkit_layer(host):
     if not registry["records"]:
         return [check("toolkit.found", "info", "no CUDA toolkits found", "`cudaswitch install VERSION`")]
     if record is None:
-        return [check("toolkit.active", "info", "%d toolkit(s) found, none active and no default"
-                      % len(registry["records"]), "`cudaswitch use VERSION` or `cudaswitch global VERSION`")]
+        return [check("toolkit.active", "info", "%s found, none active and no default"
+                      % counted(len(registry["records"]), "toolkit"),
+                      "`cudaswitch use VERSION` or `cudaswitch global VERSION`")]
     how = "active in this shell" if active_root(host.env) == record["root"] else "the default"
     head = check("toolkit.active", "ok", "CUDA %s at %s is %s" % (record["version"], record["root"], how),
                  root=record["root"])

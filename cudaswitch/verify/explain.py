@@ -7,6 +7,7 @@ Messages are matched with whitespace folded and case ignored, against several wo
 import os
 import re
 
+from cudaswitch.render import counted
 from cudaswitch.toolkit import short_version, version_tuple
 from cudaswitch.verify import driverlayer, facts as table, hostcc, pipeline
 from cudaswitch.verify.checks import arch_in_build, compat_libcuda_dirs, compiled_archs
@@ -41,7 +42,7 @@ def explain(text, paths, registry, env, python=None, timeout=None):
             checks += CONFIRMERS[name](host, text)
         matches.append({"id": rule["id"], "cause": rule["cause"], "todo": rule["todo"], "matched": matched,
                         "source": rule["source"], "verified": rule.get("verified", True), "checks": checks})
-    message = UNKNOWN if not matches else "%d known cause(s)" % len(matches)
+    message = UNKNOWN if not matches else counted(len(matches), "known cause")
     return {"known": bool(matches), "matches": matches, "message": message}
 
 

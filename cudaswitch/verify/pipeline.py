@@ -99,7 +99,9 @@ def nvcc_compile(host):
                       "a toolkit path of letters, digits and /._-+ builds", built=False)]
     if host.compiler and not host.compiler_version:  # it did not even say its version: a build would hang too
         return [check("nvcc.compile", "info", "cannot build with this toolkit here: the host compiler %s did not "
-                      "report its version" % host.compiler, "see gcc.supported", built=False)]
+                      "report its version" % host.compiler,
+                      "check that `%s --version` answers, or point NVCC_CCBIN at a gcc that does" % host.compiler,
+                      built=False)]
     result = host.build
     when = " (remembered from an earlier build)" if result.get("cached") else ""
     if not result["built"]:
@@ -130,7 +132,8 @@ def _shell_unsafe(paths):
 
 def _build_hint(error):
     if "unsupported GNU version" in error:
-        return "the host gcc is too new for this toolkit: see gcc.supported"
+        return ("the host gcc is too new for this toolkit: install an older gcc-N/g++-N beside it "
+                "(`cudaswitch use` then picks it), or switch to a newer toolkit")
     if "cicc" in error or "ptxas" in error or "fatbinary" in error or "nvlink" in error:
         return "a part of the toolkit is missing or broken: reinstall it"
     return "run the command shown in a switched shell to see nvcc's whole output"

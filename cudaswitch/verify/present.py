@@ -27,7 +27,14 @@ def summary_line(checks):
     for item in checks:
         counts[item["level"]] = counts.get(item["level"], 0) + 1
     order = ("error", "warning", "info", "ok")
-    return "summary: " + ", ".join("%d %s" % (counts[k], k) for k in order if counts.get(k))
+    return "summary: " + ", ".join(_count(counts[k], k) for k in order if counts.get(k))
+
+
+def _count(count, level):
+    """"2 errors, 1 warning, 3 info, 5 ok": info and ok read as labels, not nouns."""
+    from cudaswitch.render import counted
+
+    return counted(count, level) if level in ("error", "warning") else "%d %s" % (count, level)
 
 
 def explain_lines(result):
