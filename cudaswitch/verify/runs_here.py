@@ -9,7 +9,7 @@ marshal here.
 
 import os
 
-from cudaswitch.verify.identity import _identity, cudaswitch_version, driver_identity
+from cudaswitch.verify.identity import cudaswitch_version, driver_identity
 
 CACHE_FILE = "runs_here.marshal"
 FORMAT = 1
@@ -24,7 +24,7 @@ def verdicts(paths, env, records):
     from cudaswitch.safeio import load_marshal
 
     key = repr((FORMAT, cudaswitch_version(), driver_identity(paths, env),
-                tuple((r["root"], r.get("version"), r.get("status"), _identity(os.path.join(r["root"], "compat")))
+                tuple((r["root"], r.get("version"), r.get("status"), _mtime(os.path.join(r["root"], "compat")))
                       for r in records)))
     where = os.path.join(paths.cache_dir, CACHE_FILE)
     cached = load_marshal(where, 8 << 20)
@@ -33,6 +33,15 @@ def verdicts(paths, env, records):
     found = _compute(paths, env, records)
     _store(where, key, found)
     return found
+
+
+def _mtime(path):
+    """A compat/ dir appearing, going or changing: one stat per toolkit (a warm list of 550 toolkits
+    cannot afford a realpath each)."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
 
 
 def _store(where, key, found):
