@@ -40,3 +40,18 @@ def test_explain_and_doctor_agree_on_cuda_home(host, state):
     assert mine == theirs
     if state == "wrapper nvcc":  # the contradiction that was: explain said ok for CUDA_HOME=/usr/local
         assert mine["env.torch_cuda_home"][0] == "warning" and "not a toolkit root" in mine["env.torch_cuda_home"][1]
+
+
+def test_each_check_id_is_made_in_one_module():
+    """A check id is produced (`check("id", ...)`) by one module only, so two commands cannot word
+    the same finding two ways (explain and doctor used to build env.torch_cuda_home each their own)."""
+    import re
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent.parent / "cudaswitch"
+    made = {}
+    for path in package.rglob("*.py"):
+        for check_id in re.findall(r"\b_?check\(\s*\"([a-z_]+\.[a-z_]+)\"", path.read_text(encoding="utf-8")):
+            made.setdefault(check_id, set()).add(str(path.relative_to(package)))
+    assert len(made) > 40  # the scan sees the checks at all
+    assert {i: sorted(m) for i, m in made.items() if len(m) > 1} == {}

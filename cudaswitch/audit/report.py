@@ -188,8 +188,9 @@ def _check(check_id, level, message, hint=None, **facts):
 def _checks(paths, registry, toolkits, driver, executes):
     checks = []
     if not driver["present"]:
-        checks.append(_check("driver.present", "info", "no NVIDIA driver found under %s" % paths.root,
-                             "driver support of each toolkit is unknown", problems=driver["problems"]))
+        from cudaswitch.verify.doctor import no_driver
+
+        checks.append(no_driver(paths.root, problems=driver["problems"]))
     if not executes:
         checks.append(_check("audit.no_exec", "info",
                              "nothing under %s was run; nvcc versions read from the binaries" % paths.root,

@@ -226,6 +226,12 @@ WHEEL_LIBRARIES = {"libnvJitLink": "nvjitlink", "libcusparse": "cusparse", "libc
                    "libcublasLt": "cublas", "libcudnn": "cudnn", "libnccl": "nccl", "libcudart": "cuda-runtime"}
 
 
+def shadowing_unchecked(python, probe):
+    """env.library_shadowing where there is nothing to compare (explain asks anyway)."""
+    return check("env.library_shadowing", "info", "cannot check for shadowed libraries: torch in %s ships no "
+                 "NVIDIA wheel libraries here (%s)" % (python or "no python3", probe.get("torch") or "no torch"), None)
+
+
 def library_shadowing(env, probe):
     """Toolkit libraries on LD_LIBRARY_PATH older than the copy torch's wheels ship (same soname)."""
     site = os.path.dirname(probe.get("torch_dir") or "")

@@ -48,11 +48,19 @@ def hardware_checks(paths, drv):
     return [check("hardware.gpus", "info", "no NVIDIA GPU found on this host", None, pci=[])]
 
 
+def no_driver(where=None, **facts):
+    """driver.present when there is none: on this host, or under an audited root."""
+    if where:
+        return check("driver.present", "info", "no NVIDIA driver found under %s" % where,
+                     "driver support of each toolkit is unknown", **facts)
+    return check("driver.present", "info", "no NVIDIA driver on this host", None, **facts)
+
+
 def driver_checks(drv):
     facts = {k: drv[k] for k in ("release", "release_source", "cuda", "cuda_source", "libcuda", "loaded", "wsl")}
     out = []
     if not drv["present"]:
-        out.append(check("driver.present", "info", "no NVIDIA driver on this host", None, **facts))
+        out.append(no_driver(**facts))
     else:
         out.append(check("driver.present", "ok", "driver %s supports CUDA %s (%s)%s" % (
             drv["release"] or "(release unknown)", drv["cuda"] or "?", drv["cuda_source"] or "no libcuda",

@@ -213,26 +213,15 @@ def confirm_cuda_home_set(host, text):
 
 
 def confirm_library_shadowing(host, text):
-    found = pipeline.library_shadowing(host)
-    if found:
-        return found
-    python = host.python or "no python3"
-    return [check("env.library_shadowing", "info", "cannot check for shadowed libraries: torch in %s ships no "
-                  "NVIDIA wheel libraries here (%s)" % (python, host.torch.get("torch") or "no torch"), None)]
+    return pipeline.library_shadowing(host, say_unchecked=True)
 
 
 def confirm_forward_compat(host, text):
-    if not host.record:
-        return [check("driver.forward_compat", "info", "cannot check forward compatibility: no toolkit active", None)]
-    return pipeline.forward_compat(host) or [check("driver.forward_compat", "info", "the active toolkit %s has no "
-                                                   "compat/libcuda (cuda-compat)" % host.record["root"], None)]
+    return pipeline.forward_compat(host, say_unchecked=True)
 
 
 def confirm_toolkit_arch(host, text):
-    if not host.record or not host.driver.get("gpus"):
-        return [check("toolkit.gpu_arch", "info", "cannot check which architectures the toolkit targets against "
-                      "the GPU: %s" % ("no toolkit active" if not host.record else "no GPU visible here"), None)]
-    return pipeline.toolkit_gpu_arch(host)
+    return pipeline.toolkit_gpu_arch(host, say_unchecked=True)
 
 
 def confirm_cudart_link(host, text):

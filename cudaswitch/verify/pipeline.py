@@ -51,9 +51,14 @@ def host_compiler(host):
                                hostcc.chosen_by_switch(host.env), ignored)]
 
 
-def toolkit_gpu_arch(host):
-    """Can this nvcc target every GPU the driver reports? (`nvcc --list-gpu-arch`, else compat.toml's arch table.)"""
-    if not _usable(host) or not host.record.get("nvcc") or not host.driver.get("gpus"):
+def toolkit_gpu_arch(host, say_unchecked=False):
+    """Can this nvcc target every GPU the driver reports? (`nvcc --list-gpu-arch`, else compat.toml's
+    arch table.) say_unchecked: explain wants a line saying why it cannot check, where verify shows none."""
+    if not host.record or not host.driver.get("gpus"):
+        return [check("toolkit.gpu_arch", "info", "cannot check which architectures the toolkit targets against "
+                      "the GPU: %s" % ("no toolkit active" if not host.record else "no GPU visible here"),
+                      None)] if say_unchecked else []
+    if not _usable(host) or not host.record.get("nvcc"):
         return []
     return [_nvcc_targets(host, gpu) for gpu in host.driver["gpus"]]
 
@@ -148,8 +153,11 @@ def one_toolkit(host):
     return [torchchecks.three_toolkits(host.env, host.torch)]
 
 
-def library_shadowing(host):
-    return torchchecks.library_shadowing(host.env, host.torch)
+def library_shadowing(host, say_unchecked=False):
+    found = torchchecks.library_shadowing(host.env, host.torch)
+    if found or not say_unchecked:
+        return found
+    return [torchchecks.shadowing_unchecked(host.python, host.torch)]
 
 
 def cudnn_copies(host):
@@ -167,14 +175,19 @@ def gpu_kind(name):
     return "datacenter" if any(token in name + " " for token in DATACENTER) else None
 
 
-def forward_compat(host):
+def forward_compat(host, say_unchecked=False):
     """The toolkit's compat/libcuda.so.* (cuda-compat): ok on data-center GPUs with an older driver,
-    error 804 on consumer GPUs, error 803 when it is older than the installed driver."""
+    error 804 on consumer GPUs, error 803 when it is older than the installed driver.
+    say_unchecked: a line where there is nothing to judge (explain), none for verify."""
+    if not host.record:
+        return [check("driver.forward_compat", "info", "cannot check forward compatibility: no toolkit active",
+                      None)] if say_unchecked else []
     if not _usable(host):
         return []
     compat_dir, version = compat_libcuda(host.record["root"])
     if not version:
-        return []
+        return [check("driver.forward_compat", "info", "the active toolkit %s has no compat/libcuda (cuda-compat)"
+                      % host.record["root"], None)] if say_unchecked else []
     on_path = os.path.realpath(compat_dir) in {os.path.realpath(d) for d in (host.env.get("LD_LIBRARY_PATH") or "")
                                                .split(os.pathsep) if d}
     facts = {"compat_dir": compat_dir, "compat_version": version, "on_loader_path": on_path,
