@@ -30,8 +30,10 @@ def find_record(reg, request, driver_runs=None, say=True):
 
         why = ("cannot compile (missing: %s)" % (", ".join(record.get("missing") or ()) or "no nvcc")
                if record["status"] != "ok" else "this driver does not run it (%s)" % driver_runs(record)[1])
-        render.message("cudaswitch: %s is newer but %s; chose %s (`use %s` selects it anyway)"
-                       % (record["version"], why, found["version"], record["root"]))
+        from cudaswitch.errors import _inert  # versions and roots are read from the host's files
+
+        render.message(_inert("cudaswitch: %s is newer but %s; chose %s (`use %s` selects it anyway)"
+                              % (record["version"], why, found["version"], record["root"])))
     return found
 
 
