@@ -15,7 +15,7 @@ COMPONENTS = ("cudart", "nvcc", "cudnn", "nccl", "cupti", "cublas")
 VERSION_JSON_KEYS = {"cudart": "cuda_cudart", "nvcc": "cuda_nvcc", "cupti": "cuda_cupti", "cublas": "libcublas"}
 
 
-def version_tuple(text):
+def version_tuple(text: "str | None") -> "tuple[int, ...]":
     """'12.4.131' -> (12, 4, 131); anything unparsable -> () so it sorts lowest."""
     out = []
     for piece in (text or "").split("."):
@@ -25,7 +25,7 @@ def version_tuple(text):
     return tuple(out)
 
 
-def short_version(text):
+def short_version(text: "str | None") -> str:
     return ".".join(str(n) for n in version_tuple(text)[:2])
 
 
@@ -56,11 +56,11 @@ class Toolkit:
         return "Toolkit(%s at %s, %s)" % (self.version, self.root, self.status)
 
     @property
-    def version_tuple(self):
+    def version_tuple(self) -> "tuple[int, ...]":
         return version_tuple(self.record["version"])
 
     @property
-    def short(self):
+    def short(self) -> str:
         return short_version(self.record["version"])
 
     def public(self, default=False, active=False):

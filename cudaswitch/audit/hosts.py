@@ -71,11 +71,11 @@ def _numbers(ranges, whole):
 def fold(names: Iterable[str]) -> str:
     """['node01', 'node02', 'node03', 'gpu1'] -> 'gpu1,node[01-03]': the inverse of expand().
     Names are grouped by prefix and digit count, as node01..node64 are one zero-padded family."""
-    families = {}
+    families: dict[tuple[str, int], list] = {}
     for name in dict.fromkeys(names):
         match = NUMBERED.match(name)
         key = (match.group(1), len(match.group(2))) if match and "[" not in name else (name, 0)
-        families.setdefault(key, []).append(int(match.group(2)) if key[1] else None)
+        families.setdefault(key, []).append(int(match.group(2)) if match and key[1] else None)
     parts = []
     for (prefix, width), values in sorted(families.items()):
         if not width:

@@ -196,8 +196,11 @@ class Merger:
     """Folds reports in one at a time; result() is the merged matrix."""
 
     def __init__(self) -> None:
-        self.hosts, self.rows, self.errors, self.nodes = [], {}, [], []
-        self._taken = set()
+        self.hosts: list = []
+        self.rows: dict = {}
+        self.errors: list = []
+        self.nodes: list = []
+        self._taken: set = set()
 
     def add(self, label: str, report: dict) -> None:
         name = self._unique_name(report["host"], label)

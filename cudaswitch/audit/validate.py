@@ -70,7 +70,7 @@ def _validate_driver(driver):
             raise BadReport("driver %s %s is not a version" % (key, _quote(driver[key])))
 
 
-_VALID_GPUS = set()
+_VALID_GPUS: set = set()
 
 
 def _gpu_key(gpu):

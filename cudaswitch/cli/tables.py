@@ -48,9 +48,9 @@ def terminal_width(wide: bool = False, stream=None):
     stream = stream or sys.stdout
     try:
         if stream.isatty():
-            columns = os.get_terminal_size(stream.fileno()).columns
+            size = os.get_terminal_size(stream.fileno()).columns
             # 0: a pty that never had a size set (script, some CI runners): no limit known
-            return max(columns, MIN_WIDTH) if columns > 0 else None
+            return max(size, MIN_WIDTH) if size > 0 else None
     except (OSError, ValueError, AttributeError):
         pass
     return None

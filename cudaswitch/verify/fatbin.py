@@ -108,7 +108,7 @@ def read_elf(stream, size: int, where: str) -> dict:
     forward). sass/ptx: code in every container that holds code; partial: code in some only."""
     reader = _Reader(stream, size, where)
     sections = [s for s in _sections(reader) if s["name"] in SECTIONS and s["type"] != SHT_NOBITS]
-    found = {"arches": Counter(), "containers": 0, "with_code": 0, "entries": 0, "other_kinds": set()}
+    found: dict = {"arches": Counter(), "containers": 0, "with_code": 0, "entries": 0, "other_kinds": set()}
     for section in sorted(sections, key=lambda s: s["offset"]):
         _walk_section(reader, section, found)
     everywhere = [a for a, n in found["arches"].items() if n == found["with_code"]]

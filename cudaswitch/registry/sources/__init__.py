@@ -15,8 +15,8 @@ class Candidate:
     source: str               # "system", "conda", ...
     origin: str               # where this source saw it: a path, a module name, an env
     layout: str = "classic"   # see layouts.py
-    hint_version: str = None  # what the source itself claims (conda record, module name)
-    dangling: str = None      # a reason when the root is a dangling link
+    hint_version: str | None = None  # what the source itself claims (conda record, module name)
+    dangling: str | None = None      # a reason when the root is a dangling link
 
 
 @dataclass
