@@ -21,7 +21,7 @@ def install(request=None, components=(), source=None, mirror=None, extras=(), pr
     from cudaswitch.paths import Paths
 
     if list_releases:
-        return _list_command(mirror, as_json)
+        return _list_command(source, mirror, as_json)
     if not request:
         raise UsageError("install needs a CUDA release (or --list)", "e.g. cudaswitch install 12.4")
     result = install.install(Paths(), dict(os.environ), request, _split(components), render.message,
@@ -45,11 +45,14 @@ def install(request=None, components=(), source=None, mirror=None, extras=(), pr
     return 0
 
 
-def _list_command(mirror, as_json):
-    from cudaswitch.install import redist_list
+def _list_command(source, mirror, as_json):
+    from cudaswitch.install import redist_install, redist_list
     from cudaswitch.paths import Paths
 
-    result = redist_list.available(Paths(), dict(os.environ), mirror)
+    paths = Paths()
+    if redist_install.choose_source(paths, "latest", source or "redist", mirror) == "pypi":
+        return _list_wheels(paths, as_json)
+    result = redist_list.available(paths, dict(os.environ), mirror)
     if as_json:
         render.emit_json(result)
         return 0
@@ -59,6 +62,20 @@ def _list_command(mirror, as_json):
     rows = [[r["release"], r["date"] or "", r["components"].get("cuda_nvcc") or "-", r["size"], r["driver"]]
             for r in result["releases"]]
     render.table(rows, ["RELEASE", "DATE", "NVCC", "DOWNLOAD", "DRIVER"])
+    return 0
+
+
+def _list_wheels(paths, as_json):
+    """--from pypi: what the index pip uses offers, asked through pip (NVIDIA's server is not asked)."""
+    from cudaswitch.install import installer
+
+    result = installer.pypi_releases(paths, dict(os.environ))
+    if as_json:
+        render.emit_json(result)
+        return 0
+    render.message("cudaswitch: NVIDIA's cuda-toolkit wheels on %s (through pip)" % result["base"])
+    render.table([[r["release"], r["package"], r["driver"]] for r in result["releases"]],
+                 ["RELEASE", "PACKAGE", "DRIVER"])
     return 0
 
 

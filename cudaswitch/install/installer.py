@@ -115,12 +115,54 @@ def _fetch(timeout, requirements, dest, env, request, progress):
 def _index_error(exc, requirements, request):
     if exc.versions is not None and requirements[0].startswith(wheels.META_PACKAGE):
         if not exc.versions:
-            return ToolkitNotFound("the package index pip uses offers no %s release" % wheels.META_PACKAGE,
-                                   "offline, or another index? see `pip config list`")
-        return ToolkitNotFound("no CUDA release matches %r on the package index pip uses" % request,
-                               "releases there: " + minor_ranges(exc.versions))
-    return CudaSwitchError("pip could not download %s: %s" % (" ".join(requirements), exc.message),
+            return _no_releases(exc)
+        return ToolkitNotFound("no CUDA release matches %r on the package index pip uses (%s)"
+                               % (request, exc.looked_in), "releases there: " + minor_ranges(exc.versions))
+    return CudaSwitchError("pip could not download %s from %s: %s" % (" ".join(requirements), exc.looked_in,
+                                                                      exc.message),
                            "see `pip config list`; nothing was installed")
+
+
+def _no_releases(exc):
+    """The index pip uses has no cuda-toolkit release: pip names the place it asked (an index URL,
+    find-links dirs), and whether it could reach it."""
+    if exc.unreachable:
+        return ToolkitNotFound("the package index pip uses cannot be reached: %s" % exc.looked_in,
+                               "offline, or another index? see `pip config list`")
+    return ToolkitNotFound("the package index pip uses offers no %s release: %s"
+                           % (wheels.META_PACKAGE, exc.looked_in), "offline, or another index? see `pip config list`")
+
+
+def pypi_releases(paths, env):
+    """`install --list --from pypi`: the CUDA releases of NVIDIA's cuda-toolkit wheels on the index
+    pip uses (never NVIDIA's redist server), newest first, with whether this host's driver runs them."""
+    from cudaswitch.install import redist_list
+
+    try:
+        offered = pipindex.offered_versions(wheels.META_PACKAGE, env, pipindex.RESOLVE_TIMEOUT)
+    except pipindex.PipError as exc:
+        raise CudaSwitchError("pip could not list %s from %s: %s" % (wheels.META_PACKAGE, exc.looked_in,
+                                                                    exc.message), "see `pip config list`") from None
+    if not offered.versions:
+        raise _no_releases(offered)
+    versions, where = offered.versions, offered.looked_in
+    driver = redist_list.driver_facts(paths, env)
+    newest = {}
+    for version in versions:
+        release = ".".join(str(n) for n in version_tuple(version)[:3])
+        if version_tuple(version) >= version_tuple(newest.get(release, "0")):
+            newest[release] = version
+    rows = [_pypi_row(release, newest[release], driver, redist_list) for release in
+            sorted(newest, key=version_tuple, reverse=True)]
+    return {"source": "pypi", "base": where, "offline": False, "cached_at": None,
+            "driver": {k: driver.get(k) for k in ("present", "release", "cuda")}, "releases": rows}
+
+
+def _pypi_row(release, version, driver, redist_list):
+    verdict = redist_list.driver_verdict(driver, release)
+    return {"release": release, "package": "%s==%s" % (wheels.META_PACKAGE, version), "date": None,
+            "name": release, "components": {}, "size_bytes": None, "size": "?",
+            "driver": verdict["message"], "driver_level": verdict["level"]}
 
 
 def _fill_from_wheels(build, tree, release, requirements, env, timeout, progress):

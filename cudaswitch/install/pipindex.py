@@ -11,11 +11,19 @@ import re
 import shlex
 import shutil
 import sys
+import tempfile
 
 FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
 RESOLVE_TIMEOUT = 300.0
 DOWNLOAD_TIMEOUT = 3600.0
 SHOWN_PREFIXES = ("Collecting", "Downloading", "Processing", "File was already downloaded")
+LOOKED_IN = ("Looking in indexes:", "Looking in links:")
+DEFAULT_INDEX = "PyPI (https://pypi.org/simple)"
+UNREACHABLE_SIGNS = ("Failed to establish a new connection", "Could not fetch URL", "connection broken by",
+                     "Name or service not known", "timed out")
+# A requirement no release satisfies: pip reads the project's page, downloads nothing, and its error
+# names every version there ("from versions: ..."), on every pip (`pip index` is experimental).
+NO_RELEASE_PIN = "<0"
 
 
 class PipError(Exception):
@@ -24,6 +32,21 @@ class PipError(Exception):
     def __init__(self, message, lines=(), versions=None):
         super().__init__(message)
         self.message, self.lines, self.versions = message, list(lines), versions
+
+    @property
+    def looked_in(self):
+        return looked_in(self.lines)
+
+    @property
+    def unreachable(self):
+        return any(sign in line for line in self.lines for sign in UNREACHABLE_SIGNS)
+
+
+def looked_in(lines):
+    """Where pip looked, as it said ("http://mirror/simple, /opt/wheels"); pip names only what is
+    not its default, so no such line means PyPI."""
+    places = [line.split(":", 1)[1].strip() for line in lines if line.startswith(LOOKED_IN)]
+    return ", ".join(p for p in places if p) or DEFAULT_INDEX
 
 
 def pip_command(env):
@@ -52,6 +75,24 @@ def download(requirements, dest, env, timeout, on_line=None):
     if not wheels:
         raise PipError("pip saved no wheel for %s" % " ".join(requirements), lines)
     return wheels
+
+
+def offered_versions(package, env, timeout):
+    """The PipError that says which versions of `package` the index pip uses offers (`versions`,
+    lowest first; [] when none or unreachable), where pip looked and whether it could reach it.
+    Raises PipError when pip fails another way (not installed, timed out, a broken pip.conf)."""
+    with tempfile.TemporaryDirectory(prefix="cudaswitch-list-") as scratch:
+        command = pip_command(env) + [
+            "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
+            "--disable-pip-version-check", "--no-input", "-d", scratch, package + NO_RELEASE_PIN,
+        ]
+        try:
+            lines = _run(command, env, timeout, None)
+        except PipError as exc:
+            if exc.versions is None:
+                raise
+            return exc
+    raise PipError("pip did not say which versions of %s there are" % package, lines)
 
 
 def _run(command, env, timeout, on_line):

@@ -21,7 +21,7 @@ def available(paths, env, mirror=None):
         releases, offline = cache.releases()
     except redist.Unreachable as exc:
         raise redist.Unreachable(exc.message, "no cached index for it either; " + DEFAULT_BASE_NOTE) from None
-    driver = _driver(paths, env)
+    driver = driver_facts(paths, env)
     rows = []
     for label in sorted(releases, key=_key, reverse=True):
         try:
@@ -43,7 +43,7 @@ def _row(manifest, driver):
     label = manifest["release_label"]
     versions = redist.components(manifest)
     size = _default_size(manifest)
-    verdict = _driver_verdict(driver, label)
+    verdict = driver_verdict(driver, label)
     return {"release": label, "date": manifest.get("release_date"),
             "name": release_name(label, versions.get("cuda_nvcc")), "components": versions,
             "size_bytes": size, "size": iec(size) if size else "?",
@@ -60,13 +60,13 @@ def _default_size(manifest):
         return None
 
 
-def _driver(paths, env):
-    from cudaswitch.verify.driver import driver_facts
+def driver_facts(paths, env):
+    from cudaswitch.verify import driver
 
-    return driver_facts(paths, env)
+    return driver.driver_facts(paths, env)
 
 
-def _driver_verdict(driver, label):
+def driver_verdict(driver, label):
     from cudaswitch.toolkit import version_tuple
     from cudaswitch.verify.compat import driver_supports
 
