@@ -81,8 +81,8 @@ def message(text):
 
 
 def table(rows, headers, wide=False, shorten=(), spill=(), styles=None):
-    """An aligned table fitted to the terminal (cudaswitch.cli.tables); colour only on a terminal."""
-    from cudaswitch.cli import tables
+    """An aligned table fitted to the terminal (cudaswitch.tables); colour only on a terminal."""
+    from cudaswitch import tables
 
     emit_lines(tables.layout(headers, rows, tables.terminal_width(wide), shorten, spill, styles,
                              tables.colour_enabled()))
@@ -97,7 +97,7 @@ LIST_RUNS_STYLE = {"ok": "green", "minor-compat": "yellow", "compat": "yellow", 
 def toolkit_table(items, searched="", wide=False):
     """`list` as a human reads it: one line per toolkit, problems indented below; when there is
     none, where cudaswitch looked (`searched`, from the registry's source order)."""
-    from cudaswitch.cli import tables
+    from cudaswitch import tables
 
     rows = []
     for item in items:

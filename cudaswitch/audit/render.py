@@ -1,7 +1,7 @@
 """How `audit` and `audit merge` look to a person: tables on stdout, a progress bar on stderr.
 
 Only the commands import this (rich, for the progress bar, costs ~11 ms). Tables are laid out by
-cudaswitch.cli.tables: fitted to the terminal (COLUMNS, else its width), whole lines when piped or
+cudaswitch.tables: fitted to the terminal (COLUMNS, else its width), whole lines when piped or
 with --wide, colour only on a terminal without NO_COLOR.
 """
 
@@ -64,7 +64,7 @@ AUDIT_SPILL = (3, 7, 6)
 
 def audit_report(report, wide=False):
     """The report of one host: a header line, the toolkits table, then problems and checks."""
-    from cudaswitch.cli import tables
+    from cudaswitch import tables
 
     width, colour = tables.terminal_width(wide), tables.colour_enabled()
     driver = report["driver"]
@@ -111,7 +111,7 @@ def merge_report(merged, max_matrix_hosts=12, wide=False):
     hosts where it is missing or broken (many hosts: a 64-column table helps nobody); then the
     skew report, wrapped to the width like the table."""
     from cudaswitch import render
-    from cudaswitch.cli import tables
+    from cudaswitch import tables
     from cudaswitch.audit.hosts import fold
 
     width, colour = tables.terminal_width(wide), tables.colour_enabled()
