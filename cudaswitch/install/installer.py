@@ -116,7 +116,7 @@ def _index_error(exc, requirements, request):
     if exc.versions is not None and requirements[0].startswith(wheels.META_PACKAGE):
         if not exc.versions:
             return _no_releases(exc)
-        return ToolkitNotFound("no CUDA release matches %r on the package index pip uses (%s)"
+        return ToolkitNotFound("no CUDA release matches %r on the package index pip uses, %s"
                                % (request, exc.looked_in), "releases there: " + minor_ranges(exc.versions))
     return CudaSwitchError("pip could not download %s from %s: %s" % (" ".join(requirements), exc.looked_in,
                                                                       exc.message),
@@ -127,7 +127,8 @@ def _no_releases(exc):
     """The index pip uses has no cuda-toolkit release: pip names the place it asked (an index URL,
     find-links dirs), and whether it could reach it."""
     if exc.unreachable:
-        return ToolkitNotFound("the package index pip uses cannot be reached: %s" % exc.looked_in,
+        return ToolkitNotFound("the package index pip uses offers no %s release: %s cannot be reached"
+                               % (wheels.META_PACKAGE, exc.looked_in),
                                "offline, or another index? see `pip config list`")
     return ToolkitNotFound("the package index pip uses offers no %s release: %s"
                            % (wheels.META_PACKAGE, exc.looked_in), "offline, or another index? see `pip config list`")

@@ -43,10 +43,20 @@ class PipError(Exception):
 
 
 def looked_in(lines):
-    """Where pip looked, as it said ("http://mirror/simple, /opt/wheels"); pip names only what is
-    not its default, so no such line means PyPI."""
-    places = [line.split(":", 1)[1].strip() for line in lines if line.startswith(LOOKED_IN)]
-    return ", ".join(p for p in places if p) or DEFAULT_INDEX
+    """Where pip looked, as it said ("http://mirror/simple, /opt/wheels"). pip names an index only
+    when it is not PyPI, and says nothing of --no-index: with links named alone PyPI may or may not
+    have been asked, and the message says so rather than guess."""
+    indexes = [_named(line) for line in lines if line.startswith(LOOKED_IN[0])]
+    links = [_named(line) for line in lines if line.startswith(LOOKED_IN[1])]
+    if indexes:
+        return ", ".join(indexes + links)
+    if links:
+        return "%s (and %s unless pip's no-index is set)" % (", ".join(links), DEFAULT_INDEX)
+    return DEFAULT_INDEX
+
+
+def _named(line):
+    return line.split(":", 1)[1].strip()
 
 
 def pip_command(env):
