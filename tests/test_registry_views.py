@@ -6,7 +6,7 @@ catch in a test; each builder flips the view between two conda envs' tools so ev
 import multiprocessing
 import os
 
-from cudaswitch.switch import views
+from cudaswitch.registry import views
 
 
 def _conda_env(base, name):

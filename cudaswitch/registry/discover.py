@@ -11,7 +11,7 @@ import marshal
 import os
 
 from cudaswitch import __version__
-from cudaswitch.switch import envdiff
+from cudaswitch import envstate
 from cudaswitch.paths import atomic_write, link_leaving, resolve_in_root
 from cudaswitch.safeio import load_marshal, seal
 from cudaswitch.toolkit import STATUSES, version_tuple
@@ -27,7 +27,7 @@ RECORD_KEYS = frozenset(("version", "root", "real", "sources", "nvcc", "status",
 def cache_key(paths, env):
     """Two data dirs (CUDASWITCH_DATA_DIR, XDG_DATA_HOME) can share one cache dir: the managed
     toolkits and the config file in use are part of what a cache was built from."""
-    base = envdiff.before_switch(env)
+    base = envstate.before_switch(env)
     return (paths.managed_dir, paths.config_file) + tuple(base.get(k) for k in ENV_KEYS)
 
 
@@ -105,11 +105,11 @@ def _old_probes(paths):
 
 def discover(paths, env, config, nvcc_probes):
     from cudaswitch.registry import layouts
-    from cudaswitch.switch import views
+    from cudaswitch.registry import views
     from cudaswitch.request import SOURCES, select, ToolkitRequest
     from cudaswitch.registry.sources import Scan, source_modules, system
 
-    scan = Scan(paths, absolute_only(envdiff.before_switch(env)), config, float(config.get("probe_timeout", 5.0)))
+    scan = Scan(paths, absolute_only(envstate.before_switch(env)), config, float(config.get("probe_timeout", 5.0)))
     order = [s for s in config.get("source_order", SOURCES) if s in SOURCES]
     order += [s for s in SOURCES if s not in order]
     by_real = {}

@@ -3,7 +3,7 @@ Newlines, $, backticks, double quotes and non-ASCII need nothing else inside sin
 Names are checked, not quoted: a shell has no quoting for a name, so a name that is not an
 identifier is refused (the state it came from is read as data, see statecodec)."""
 
-from cudaswitch.switch.statecodec import is_name
+from cudaswitch.statecodec import is_name
 
 
 def quote(value):

@@ -1,0 +1,273 @@
+"""The state a switch keeps in the shell (CUDASWITCH_STATE), read back as data, and the environment
+as it was before cudaswitch touched it.
+
+Base layer: discovery keys its cache on the environment before any switch (so a `use` does not
+invalidate it), and the switch, `current` and `off` read the same state. The state is marshal +
+base64 (both built in, no json import on the fast path), decoded by statecodec's bounded reader:
+anyone who can set a variable chooses its bytes. For each variable it touched it keeps the value
+before and the value it set; where the user changed it since, a scalar keeps the user's value and
+a list is merged (merged(), below).
+"""
+
+import os
+
+from cudaswitch.statecodec import NotAState, decode, encode
+
+STATE_VAR = "CUDASWITCH_STATE"
+SCALARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDA_DIR", "CUDACXX", "CUDAToolkit_ROOT")
+LISTS = ("PATH", "LD_LIBRARY_PATH", "CPATH", "LIBRARY_PATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+         "CMAKE_PREFIX_PATH", "PKG_CONFIG_PATH", "MANPATH")
+# Flag variables a conda env's activation (conda-forge cuda-nvcc) or a build guide fills with its
+# toolkit's -I/-L dirs: those words go, so the switched toolkit's headers and libraries win.
+FLAG_VARS = ("CFLAGS", "CPPFLAGS", "CXXFLAGS", "LDFLAGS", "CUDAFLAGS", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
+COMPILER_VARS = ("NVCC_CCBIN", "CUDAHOSTCXX")  # the host compiler a switch picks (verify/hostcc)
+STATE_VERSION = 2
+# The only variables a state may name: `off` sets what the state says, so a state naming
+# PROMPT_COMMAND, BASH_ENV or PS1 would be code at the next prompt however well it is quoted.
+SCALAR_NAMES = frozenset(SCALARS + FLAG_VARS + COMPILER_VARS)
+# Who switched: a shell's `use`, a project file, the global default, or a command that judges or
+# freezes what `use` would give (verify, a kernel spec, audit's build) and keeps its state in that env.
+ORIGINS = ("shell", "project", "global", "verify", "kernel", "audit")
+MODULE_KINDS = ("lmod", "modules")
+# What a state's modules record may give back to discovery: its inputs, registry.discover.ENV_KEYS
+# (written out here: discovery imports this module), and nothing else.
+OUTER_NAMES = frozenset(("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
+                         "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME"))
+
+
+def read_state(env):
+    """The state of the active switch, or None (absent, foreign or corrupt: never fatal)."""
+    raw = env.get(STATE_VAR)
+    if not raw:
+        return None
+    try:
+        state = decode(raw)
+    except NotAState:
+        return None
+    if isinstance(state, dict) and state.get("v") == 1:
+        state = _from_v1(state, env)  # a shell switched by the version before this one
+    if not isinstance(state, dict) or state.get("v") != STATE_VERSION:
+        return None
+    if not _shape_ok(state):
+        return None
+    return state
+
+
+def _from_v1(old, env):
+    """The v2 form of a v1 state, which kept the replaced scalars (`prev`) and the entries it added
+    (`added`) and undid by restoring the one and removing the first occurrence of the other."""
+    prev, added = old.get("prev"), old.get("added")
+    if not isinstance(prev, dict) or not isinstance(added, dict):
+        return None
+    scalars = {n: (prev[n], env.get(n)) for n in ("CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDAToolkit_ROOT")
+               if n in prev and isinstance(prev[n], (str, type(None)))}
+    lists = {}
+    for name in ("PATH", "LD_LIBRARY_PATH"):
+        ours = added.get(name)
+        if not isinstance(ours, list) or env.get(name) is None:
+            continue
+        remaining = split(env.get(name))
+        for entry in ours:
+            if entry in remaining:
+                remaining.remove(entry)
+        before = os.pathsep.join(remaining) if remaining else (None if prev.get(name) is None else "")
+        lists[name] = (before, env[name], 0)
+    return {"v": STATE_VERSION, "root": old.get("root"), "version": old.get("version"),
+            "origin": old.get("origin"), "file": old.get("file"), "scalars": scalars, "lists": lists}
+
+
+def _shape_ok(state):
+    """Every entry as switched() writes it, names included: a state from another build, a hand edit
+    or an attacker's is foreign. Names become shell code, so a name is one a switch sets; text
+    (a toolkit root may hold any byte a path can) only holds no NUL, which no variable can."""
+    lists = state.get("lists")
+    return (_text(state.get("root"), optional=False) and bool(state["root"]) and _text(state.get("version"))
+            and state.get("origin") in ORIGINS and _text(state.get("file"))
+            and _entries(state.get("scalars"), SCALAR_NAMES, 2) and _entries(lists, LISTS, 3)
+            and all(0 <= ours <= len(split(mine)) for _, mine, ours in lists.values())
+            and _names(state.get("unexported", []), SCALAR_NAMES | set(LISTS))
+            and _modules_ok(state.get("modules")))
+
+
+def _text(value, optional=True):
+    return (value is None and optional) or (isinstance(value, str) and "\0" not in value)
+
+
+def _names(names, allowed):
+    return isinstance(names, list) and all(isinstance(n, str) and n in allowed for n in names)
+
+
+def _entries(table, allowed, width):
+    """{name: (before, set[, how many entries are ours])} with names from `allowed`."""
+    return isinstance(table, dict) and all(
+        name in allowed and isinstance(v, tuple) and len(v) == width and _text(v[0]) and _text(v[1])
+        and (width == 2 or (isinstance(v[2], int) and not isinstance(v[2], bool)))
+        for name, v in table.items())
+
+
+def _modules_ok(info):
+    """None, or the record modswitch.away() wrote: which module system, the CUDA modules it
+    unloaded (names the module command gets as arguments), the marker's dir, and `outer` (what
+    discovery reads, as it was before the swap)."""
+    if not info:
+        return info is None or info == {}
+    if not isinstance(info, dict) or info.get("kind") not in MODULE_KINDS or not _text(info.get("dir"), False):
+        return False
+    unloaded, outer = info.get("unloaded"), info.get("outer", {})
+    if not (isinstance(unloaded, list) and unloaded and all(_module_name(m) for m in unloaded)):
+        return False
+    return isinstance(outer, dict) and all(n in OUTER_NAMES and _text(v) for n, v in outer.items())
+
+
+def _module_name(name):
+    """A loaded module's name as LOADEDMODULES gives it: never an option to the module command."""
+    return _text(name, False) and bool(name) and not name.startswith("-") and not any(c.isspace() for c in name)
+
+
+def encode_state(state):
+    return encode(state)
+
+
+def _assign(env, name, value):
+    if value is None:
+        env.pop(name, None)
+    else:
+        env[name] = value
+
+
+def pristine(env, state=None):
+    """The environment as it was before cudaswitch touched it (user changes since kept)."""
+    state = read_state(env) if state is None else state
+    out = dict(env)
+    out.pop(STATE_VAR, None)
+    if not state:
+        return out
+    for name, (before, mine) in state["scalars"].items():
+        now = env.get(name)
+        if now == mine:
+            _assign(out, name, before)
+        elif now is not None and name in FLAG_VARS:  # edited since (a build script appended to it)
+            _assign(out, name, without_added_ccbin(before, mine, now))
+    for name, (before, mine, ours) in state["lists"].items():
+        now = env.get(name)
+        if now == mine:
+            _assign(out, name, before)
+        elif now is not None:  # a list the user unset since stays unset
+            _assign(out, name, merged(before, mine, now, ours, name))
+    return out
+
+
+def added_ccbin(before, mine):
+    """The `-ccbin PATH` words a switch put in front of a flag variable, or None."""
+    words = (mine or "").split(" ")
+    if words[:1] != ["-ccbin"] or len(words) < 2 or (before or "").split(" ")[:2] == words[:2]:
+        return None
+    return " ".join(words[:2])
+
+
+def leads(words, flags):
+    """Do `words` open the flag string `flags` (as whole words)?"""
+    return bool(words) and (flags == words or (flags or "").startswith(words + " "))
+
+
+def in_front(words, flags):
+    """`words` put in front of a flag string (which may be unset or empty)."""
+    return words + " " + flags if flags else words
+
+
+def without_added_ccbin(before, mine, now):
+    """`now` without the -ccbin words the switch added, where they still lead it: `off` must not
+    leave cudaswitch's compiler behind for the user's own edits (nvcc takes the last -ccbin)."""
+    added = added_ccbin(before, mine)
+    if leads(added, now):
+        rest = now[len(added) + 1:]
+        return rest if rest or before is not None else None
+    return now
+
+
+def before_switch(env):
+    """pristine(env), and where `use` swapped a module out, the variables discovery reads as they
+    were before that swap: the registry cache built before a `use` stays valid after it."""
+    state = read_state(env)
+    out = pristine(env, state)
+    for name, value in ((state or {}).get("modules") or {}).get("outer", {}).items():
+        _assign(out, name, value)
+    return out
+
+
+# Merging a user's edits to a path list with what a switch did to it, for `off`: the user's
+# entries stay where they put them, the switch's go, the entries it removed come back.
+MAX_ALIGN = 1 << 20  # cells of the edit-script table: a hostile state's list cannot stall `off`
+
+
+def split(value):
+    return [] if not value else value.split(os.pathsep)
+
+
+def merged(before, mine, now, ours, name="PATH"):
+    """`before` with the user's edits to `mine` (which began with `ours` cudaswitch entries) kept.
+
+    The entries cudaswitch removed return in the gap they came from; the user's new entries stay in
+    the gap they were put in, ahead of returning ones except at the end (so `export X=new:$X` and
+    `X=$X:new` come out as they would have without cudaswitch)."""
+    old, set_, cur = split(before), split(mine), split(now)
+    added, kept = set_[:ours], set_[ours:]
+    removed = [[] for _ in range(len(kept) + 1)]
+    k = 0
+    for entry in old:
+        if k < len(kept) and entry == kept[k]:
+            k += 1
+        else:
+            removed[k].append(entry)
+    out, pending = [], []
+    for op, m, c in _align(set_, cur):
+        if op == "ins":
+            pending.append(cur[c])
+            continue
+        out += pending
+        pending = []
+        if m < len(added):
+            continue  # cudaswitch's own entry: it goes
+        out += removed[m - len(added)]
+        if op == "keep":
+            out.append(cur[c])
+    out += removed[len(kept)] + pending
+    if out or name == "PATH":
+        return os.pathsep.join(out)
+    return "" if before == "" else None  # never "" where it was unset: an empty CPATH entry is "."
+
+
+def _align(a, b):
+    """An edit script turning list a into list b: ("keep", i, j), ("del", i, None), ("ins", None, j),
+    in order, from a longest common subsequence (common prefix and suffix taken first: user edits
+    are mostly prepends and appends, so the quadratic part stays tiny)."""
+    start = 0
+    while start < len(a) and start < len(b) and a[start] == b[start]:
+        start += 1
+    end_a, end_b = len(a), len(b)
+    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
+        end_a, end_b = end_a - 1, end_b - 1
+    mid_a, mid_b = a[start:end_a], b[start:end_b]
+    rows, cols = len(mid_a), len(mid_b)
+    if rows * cols > MAX_ALIGN:  # a state's list or an edit that big: the middle is replaced whole
+        return ([("keep", i, i) for i in range(start)] + [("del", start + i, None) for i in range(rows)]
+                + [("ins", None, start + j) for j in range(cols)]
+                + [("keep", end_a + n, end_b + n) for n in range(len(a) - end_a)])
+    lcs = [[0] * (cols + 1) for _ in range(rows + 1)]
+    for i in range(rows - 1, -1, -1):
+        for j in range(cols - 1, -1, -1):
+            lcs[i][j] = lcs[i + 1][j + 1] + 1 if mid_a[i] == mid_b[j] else max(lcs[i + 1][j], lcs[i][j + 1])
+    ops = [("keep", i, i) for i in range(start)]
+    i = j = 0
+    while i < rows or j < cols:
+        if i < rows and j < cols and mid_a[i] == mid_b[j]:
+            ops.append(("keep", start + i, start + j))
+            i, j = i + 1, j + 1
+        elif j < cols and (i == rows or lcs[i][j + 1] >= lcs[i + 1][j]):
+            ops.append(("ins", None, start + j))
+            j += 1
+        else:
+            ops.append(("del", start + i, None))
+            i += 1
+    ops += [("keep", end_a + n, end_b + n) for n in range(len(a) - end_a)]
+    return ops
