@@ -62,6 +62,71 @@ def emit_lines(lines):
     _write("".join(line + "\n" for line in lines))
 
 
+# Words that open a line as its label ("FAIL  ", "-> ", "cause: "): continuation lines start under
+# the text after them, so a wrapped check or hint still reads as one item of the list.
+LABEL_MARKS = frozenset({"ok", "info", "WARN", "FAIL", "->", "-", "*"})
+MAX_LABEL = 16  # a first word longer than this is prose, not a label
+PROSE_INDENT = 4
+
+
+def emit_prose(lines):
+    """Lines for people (doctor, verify, torch, explain) wrapped at the terminal's width when
+    stdout is a terminal, and written whole into a pipe or a file, where a reader (grep, a log)
+    wants one line per item."""
+    width = prose_width()
+    if width is None:
+        emit_lines(lines)
+        return
+    emit_lines([part for line in lines for part in wrap_prose(line, width)])
+
+
+def prose_width():
+    """The terminal's columns (COLUMNS when set, as a resized terminal says), or None off a terminal."""
+    if not stdout_is_terminal():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        columns = os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return None
+    return columns or None  # 0: a pty whose size was never set
+
+
+def wrap_prose(line, width):
+    """`line` in lines of at most `width` columns, broken at spaces only (paths, URLs and commands
+    stay whole while they fit a line; one wider than the line is cut, the line being the limit);
+    continuation lines hang under the text after the line's label."""
+    if len(line) <= width:
+        return [line]
+    import textwrap
+
+    label, hang = _hanging(line, width)
+    wrapper = textwrap.TextWrapper(width=width, initial_indent=label, subsequent_indent=hang,
+                                   break_long_words=False, break_on_hyphens=False)
+    parts = wrapper.wrap(line[len(label):])
+    if any(len(part) > width for part in parts):
+        wrapper.break_long_words = True
+        parts = wrapper.wrap(line[len(label):])
+    return parts or [line]
+
+
+def _hanging(line, width):
+    """(the line's indentation with its label word and the blanks after it, the continuation
+    indent): under the text after a label; PROSE_INDENT further in when there is no label, or
+    when hanging under it would leave less than half the line."""
+    text = line.lstrip(" ")
+    indent = line[:len(line) - len(text)]
+    word, _, rest = text.partition(" ")
+    if rest and len(word) <= MAX_LABEL and (word in LABEL_MARKS or word.endswith(":")):
+        label = indent + word + " " + rest[:len(rest) - len(rest.lstrip(" "))]
+        if len(label) <= width // 2:
+            return label, " " * len(label)
+        return label, indent + " " * PROSE_INDENT
+    return indent, indent + " " * PROSE_INDENT
+
+
 def iec_size(num):
     """Bytes in IEC units, the one unit cudaswitch shows sizes in: 1.2 GiB, 288 MiB, 12 KiB."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):

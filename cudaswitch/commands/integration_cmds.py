@@ -25,7 +25,7 @@ def torch(request=None, driver=None, gpu=(), python=None, as_json=False):
     if as_json:
         render.emit_json(result)
     else:
-        render.emit_lines(torchplan.plan_lines(result))
+        render.emit_prose(torchplan.plan_lines(result))
     nothing_fits = result["recommended"] is None and all(b["fits"] is False for b in result["builds"])
     return 1 if nothing_fits else 0
 

@@ -47,9 +47,9 @@ def _emit(report, as_json, group_key=None):
     if as_json:
         render.emit_json(report)
         return
-    render.emit_lines([present.toolkit_line(report.get("toolkit"))])
-    render.emit_lines(present.check_lines(report["checks"], group_key))
-    render.emit_lines([present.summary_line(report["checks"])])
+    render.emit_prose([present.toolkit_line(report.get("toolkit"))]
+                      + present.check_lines(report["checks"], group_key)
+                      + [present.summary_line(report["checks"])])
 
 
 def verify(request=None, python=None, compile_=False, timeout=None, as_json=False):
@@ -96,5 +96,5 @@ def explain(text, as_json=False, python=None, timeout=None):
     if as_json:
         render.emit_json(result)
     else:
-        render.emit_lines(present.explain_lines(result))
+        render.emit_prose(present.explain_lines(result))
     return 0 if result["matches"] else 1
