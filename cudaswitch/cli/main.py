@@ -1,7 +1,8 @@
 """Entry point and the one error boundary. A fast command (the table says which) is parsed here and
-its handler run without importing typer; `--help`, completion and every other command go to the
-typer app generated from the same table. Either way errors end here: a CudaSwitchError or a usage
-error is one line on stderr and an exit code; `-v` shows the traceback of any other error instead."""
+its handler run without importing typer, and a plain `[COMMAND] --help` is rendered from the table
+(cli/fasthelp.py); completion and every other command go to the typer app generated from the same
+table. Either way errors end here: a CudaSwitchError or a usage error is one line on stderr and an
+exit code; `-v` shows the traceback of any other error instead."""
 
 import os
 import sys
@@ -24,12 +25,24 @@ def main(argv=None):
 
 
 def _dispatch(argv):
+    page = _fast_help(argv)
+    if page is not None:
+        return boundary(lambda: render.emit_text(page) or 0, False)
     verbose = _leading_verbose(argv)
     words = argv[len(verbose):]
     found = table.find(words)
     if found and found[0].fast and _fast_allowed(found[0], found[1]):
         return boundary(lambda: _run_fast(found[0], found[1], bool(verbose)), bool(verbose) or _wants_verbose(found))
     return boundary(lambda: _run_typer(argv), bool(verbose) or _wants_verbose(found))
+
+
+def _fast_help(argv):
+    """The help page argv asks for, rendered from the table; None for typer to answer."""
+    if (argv and argv[-1] not in HELP) or os.environ.get(TYPER_ONLY) or os.environ.get(COMPLETION):
+        return None
+    from cudaswitch.cli import fasthelp
+
+    return fasthelp.page(argv)
 
 
 def _leading_verbose(argv):
