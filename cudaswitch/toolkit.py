@@ -2,8 +2,36 @@
 
 Toolkits travel through the registry cache as plain dicts ("records") because the fast path
 unmarshals them and must not import dataclasses (which pulls in inspect, ~10 ms). `Toolkit` is a
-small frozen view over one record for the slow path and for renderers.
+small frozen view over one record for the slow path and for renderers. A record is made by
+new_record() only, with every key it will ever hold; ToolkitRecord is its type for the checker.
 """
+
+# typing is not imported at run time (the fast path): the checker reads this block, Python skips it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import TypedDict
+
+    Env = Mapping[str, str]  # an environment as os.environ or a switched copy of it
+
+    class ToolkitRecord(TypedDict):
+        version: str | None       # None: nothing on disk says (a broken or unreadable root)
+        root: str                 # as found (under the root prefix), what the user sees
+        real: str                 # its real path, the registry's identity; "dangling:ROOT" for a dead link
+        sources: list[str]        # every source that found it, in source order
+        origins: dict[str, str]   # source -> where that source saw it (a path, a module, an env)
+        nvcc: str | None
+        status: str               # one of STATUSES
+        problems: list[str]
+        bin_dirs: list[str]
+        lib_dirs: list[str]
+        env_bin: list[str] | None  # the view dirs a switch puts on the paths instead (isolated toolkits)
+        env_lib: list[str] | None
+        isolated: bool            # inside a conda or Python env: switched through a view
+        components: dict[str, str]  # version.json entries and libcudart's soname
+        layout: str
+        missing: list[str]        # compile parts absent
+        outside_root: bool        # a link leaves the audited root: nothing of it was read
 
 STATUSES = ("ok", "incomplete", "broken")
 
@@ -29,12 +57,26 @@ def short_version(text: "str | None") -> str:
     return ".".join(str(n) for n in version_tuple(text)[:2])
 
 
+def new_record(root: str, real: str, status: str, problems: "list[str]", *, version: "str | None" = None,
+               nvcc: "str | None" = None, bin_dirs: "list[str] | None" = None, lib_dirs: "list[str] | None" = None,
+               isolated: bool = False, components: "dict[str, str] | None" = None, layout: str = "classic",
+               missing: "list[str] | None" = None, outside_root: bool = False) -> "ToolkitRecord":
+    """The one place a record is made, with every key; discovery later only adds the sources that
+    found it again and, for an isolated toolkit, its view dirs (registry/discover.py)."""
+    return {"version": version, "root": root, "real": real, "sources": [], "origins": {}, "nvcc": nvcc,
+            "status": status, "problems": problems, "bin_dirs": bin_dirs or [], "lib_dirs": lib_dirs or [],
+            "env_bin": None, "env_lib": None, "isolated": isolated, "components": components or {},
+            "layout": layout, "missing": missing or [], "outside_root": outside_root}
+
+
 class Toolkit:
     """Read-only view of a registry record: root, version, sources, components, status."""
 
     __slots__ = ("record",)
 
-    def __init__(self, record):
+    record: "ToolkitRecord | dict"  # a dict too: callers that have not typed their records yet
+
+    def __init__(self, record: "ToolkitRecord | dict") -> None:
         object.__setattr__(self, "record", record)
 
     def __setattr__(self, name, value):
@@ -63,7 +105,7 @@ class Toolkit:
     def short(self) -> str:
         return short_version(self.record["version"])
 
-    def public(self, default=False, active=False):
+    def public(self, default: bool = False, active: bool = False) -> dict:
         """The stable JSON shape of `list --json`, plus extra keys (never renamed)."""
         out = {key: self.record.get(key) for key in PUBLIC_KEYS}
         out["short"] = self.short
@@ -75,7 +117,7 @@ class Toolkit:
         return out
 
 
-def list_components(found, has_nvcc=True):
+def list_components(found: "Mapping[str, str]", has_nvcc: bool = True) -> "tuple[dict, dict]":
     """({component: version | None}, version.json's own entries) from what discovery read: the
     toolkit's version.json, and libcudart's file name (a full x.y.z only). `audit` fills the same
     keys from each component's own files (headers, wheel metadata, sonames) as well."""

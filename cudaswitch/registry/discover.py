@@ -16,12 +16,14 @@ from cudaswitch.paths import atomic_write, link_leaving, resolve_in_root
 from cudaswitch.safeio import load_marshal, seal
 from cudaswitch.toolkit import STATUSES, version_tuple
 
-CACHE_FORMAT = 7  # 6: sealed, records carry "missing"; 7: "list_json", and the version that wrote it
+# 6: sealed, records carry "missing"; 7: "list_json", and the version that wrote it; 8: every record
+# holds every key of toolkit.ToolkitRecord (made by toolkit.new_record)
+CACHE_FORMAT = 8
 CACHE_MAX_BYTES = 64 << 20
 ENV_KEYS = ("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
             "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME")
-RECORD_KEYS = frozenset(("version", "root", "real", "sources", "nvcc", "status", "problems", "bin_dirs",
-                         "lib_dirs", "isolated"))
+RECORD_KEYS = frozenset(("version", "root", "real", "sources", "origins", "nvcc", "status", "problems",
+                         "bin_dirs", "lib_dirs", "env_bin", "env_lib", "isolated"))
 
 
 def cache_key(paths, env):
@@ -71,9 +73,11 @@ def _shape_ok(cache):
 
 
 def _record_ok(record):
-    strings = ("version", "root", "real", "status")
+    strings = ("root", "real", "status")
     lists = ("sources", "problems", "bin_dirs", "lib_dirs")
+    # version None: a broken root (a dangling link), which must not make the whole cache foreign
     return (all(isinstance(record[k], str) for k in strings) and record["status"] in STATUSES
+            and (record["version"] is None or isinstance(record["version"], str))
             and all(isinstance(record[k], list) and all(isinstance(i, str) for i in record[k]) for k in lists)
             and (record["nvcc"] is None or isinstance(record["nvcc"], str)))
 
@@ -116,13 +120,8 @@ def discover(paths, env, config, nvcc_probes):
     modules = source_modules()
     for name in order:
         for candidate in modules[name].find(scan):
-            _merge(by_real, candidate, scan, nvcc_probes, layouts)
+            _merge(by_real, candidate, scan, nvcc_probes, layouts, views)
     records = sorted(by_real.values(), key=lambda r: version_tuple(r["version"]), reverse=True)
-    for record in records:
-        if record["isolated"] and record["status"] != "broken":
-            view_bin, view_lib = views.build(paths.cache_dir, record)
-            record["env_bin"], record["env_lib"] = [view_bin], [view_lib]
-            scan.watch(view_bin)  # a cleaned cache dir must not leave `use` pointing at nothing
     system_real = system.system_default(scan)
     default_real = system_real
     if config.get("default"):
@@ -171,10 +170,12 @@ def absolute_only(env):
     return out
 
 
-def _merge(by_real, candidate, scan, nvcc_probes, layouts):
+def _merge(by_real, candidate, scan, nvcc_probes, layouts, views):
+    """Add `candidate` to the records by real path: a root found again gains a source, a new one
+    is described (and given its view, when isolated)."""
     if candidate.dangling:
         real = "dangling:" + candidate.root
-        record = by_real.get(real) or layouts.broken(candidate.root, candidate.dangling)
+        record = by_real.get(real) or layouts.broken(candidate.root, real, candidate.dangling)
     else:
         if candidate.source == "managed":
             # the data dir is this user's on this machine, never re-rooted under CUDASWITCH_ROOT
@@ -184,29 +185,36 @@ def _merge(by_real, candidate, scan, nvcc_probes, layouts):
         record = by_real.get(real)
         if record is None:
             record = _describe(candidate, real, error, scan, nvcc_probes, layouts)
-    record["real"] = real
-    record.setdefault("sources", [])
-    record.setdefault("origins", {})
+            _add_view(record, scan, views)
     if candidate.source not in record["sources"]:
         record["sources"].append(candidate.source)
     record["origins"].setdefault(candidate.source, candidate.origin)
     by_real[real] = record
 
 
+def _add_view(record, scan, views):
+    """An isolated toolkit (inside a conda env) is switched through its view of CUDA-only links."""
+    if record["isolated"] and record["status"] != "broken":
+        view_bin, view_lib = views.build(scan.paths.cache_dir, record)
+        record["env_bin"], record["env_lib"] = [view_bin], [view_lib]
+        scan.watch(view_bin)  # a cleaned cache dir must not leave `use` pointing at nothing
+
+
 def _describe(candidate, real, error, scan, nvcc_probes, layouts):
+    root = candidate.root
     if error:
-        return layouts.broken(candidate.root, error)
+        return layouts.broken(root, real, error)
     try:
         entries = os.listdir(real)
     except OSError as exc:
-        return layouts.broken(candidate.root, "cannot read %s: %s" % (candidate.root, exc.strerror))
+        return layouts.broken(root, real, "cannot read %s: %s" % (root, exc.strerror))
     if not entries:
-        return layouts.broken(candidate.root, "empty directory (remains of an uninstalled toolkit?)")
+        return layouts.broken(root, real, "empty directory (remains of an uninstalled toolkit?)")
     if scan.paths.root != "/" and candidate.source != "managed":  # managed: this host's own data dir
         escape = link_leaving(real, scan.paths.root)
         if escape:  # nothing of it is read or run: it would be the auditing host's
-            return dict(layouts.broken(candidate.root, "a link leaves the audited root (not followed): " + escape),
-                        outside_root=True)
+            return layouts.broken(root, real, "a link leaves the audited root (not followed): " + escape,
+                                  outside_root=True)
     # config `probe_exec = false` (audit --root): binaries in an image may be for another host
-    return layouts.describe(candidate.root, candidate.layout, scan.timeout, nvcc_probes,
+    return layouts.describe(root, real, candidate.layout, scan.timeout, nvcc_probes,
                             candidate.hint_version, run_nvcc=scan.config.get("probe_exec", True))

@@ -9,7 +9,11 @@ import glob
 import os
 
 from cudaswitch.registry import nvcc_probe as probe
-from cudaswitch.toolkit import version_tuple
+from cudaswitch.toolkit import new_record, version_tuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.toolkit import ToolkitRecord
 
 # Layouts whose bin/ and lib/ also hold non-CUDA things (python, pip, libstdc++, libssl):
 # switching to them goes through a view directory of CUDA-only links.
@@ -42,10 +46,12 @@ def tool_dirs(root, layout):
     return bins, libs
 
 
-def describe(root, layout, timeout, nvcc_cache, hint_version=None, run_nvcc=True):
-    """The record of one root. `nvcc_cache` maps probe.nvcc_key -> run_nvcc result (updated here).
-    With run_nvcc False nothing under `root` is executed (nvcc's version is then not known)."""
-    problems = []
+def describe(root: str, real: str, layout: str, timeout: float, nvcc_cache: dict, hint_version: "str | None" = None,
+             run_nvcc: bool = True) -> "ToolkitRecord":
+    """The record of one root whose real path is `real`. `nvcc_cache` maps probe.nvcc_key -> run_nvcc
+    result (updated here). With run_nvcc False nothing under `root` is executed (nvcc's version is
+    then not known)."""
+    problems: "list[str]" = []
     bins, libs = tool_dirs(root, layout)
     nvcc = next((os.path.join(b, "nvcc") for b in bins if _runnable(os.path.join(b, "nvcc"))), None)
     file_version, components = _file_version(root, layout, problems)
@@ -63,11 +69,9 @@ def describe(root, layout, timeout, nvcc_cache, hint_version=None, run_nvcc=True
     missing = missing_compile_parts(root, bins, libs) if nvcc else []
     if missing:
         problems.append(MISSING_PREFIX + ", ".join(missing))
-    return {
-        "version": version, "root": root, "nvcc": nvcc, "status": _status(problems, nvcc),
-        "problems": problems, "bin_dirs": bins, "lib_dirs": libs, "isolated": layout in ISOLATED_LAYOUTS,
-        "components": components, "layout": layout, "missing": missing,
-    }
+    return new_record(root, real, _status(problems, nvcc), problems, version=version, nvcc=nvcc, bin_dirs=bins,
+                      lib_dirs=libs, isolated=layout in ISOLATED_LAYOUTS, components=components, layout=layout,
+                      missing=missing)
 
 
 # What nvcc runs or reads for `nvcc x.cu -o x`: cudafe++ and the front end's headers come with
@@ -122,12 +126,9 @@ def _runnable(path):
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def broken(root, reason):
+def broken(root: str, real: str, reason: str, outside_root: bool = False) -> "ToolkitRecord":
     """The record of a root that cannot be read at all (dangling link, permission, empty)."""
-    return {
-        "version": None, "root": root, "nvcc": None, "status": "broken", "problems": [reason],
-        "bin_dirs": [], "lib_dirs": [], "isolated": False, "components": {}, "layout": "classic",
-    }
+    return new_record(root, real, "broken", [reason], outside_root=outside_root)
 
 
 def _nvcc_version(nvcc, timeout, cache, problems):

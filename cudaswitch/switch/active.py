@@ -5,25 +5,26 @@ same facts. Stats and one registry read; no process, no heavy import (it is a fa
 """
 
 import os
+from typing import TYPE_CHECKING
 
-from cudaswitch.switch import envdiff
+from cudaswitch import envstate
+from cudaswitch.pathsearch import which
 from cudaswitch.switch.toolkitdirs import Owner, known_roots
+
+if TYPE_CHECKING:
+    from cudaswitch.toolkit import Env, ToolkitRecord
 
 MODULE_PACKAGES = ("cuda", "cudatoolkit", "cuda-toolkit", "nvhpc-cuda")
 SYSTEM_BIN_DIRS = ("/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/usr/local/sbin")
 
 
-def first_nvcc(env):
+def first_nvcc(env: "Env") -> "str | None":
     """The first executable nvcc on PATH (relative and empty entries never count: they are
     whatever directory the shell happens to be in)."""
-    for directory in (env.get("PATH") or "").split(os.pathsep):
-        candidate = os.path.join(directory, "nvcc")
-        if directory.startswith("/") and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    return which("nvcc", env)
 
 
-def wrapped_nvcc(path):
+def wrapped_nvcc(path: str) -> str:
     """The nvcc a small `#!/bin/sh exec /opt/cuda/bin/nvcc "$@"` wrapper runs, else its real path."""
     real = os.path.realpath(path)
     try:
@@ -38,7 +39,7 @@ def wrapped_nvcc(path):
     return real
 
 
-def shell_root(env):
+def shell_root(env: "Env") -> "str | None":
     """The toolkit root this environment uses without asking the registry: that of the first nvcc
     on PATH (through a wrapper script or link), else the one CUDA_HOME names; None when neither."""
     owner = Owner((), env)
@@ -50,7 +51,7 @@ def shell_root(env):
     return owner(env.get("CUDA_HOME") or "")
 
 
-def nvcc_root(owner, env, nvcc):
+def nvcc_root(owner: Owner, env: "Env", nvcc: str) -> "str | None":
     """The toolkit an nvcc belongs to: its dir's, its wrapper target's, or the active conda env
     (whose prefix is the toolkit root, though Owner never takes a conda env off PATH)."""
     root = owner(os.path.dirname(nvcc)) or owner(os.path.dirname(wrapped_nvcc(nvcc)))
@@ -60,7 +61,7 @@ def nvcc_root(owner, env, nvcc):
     return root
 
 
-def loaded_cuda_modules(env):
+def loaded_cuda_modules(env: "Env") -> "list[str]":
     """Names of the loaded CUDA modules (cuda/12.9), from LOADEDMODULES: Lmod and Environment Modules
     both keep it, so no module command has to run."""
     names = [m for m in (env.get("LOADEDMODULES") or "").split(":") if m]
@@ -70,13 +71,14 @@ def loaded_cuda_modules(env):
 class Facts:
     """The toolkit facts of one environment, matched against the registry's records."""
 
-    def __init__(self, reg, env):
+    def __init__(self, reg: dict, env: "Env") -> None:
         self.reg, self.env = reg, env
-        self.state = envdiff.read_state(env)
+        self.state = envstate.read_state(env)
         self.owner = Owner(known_roots(reg), env)
         self.modules = loaded_cuda_modules(env)
+        self.records: dict = {}  # "nvcc", "CUDA_HOME" -> the record each fact names (or None)
 
-    def record_for(self, root):
+    def record_for(self, root: "str | None") -> "ToolkitRecord | None":
         if not root:
             return None
         real = os.path.realpath(root)
@@ -88,21 +90,21 @@ class Facts:
                 return record
         return None
 
-    def nvcc(self):
+    def nvcc(self) -> "dict | None":
         path = first_nvcc(self.env)
         if path is None:
             return None
         root = nvcc_root(self.owner, self.env, path)
-        record = self.record_for(root)  # a view dir (conda toolkits) is a known root: its record
+        record = self.records["nvcc"] = self.record_for(root)  # a view dir (conda toolkits) is a known root
         root = record["root"] if record else root
         return self._fact("nvcc", path, root, record, self._why_path(path, root, record))
 
-    def cuda_home(self):
+    def cuda_home(self) -> "dict | None":
         value = self.env.get("CUDA_HOME")
         if not value:
             return None
         root = self.owner(value)
-        record = self.record_for(root or value)
+        record = self.records["CUDA_HOME"] = self.record_for(root or value)
         fact = self._fact("CUDA_HOME", value, record["root"] if record else root, record,
                           self._why_scalar("CUDA_HOME", value, root, record))
         fact["toolkit"] = bool(root or record)  # False: CUDA_HOME names no toolkit at all
@@ -146,12 +148,27 @@ class Facts:
         return self._why_outside(root, record) or ("hand-set", name)
 
 
-def describe(reg, env):
+    def primary(self) -> "tuple[dict | None, dict | None, dict | None]":
+        """(nvcc fact, CUDA_HOME fact, the fact that says which toolkit is used): the first nvcc on
+        PATH decides, else a CUDA_HOME that names a toolkit."""
+        nvcc, home = self.nvcc(), self.cuda_home()
+        return nvcc, home, nvcc or (home if home and home["toolkit"] else None)
+
+
+def active_record(reg: dict, env: "Env") -> "ToolkitRecord | None":
+    """The one answer to "which toolkit is active" (list's mark, current, doctor, verify, uninstall):
+    the registry's record of what this shell really uses, the first nvcc on PATH (through a view
+    dir, a wrapper or a link), else the toolkit CUDA_HOME names; None when that is no known toolkit."""
+    facts = Facts(reg, env)
+    primary = facts.primary()[2]
+    return facts.records.get(primary["what"]) if primary else None
+
+
+def describe(reg: dict, env: "Env") -> dict:
     """{"version", "root", "reason", "detail", "nvcc", "cuda_home", "agree", "disagreements"}:
     the toolkit this shell uses (first nvcc on PATH, else CUDA_HOME, else the system default)."""
     facts = Facts(reg, env)
-    nvcc, home = facts.nvcc(), facts.cuda_home()
-    primary = nvcc or (home if home and home["toolkit"] else None)
+    nvcc, home, primary = facts.primary()
     if primary is None:
         record = next((r for r in reg["records"] if r["real"] == reg.get("system_real")), None)
         primary = {"what": "system default", "value": None, "root": record["root"] if record else None,
@@ -167,7 +184,7 @@ def describe(reg, env):
             "nvcc": nvcc, "cuda_home": home, "agree": not disagree, "disagreements": disagree}
 
 
-def why_text(fact):
+def why_text(fact: dict) -> str:
     """`shell`, `project FILE`, `module cuda/12.9`, `conda env NAME`, `hand-set PATH`, `system default`."""
     reason, detail = fact["reason"], fact.get("detail")
     if reason == "conda":
@@ -181,7 +198,7 @@ def why_text(fact):
     return reason
 
 
-def lines(info, pending_note="not applied in this shell (is the hook loaded?)"):
+def lines(info: dict, pending_note: str = "not applied in this shell (is the hook loaded?)") -> "list[str]":
     """`current`'s human output: what is used and why, then one line per disagreeing part and per
     pin that is not applied in this shell."""
     if info["root"] is None:

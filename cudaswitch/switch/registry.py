@@ -1,0 +1,125 @@
+"""The registry as one command sees it from one environment: which toolkit is active, which is
+the default, what a request resolves to, and what is current (active, else default), each answered
+once and the same way for every command (`list`'s marks, `current`, `which`, `verify`, `doctor`,
+`uninstall`). The data is the dict registry/discover.load returns; this object only reads it.
+
+Also the registry commands' own operations (list, which, global): they return data, and
+cudaswitch/commands/ renders it.
+"""
+
+import os
+
+from cudaswitch.errors import CudaSwitchError, UsageError
+from cudaswitch.registry.resolve import resolve
+from cudaswitch.toolkit import Toolkit
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
+    from cudaswitch.toolkit import Env, ToolkitRecord
+
+class Registry:
+    """Answers about the records of `data` for the shell whose environment is `env`."""
+
+    __slots__ = ("data", "env", "_active", "_known")
+
+    def __init__(self, data: dict, env: "Env") -> None:
+        self.data, self.env = data, env
+        self._active: "ToolkitRecord | None" = None
+        self._known = False  # whether _active has been computed (None is an answer too)
+
+    @property
+    def records(self) -> "list[ToolkitRecord]":
+        return self.data["records"]
+
+    def active(self) -> "ToolkitRecord | None":
+        """The toolkit this shell really uses (switch/active.active_record), or None."""
+        if not self._known:
+            from cudaswitch.switch.active import active_record
+
+            self._active, self._known = active_record(self.data, self.env), True
+        return self._active
+
+    def is_active(self, record: "ToolkitRecord") -> bool:
+        active = self.active()
+        return active is not None and active["real"] == record["real"]
+
+    def default(self) -> "ToolkitRecord | None":
+        """The global default (config `default`, else the system default), or None."""
+        return next((r for r in self.records if self.is_default(r)), None)
+
+    def is_default(self, record: "ToolkitRecord") -> bool:
+        default = self.data.get("default_real")
+        return default is not None and record.get("real") == default
+
+    def resolve(self, request: str) -> "ToolkitRecord":
+        """The record a request selects; ToolkitNotFound naming every source searched."""
+        return resolve(self.data, request)
+
+    def current(self) -> "ToolkitRecord":
+        """The toolkit in effect without a request: the active one, else the default."""
+        found = self.active() or self.default()
+        if found:
+            return found
+        raise CudaSwitchError("no toolkit is active and there is no default",
+                              "give a request, or set one with `cudaswitch global VERSION`")
+
+    def public(self, record: "ToolkitRecord") -> dict:
+        """The record's `list --json` object, marked as this registry marks it."""
+        return Toolkit(record).public(default=self.is_default(record), active=self.is_active(record))
+
+
+def list_items(registry: Registry, runs: "dict | None" = None, picks: "dict | None" = None) -> "list[dict]":
+    """`list`'s objects; `runs`: {root: verdict} of verify/runs_here (whether this driver runs it);
+    `picks`: {root: the partial requests ("12", "latest") that choose it}."""
+    items = [registry.public(r) for r in registry.records]
+    for item in items:
+        if runs:
+            verdict = runs.get(item["root"])
+            item["runs_here"] = {"runs": verdict["runs"], "why": verdict["why"]} if verdict else None
+        if picks is not None:
+            item["picked_by"] = picks.get(item["root"], [])
+    return items
+
+
+def list_json_text(registry: Registry, runs: "dict | None" = None, picks: "dict | None" = None) -> str:
+    """`list --json` as one line of JSON text: the same objects as list_items, from the fragments
+    discovery rendered (registry/discover.py) and runs_here cached, closed with "default" and "active"."""
+    runs, picks = runs or {}, picks or {}
+    return "[%s]" % ", ".join('%s, %s"picked_by": [%s], "default": %s, "active": %s}' % (
+        text, runs[record["root"]]["json"] + ", " if record["root"] in runs else "",
+        ", ".join('"%s"' % p for p in picks.get(record["root"], ())),  # digits or "latest": nothing to escape
+        _json_bool(registry.is_default(record)), _json_bool(registry.is_active(record)))
+        for text, record in zip(registry.data["list_json"], registry.records))
+
+
+def _json_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def which(registry: Registry, request: "str | None" = None, tool: "str | None" = None) -> str:
+    """The root of the requested (else the current) toolkit, or the path of `tool` in it."""
+    record = registry.current() if request is None or request == "current" else registry.resolve(request)
+    if tool is None:
+        return record["root"]
+    if "/" in tool or tool in (".", ".."):
+        raise UsageError("a tool is a plain name such as nvcc or ptxas, not %r" % tool)
+    for directory in record["bin_dirs"] + record["lib_dirs"]:
+        path = os.path.join(directory, tool)
+        if os.path.exists(path):
+            return path
+    raise CudaSwitchError("%s has no %s" % (record["root"], tool),
+                          "its status is %s: %s" % (record["status"], "; ".join(record["problems"]) or "ok"))
+
+
+def set_global(paths: "Paths", registry: Registry, request: "str | None") -> str:
+    from cudaswitch import config
+
+    if request is None:
+        config.update(paths, default=None)
+        return "default toolkit removed from %s" % paths.config_file
+    if request.strip().startswith(("/", ".", "~")):  # before resolving: a path is refused, found or not
+        raise UsageError("the default is a version request, not a path", "register paths under `toolkits`")
+    record = registry.resolve(request)
+    config.update(paths, default=request)
+    return "default toolkit: %s (%s at %s)" % (request, record["version"], record["root"])
