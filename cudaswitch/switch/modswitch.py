@@ -9,6 +9,14 @@ system removes it on the user's `module unload cuda`, `module purge` or a load o
 module (Lmod's family swap), and then `off` reloads nothing; while the marker is loaded, `off`
 swaps it back for the module that was there, so that module is loaded again as a module.
 
+The module system keeps its own account in the environment (Lmod's _ModuleTable00N_ and
+__LMOD_REF_COUNT_*, Environment Modules' __MODULES_*, LOADEDMODULES, _LMFILES_, MODULEPATH). A
+swap there and back leaves that account different though the same modules are loaded (the marker's
+dir stays in Lmod's recorded MODULEPATH). So the swap also records each of those variables it
+changed, before and after; when `off` finds them as the swap left them (no module command since)
+and the reload gives back the modules that were loaded, they get their recorded values, byte for
+byte. After any module command of the user's in between, the module system's own answer stands.
+
 Only this case starts a process (the module command, as a `module load` itself does); a shell
 with no CUDA module loaded pays nothing.
 
@@ -23,6 +31,7 @@ import os
 
 from cudaswitch.switch.active import loaded_cuda_modules
 from cudaswitch.errors import CudaSwitchError
+from cudaswitch.paths import Paths
 
 MARKER = "cuda/cudaswitch"
 MARKER_TEXT = {
@@ -31,14 +40,17 @@ MARKER_TEXT = {
 }
 MARKER_FILE = {"lmod": "cudaswitch.lua", "modules": "cudaswitch"}
 TIMEOUT = 30.0
+# The module system's own variables: what it loaded, from where, and its reference counts.
+ACCOUNT_NAMES = ("LOADEDMODULES", "_LMFILES_", "MODULEPATH")
+ACCOUNT_PREFIXES = ("_ModuleTable", "__LMOD_", "LMOD_FAMILY_", "__MODULES_")
 
 
-def foreign_modules(env):
+def foreign_modules(env: dict) -> "list[str]":
     """The loaded CUDA modules that are not cudaswitch's marker."""
     return [m for m in loaded_cuda_modules(env) if m != MARKER]
 
 
-def away(paths, env):
+def away(paths: "Paths", env: dict) -> "tuple[dict, dict | None]":
     """(environment with the CUDA modules swapped for the marker, module state for `off`), or
     (env, None) when no CUDA module is loaded."""
     loaded = foreign_modules(env)
@@ -56,26 +68,54 @@ def away(paths, env):
     steps = [["switch", loaded[0], MARKER]] if len(loaded) == 1 else [["unload", *loaded], ["load", MARKER]]
     for args in steps:
         new = _apply(new, _run(command, args, new))
-    return new, {"kind": command[0], "unloaded": loaded, "dir": directory}
+    return new, {"kind": command[0], "unloaded": loaded, "dir": directory, "account": account_changes(env, new)}
 
 
-def valid(info):
-    """The module record of a state as away() wrote it, else None (a foreign state reloads nothing)."""
-    unloaded = info.get("unloaded") if isinstance(info, dict) else None
-    if isinstance(unloaded, list) and unloaded and all(isinstance(m, str) for m in unloaded) \
-            and isinstance(info.get("dir"), str):
-        return info
-    return None
+def account_names(*envs: dict) -> "list[str]":
+    """The module system's own variables present in any of `envs`."""
+    names = {n for env in envs for n in env if n in ACCOUNT_NAMES or n.startswith(ACCOUNT_PREFIXES)}
+    return sorted(names)
 
 
-def back(env, info):
+def account_changes(before: dict, after: dict) -> "dict[str, list]":
+    """{name: [value before, value after]} for each module-system variable the swap changed
+    (None: not set)."""
+    return {n: [before.get(n), after.get(n)] for n in account_names(before, after) if before.get(n) != after.get(n)}
+
+
+def valid(info: object) -> "dict | None":
+    """The module record of a state as away() wrote it, else None (a foreign state reloads nothing).
+    An account that is not one (a state of an older release, or edited) is dropped: `off` then
+    leaves the module system's own variables as its reload sets them."""
+    if not isinstance(info, dict):
+        return None
+    unloaded = info.get("unloaded")
+    if not (isinstance(unloaded, list) and unloaded and all(isinstance(m, str) for m in unloaded)
+            and isinstance(info.get("dir"), str)):
+        return None
+    if "account" in info and not _valid_account(info["account"]):
+        return {k: v for k, v in info.items() if k != "account"}
+    return info
+
+
+def _valid_account(account):
+    def value(v):
+        return v is None or isinstance(v, str)
+
+    return isinstance(account, dict) and all(
+        isinstance(n, str) and (n in ACCOUNT_NAMES or n.startswith(ACCOUNT_PREFIXES)) and isinstance(pair, list)
+        and len(pair) == 2 and value(pair[0]) and value(pair[1]) for n, pair in account.items())
+
+
+def back(env: dict, info: object) -> dict:
     """The environment with the unloaded modules loaded again, if the user left the marker in place;
     the marker's MODULEPATH dir goes either way."""
     info = valid(info)
     if not info:
         return env
     new = dict(env)
-    if MARKER in loaded_cuda_modules(env):
+    reloaded = MARKER in loaded_cuda_modules(env)
+    if reloaded:
         from cudaswitch.registry.sources import modules
 
         command = modules.module_command(env)
@@ -88,7 +128,27 @@ def back(env, info):
     entries = [d for d in (new.get("MODULEPATH") or "").split(":") if d != info["dir"]]
     if entries or new.get("MODULEPATH") is not None:
         new["MODULEPATH"] = ":".join(entries)
+    if reloaded and info.get("account"):
+        new = _account_restored(env, new, info["account"])
     return new
+
+
+def _account_restored(at_off, new, account):
+    """`new` with the module system's variables as they were before the swap, when nothing but the
+    swap changed them (each as the swap left it at `off`) and the reload loaded the same modules
+    again; else `new` as the module system made it."""
+    untouched = all(at_off.get(n) == after for n, (_, after) in account.items())
+    loaded = account.get("LOADEDMODULES", [at_off.get("LOADEDMODULES")])[0]
+    if not untouched or (new.get("LOADEDMODULES") or "") != (loaded or ""):
+        return new
+    restored = dict(new)
+    for name in account_names(at_off, new):
+        value = account[name][0] if name in account else at_off.get(name)
+        if value is None:
+            restored.pop(name, None)
+        else:
+            restored[name] = value
+    return restored
 
 
 def _run(command, args, env, hint=None):
