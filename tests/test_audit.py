@@ -138,9 +138,11 @@ def test_compile_marks_which_toolkits_compile(host):
     kits.install_classic(kits.cuda13("13.1"), host.root / "usr/local/cuda-13.1", "13.1")
     kits.install_classic_runtime12(host.root / "usr/local/cuda-12.4")
     strict = kits.install_classic(kits.cuda13("13.0"), host.root / "usr/local/cuda-13.0", "13.0")
-    # Mirrors a toolkit older than the host gcc: its host_config.h refuses gcc > 11.
+    # Mirrors a toolkit older than every gcc here: its host_config.h refuses gcc > 10, and no g++-10
+    # is installed, so the compiler `use` would pick cannot save it either (the build runs in the
+    # switch plan's environment; tests/test_switch_plan.py has the case g++-11 saves).
     header = kits.detach(strict / "targets/x86_64-linux/include/crt/host_config.h")
-    header.write_text(header.read_text().replace("#if __GNUC__ > 15", "#if __GNUC__ > 11"))
+    header.write_text(header.read_text().replace("#if __GNUC__ > 15", "#if __GNUC__ > 10"))
     refused = host.run("audit", "--json", "--root", str(host.root), "--compile")
     assert refused.returncode == 2 and "--exec" in refused.stderr and refused.stdout == ""
     by_version = {t["short"]: t for t in audit_json(host, "--compile", "--exec")["toolkits"]}

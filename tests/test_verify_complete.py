@@ -107,13 +107,13 @@ def test_cached_verdict_starts_no_process_in_process(logged_nvcc, monkeypatch):
     from cudaswitch.registry import discover as registry
     from cudaswitch.paths import Paths
     from cudaswitch.registry.resolve import resolve
-    from cudaswitch.verify.hostcc import switched
+    from cudaswitch.switch.plan import plan
     from cudaswitch.verify.quick import verdict_for_use
 
     host, log, _ = logged_nvcc
     paths = Paths(host.env)
     record = resolve(registry.load(paths, host.env), "13.1")
-    new_env = switched(host.env, record, "shell")
+    new_env = plan(host.env, record, "shell", paths=paths).env
     first = verdict_for_use(paths, record, new_env)
     assert len(builds(log)) == 1
 
@@ -125,4 +125,4 @@ def test_cached_verdict_starts_no_process_in_process(logged_nvcc, monkeypatch):
     for name in ("posix_spawn", "fork", "execv", "execve"):
         monkeypatch.setattr(os, name, refuse)
     for _ in range(10):
-        assert verdict_for_use(paths, record, switched(host.env, record, "shell")) == first
+        assert verdict_for_use(paths, record, plan(host.env, record, "shell", paths=paths).env) == first

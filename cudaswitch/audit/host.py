@@ -10,8 +10,22 @@ import socket
 
 from cudaswitch.safeio import read_or_none
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
 
-def host_name(paths, root):
+
+def switched_env(paths: "Paths", records: "list[dict]", env: dict, record: dict) -> dict:
+    """The environment a build of `record` runs in: the switch plan's, as `use` would give it (the
+    host compiler it picks included), so a toolkit audit says compiles is one `use` gives working.
+    `records`: every toolkit the audit found, whose entries the switch takes off the paths."""
+    from cudaswitch.switch.plan import plan
+    from cudaswitch.switch.toolkitdirs import known_roots
+
+    return plan(env, record, "audit", known_roots({"records": records}), paths=paths).env
+
+
+def host_name(paths: "Paths", root: "str | None") -> str:
     """This host's name; under a root (`--root`, or a CUDASWITCH_ROOT host such as a node's
     mounted root) its /etc/hostname, else the root's path (still unique)."""
     if paths.root == "/":
@@ -21,7 +35,7 @@ def host_name(paths, root):
     return name or paths.root
 
 
-def host_driver(paths, env):
+def host_driver(paths: "Paths", env: dict) -> dict:
     """verify/driver.py's facts. Under a root prefix it reads /proc/driver/nvidia/version
     there and loads no libcuda (an image's driver is not this kernel's); the audit's env for a root
     carries no CUDASWITCH_LIBCUDA, so nothing is run."""
@@ -30,7 +44,7 @@ def host_driver(paths, env):
     return Host(paths, None, env, record=None, timeout=20.0, conf=settings(paths, tolerant=True)).driver
 
 
-def driver_verdict(driver, entry):
+def driver_verdict(driver: dict, entry: dict) -> "tuple[bool | None, dict | None]":
     """(True | False | None, the check) from verify/compat.py's rule, minor-version compat included;
     None when there is no driver or no version to judge."""
     from cudaswitch.verify import compat
@@ -43,7 +57,7 @@ def driver_verdict(driver, entry):
     return {"ok": True, "error": False}.get(verdict["level"]), verdict
 
 
-def read_gpus(paths):
+def read_gpus(paths: "Paths") -> "list[dict]":
     """GPUs the driver lists in /proc/driver/nvidia/gpus/*/information: model and bus id."""
     gpus = []
     for info in sorted(glob.glob(paths.host("/proc/driver/nvidia/gpus/*/information"))):

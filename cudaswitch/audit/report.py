@@ -163,10 +163,9 @@ def _some(items, shown=4):
 
 
 def _compile_all(paths, records, env, toolkits, progress):
-    """The one-kernel build of verify/build.py, remembered with the builds `use` and `verify` made.
-    With the host's default compiler: the audit says what the host gives anyone, not what a
-    cudaswitch switch would pick (`verify` says that)."""
-    from cudaswitch.switch.envdiff import switched
+    """The one-kernel build of verify/build.py, remembered with the builds `use` and `verify` made,
+    in the environment the switch plan gives (audit/host.switched_env): what `use` would give."""
+    from cudaswitch.audit.host import switched_env
     from cudaswitch.verify.build import cached_build
 
     by_root = {r["root"]: r for r in records}
@@ -176,7 +175,8 @@ def _compile_all(paths, records, env, toolkits, progress):
         if entry["nvcc"] is None or record is None:
             entry["compiles"], entry["compile_error"] = False, "no nvcc"
             continue
-        result = cached_build(paths, record, switched(env, record, "audit"), run=False, timeout=COMPILE_TIMEOUT)
+        result = cached_build(paths, record, switched_env(paths, records, env, record), run=False,
+                              timeout=COMPILE_TIMEOUT)
         entry["compiles"], entry["compile_error"] = result["built"], None if result["built"] else result["error"]
     progress("compiling a kernel", len(toolkits), len(toolkits))
 

@@ -49,14 +49,14 @@ def kernel_install(request, python=None, name=None):
 def _kernel_spec(paths, reg, request, python):
     from cudaswitch.integrations import kernels
     from cudaswitch.switch.toolkitdirs import known_roots
-    from cudaswitch.verify.hostcc import switched
+    from cudaswitch.switch.plan import plan
     from cudaswitch.registry.resolve import resolve
     from cudaswitch.verify.quick import verdict_for_use
     from cudaswitch.verify.runner import find_python
 
     env = dict(os.environ)
     record = resolve(reg, request)
-    new_env = switched(env, record, "kernel", None, known_roots(reg))  # what `use` would give
+    new_env = plan(env, record, "kernel", known_roots(reg), paths=paths).env  # what `use` would give
     chosen = find_python(new_env, python)
     if not chosen:
         from cudaswitch.errors import CudaSwitchError

@@ -4,8 +4,12 @@ import os
 
 from cudaswitch import render
 
+TYPE_CHECKING = False  # no typing import for a command's start; mypy reads this name the same
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
 
-def _context():
+
+def _context() -> "tuple[Paths, dict]":
     from cudaswitch.registry import discover as registry
     from cudaswitch.paths import Paths
 
@@ -13,7 +17,7 @@ def _context():
     return paths, registry.load(paths, dict(os.environ))
 
 
-def _record(reg, request):
+def _record(reg: dict, request: "str | None") -> dict:
     from cudaswitch import core
     from cudaswitch.registry.resolve import resolve
 
@@ -22,7 +26,7 @@ def _record(reg, request):
     return resolve(reg, request)
 
 
-def _check_options(python=None, timeout=None):
+def _check_options(python: "str | None" = None, timeout: "float | None" = None) -> None:
     """Bad options are one line and exit 2, before anything runs."""
     from cudaswitch.errors import UsageError
 
@@ -32,7 +36,7 @@ def _check_options(python=None, timeout=None):
         raise UsageError("--python %s: no such executable" % python, "give the path of a Python interpreter")
 
 
-def _executable(program):
+def _executable(program: str) -> bool:
     """A path that can be executed, or a bare name found on PATH (as the probe will run it)."""
     if "/" in program:
         return os.path.isfile(program) and os.access(program, os.X_OK)
@@ -41,7 +45,7 @@ def _executable(program):
     return which(program, os.environ) is not None
 
 
-def _emit(report, as_json, group_key=None):
+def _emit(report: dict, as_json: bool, group_key: "str | None" = None) -> None:
     from cudaswitch.verify import present
 
     if as_json:
@@ -52,22 +56,27 @@ def _emit(report, as_json, group_key=None):
                       + [present.summary_line(report["checks"])])
 
 
-def verify(request=None, python=None, compile_=False, timeout=None, as_json=False):
+def verify(request: "str | None" = None, python: "str | None" = None, compile_: bool = False,
+           timeout: "float | None" = None, as_json: bool = False) -> int:
+    """Judge the environment `use REQUEST` would give this shell: the same switch plan, origin
+    included, so the report's "environment" is what `use --shell json` prints."""
+    from cudaswitch.switch.plan import plan
     from cudaswitch.switch.toolkitdirs import known_roots
-    from cudaswitch.verify.hostcc import switched
     from cudaswitch.verify.report import verify_toolkit
 
     _check_options(python, timeout)
     paths, reg = _context()
     record = _record(reg, request)
-    new_env = switched(dict(os.environ), record, "verify", None, known_roots(reg))
-    report = verify_toolkit(paths, reg, record, new_env, python=python, smoke_compile=compile_, timeout=timeout,
-                            current_env=dict(os.environ))
+    env = dict(os.environ)
+    switch = plan(env, record, "shell", known_roots(reg), paths=paths)
+    report = verify_toolkit(paths, reg, record, switch.env, python=python, smoke_compile=compile_, timeout=timeout,
+                            current_env=env)
+    report["environment"] = switch.public()
     _emit(report, as_json)
     return _exit_code(report)
 
 
-def doctor(as_json=False, python=None, timeout=None):
+def doctor(as_json: bool = False, python: "str | None" = None, timeout: "float | None" = None) -> int:
     from cudaswitch.verify.doctor import doctor as run_doctor
 
     _check_options(python, timeout)
@@ -77,13 +86,13 @@ def doctor(as_json=False, python=None, timeout=None):
     return _exit_code(report)
 
 
-def _exit_code(report):
+def _exit_code(report: dict) -> int:
     """verify and doctor alike: 1 when an error was printed (a CI step or a health check stops),
     0 otherwise; warnings and infos do not fail."""
     return 1 if any(c["level"] == "error" for c in report["checks"]) else 0
 
 
-def explain(text, as_json=False, python=None, timeout=None):
+def explain(text: str, as_json: bool = False, python: "str | None" = None, timeout: "float | None" = None) -> int:
     from cudaswitch.errors import UsageError
     from cudaswitch.verify import present
     from cudaswitch.verify.explain import explain as run_explain

@@ -1,21 +1,27 @@
 """Switching: what `use`, `off`, `hook-env` and `current` decide. Returns data (diffs, dicts);
 the switch commands render. Import-light on purpose: runs on every `use` and on entering a project."""
 
-import os
-
 from cudaswitch.switch import envdiff
 from cudaswitch.registry import discover as registry
+from cudaswitch.switch.plan import SwitchPlan, plan
 from cudaswitch.switch.toolkitdirs import known_roots
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.request import ToolkitRequest, choose
-from cudaswitch.verify import hostcc  # envdiff.switched plus the host compiler choice
+
+TYPE_CHECKING = False  # typing's own costs an import on every `use`; mypy reads this name the same
+if TYPE_CHECKING:
+    from typing import Callable, Optional, Tuple
+
+    from cudaswitch.paths import Paths
+
+    DriverRuns = Optional[Callable[[dict], Tuple[bool, str]]]
 
 
-def load(paths, env):
+def load(paths: "Paths", env: dict) -> dict:
     return registry.load(paths, env)
 
 
-def find_record(reg, request, driver_runs=None, say=True):
+def find_record(reg: dict, request: ToolkitRequest, driver_runs: "DriverRuns" = None, say: bool = True) -> dict:
     """The record a switch goes to; each newer match passed over (it cannot compile, or this host's
     driver does not run it: `driver_runs(record)` -> (runs, why)) is named on stderr, so `use 12`
     picking 12.5 over 12.9 says why."""
@@ -28,48 +34,36 @@ def find_record(reg, request, driver_runs=None, say=True):
     for record in passed_over if say else ():
         from cudaswitch import render
 
-        why = ("cannot compile (missing: %s)" % (", ".join(record.get("missing") or ()) or "no nvcc")
-               if record["status"] != "ok" else "this driver does not run it (%s)" % driver_runs(record)[1])
         from cudaswitch.errors import _inert  # versions and roots are read from the host's files
 
         render.message(_inert("cudaswitch: %s is newer but %s; chose %s (`use %s` selects it anyway)"
-                              % (record["version"], why, found["version"], record["root"])))
+                              % (record["version"], _why_passed_over(record, driver_runs), found["version"],
+                                 record["root"])))
     return found
 
 
-def use(reg, env, request_text, origin="shell", source_file=None, driver_runs=None):
+def _why_passed_over(record: dict, driver_runs: "DriverRuns") -> str:
+    """A newer match is passed over when it cannot compile, or (only asked with `driver_runs`)
+    when this host's driver does not run it."""
+    if record["status"] != "ok" or driver_runs is None:
+        return "cannot compile (missing: %s)" % (", ".join(record.get("missing") or ()) or "no nvcc")
+    return "this driver does not run it (%s)" % driver_runs(record)[1]
+
+
+def use(reg: dict, env: dict, request_text: str, origin: str = "shell", source_file: "str | None" = None,
+        driver_runs: "DriverRuns" = None) -> "tuple[dict, dict]":
     """(record, diff) switching `env` to the toolkit the request selects (see find_record)."""
     request = ToolkitRequest.parse(request_text, allow_path=(origin == "shell"))
     record = find_record(reg, request, driver_runs)
-    entries = envdiff.path_entries(record)
-    if any(os.pathsep in d for d in entries["PATH"] + entries["LD_LIBRARY_PATH"]):
-        raise CudaSwitchError("%s cannot go on PATH: its path holds %r" % (record["root"], os.pathsep))
-    return record, envdiff.diff(env, switched(reg, env, record, origin, source_file))
+    return record, switch_plan(reg, env, record, origin, source_file).diff
 
 
-def switched(reg, env, record, origin, source_file=None):
-    """The new environment: a loaded CUDA module swapped out through the module system first (see
-    modswitch; only then does a process start), then every other toolkit replaced by `record`."""
-    state = envdiff.read_state(env)
-    base = envdiff.pristine(env, state)
-    modules = state.get("modules") if state else None
-    if not modules and "cuda" not in (base.get("LOADEDMODULES") or "").lower():
-        return hostcc.switched(env, record, origin, source_file, known_roots(reg), base=base)
-    from cudaswitch.switch import modswitch
-
-    modules = modswitch.valid(modules)
-    if modules and modswitch.MARKER not in modswitch.loaded_cuda_modules(base):
-        modules = None  # the user unloaded or replaced the marker: nothing of before is to reload
-    if modules is None and modswitch.foreign_modules(base):
-        from cudaswitch.paths import Paths
-
-        outer = {name: base.get(name) for name in registry.ENV_KEYS}
-        base, modules = modswitch.away(Paths(), base)
-        modules["outer"] = outer
-    return hostcc.switched(env, record, origin, source_file, known_roots(reg), base=base, modules=modules)
+def switch_plan(reg: dict, env: dict, record: dict, origin: str, source_file: "str | None" = None) -> SwitchPlan:
+    """The switch plan (switch/plan.py) of `env` to `record`, with every root the registry knows."""
+    return plan(env, record, origin, known_roots(reg), source_file)
 
 
-def notes(diff):
+def notes(diff: dict) -> "list[str]":
     """One line each for what a switch took away beyond PATH-like entries: the CUDA modules it
     swapped out, the toolkit flags it removed from a conda env's (or a guide's) flag variables."""
     state = envdiff.read_state(diff["set"]) if envdiff.STATE_VAR in diff["set"] else None
@@ -85,12 +79,12 @@ def notes(diff):
     return out
 
 
-def _took_dirs(before, value):
+def _took_dirs(before: "str | None", value: str) -> bool:
     """Did the switch take words out of a flag variable (not only put a -ccbin word in front)?"""
     return (envdiff.without_added_ccbin(before, value, value) or "") != (before or "")
 
 
-def restored(env):
+def restored(env: dict) -> dict:
     """The environment from before cudaswitch, the modules it swapped out loaded again unless the
     user unloaded, purged or replaced them meanwhile."""
     state = envdiff.read_state(env)
@@ -102,7 +96,7 @@ def restored(env):
     return base
 
 
-def off_notes(env):
+def off_notes(env: dict) -> "list[str]":
     """What `off` does with the modules `use` swapped out: loads them again, or says why not."""
     state = envdiff.read_state(env)
     if not (state and state.get("modules")):
@@ -118,14 +112,15 @@ def off_notes(env):
     return ["not loading %s again: %s was unloaded or replaced since `use`" % (names, modswitch.MARKER)]
 
 
-def off(env):
+def off(env: dict) -> "dict | None":
     """The diff back to the environment from before cudaswitch (None when nothing is active)."""
     if envdiff.read_state(env) is None:
         return None
     return envdiff.diff(env, restored(env))
 
 
-def hook_env(reg_loader, env, cwd, driver_runs=None):
+def hook_env(reg_loader: "Callable[[], dict]", env: dict, cwd: str,
+             driver_runs: "DriverRuns" = None) -> "tuple[dict | None, dict | None]":
     """What the hook applies on a project-file change: (record or None, diff or None).
 
     An explicit `use` in this shell wins until `off`; otherwise the nearest project file, else the
@@ -143,18 +138,18 @@ def hook_env(reg_loader, env, cwd, driver_runs=None):
         record = find_record(reg, request, driver_runs)
         if state and state["root"] == record["root"] and state.get("file") == path:
             return record, None
-        return record, envdiff.diff(env, switched(reg, env, record, "project", path))
+        return record, switch_plan(reg, env, record, "project", path).diff
     reg = reg_loader()
     if reg.get("default_request"):
-        record = next((r for r in reg["records"] if r["real"] == reg["default_real"]), None)
-        if record and not (state and state["origin"] == "global" and state["root"] == record["root"]):
-            return record, envdiff.diff(env, switched(reg, env, record, "global"))
-        if record:
-            return record, None
+        default = next((r for r in reg["records"] if r["real"] == reg["default_real"]), None)
+        if default and not (state and state["origin"] == "global" and state["root"] == default["root"]):
+            return default, switch_plan(reg, env, default, "global").diff
+        if default:
+            return default, None
     return None, off(env)
 
 
-def current(reg_loader, env, cwd):
+def current(reg_loader: "Callable[[], dict]", env: dict, cwd: str) -> dict:
     """What this shell really uses and why (active.describe), plus the pins that would apply but
     are not applied here: a project file or a global default while the hook is not loaded."""
     from cudaswitch.switch import active
@@ -169,7 +164,7 @@ def current(reg_loader, env, cwd):
     return info
 
 
-def _pin(reg, cwd):
+def _pin(reg: dict, cwd: str) -> "dict | None":
     """The nearest project file's request, else the global default, resolved; None without either."""
     from cudaswitch.switch import projectfile
 

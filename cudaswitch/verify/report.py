@@ -10,7 +10,7 @@ from cudaswitch.verify.host import Host, current_or_none  # noqa: F401  (re-expo
 def verify_toolkit(paths, registry, record, env, python=None, smoke_compile=False, timeout=None, current_env=None):
     """{"toolkit": list-shape, "checks": [...], "driver": {...}, "torch": {...}} for `record`.
 
-    `env` is the environment after switching (verify.hostcc.switched); `current_env`, when given,
+    `env` is the environment after switching (switch/plan.py, as `use` gives it); `current_env`, when given,
     is the caller's own environment (it says whether the toolkit is already active). The build is
     the cached one unless `smoke_compile` asks for a fresh one."""
     host = Host(paths, registry, env, record, python=python, timeout=timeout, fresh_build=smoke_compile)

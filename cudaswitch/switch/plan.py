@@ -1,0 +1,317 @@
+"""The switch plan: the one computation of the environment a switch to a toolkit gives.
+
+`plan(env, record, origin, ...)` goes from a registry record and a starting environment to the
+switched environment and its diff, in this order: the previous switch undone (envdiff.pristine),
+a loaded CUDA module swapped out through the module system (modswitch: the plan's one call into
+module swapping), the host compiler chosen for the toolkit, the loader-path setting applied, and
+then every other toolkit replaced by this one (envdiff.switched: the toolkit's dirs or its view's
+first, the CUDA variables naming it, CUDASWITCH_STATE recording what was replaced). `use`,
+`hook-env`, `exec`, `verify`, `kernel install` and `audit --compile` all call it, so what verify
+judges is what `use` prints.
+
+The host compiler is part of the plan: nvcc refuses a gcc above the ceiling in the toolkit's
+crt/host_config.h (`#error -- unsupported GNU version!`), so when the default gcc is above it and
+the host has a supported g++-N (Debian's and Fedora's gcc-N/g++-N packages), the switch points
+nvcc and CMake (CUDAHOSTCXX) at it. nvcc through NVCC_CCBIN where that nvcc reads it, else through
+`-ccbin` in NVCC_PREPEND_FLAGS: nvcc 11.8 reads NVCC_PREPEND_FLAGS but ignores NVCC_CCBIN (its
+binary names only the first; 13.x names both), so NVCC_CCBIN alone leaves an 11.x nvcc on gcc 12.
+The C++ driver, not gcc-N: nvcc also links through it, and a C driver leaves libstdc++ off the
+link line (`__cxa_guard_acquire` undefined). `-allow-unsupported-compiler` is never added: it turns
+a clear refusal into failures deep in libstdc++ headers. The ceiling is read from the toolkit's own
+header, never from compat.toml: a toolkit without that header cannot compile anyway, and the host's
+answer wins over a table (verify falls back to the table only to say what it cannot check).
+
+Import-light (os, marshal): it runs inside `use` and the hook. A compiler's version is asked once
+(`gcc -dumpfullversion`) and cached by the binary's path, mtime and size; a warm switch starts no
+process unless a CUDA module is loaded (then the module command runs, as `module load` does).
+"""
+
+import marshal
+import os
+
+from cudaswitch.errors import CudaSwitchError
+from cudaswitch.paths import Paths
+from cudaswitch.pathsearch import which
+from cudaswitch.switch import envdiff
+
+VERSIONS_FILE = "compilers.marshal"
+VERSION_TIMEOUT = 10.0
+EXTRA_DIRS = ("/usr/bin",)  # distro packages install gcc-N here even when PATH lacks it
+CCBIN_WORDS = ("-ccbin", "--compiler-bindir")
+MAX_CACHED = 64
+
+
+class SwitchPlan:
+    """What a switch to `record` from `start` gives: `env` (the whole new environment), `diff`
+    (envdiff.diff: what a shell applies), `base` (the environment switched from: the previous switch
+    undone, a CUDA module swapped out), `modules` (what the module system swapped out, or None),
+    `compilers` (the host compiler variables chosen, {} when none), `entries` (the dirs put first on
+    PATH and LD_LIBRARY_PATH: the toolkit's own or its view's)."""
+
+    __slots__ = ("record", "origin", "source_file", "start", "base", "env", "diff", "modules", "compilers",
+                 "entries")
+
+    def __init__(self, record: dict, origin: str, source_file: "str | None", start: dict, base: dict, env: dict,
+                 modules: "dict | None", compilers: dict, entries: dict) -> None:
+        self.record, self.origin, self.source_file = record, origin, source_file
+        self.start, self.base, self.env = start, base, env
+        self.diff = envdiff.diff(start, env)
+        self.modules, self.compilers, self.entries = modules, compilers, entries
+
+    @property
+    def state(self) -> "dict | None":
+        """What CUDASWITCH_STATE records for `off`: the values replaced and set, the modules swapped."""
+        return envdiff.read_state(self.env)
+
+    def public(self) -> dict:
+        """{"set": {...}, "unset": [...]}: the change, in the shape `use --shell json` prints."""
+        return {"set": dict(self.diff["set"]), "unset": list(self.diff["unset"])}
+
+
+def plan(env: dict, record: dict, origin: str, known_roots: "list[str] | tuple[str, ...]" = (),
+         source_file: "str | None" = None, paths: "Paths | None" = None) -> SwitchPlan:
+    """The switch of `env` to `record` (see the module's docstring). `origin` is who switches
+    (envdiff.ORIGINS); `known_roots`: the roots the registry knows (toolkitdirs.known_roots), taken
+    off the paths whole; `source_file`: the project file that asked, for the hook."""
+    entries = envdiff.path_entries(record)
+    if any(os.pathsep in d for d in entries["PATH"] + entries["LD_LIBRARY_PATH"]):
+        raise CudaSwitchError("%s cannot go on PATH: its path holds %r" % (record["root"], os.pathsep))
+    paths = Paths(env) if paths is None else paths
+    state = envdiff.read_state(env)
+    base, modules = _modules_swapped(paths, envdiff.pristine(env, state), state)
+    compilers = choose_compilers(paths.cache_dir, record, base)
+    on_path = record if _loader_path(paths) else dict(record, lib_dirs=[], env_lib=[])
+    new = envdiff.switched(env, on_path, origin, source_file, known_roots, base=base, modules=modules,
+                           compilers=compilers)
+    return SwitchPlan(record, origin, source_file, env, base, new, modules, compilers, envdiff.path_entries(on_path))
+
+
+def _modules_swapped(paths: Paths, base: dict, state: "dict | None") -> "tuple[dict, dict | None]":
+    """(base with a loaded CUDA module swapped for cudaswitch's marker, the module record for the
+    state). No process starts unless LOADEDMODULES names a CUDA module; a swap made by an earlier
+    switch is kept while its marker is still loaded."""
+    modules = state.get("modules") if state else None
+    if not modules and "cuda" not in (base.get("LOADEDMODULES") or "").lower():
+        return base, None
+    from cudaswitch.switch import modswitch
+
+    modules = modswitch.valid(modules)
+    if modules and modswitch.MARKER not in modswitch.loaded_cuda_modules(base):
+        modules = None  # the user unloaded or replaced the marker: nothing of before is to reload
+    if modules is None and modswitch.foreign_modules(base):
+        from cudaswitch.registry.discover import ENV_KEYS
+
+        outer = {name: base.get(name) for name in ENV_KEYS}
+        base, modules = modswitch.away(paths, base)
+        if modules is not None:
+            modules["outer"] = outer
+    return base, modules
+
+
+def _loader_path(paths: Paths) -> bool:
+    """config's `loader_path`: whether the toolkit's lib dirs go on LD_LIBRARY_PATH."""
+    from cudaswitch.verify.fastconfig import switch_settings
+
+    return bool(switch_settings(paths)["loader_path"])
+
+
+# --- the host compiler ---------------------------------------------------------------------------
+
+def choose_compilers(cache_dir: str, record: dict, env: dict) -> dict:
+    """{"NVCC_CCBIN" (or "NVCC_PREPEND_FLAGS": "-ccbin ..."): g++-N, "CUDAHOSTCXX": g++-N} when the
+    default gcc is above the toolkit's ceiling and a supported one exists; {} otherwise (also when
+    the user chose a compiler: their choice stands, and the verdict judges it). A value for
+    NVCC_PREPEND_FLAGS goes in front of the user's own flags (see envdiff)."""
+    if not record.get("nvcc"):
+        return {}
+    by_var = reads_ccbin_var(cache_dir, record["nvcc"]) if env.get("NVCC_CCBIN") else None
+    if user_choice(env, by_var is not False):
+        return {}
+    ceiling = gcc_ceiling(record)[0]
+    gcc = which("gcc", env)
+    if ceiling is None or not gcc:
+        return {}
+    have = major(compiler_version(cache_dir, gcc, env))
+    if have is None or have <= ceiling:
+        return {}
+    if by_var is None:
+        by_var = reads_ccbin_var(cache_dir, record["nvcc"])
+    for number, gxx in supported_compilers(env, ceiling):
+        if not by_var and any(c.isspace() for c in gxx):
+            continue  # nvcc splits its flag variables on white space
+        if major(compiler_version(cache_dir, gxx, env)) == number:  # the name could lie: ask it
+            return {"NVCC_CCBIN" if by_var else "NVCC_PREPEND_FLAGS": gxx if by_var else "-ccbin " + gxx,
+                    "CUDAHOSTCXX": gxx}
+    return {}
+
+
+def with_compilers(env: dict, chosen: dict) -> dict:
+    """env with choose_compilers()'s answer applied: a -ccbin word in front of the user's NVCC_PREPEND_FLAGS."""
+    out = dict(env, **chosen)
+    if chosen.get("NVCC_PREPEND_FLAGS"):
+        out["NVCC_PREPEND_FLAGS"] = envdiff.in_front(chosen["NVCC_PREPEND_FLAGS"], env.get("NVCC_PREPEND_FLAGS"))
+    return out
+
+
+def host_config_files(record: dict) -> "list[str]":
+    """crt/host_config.h candidates: classic include/, targets/<triple>/include/, wheel layouts."""
+    root = record["root"]
+    found = [os.path.join(root, "include", "crt", "host_config.h")]
+    try:  # listdir, not glob: glob imports re, which this hot path must not
+        targets = sorted(os.listdir(os.path.join(root, "targets")))
+    except OSError:
+        targets = []
+    found += [os.path.join(root, "targets", t, "include", "crt", "host_config.h") for t in targets]
+    for lib in record.get("lib_dirs") or []:
+        found.append(os.path.join(os.path.dirname(lib), "include", "crt", "host_config.h"))
+    return [p for p in dict.fromkeys(found) if os.path.isfile(p)]
+
+
+def ceiling_from_header(text: str) -> "int | None":
+    """N from the first `#if __GNUC__ > N` line, or None."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#if") and "__GNUC__ >" in stripped:
+            digits = stripped.split("__GNUC__ >", 1)[1].strip().split(" ")[0].strip("()")
+            if digits.isdigit():
+                return int(digits)
+    return None
+
+
+def gcc_ceiling(record: dict) -> "tuple[int | None, str | None]":
+    """(newest gcc major the toolkit accepts, the host_config.h saying so) or (None, None)."""
+    for path in host_config_files(record):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                ceiling = ceiling_from_header(handle.read())
+        except OSError:
+            continue
+        if ceiling is not None:
+            return ceiling, path
+    return None, None
+
+
+def compiler_version(cache_dir: str, compiler: str, env: dict) -> "str | None":
+    """'12.2.0' for a compiler binary (cached by identity), or None when it does not say."""
+    try:
+        key = _identity(compiler)
+    except OSError:
+        return None
+    where = os.path.join(cache_dir, VERSIONS_FILE)
+    known = _load_table(where)
+    if key in known:
+        return known[key]
+    version = _ask_version(compiler, env)
+    known[key] = version
+    _store_table(where, known)
+    return version
+
+
+def _ask_version(compiler: str, env: dict) -> "str | None":
+    """`gcc -dumpfullversion -dumpversion` (gcc 7+ answers the first, older ones the second)."""
+    from cudaswitch.run import run
+
+    result = run([compiler, "-dumpfullversion", "-dumpversion"], env=env, timeout=VERSION_TIMEOUT)
+    text = result.stdout.decode("utf-8", "replace").strip() if result.ok else ""
+    parts = text.split(".")
+    return text if text and all(p.isascii() and p.isdigit() for p in parts) else None
+
+
+def major(version: "str | None") -> "int | None":
+    head = (version or "").split(".")[0]
+    return int(head) if head.isascii() and head.isdigit() else None
+
+
+def supported_compilers(env: dict, ceiling: int) -> "list[tuple[int, str]]":
+    """[(N, g++-N)] on PATH and in /usr/bin with N <= ceiling, newest first."""
+    found: "dict[int, tuple[int, str]]" = {}
+    dirs = [d for d in (env.get("PATH") or "").split(os.pathsep) if os.path.isabs(d)] + list(EXTRA_DIRS)
+    for directory in dict.fromkeys(dirs):
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            number = name[4:] if name.startswith("g++-") else ""
+            if number.isascii() and number.isdigit() and int(number) <= ceiling and int(number) not in found:
+                gxx = os.path.join(directory, name)
+                if os.access(gxx, os.X_OK):
+                    found[int(number)] = (int(number), gxx)
+    return [found[n] for n in sorted(found, reverse=True)]
+
+
+def reads_ccbin_var(cache_dir: str, nvcc: str) -> "bool | None":
+    """Does this nvcc binary read NVCC_CCBIN? Its name is in every nvcc that does (one scan of the
+    binary, cached by identity). None when that cannot be told: a wrapper script that execs some
+    nvcc, an unreadable file; callers then set the -ccbin flag, which 11.8 and 13.x both read, and
+    never claim the variable is ignored."""
+    try:
+        key = "ccbin-var|" + _identity(nvcc)
+    except OSError:
+        return None
+    where = os.path.join(cache_dir, VERSIONS_FILE)
+    known = _load_table(where)
+    if key not in known:
+        known[key] = _names(nvcc, b"NVCC_CCBIN\0")
+        _store_table(where, known)
+    return known[key]
+
+
+def _names(path: str, word: bytes) -> "bool | None":
+    import mmap
+
+    try:
+        with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(word) >= 0 if data[:4] == b"\x7fELF" else None  # a script says nothing
+    except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
+        return None
+
+
+def ccbin_in_flags(env: dict) -> "str | None":
+    """The compiler the last -ccbin/--compiler-bindir word in NVCC_PREPEND_FLAGS or
+    NVCC_APPEND_FLAGS names (nvcc reads them before and after its command line, and the last
+    value of a repeated -ccbin wins: seen with 11.8 and 13.0), or None."""
+    found = None
+    for name in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"):
+        words = (env.get(name) or "").split()
+        for i, word in enumerate(words):
+            head, _, joined = word.partition("=")
+            if head in CCBIN_WORDS:
+                found = joined or (words[i + 1] if i + 1 < len(words) else "") or found
+    return found
+
+
+def user_choice(env: dict, reads_var: bool = True) -> bool:
+    """Has the user picked nvcc's host compiler themselves (their choice stands)? An NVCC_CCBIN
+    this nvcc does not read (`reads_var` False: 11.8) picks nothing for it: a profile.d script or
+    an earlier switch to 12.x/13.x may have set it for another toolkit."""
+    return bool((reads_var and env.get("NVCC_CCBIN")) or env.get("CUDAHOSTCXX") or ccbin_in_flags(env))
+
+
+def _identity(path: str) -> str:
+    """The cache key of a binary: its real path, mtime and size (a reinstall changes it)."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    return "%s|%d|%d" % (real, st.st_mtime_ns, st.st_size)
+
+
+def _load_table(path: str) -> dict:
+    """The sealed {identity: answer} cache; {} when absent, foreign or corrupt."""
+    from cudaswitch.safeio import load_marshal
+
+    data = load_marshal(path, 16 << 20)
+    return data if isinstance(data, dict) else {}
+
+
+def _store_table(path: str, table: dict) -> None:
+    """Write the cache sealed and atomically, keeping its newest entries; an unwritable cache
+    costs the question again next time, never the switch."""
+    from cudaswitch.paths import atomic_write
+    from cudaswitch.safeio import seal
+
+    if len(table) > MAX_CACHED:
+        table = dict(list(table.items())[-MAX_CACHED:])
+    try:
+        atomic_write(path, seal(marshal.dumps(table)))
+    except (OSError, ValueError):
+        pass
