@@ -14,7 +14,8 @@ from cudaswitch.safeio import replace_regular
 FILE = ".cudaversion"
 
 
-def set_local(request, unset):
+def set_local(request: str, unset: bool) -> str:
+    """What `local REQUEST` / `local --unset` did, in one line."""
     path = os.path.join(os.getcwd(), FILE)
     if unset:
         return _unset(path)
@@ -29,10 +30,20 @@ def set_local(request, unset):
         replace_regular(path, (request.strip() + "\n").encode("utf-8"))
     except OSError as exc:
         raise CudaSwitchError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
-    return "wrote %s: %s (now %s at %s)" % (path, request.strip(), record["version"], record["root"])
+    return "wrote %s: %s (now %s at %s%s)" % (path, request.strip(), record["version"], record["root"],
+                                              _incomplete(record))
 
 
-def _unset(path):
+def _incomplete(record):
+    """A pin to a toolkit that cannot compile is allowed (a runtime-only tree serves a loader path)
+    but said in the same line: the project's builds will fail until it is complete."""
+    if record.get("status") == "ok":
+        return ""
+    missing = ", ".join(record.get("missing") or ()) or "nvcc"
+    return "; it is %s (missing: %s): it cannot compile .cu files" % (record.get("status") or "incomplete", missing)
+
+
+def _unset(path: str) -> str:
     if not os.path.lexists(path):
         return "no %s here; nothing removed" % path
     _refuse_unless_file(path)

@@ -14,13 +14,16 @@ LINK = "/usr/local/cuda"
 TIMEOUT = 30
 
 
-def _alternatives_dirs(paths):
+def _alternatives_dirs(paths: Paths) -> "tuple[str, str]":
     altdir = os.environ.get("CUDASWITCH_ALTDIR") or paths.host("/etc/alternatives")
     admindir = os.environ.get("CUDASWITCH_ADMINDIR") or paths.host("/var/lib/dpkg/alternatives")
     return altdir, admindir
 
 
-def repoint(request, dry_run=False):
+def repoint(request: str, dry_run: bool = False) -> str:
+    """What `system REQUEST` did (or, with dry_run, would do), in one line; nothing is done when
+    /usr/local/cuda already leads to that toolkit (through update-alternatives too: --set would
+    turn its automatic mode into a manual one for nothing)."""
     from cudaswitch.registry import discover as registry
     from cudaswitch.registry.resolve import resolve
 
@@ -32,6 +35,8 @@ def repoint(request, dry_run=False):
         raise CudaSwitchError("%s is a real directory, not a link; refusing to replace it" % LINK)
     altdir, admindir = _alternatives_dirs(paths)
     managed = os.path.islink(link) and os.path.dirname(os.readlink(link)) in (altdir, "/etc/alternatives")
+    if _leads_to(paths, link) == os.path.realpath(record["root"]):
+        return "%s already points to %s (CUDA %s); nothing to change" % (LINK, target, record["version"])
     how = "update-alternatives --set cuda" if managed else "an atomic link swap"
     plan = "%s -> %s (CUDA %s) via %s" % (LINK, target, record["version"], how)
     if dry_run:
@@ -41,6 +46,17 @@ def repoint(request, dry_run=False):
     else:
         _swap_link(link, target)
     return "repointed " + plan
+
+
+def _leads_to(paths, link, hops=40):
+    """Where the host's link chain ends, each absolute target read inside the host root (a test
+    host or an image: /etc/alternatives/cuda there, not this machine's); None when it ends nowhere."""
+    for _ in range(hops):
+        if not os.path.islink(link):
+            return os.path.realpath(link) if os.path.exists(link) else None
+        target = os.readlink(link)
+        link = paths.host(target) if os.path.isabs(target) else os.path.join(os.path.dirname(link), target)
+    return None
 
 
 def _swap_link(link, target):

@@ -1,0 +1,45 @@
+"""Messages a user meets in everyday use say what is true, each checked through the real command:
+`local` of a toolkit that cannot compile says so in its one line; `system X --dry-run` when
+/usr/local/cuda already leads to X says so instead of "would repoint"."""
+
+import os
+
+from tests import kits
+
+
+def test_local_of_an_incomplete_toolkit_says_so_in_one_line(standard_host, tmp_path):
+    """`local 12.4` where 12.4 is runtime-only (no nvcc): written, and the line says builds will fail."""
+    proc = standard_host.run("local", "12.4", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == ""
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("wrote %s: 12.4" % (tmp_path / ".cudaversion"))
+    assert "missing: nvcc" in line and "cannot compile" in line
+    assert (tmp_path / ".cudaversion").read_text() == "12.4\n"
+
+
+def test_local_of_a_complete_toolkit_says_nothing_more(standard_host, tmp_path):
+    proc = standard_host.run("local", "13.1", cwd=tmp_path)
+    assert proc.returncode == 0 and "cannot compile" not in proc.stderr and "missing" not in proc.stderr
+
+
+def system_host(host):
+    for v in ("13.0", "13.1"):
+        kits.install_classic(kits.cuda13(v), host.path("/usr/local/cuda-" + v), v)
+    os.symlink("/usr/local/cuda-13.0", host.path("/usr/local/cuda"))
+    return host
+
+
+def test_system_dry_run_to_where_it_already_points_says_so(host):
+    system_host(host)
+    link = host.path("/usr/local/cuda")
+    proc = host.run("system", "13.0", "--dry-run")
+    assert proc.returncode == 0 and proc.stdout == ""
+    version = host.list_json()[str(host.path("/usr/local/cuda-13.0"))]["version"]
+    assert proc.stderr.strip() == \
+        "/usr/local/cuda already points to /usr/local/cuda-13.0 (CUDA %s); nothing to change" % version
+    other = host.run("system", "13.1", "--dry-run")
+    assert other.stderr.startswith("would repoint /usr/local/cuda -> /usr/local/cuda-13.1 ")
+    before = os.lstat(link).st_mtime_ns
+    again = host.run("system", "13.0")  # not dry: nothing to do, and nothing done
+    assert again.returncode == 0 and "already points to" in again.stderr
+    assert os.readlink(link) == "/usr/local/cuda-13.0" and os.lstat(link).st_mtime_ns == before
