@@ -8,15 +8,15 @@ import pytest
 
 from cudaswitch.switch import envdiff
 from cudaswitch.switch import projectfile
-from cudaswitch.switch.hooks import hook
+from cudaswitch.switch import shells
 from tests.shellrun import shell_path
 
 CHECK = {"bash": ["-n"], "zsh": ["-n"], "fish": ["--no-execute"]}
 
 
-@pytest.mark.parametrize("shell", hook.SHELLS)
+@pytest.mark.parametrize("shell", shells.SHELLS)
 def test_generated_hook_names_every_project_file_and_parses(shell, tmp_path):
-    text = hook.hook_text(shell, "/opt/cudaswitch's bin/cudaswitch")
+    text = shells.shell(shell).hook("/opt/cudaswitch's bin/cudaswitch")
     assert "@" + "FILES@" not in text and "@" + "RULES@" not in text and "@" + "READ_BYTES@" not in text
     for name, word, _ in projectfile.HOOK_RULES:
         assert "/%s" % name in text and ("*%s*" % word in text if word else True)
@@ -31,4 +31,4 @@ def test_generated_hook_names_every_project_file_and_parses(shell, tmp_path):
 
 def test_a_new_project_file_name_reaches_the_hook(monkeypatch):
     monkeypatch.setattr(projectfile, "HOOK_RULES", projectfile.HOOK_RULES + ((".cuda-version", "", True),))
-    assert '"$dir/.cuda-version"' in hook.hook_text("bash") and "*/.cuda-version)" in hook.hook_text("bash")
+    assert '"$dir/.cuda-version"' in shells.shell("bash").hook() and "*/.cuda-version)" in shells.shell("bash").hook()

@@ -3,9 +3,10 @@ handler and whether it runs without typer. The fast parser (cli/parse.py) and th
 (cli/app.py) are both generated from it, so a command accepts exactly its own options on both paths.
 
 Import-light on purpose: the fast path reads this module on every `use` and every prompt that
-changed directory. Handlers are named as "module:function" and imported only when run."""
+changed directory. Handlers are named as "module:function" and imported only when run; the shell
+names (init's choices, --shell's formats and their help) are the shell registry's (switch/shells),
+read when a command asks for them."""
 
-SHELL_FORMATS = "bash, zsh, fish, posix, json, dotenv or github (default: the parent shell)"
 PYTHON_HELP = "The Python whose torch to check (default: the first python3 on the switched PATH)."
 TIMEOUT_HELP = "Seconds the Python probe may take (default: config torch_timeout, else 60)."
 # Where help pages send a reader: the installed tool itself (a pipx user has no repository checkout).
@@ -13,15 +14,43 @@ DOCS = "More: `cudaswitch COMMAND --help` for each command; the README for the w
 COMMAND_DOCS = "More: `cudaswitch --help` lists every command; the README has the whole guide."
 
 
+def _resolved(value):
+    """A table value as written, or what its function gives: the shell registry's names are read
+    when a command needs them, so the commands that take no shell never import it."""
+    return value() if callable(value) else value
+
+
+def _shells():
+    from cudaswitch.switch import shells
+
+    return shells
+
+
+def _format_help():
+    return "Output format: %s (default: the parent shell)." % _shells().listed(_shells().FORMATS)
+
+
+def _init_choices():
+    return _shells().SHELLS + ("direnv",)
+
+
+def _init_help():
+    return ", ".join(_shells().SHELLS) + ", or direnv (the `use cuda` function for direnvrc)."
+
+
 class Opt:
     """One option. kind: flag (bool), tristate (--x/--no-x, None when absent), str, float;
     many=True collects every occurrence (and comma lists stay the handler's business)."""
 
-    __slots__ = ("names", "dest", "kind", "help", "metavar", "many")
+    __slots__ = ("names", "dest", "kind", "_help", "metavar", "many")
 
     def __init__(self, names, dest, kind, help, metavar=None, many=False):
-        self.names, self.dest, self.kind, self.help = tuple(names.split()), dest, kind, help
+        self.names, self.dest, self.kind, self._help = tuple(names.split()), dest, kind, help
         self.metavar, self.many = metavar, many
+
+    @property
+    def help(self):
+        return _resolved(self._help)
 
     @property
     def takes_value(self):
@@ -35,10 +64,18 @@ class Arg:
     """One positional. nargs: 1 (required), "?" (optional), "*" (any number), "rest" (a command
     line: everything from the first positional after the others, options included)."""
 
-    __slots__ = ("name", "help", "nargs", "choices")
+    __slots__ = ("name", "_help", "nargs", "_choices")
 
     def __init__(self, name, help, nargs=1, choices=None):
-        self.name, self.help, self.nargs, self.choices = name, help, nargs, choices
+        self.name, self._help, self.nargs, self._choices = name, help, nargs, choices
+
+    @property
+    def help(self):
+        return _resolved(self._help)
+
+    @property
+    def choices(self):
+        return _resolved(self._choices)
 
     @property
     def dest(self):
@@ -67,7 +104,7 @@ class Command:
 # Accepted before the command and among any command's own options, on both paths.
 VERBOSE = Opt("--verbose -v", "verbose", "flag", "Show the full traceback on errors.")
 JSON = Opt("--json", "as_json", "flag", "Print the result as JSON on stdout.")
-SHELL = Opt("--shell", "shell", "str", "Output format: " + SHELL_FORMATS + ".", metavar="SHELL")
+SHELL = Opt("--shell", "shell", "str", _format_help, metavar="SHELL")
 PYTHON = Opt("--python", "python", "str", PYTHON_HELP, metavar="PY")
 TIMEOUT = Opt("--timeout", "timeout", "float", TIMEOUT_HELP, metavar="SECONDS")
 WIDE = Opt("--wide", "wide", "flag", "Every value whole: no shortened roots, whatever the width.")
@@ -106,12 +143,10 @@ COMMANDS = (
             options=(JSON,), examples=("cudaswitch current", "cudaswitch current --json")),
     Command("hook-env", "cudaswitch.commands.switch_cmds:hook_env", fast=True, hidden=True,
             help="Called by the shell hook when the project file changed; prints code or nothing.",
-            options=(Opt("--shell", "shell", "str", "Output format: " + SHELL_FORMATS + ".", metavar="SHELL"),),
-            examples=("cudaswitch hook-env --shell bash",)),
+            options=(SHELL,), examples=("cudaswitch hook-env --shell bash",)),
     Command("init", "cudaswitch.commands.switch_cmds:init", fast=True,
             help="Print the hook to load from the shell's rc file.",
-            args=(Arg("SHELL", "bash, zsh, fish, or direnv (the `use cuda` function for direnvrc).",
-                      choices=("bash", "zsh", "fish", "direnv")),),
+            args=(Arg("SHELL", _init_help, choices=_init_choices),),
             examples=('eval "$(cudaswitch init bash)"   # in ~/.bashrc', "cudaswitch init fish | source",
                       "cudaswitch init direnv >> ~/.config/direnv/direnvrc")),
     Command("direnv-use", "cudaswitch.commands.integration_cmds:direnv_use", fast=True, hidden=True,

@@ -39,7 +39,7 @@ def install(request=None, components=(), source=None, mirror=None, extras=(), pr
     for path in result.get("modulefiles") or []:
         render.message("wrote modulefile %s" % path)
     if result["nvcc"]:
-        from cudaswitch.cli import hints
+        from cudaswitch.switch.shells import hints
 
         render.message(hints.use_hint(os.environ, "managed:" + _short(result["version"])))
     return 0
@@ -95,7 +95,7 @@ def uninstall(request, force=False):
     render.message("removed CUDA %s from %s" % (result["name"], result["root"]))
     if result["was_active"]:
         from cudaswitch.switch import envdiff
-        from cudaswitch.cli import hints
+        from cudaswitch.switch.shells import hints
 
         render.message(hints.after_removing_active(os.environ, envdiff.read_state(os.environ), os.getcwd()))
     return 0

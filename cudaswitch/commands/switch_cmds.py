@@ -6,8 +6,6 @@ import sys
 from cudaswitch import render
 from cudaswitch.errors import CudaSwitchError, UsageError
 
-HOOK_SHELLS = ("bash", "zsh", "fish")
-
 
 def _paths():
     from cudaswitch.paths import Paths
@@ -27,15 +25,14 @@ def _rerun_with_path(request, shell, no_verify, strict):
     `use` again with it exported and named (the hook's function does the same), else None."""
     from cudaswitch.switch import envdiff, shells
 
-    fmt = shell or shells.parent_shell()
-    program = _own_program()
-    if "PATH" in os.environ or envdiff.UNEXPORTED_VAR in os.environ or fmt not in ("bash", "zsh", "posix") \
-            or not program:
+    if "PATH" in os.environ or envdiff.UNEXPORTED_VAR in os.environ:
         return None
-    from cudaswitch.switch.shells import bash
-
+    fmt = shell or shells.parent_shell()
+    rerun, program = shells.rerunner(fmt), _own_program()
+    if not rerun or not program:
+        return None
     flags = ["--no-verify"] * bool(no_verify) + ["--strict"] * bool(strict)
-    return bash.rerun([program, "use", request, "--shell", fmt] + flags, ["PATH"])
+    return rerun([program, "use", request, "--shell", fmt] + flags, ["PATH"])
 
 
 def _renderer(shell):
@@ -141,10 +138,18 @@ def current(as_json=False):
         render.emit_json(info, compact=True)
     else:
         from cudaswitch.switch.active import lines
-        from cudaswitch.cli.hints import not_applied_note
 
-        render.emit_lines(lines(info, pending_note=not_applied_note(env)))
+        render.emit_lines(lines(info, **_pending_note(info, env)))
     return 0
+
+
+def _pending_note(info, env):
+    """The note on a pin this shell has not applied, when there is one (the hints import only then)."""
+    if not info.get("pending"):
+        return {}
+    from cudaswitch.switch.shells.hints import not_applied_note
+
+    return {"pending_note": not_applied_note(env)}
 
 
 def exec_(request, cmd):
@@ -180,10 +185,10 @@ def init(shell):
 
         render.emit_text(direnv.direnvrc(bash.quote(program or "cudaswitch")))
         return 0
-    from cudaswitch.switch.hooks.hook import hook_text
-    from cudaswitch.switch.shells import completion
+    from cudaswitch.switch import shells
 
-    render.emit_text(hook_text(shell, program) + completion.script(shell))
+    hooked = shells.shell(shell)  # a usage error for a name the registry does not have
+    render.emit_text(hooked.hook(program) + hooked.completion())
     return 0
 
 

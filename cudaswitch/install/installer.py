@@ -195,7 +195,7 @@ def uninstall(paths, env, registry, request, force=False):
     was_active = active_root(env) == root
     if was_active and not force:
         from cudaswitch.switch import envdiff
-        from cudaswitch.cli import hints
+        from cudaswitch.switch.shells import hints
 
         raise CudaSwitchError("CUDA %s at %s is active in this shell" % (record["version"], root),
                               "%s first, or pass --force"

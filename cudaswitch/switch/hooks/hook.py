@@ -1,54 +1,75 @@
-"""The text `cudaswitch init SHELL` prints: the hook file beside this module, with the project-file
-names and rules filled in from projectfile's data and the variables a switch touches from envdiff's,
-so the shell's "did anything change" test can never disagree with what hook-env reads."""
+"""The text `cudaswitch init SHELL` prints: the shell's hook file beside this module, with the
+project-file names and rules filled in from projectfile's data and the variables a switch touches
+from envdiff's, so the shell's "did anything change" test can never disagree with what hook-env
+reads; then its completion file. How each fill is written in a shell's syntax is the Shell's
+(switch/shells/): this module has no case per shell.
+
+Completion follows typer's protocol (the program answers when _CUDASWITCH_COMPLETE names the shell)
+and is appended to the hook, so one rc line loads both. REQUEST values come from the cached registry
+only (cli/complete.py): a TAB never starts discovery. The program is $__cudaswitch_bin, the absolute
+path `init` wrote, so completion runs the same program as the hook, never a shell function.
+Candidates are data and reach each shell as data: one per line, read into an array, never through
+eval."""
 
 import os
+from typing import Protocol
 
 from cudaswitch.switch import envdiff
 from cudaswitch.switch import projectfile
 
-SHELLS = ("bash", "zsh", "fish")
+HERE = os.path.dirname(os.path.abspath(__file__))
+END_MARK = "# @FINGERPRINT_END@"
+INDENT = "\n                "  # the depth of the case arms in every hook file
 
 
-def hook_text(shell: str, program: str = None) -> str:
+class HookSyntax(Protocol):
+    """What the fills need of a shell (a switch.shells.Shell has it all)."""
+
+    name: str
+    hook_functions: str
+    project_file: str
+    rule_arm: str
+    rule_ends_walk: str
+    rule_needs_word: str
+
+    def set_global(self, var: str, value: str) -> str: ...
+
+
+def hook_text(shell: HookSyntax, program: str | None = None) -> str:
     """The hook for `shell`, naming `program` (an absolute path) as the cudaswitch to run if given."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cudaswitch." + shell),
-              encoding="utf-8") as handle:
-        text = handle.read()
+    text = _read("cudaswitch." + shell.name)
     for name, value in _fills(shell).items():
         text = text.replace("@%s@" % name, value)
     if program:
-        from cudaswitch.switch.shells import bash, fish, zsh
-
-        quote = {"bash": bash.quote, "zsh": zsh.quote, "fish": fish.quote}[shell]
-        assign = "set -g __cudaswitch_bin %s\n" if shell == "fish" else "__cudaswitch_bin=%s\n"
-        text = assign % quote(program) + text
+        text = shell.set_global("__cudaswitch_bin", program) + text
     return text
+
+
+def completion_text(shell: HookSyntax) -> str:
+    """The shell's completion script (hooks/cudaswitch.complete.NAME), as it is."""
+    return _read("cudaswitch.complete." + shell.name)
+
+
+def _read(file_name):
+    with open(os.path.join(HERE, file_name), encoding="utf-8") as handle:
+        return handle.read()
 
 
 def _fills(shell):
     names = [rule[0] for rule in projectfile.HOOK_RULES]
     variables = sorted(set(envdiff.SCALARS) | set(envdiff.LISTS) | {envdiff.STATE_VAR})
-    if shell == "fish":
-        files = " ".join("$dir/%s" % name for name in names)
-    else:
-        files = " ".join('"$dir/%s"' % name for name in names)
     functions, end = _shared(shell)
-    return {"WRAPPER": functions, "FINGERPRINT_END": end, "FILES": files, "RULES": _rules(shell),
+    return {"WRAPPER": functions, "FINGERPRINT_END": end,
+            "FILES": " ".join(shell.project_file % name for name in names), "RULES": _rules(shell),
             "READ_BYTES": str(projectfile.MAX_BYTES + 1), "VARIABLES": " ".join(variables)}
 
 
-END_MARK = "# @FINGERPRINT_END@"
-
-
 def _shared(shell):
-    """(the functions bash and zsh share, how their fingerprint function ends), from one text
-    (fish has its own syntax, in its hook)."""
-    if shell == "fish":
+    """(the functions the shell's hook shares with others, how its fingerprint function ends), from
+    the one text they share; ("", "") for a shell whose hook holds all of its own."""
+    if not shell.hook_functions:
         return "", ""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cudaswitch.wrapper.sh"),
-              encoding="utf-8") as handle:
-        text = handle.read().replace("@SHELL@", shell)
+    text = _read(shell.hook_functions).replace("@SHELL@", shell.name)
     functions, _, end = text.split("\n", 1)[1].partition(END_MARK)
     return functions.rstrip("\n"), end.split("\n", 1)[1].rstrip("\n")
 
@@ -56,17 +77,9 @@ def _shared(shell):
 def _rules(shell):
     """One case arm per project file: which word makes it count, and whether it ends the walk.
     A file that fills the whole read (too long to judge from its start) counts: hook-env decides."""
-    arms = []
     full = str(projectfile.MAX_BYTES + 1)
+    arms = []
     for name, word, final in projectfile.HOOK_RULES:
-        if shell == "fish":
-            body = ("set -g __cudaswitch_fp_now \"$fp$f\"\\x1f\"$meta$content\"; return 0" if final else
-                    "string match -q '*%s*' -- $content; or test (string length -- \"$content\") -ge %s; or continue"
-                    % (word, full))
-            arms.append("case '*/%s'\n                    %s" % (name, body))
-        else:
-            body = ('__cudaswitch_fp_now="$fp$f"$\'\\x1f\'"$meta$content"; return 0' if final else
-                    '[[ $content == *%s* || ${#content} -ge %s ]] || continue' % (word, full))
-            arms.append("*/%s) %s ;;" % (name, body))
-    indent = "\n                " if shell == "fish" else "\n                "
-    return indent.join(arms)
+        body = shell.rule_ends_walk if final else shell.rule_needs_word % {"word": word, "full": full}
+        arms.append(shell.rule_arm % (name, body))
+    return INDENT.join(arms)

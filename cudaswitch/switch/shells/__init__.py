@@ -1,23 +1,104 @@
-"""Output formats for a switch. Each module has `render(diff) -> str` with its own quoting, where
-diff is envdiff.diff()'s {"set": {name: value}, "unset": [names]}. Kept import-light: the fast path
-imports exactly one of them."""
+"""The registry of what a switch can be written for, read by `--shell`, `init`, their help and
+completion (cli/table.py) and the hints (shells/hints.py).
+
+Two kinds, kept apart on purpose:
+- SHELLS: interactive shells a user hooks. Each is one module here whose SHELL is a Shell: its
+  quoting and how it renders an env diff, its hook (hooks/cudaswitch.NAME), its completion
+  (hooks/cudaswitch.complete.NAME) and how to eval a command's output in it (the hints).
+- RENDER_ONLY: formats for readers that are not a shell to hook (sh and ksh, a program reading
+  JSON, docker's --env-file, $GITHUB_ENV): a module with `render(diff) -> str` and nothing else.
+
+A diff is envdiff.diff()'s {"set": {name: value}, "unset": [names]} (and "unexport": [names]).
+Import-light: the fast path imports this and exactly one renderer module."""
 
 import os
 
-FORMATS = ("bash", "zsh", "fish", "posix", "json", "dotenv", "github")
-SHELL_NAMES = {"bash": "bash", "zsh": "zsh", "fish": "fish", "sh": "posix", "dash": "posix", "ksh": "posix"}
+TYPE_CHECKING = False  # typing's own costs an import on the fast path; mypy reads this name the same
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+SHELLS = ("bash", "zsh", "fish")
+RENDER_ONLY = ("posix", "json", "dotenv", "github")
+FORMATS = SHELLS + RENDER_ONLY  # what --shell takes, in the order its help lists them
+# A format rendered by a module of another name: POSIX sh takes bash's code (bash.render keeps to sh).
+MODULES = {"posix": "bash", "json": "json_format"}
+# The /proc comm of a parent shell -> the format it reads.
+PARENT_NAMES = dict({name: name for name in SHELLS}, sh="posix", dash="posix", ksh="posix")
 
 
-def renderer(name):
+class Shell:
+    """One interactive shell. Its module subclasses this once and names the instance SHELL; the
+    class attributes below are the shell's syntax that hooks/hook.py fills into its hook file."""
+
+    name = ""
+    # The file of functions this shell's hook shares with others (hooks/), or "" for none.
+    hook_functions = ""
+    project_file = '"$dir/%s"'  # one candidate project file in the hook's loop, from its name
+    rule_arm = "*/%s) %s ;;"  # one case arm: the file name's pattern, then the body
+    rule_ends_walk = ""  # the body of the arm for a file that counts whatever it holds
+    rule_needs_word = ""  # the body for a file that counts when it mentions %(word)s (or fills %(full)s bytes)
+
+    def quote(self, value: str) -> str:
+        raise NotImplementedError
+
+    def render(self, diff: dict) -> str:
+        raise NotImplementedError
+
+    def set_global(self, var: str, value: str) -> str:
+        """A line that sets the shell-global variable `var` (not exported) to `value`."""
+        return "%s=%s\n" % (var, self.quote(value))
+
+    def eval_hint(self, args: str) -> str:
+        """How a user runs `cudaswitch ARGS` so that its output changes this shell."""
+        return 'eval "$(cudaswitch %s)"' % args
+
+    def hook(self, program: str | None = None) -> str:
+        """The text `init` prints for this shell: its hook, naming `program` as the cudaswitch to run."""
+        from cudaswitch.switch.hooks import hook
+
+        return hook.hook_text(self, program)
+
+    def completion(self) -> str:
+        """Tab completion for this shell, appended to the hook (one rc line loads both)."""
+        from cudaswitch.switch.hooks import hook
+
+        return hook.completion_text(self)
+
+
+def _module(name):
+    return __import__("cudaswitch.switch.shells." + MODULES.get(name, name), fromlist=["render"])
+
+
+def renderer(name: str) -> "Callable[[dict], str]":
+    """The render function of the output format `name`; a usage error for any other name."""
     if name not in FORMATS:
         from cudaswitch.errors import UsageError
 
         raise UsageError("unknown --shell %r" % name, "one of " + ", ".join(FORMATS))
-    module = {"posix": "bash", "json": "json_format"}.get(name, name)
-    return __import__("cudaswitch.switch.shells." + module, fromlist=["render"]).render
+    return _module(name).render
 
 
-def parent_shell():
+def rerunner(name: str) -> "Callable[[list, list], str] | None":
+    """The format's `rerun(argv, names)` (code that runs argv again with `names` exported), or None
+    where it has none: only bash's code can export what the shell holds unexported."""
+    return getattr(_module(name), "rerun", None) if name in FORMATS else None
+
+
+def shell(name: str) -> Shell:
+    """The Shell called `name`; a usage error for a name that is no hooked shell (`init nu`)."""
+    if name not in SHELLS:
+        from cudaswitch.errors import UsageError
+
+        raise UsageError("unknown shell %r" % name, "one of " + ", ".join(SHELLS))
+    return _module(name).SHELL
+
+
+def listed(names: "Sequence[str]", last: str = "or") -> str:
+    """Names as help text lists them: `bash, zsh or fish`."""
+    return ", ".join(names[:-1]) + (" %s " % last if len(names) > 1 else "") + names[-1]
+
+
+def parent_shell() -> str:
     """The shell that runs us (its /proc comm), else posix. One file read, no shellingham import:
     the hook always passes --shell, this only serves a bare `eval "$(cudaswitch use X)"`."""
     try:
@@ -25,4 +106,4 @@ def parent_shell():
             comm = handle.read().strip().lstrip("-")
     except OSError:
         return "posix"
-    return SHELL_NAMES.get(comm, "posix")
+    return PARENT_NAMES.get(comm, "posix")

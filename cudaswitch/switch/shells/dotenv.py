@@ -11,7 +11,7 @@ dotenv cannot express "unset", so unset names become empty values."""
 from cudaswitch.switch.shells.bash import name
 
 
-def problem(value):
+def problem(value: str) -> str | None:
     """Why `value` cannot be written so that every dotenv reader reads it back, or None."""
     if "\n" in value or "\r" in value or "\0" in value:
         return "it spans lines"
@@ -30,7 +30,7 @@ def problem(value):
     return None
 
 
-def quote(var, value):
+def quote(var: str, value: str) -> str:
     why = problem(value)
     if why:
         from cudaswitch.errors import CudaSwitchError
@@ -40,7 +40,7 @@ def quote(var, value):
     return value
 
 
-def render(diff):
+def render(diff: dict) -> str:
     lines = ["%s=%s" % (name(var), quote(var, value)) for var, value in diff["set"].items()]
     lines += ["%s=" % name(var) for var in diff["unset"]]
     return "\n".join(lines) + ("\n" if lines else "")

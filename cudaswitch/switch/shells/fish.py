@@ -2,10 +2,11 @@
 so PATH-like values are split on ':' into one quoted element each (fish joins them on export).
 Names are checked as in bash.name: fish has no quoting for them either."""
 
+from cudaswitch.switch.shells import Shell
 from cudaswitch.switch.shells.bash import name
 
 
-def quote(value):
+def quote(value: str) -> str:
     if "\0" in value:
         from cudaswitch.switch.shells.bash import _refuse
 
@@ -13,7 +14,7 @@ def quote(value):
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def render(diff):
+def render(diff: dict) -> str:
     lines = []
     for var, value in diff["set"].items():
         if var.endswith("PATH") and value:
@@ -24,3 +25,23 @@ def render(diff):
     lines += ["set -e %s" % name(var) for var in diff["unset"]]
     lines += ["set -gu %s" % name(var) for var in diff.get("unexport", ())]
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+class Fish(Shell):
+    name = "fish"
+    project_file = "$dir/%s"  # fish does not split a variable's value: no quotes needed
+    rule_arm = "case '*/%s'\n                    %s"
+    rule_ends_walk = "set -g __cudaswitch_fp_now \"$fp$f\"\\x1f\"$meta$content\"; return 0"
+    rule_needs_word = ("string match -q '*%(word)s*' -- $content; or test (string length -- \"$content\") "
+                       "-ge %(full)s; or continue")
+    quote = staticmethod(quote)
+    render = staticmethod(render)
+
+    def set_global(self, var: str, value: str) -> str:
+        return "set -g %s %s\n" % (var, quote(value))
+
+    def eval_hint(self, args: str) -> str:
+        return "cudaswitch %s | source" % args  # fish's eval of a command's output
+
+
+SHELL = Fish()

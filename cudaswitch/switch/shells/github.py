@@ -27,7 +27,7 @@ def _checked(var, value):
     return value
 
 
-def render(diff):
+def render(diff: dict) -> str:
     lines = []
     for var, value in diff["set"].items():
         value = _checked(name(var), value)

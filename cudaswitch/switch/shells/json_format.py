@@ -7,7 +7,7 @@ from cudaswitch.render import escape_surrogates
 from cudaswitch.switch.shells.bash import name
 
 
-def render(diff):
+def render(diff: dict) -> str:
     checked = {"set": {name(var): value for var, value in diff["set"].items()},
                "unset": [name(var) for var in diff["unset"]]}
     return escape_surrogates(json.dumps(checked, ensure_ascii=False)) + "\n"

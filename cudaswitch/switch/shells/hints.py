@@ -2,53 +2,60 @@
 function) is loaded, which shell it is, and what made the current toolkit active (an explicit
 `use`, a project file, the global default). A hint that names a command the shell cannot run as
 written, or one that does nothing there (`off` where a project file re-applies), misleads.
+How a command's output is evaluated is each Shell's own (its eval_hint); this module has no case
+per shell.
 
 The hook's shell function tells the program it is there: it runs the program with
 CUDASWITCH_HOOK set to the shell's name (only for that one command; nothing is exported)."""
 
 import os
 
+from cudaswitch.switch import shells
+
+TYPE_CHECKING = False  # typing's own costs an import on the hot path; mypy reads this name the same
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 HOOK_VAR = "CUDASWITCH_HOOK"
-HOOK_SHELLS = ("bash", "zsh", "fish")
 
 
-def hook_shell(env) -> str | None:
+def hook_shell(env: "Mapping[str, str]") -> str | None:
     """The shell whose cudaswitch function ran this command, or None (no hook loaded)."""
     value = env.get(HOOK_VAR)
-    return value if value in HOOK_SHELLS else None
+    return value if value in shells.SHELLS else None
 
 
-def switch_command(env, args: str) -> str:
+def _parent():
+    """The Shell this command's output is read in; sh and ksh evaluate code as bash does, and
+    bash's hook is the one to offer them."""
+    name = shells.parent_shell()
+    return shells.shell(name if name in shells.SHELLS else "bash")
+
+
+def switch_command(env: "Mapping[str, str]", args: str) -> str:
     """How to run `cudaswitch use ARGS` / `off` so that it changes this shell."""
     if hook_shell(env):
         return "cudaswitch %s" % args
-    from cudaswitch.switch import shells
-
-    if shells.parent_shell() == "fish":
-        return "cudaswitch %s | source" % args
-    return 'eval "$(cudaswitch %s)"' % args
+    return _parent().eval_hint(args)
 
 
-def not_applied_note(env) -> str:
+def not_applied_note(env: "Mapping[str, str]") -> str:
     """Why a project file's toolkit is not in this shell's environment."""
     if hook_shell(env):
         return "not applied yet: the hook applies it at the next prompt"
-    from cudaswitch.switch import shells
-
-    shell = shells.parent_shell()
-    init = "cudaswitch init fish | source" if shell == "fish" else 'eval "$(cudaswitch init %s)"' % (
-        shell if shell in HOOK_SHELLS else "bash")
-    return "not applied in this shell: the hook is not loaded (`%s`)" % init
+    shell = _parent()
+    return "not applied in this shell: the hook is not loaded (`%s`)" % shell.eval_hint("init " + shell.name)
 
 
-def use_hint(env, request: str) -> str:
+def use_hint(env: "Mapping[str, str]", request: str) -> str:
     return "use it with: %s" % switch_command(env, "use " + request)
 
 
-def leave_active(env, state, cwd: str) -> str:
+def leave_active(env: "Mapping[str, str]", state: dict | None, cwd: str) -> str:
     """What stops this shell using its toolkit, by what made it active: `off` undoes an explicit
     `use`, but a project file or the default applies again at the next prompt."""
-    origin = (state or {}).get("origin")
+    state = state or {}
+    origin = state.get("origin")
     if origin == "project":
         where = os.path.dirname(state.get("file") or "") or cwd
         return "name another version in %s (`cudaswitch local VERSION` in %s) or leave that directory" % (
@@ -62,7 +69,7 @@ def leave_active(env, state, cwd: str) -> str:
     return text
 
 
-def after_removing_active(env, state, cwd: str) -> str:
+def after_removing_active(env: "Mapping[str, str]", state: dict | None, cwd: str) -> str:
     text = "it was active in this shell: " + leave_active(env, state, cwd)
     if (state or {}).get("origin") not in ("project", "global"):
         text += ", or `%s`" % switch_command(env, "use VERSION")
