@@ -22,14 +22,26 @@ def imports_of(path: Path, modules: set) -> set:
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found.update("%s.%s" % (node.module, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(path, node.module, node.level)
+            found.add(base)
+            found.update("%s.%s" % (base, alias.name) for alias in node.names)
         elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "__import__" and node.args:
             if isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
                 found.add(node.args[0].value)
     me = module_name(path)
     return {name for name in found if name in modules and name != me}
+
+
+def _absolute(path: Path, module, level: int) -> str:
+    """The absolute name a `from ..x import y` in `path` means (level 0: `module` itself)."""
+    if level == 0:
+        return module
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package.pop()
+    package = package[:len(package) - (level - 1)]
+    return ".".join(package + ([module] if module else []))
 
 
 def graph() -> dict:
@@ -71,9 +83,11 @@ def circles(edges: dict) -> list:
     return found
 
 
-def test_the_walk_sees_a_real_edge():
+def test_the_walk_sees_a_real_edge(tmp_path):
     edges = graph()
     assert "cudaswitch.cli.table" in edges["cudaswitch.cli.main"]
+    assert _absolute(PACKAGE / "switch" / "plan.py", "verify", 2) == "cudaswitch.verify"
+    assert _absolute(PACKAGE / "switch" / "__init__.py", None, 1) == "cudaswitch.switch"
     assert circles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
 
 

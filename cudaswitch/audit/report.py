@@ -91,9 +91,9 @@ def root_env(env, root, root_vars=None):
 
 
 def _toolkit_entry(record, registry, env, executes):
-    from cudaswitch import core
+    from cudaswitch.switch.registry import Registry
 
-    entry = next(i for i in core.list_items({**registry, "records": [record]}, env))
+    entry = Registry(registry, env).public(record)
     entry["problems"] = list(entry["problems"])  # the audit adds its own; the record stays as found
     entry["system_default"] = record["real"] == registry["system_real"]
     entry["layout"] = record.get("layout")

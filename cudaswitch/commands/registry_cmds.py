@@ -15,7 +15,7 @@ def _context(refresh=False):
 
 
 def list_(as_json=False, refresh=False, wide=False, runnable=False):
-    from cudaswitch import core
+    from cudaswitch.switch.registry import Registry, list_items, list_json_text
     from cudaswitch.verify import runs_here
 
     paths, reg = _context(refresh)
@@ -29,9 +29,9 @@ def list_(as_json=False, refresh=False, wide=False, runnable=False):
         reg = dict(reg, records=[reg["records"][i] for i in keep], list_json=[reg["list_json"][i] for i in keep])
     picks = _partial_picks(reg, runs)
     if as_json and not render.stdout_is_terminal():  # a script reading it: the pre-rendered text
-        render.emit_json_text(core.list_json_text(reg, os.environ, runs, picks))
+        render.emit_json_text(list_json_text(Registry(reg, os.environ), runs, picks))
         return 0
-    items = core.list_items(reg, os.environ, runs, picks)
+    items = list_items(Registry(reg, os.environ), runs, picks)
     if as_json:
         render.emit_json(items)
     elif items:
@@ -60,10 +60,10 @@ def _partial_picks(reg, runs):
 
 
 def which(request=None, tool=None):
-    from cudaswitch import core
+    from cudaswitch.switch.registry import Registry, which as which_path
 
     _, reg = _context()
-    render.emit_lines([core.which(reg, os.environ, request, tool)])
+    render.emit_lines([which_path(Registry(reg, os.environ), request, tool)])
     return 0
 
 
@@ -81,11 +81,11 @@ def local(request=None, unset=False):
 
 
 def global_(request=None, unset=False):
-    from cudaswitch import core
+    from cudaswitch.switch.registry import Registry, set_global
 
     _request_or_unset(request, unset)
     paths, reg = _context()
-    render.message(core.set_global(paths, reg, request))
+    render.message(set_global(paths, Registry(reg, os.environ), request))
     return 0
 
 

@@ -187,12 +187,12 @@ def _unpack_all(found, tree, release, env, progress):
 
 def uninstall(paths, env, registry, request, force=False):
     """Remove one managed toolkit; refuses others, and the active one unless `force`."""
-    from cudaswitch.core import active_root
+    from cudaswitch.switch.registry import Registry
     from cudaswitch.request import ToolkitRequest
 
     record = _managed_record(paths, registry, ToolkitRequest.parse(request, allow_path=True))
     root = record["root"]
-    was_active = active_root(env) == root
+    was_active = Registry(registry, env).is_active(record)
     if was_active and not force:
         from cudaswitch.switch import envdiff
         from cudaswitch.switch.shells import hints

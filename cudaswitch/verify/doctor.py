@@ -5,11 +5,11 @@ import os
 import re
 
 from cudaswitch.render import counted
-from cudaswitch.toolkit import Toolkit, short_version
+from cudaswitch.toolkit import short_version
 from cudaswitch.verify import driver as drivermod, pipeline
 from cudaswitch.verify.checks import compat_libcuda_dirs
 from cudaswitch.verify.compat import check, looks_like_toolkit, nvcc_target, torch_home
-from cudaswitch.core import active_root
+from cudaswitch.switch.registry import Registry
 from cudaswitch.verify.host import Host
 from cudaswitch.verify.runner import which
 
@@ -29,8 +29,7 @@ def doctor(paths, registry, env, python=None, timeout=None):
     ]
     checks = [dict(c, layer=name) for name, items in layers for c in items]
     record = host.record
-    public = Toolkit(record).public(default=record["real"] == registry.get("default_real"),
-                                    active=active_root(env) == record["root"]) if record else None
+    public = Registry(registry, env).public(record) if record else None
     return {"toolkit": public, "checks": checks, "driver": host.driver, "torch": host.torch}
 
 
@@ -89,7 +88,7 @@ def toolkit_layer(host):
         return [check("toolkit.active", "info", "%s found, none active and no default"
                       % counted(len(registry["records"]), "toolkit"),
                       "`cudaswitch use VERSION` or `cudaswitch global VERSION`")]
-    how = "active in this shell" if active_root(host.env) == record["root"] else "the default"
+    how = "active in this shell" if Registry(registry, host.env).is_active(record) else "the default"
     head = check("toolkit.active", "ok", "CUDA %s at %s is %s" % (record["version"], record["root"], how),
                  root=record["root"])
     checks = pipeline.run(host, pipeline.TOOLKIT)

@@ -135,10 +135,10 @@ class Host:
 
 def current_or_none(registry, env):
     """The active (else default) toolkit's record; None where there is none, which is no error here."""
-    from cudaswitch import core
+    from cudaswitch.switch.registry import Registry
     from cudaswitch.errors import CudaSwitchError
 
     try:
-        return core.current_record(registry, env)
+        return Registry(registry, env).current()
     except CudaSwitchError:
         return None

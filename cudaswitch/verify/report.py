@@ -1,8 +1,7 @@
 """`verify`: every check of one toolkit against nvcc, the host gcc, the driver and the user's torch,
 in the environment the user will have after switching to it."""
 
-from cudaswitch.core import active_root
-from cudaswitch.toolkit import Toolkit
+from cudaswitch.switch.registry import Registry
 from cudaswitch.verify import pipeline
 from cudaswitch.verify.host import Host, current_or_none  # noqa: F401  (re-exported)
 
@@ -15,8 +14,7 @@ def verify_toolkit(paths, registry, record, env, python=None, smoke_compile=Fals
     the cached one unless `smoke_compile` asks for a fresh one."""
     host = Host(paths, registry, env, record, python=python, timeout=timeout, fresh_build=smoke_compile)
     checks = pipeline.run(host, pipeline.VERIFY)
-    public = Toolkit(record).public(default=record.get("real") == registry.get("default_real"),
-                                    active=active_root(current_env or {}) == record["root"])
+    public = Registry(registry, current_env or {}).public(record)
     return {"toolkit": public, "checks": checks, "driver": host.driver, "torch": host.torch}
 
 

@@ -296,7 +296,7 @@ def gather(paths, load_registry, env: dict, request: Optional[str] = None, drive
 
 def _toolkit_record(load_registry, env, request):
     """The toolkit a REQUEST names (it must exist), else the active or default one, else None."""
-    from cudaswitch import core
+    from cudaswitch.switch.registry import Registry
     from cudaswitch.errors import CudaSwitchError
     from cudaswitch.registry.resolve import resolve
 
@@ -304,6 +304,6 @@ def _toolkit_record(load_registry, env, request):
     if request:
         return resolve(reg, request)
     try:
-        return core.current_record(reg, env)
+        return Registry(reg, env).current()
     except CudaSwitchError:
         return None
