@@ -6,13 +6,14 @@ parsed is an error naming the file and line; it is never overwritten by a later 
 
 import math
 
+from cudaswitch import settings
 from cudaswitch.errors import BadRequest, ConfigError
 from cudaswitch.request import SOURCES
 from cudaswitch.safeio import Unreadable, parse_toml, read_regular, replace_regular
+from cudaswitch.settings import MAX_TIMEOUT, VERDICT_MODES
 
 MAX_BYTES = 1 << 20
-MAX_TIMEOUT = 3600.0
-DEFAULTS = {"source_order": list(SOURCES), "probe_timeout": 5.0}
+DEFAULTS = {"source_order": list(SOURCES), "probe_timeout": settings.PROBE_TIMEOUT}
 
 
 def _text(key, value):
@@ -89,12 +90,12 @@ CHECKS = {
     "verdict": _verdict,
     "loader_path": _flag,
 }
-VERDICT_MODES = ("all", "problems", "off")
 
-# What each setting is when config.toml does not say, for `config show` (the modules that read a
-# setting keep their own fallback; a test holds these equal). None: unset, and UNSET says what applies.
+# What each setting is when config.toml does not say, for `config show`; every number and mode is
+# cudaswitch/settings.py's, which the modules that read a setting use too. None: unset, and UNSET
+# says what applies.
 EFFECTIVE_DEFAULTS = {**{key: None for key in CHECKS}, **DEFAULTS, "search_roots": [], "toolkits": [],
-                      "torch_timeout": 60.0, "probe_exec": True, "verdict": "all", "loader_path": True}
+                      "torch_timeout": settings.TORCH_TIMEOUT, "probe_exec": True, **settings.SWITCH_DEFAULTS}
 UNSET = {"default": "no default toolkit", "python": "the first python3 on the switched PATH",
          "redist_url": "NVIDIA's server"}
 _warned = set()  # (file, key): each unknown key is named once per run, however often config is read

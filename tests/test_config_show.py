@@ -81,9 +81,10 @@ def test_config_show_lists_every_setting_and_where_it_came_from(host):
 def test_the_defaults_shown_are_the_ones_that_apply():
     """`config show` states defaults that other modules apply: they must not drift apart."""
     from cudaswitch import config as configmod
-    from cudaswitch.verify import fastconfig, host as hostmod
+    from cudaswitch import settings
+    from cudaswitch.verify import fastconfig
 
     for key, value in fastconfig.DEFAULTS.items():
         assert configmod.EFFECTIVE_DEFAULTS[key] == value, key
-    assert configmod.EFFECTIVE_DEFAULTS["torch_timeout"] == hostmod.DEFAULT_TORCH_TIMEOUT
+    assert configmod.EFFECTIVE_DEFAULTS["torch_timeout"] == settings.TORCH_TIMEOUT
     assert set(configmod.EFFECTIVE_DEFAULTS) == set(configmod.CHECKS)

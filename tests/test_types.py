@@ -22,9 +22,6 @@ NOT_YET_ANNOTATED = frozenset({
     "verify/facts.py", "verify/host.py", "verify/present.py", "verify/report.py", "verify/torchplan.py",
     "verify/driverlayer.py", "verify/quick.py", "verify/usecheck.py", "verify/nvcc.py", "verify/torch_probe.py",
     "verify/hostcc.py", "switch/decide.py", "switch/envdiff.py", "switch/plan.py",
-    "switch/shells/__init__.py", "switch/shells/bash.py", "switch/shells/dotenv.py", "switch/shells/fish.py",
-    "switch/shells/github.py", "switch/shells/json_format.py", "switch/shells/zsh.py",
-    "switch/hooks/__init__.py", "switch/hooks/hook.py",
     "switch/modswitch.py", "switch/local.py", "switch/systemlink.py",
     # mine, annotated next
     "registry/discover.py", "registry/layouts.py", "registry/nvcc_probe.py", "registry/resolve.py",

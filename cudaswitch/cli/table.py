@@ -7,8 +7,10 @@ changed directory. Handlers are named as "module:function" and imported only whe
 names (init's choices, --shell's formats and their help) are the shell registry's (switch/shells),
 read when a command asks for them."""
 
+from cudaswitch.settings import TORCH_TIMEOUT
+
 PYTHON_HELP = "The Python whose torch to check (default: the first python3 on the switched PATH)."
-TIMEOUT_HELP = "Seconds the Python probe may take (default: config torch_timeout, else 60)."
+TIMEOUT_HELP = "Seconds the Python probe may take (default: config torch_timeout, else %g)." % TORCH_TIMEOUT
 # Where help pages send a reader: the installed tool itself (a pipx user has no repository checkout).
 DOCS = "More: `cudaswitch COMMAND --help` for each command; the README for the whole guide."
 COMMAND_DOCS = "More: `cudaswitch --help` lists every command; the README has the whole guide."

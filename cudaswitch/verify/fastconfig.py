@@ -18,11 +18,10 @@ import marshal
 import os
 
 from cudaswitch.safeio import load_marshal, replace_regular, seal
+from cudaswitch.settings import SWITCH_DEFAULTS as DEFAULTS, VERDICT_MODES
 
 FILE = "settings.marshal"
 MAX_BYTES = 64 << 10  # two small settings and a key: a few hundred bytes
-DEFAULTS = {"verdict": "all", "loader_path": True}
-VERDICT_MODES = ("all", "problems", "off")
 
 
 def _identity(path):

@@ -5,14 +5,14 @@ and `audit` all read them from here, so a check written once sees the same facts
 
 import functools
 
+from cudaswitch import settings as defaults
 from cudaswitch.toolkit import short_version
 from cudaswitch.verify import driver as drivermod, hostcc, nvcc as nvccmod
 
-DEFAULT_TORCH_TIMEOUT = 60.0
 CURRENT = object()  # record=CURRENT: the active (else default) toolkit, looked up when asked
 
 
-def settings(paths, tolerant=False):
+def settings(paths, tolerant: bool = False) -> dict:
     """Timeouts and the configured Python from config.toml. tolerant: a broken config gives the
     defaults (`use` must still switch; `list` reports the config error)."""
     from cudaswitch import config
@@ -24,8 +24,8 @@ def settings(paths, tolerant=False):
         if not tolerant:
             raise
         cfg = {}
-    return {"probe_timeout": float(cfg.get("probe_timeout", 5.0)), "python": cfg.get("python"),
-            "torch_timeout": float(cfg.get("torch_timeout", DEFAULT_TORCH_TIMEOUT)),
+    return {"probe_timeout": float(cfg.get("probe_timeout", defaults.PROBE_TIMEOUT)), "python": cfg.get("python"),
+            "torch_timeout": float(cfg.get("torch_timeout", defaults.TORCH_TIMEOUT)),
             "torch_timeout_set": cfg.get("torch_timeout")}
 
 
@@ -70,7 +70,7 @@ class Host:
 
     @property
     def probe_timeout(self):
-        return max(self.conf["probe_timeout"], 10.0)
+        return max(self.conf["probe_timeout"], defaults.VERIFY_PROBE_TIMEOUT)
 
     @functools.cached_property
     def nvcc_version(self):
@@ -133,7 +133,7 @@ class Host:
         return drivermod.nvidia_pci_devices(self.paths)
 
 
-def current_or_none(registry, env):
+def current_or_none(registry: dict, env: dict):
     """The active (else default) toolkit's record; None where there is none, which is no error here."""
     from cudaswitch.switch.registry import Registry
     from cudaswitch.errors import CudaSwitchError
