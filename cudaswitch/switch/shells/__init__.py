@@ -53,7 +53,7 @@ class Shell:
         return 'eval "$(cudaswitch %s)"' % args
 
     def hook(self, program: str | None = None) -> str:
-        """The text `init` prints for this shell: its hook, naming `program` as the cudaswitch to run."""
+        """This shell's hook (`init` prints it, then the completion), naming `program` as the cudaswitch to run."""
         from cudaswitch.switch.hooks import hook
 
         return hook.hook_text(self, program)
