@@ -35,9 +35,7 @@ def upward(edges: dict) -> list:
 BEING_REMOVED = frozenset({
     "cudaswitch.commands.install_cmds -> cudaswitch.cli", "cudaswitch.commands.install_cmds -> cudaswitch.cli.hints",
     "cudaswitch.commands.switch_cmds -> cudaswitch.cli.hints", "cudaswitch.install.installer -> cudaswitch.cli",
-    "cudaswitch.install.installer -> cudaswitch.cli.hints", "cudaswitch.switch.decide -> cudaswitch.verify",
-    "cudaswitch.switch.decide -> cudaswitch.verify.hostcc", "cudaswitch.switch.plan -> cudaswitch.verify",
-    "cudaswitch.switch.plan -> cudaswitch.verify.fastconfig",
+    "cudaswitch.install.installer -> cudaswitch.cli.hints",
     "cudaswitch.core -> cudaswitch.registry", "cudaswitch.core -> cudaswitch.registry.discover",
     "cudaswitch.core -> cudaswitch.switch", "cudaswitch.core -> cudaswitch.switch.registry",
 })

@@ -48,7 +48,7 @@ def verdict_for_use(paths, record, new_env, timeout=20.0, again=False):
 def verdict_to_show(paths, record, new_env, strict=False, again=False):
     """(level, line or None) as config's `verdict` setting asks: "all" lines, only "problems", or
     "off" (nothing verified, nothing said; --strict verifies all the same)."""
-    from cudaswitch.verify.fastconfig import switch_settings
+    from cudaswitch.fastconfig import switch_settings
 
     mode = switch_settings(paths)["verdict"]
     if mode == "off" and not strict:
