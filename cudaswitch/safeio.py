@@ -134,9 +134,17 @@ def parse_toml(data):
 
 def quote_prefix(text, length=16):
     """A short, escaped prefix of refused text for an error message: enough to recognise, never
-    enough to leak a secret a hostile link pointed at, and no raw control characters."""
+    enough to leak a secret a hostile link pointed at, and no raw control characters. A path is
+    cut after a whole component ('/opt/site/'..., not '/opt/site/ro'...), or not at all when it
+    is at most twice as long: a name cut in the middle reads as another name."""
     shown = text[:length]
-    return ascii(shown) + ("..." if len(text) > length else "")
+    if len(text) > length and "/" in shown:
+        whole = shown[:shown.rindex("/") + 1]
+        if whole.strip("/"):
+            shown = whole
+        elif len(text) <= 2 * length:
+            shown = text
+    return ascii(shown) + ("..." if len(text) > len(shown) else "")
 
 
 SEAL = b"CSW1"

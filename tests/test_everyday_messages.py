@@ -43,3 +43,15 @@ def test_system_dry_run_to_where_it_already_points_says_so(host):
     again = host.run("system", "13.0")  # not dry: nothing to do, and nothing done
     assert again.returncode == 0 and "already points to" in again.stderr
     assert os.readlink(link) == "/usr/local/cuda-13.0" and os.lstat(link).st_mtime_ns == before
+
+
+def test_a_refused_path_is_quoted_by_whole_components(standard_host, tmp_path):
+    """A .cudaversion holding a site path is refused; the quote ends after a whole directory name,
+    never inside one ('/opt/site/ro'... read as a directory called ro)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / ".cudaversion").write_text("/opt/site/root/cuda-12.4\n")
+    proc = standard_host.run("hook-env", "--shell", "bash", cwd=repo)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "'/opt/site/root/'..." in proc.stderr, proc.stderr
+    assert "'/opt/site/ro'" not in proc.stderr
