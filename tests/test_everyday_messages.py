@@ -55,3 +55,13 @@ def test_a_refused_path_is_quoted_by_whole_components(standard_host, tmp_path):
     assert proc.returncode == 1 and proc.stdout == ""
     assert "'/opt/site/root/'..." in proc.stderr, proc.stderr
     assert "'/opt/site/ro'" not in proc.stderr
+
+
+def test_not_found_suggests_no_release_that_does_not_exist(standard_host):
+    """`use 17.2` and `use 99`: the hint names the nearest toolkit here and where the releases to
+    install are listed, never `cudaswitch install 17.2` (there is no CUDA 17.2 to install)."""
+    for request in ("17.2", "99"):
+        proc = standard_host.run("use", request, "--shell", "bash")
+        assert proc.returncode != 0 and proc.stdout == ""
+        assert "nearest: 13." in proc.stderr and "`cudaswitch install --list`" in proc.stderr
+        assert "install %s" % request not in proc.stderr and "install 17" not in proc.stderr

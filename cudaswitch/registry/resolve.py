@@ -52,8 +52,10 @@ def _nearest_hint(request, versions):
         wanted = request.value + (0,) * (3 - len(request.value))
         nearest = min(versions, key=lambda v: _distance(version_tuple(v), wanted))
         prefix = request.source + ":" if request.source else ""
-        return "nearest: %s%s; or `cudaswitch install %s`" % (
-            prefix, short_version(nearest), ".".join(map(str, request.value[:2])))
+        # no release named to install: only the install source knows which exist (`use 17.2`
+        # suggested `cudaswitch install 17.2`), and asking it here would reach the network
+        return "nearest: %s%s; `cudaswitch install --list` shows the releases to install" % (
+            prefix, short_version(nearest))
     return "`cudaswitch list` shows them all"
 
 
