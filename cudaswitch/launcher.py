@@ -11,6 +11,12 @@ launcher whose first line starts this same interpreter with -E and which runs th
 cudaswitch's data dir (the user's own, like the program), and names that launcher instead. When
 the script is gone (uninstalled) the launcher says so in one line, as the hook does for a missing
 program.
+
+The launcher also passes -S: `site` costs ~3 ms of a ~13 ms start (every prompt that changes
+project and every `cudaswitch` typed in a hooked shell pays it), and the fast commands need only
+the directory cudaswitch itself was imported from, which the launcher puts on sys.path. The first
+import that nothing finds (typer for a typer command, an editable install's finder, a package a
+.pth file adds) runs `site` then, so every command still sees the sys.path a normal start gives.
 """
 
 import binascii
@@ -27,6 +33,29 @@ MARK = b"# written by `cudaswitch init` for "
 BODY = """import sys
 
 PROGRAM = %s
+PACKAGE_DIR = %s  # where init found cudaswitch on sys.path; None: site (an editable install's finder)
+
+
+class SiteWhenNeeded:
+    \"\"\"Started with -S: the first import nothing finds runs site, then asks again.\"\"\"
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        sys.meta_path.remove(cls)
+        import site
+
+        site.main()
+        for finder in sys.meta_path:
+            spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") else None
+            if spec is not None:
+                return spec
+        return None
+
+
+if sys.flags.no_site:
+    if PACKAGE_DIR:
+        sys.path.append(PACKAGE_DIR)
+    sys.meta_path.append(SiteWhenNeeded)
 try:
     with open(PROGRAM, "rb") as handle:
         code = handle.read()
@@ -50,7 +79,8 @@ def isolated_program(program, paths):
     if _isolating(first) or MARK in text[:1024] or start is None:
         return program
     named = ascii(program).encode()
-    wanted = start + MARK + named + b" (with -E; see launcher.py)\n" + BODY.encode() % named
+    wanted = start + MARK + named + b" (with -E; see launcher.py)\n" + BODY.encode() % (named, ascii(
+        package_dir()).encode())
     key = binascii.crc32(("%s\0%s" % (sys.executable, program)).encode("utf-8", "surrogateescape"))
     path = os.path.join(paths.data_dir, "launchers", "%08x" % key, "cudaswitch")
     if read_or_none(path, len(wanted)) == wanted and os.access(path, os.X_OK):
@@ -63,6 +93,14 @@ def isolated_program(program, paths):
     return path
 
 
+def package_dir():
+    """The sys.path entry this cudaswitch was imported from, or None where no plain entry holds it
+    (an editable install maps the package through a finder that a .pth file installs)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    entries = {os.path.abspath(entry) for entry in sys.path if entry}
+    return here if here in entries and os.path.isfile(os.path.join(here, "cudaswitch", "__init__.py")) else None
+
+
 def _isolating(first_line):
     """Whether a #! line passes Python -E (or -I, which implies it) in its options."""
     options = first_line[2:].split()[1:]
@@ -70,12 +108,12 @@ def _isolating(first_line):
 
 
 def _shebang(python):
-    """The first line(s) that start `python -E` on this script: a #! line when the kernel takes
+    """The first line(s) that start `python -ES` on this script: a #! line when the kernel takes
     it whole, else /bin/sh exec'ing it (a line Python reads as a string, as pip's own scripts do
     for long paths). None for a path neither can carry."""
     raw = python.encode("utf-8", "surrogateescape")
     if not os.path.isabs(python) or any(c in raw for c in b"\n\r\0'"):
         return None
-    if len(raw) + 5 <= SHEBANG_MAX and not any(c in raw for c in b" \t"):
-        return b"#!" + raw + b" -E\n"
-    return b"#!/bin/sh\n'''exec' '" + raw + b"' -E \"$0\" \"$@\"\n' '''\n"
+    if len(raw) + 6 <= SHEBANG_MAX and not any(c in raw for c in b" \t"):
+        return b"#!" + raw + b" -ES\n"
+    return b"#!/bin/sh\n'''exec' '" + raw + b"' -ES \"$0\" \"$@\"\n' '''\n"
