@@ -65,3 +65,17 @@ def test_not_found_suggests_no_release_that_does_not_exist(standard_host):
         assert proc.returncode != 0 and proc.stdout == ""
         assert "nearest: 13." in proc.stderr and "`cudaswitch install --list`" in proc.stderr
         assert "install %s" % request not in proc.stderr and "install 17" not in proc.stderr
+
+
+def test_sizes_are_in_one_unit(host):
+    """audit's duplicate hint gave "%d MB in all" where every other size is IEC (MiB, GiB):
+    a toolkit installed twice is sized in the unit install and list use."""
+    import json
+    import re
+
+    for root in ("/usr/local/cuda-13.1", "/opt/cuda-13.1-copy"):
+        kits.install_classic(kits.cuda13("13.1"), host.path(root), "13.1")
+    proc = host.run("audit", "--json", timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    [dup] = [c for c in json.loads(proc.stdout)["checks"] if c["id"] == "toolkit.duplicate"]
+    assert re.fullmatch(r"\d+(\.\d)? (KiB|MiB|GiB) in all", dup["hint"]), dup["hint"]

@@ -149,9 +149,16 @@ def _duplicates(toolkits):
             layouts = {e["layout"] for e in same}
             checks.append(_check("toolkit.duplicate", "warning" if len(layouts) < len(same) else "info",
                                  "%s is installed %d times: %s" % (version, len(same), _some(e["root"] for e in same)),
-                                 "%d MB in all" % (sum(e["size_bytes"] for e in same) // 10**6),
+                                 "%s in all" % _iec_size(sum(e["size_bytes"] for e in same)),
                                  version=version, roots=[e["root"] for e in same]))
     return checks
+
+
+def _iec_size(num):
+    """Sizes in IEC units, as every other size cudaswitch shows (a duplicate's hint said MB)."""
+    from cudaswitch.render import iec_size
+
+    return iec_size(num)
 
 
 def _some(items, shown=4):
