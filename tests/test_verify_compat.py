@@ -1,21 +1,24 @@
-"""compat.toml: every row names its source, and where the host can answer (host_config.h of the
-real 13.0 and 13.1 toolkits), the table agrees with it."""
+"""compat.toml and torch_builds.toml: every row names a source of sources.toml, and where the host
+can answer (host_config.h of the real 13.0 and 13.1 toolkits, the real CUDA wheel), the tables
+agree with it."""
 
 import pytest
 
 from tests import kits
 
-TABLES = ("driver_minimum", "minor_compat", "gcc_ceiling", "torch_build", "arch", "cudnn", "error")
+TABLES = ("driver_minimum", "minor_compat", "gcc_ceiling", "arch", "error")
 
 
 def test_every_row_has_a_known_source():
     from cudaswitch.verify import facts
 
-    data = facts.load()
+    data, sources = facts.load(), facts.tables()["sources"]
     for name in TABLES:
         assert data[name], name
         for row in data[name]:
-            assert row["source"] in data["sources"], (name, row)
+            assert row["source"] in sources, (name, row)
+    for row in facts.torch_table()["build"]:
+        assert row["source"] in sources, row
 
 
 def test_torch_build_rows_agree_with_the_real_cuda_wheel():
@@ -30,8 +33,8 @@ def test_torch_build_rows_agree_with_the_real_cuda_wheel():
     probe = "import torch; print(torch.__version__, torch.version.cuda)"
     version, cuda = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, timeout=300,
                                    check=True).stdout.split()
-    rows = [r for r in facts.load()["torch_build"] if r["torch"][0] == ".".join(version.split(".")[:2])]
-    assert rows and cuda in rows[0]["cuda"], (version, cuda, rows)
+    variants, _ = facts.torch_variants(version)
+    assert cuda in variants, (version, cuda, variants)
 
 
 @pytest.mark.parametrize("minor", ["13.0", "13.1"])

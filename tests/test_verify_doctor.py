@@ -10,7 +10,9 @@ import pytest
 from tests import kits
 from tests.verify_support import by_id, report
 
-LAYERS = ["hardware", "driver", "toolkit", "framework", "deps", "env"]
+from cudaswitch.verify.registry import LAYER_KEYS
+
+LAYERS = list(LAYER_KEYS)  # hardware, driver, toolkit, compiler (the host's), framework, deps, env
 
 
 def real_machine_env(tmp_path):

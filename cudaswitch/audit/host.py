@@ -39,20 +39,20 @@ def host_driver(paths: "Paths", env: dict) -> dict:
     """verify/driver.py's facts. Under a root prefix it reads /proc/driver/nvidia/version
     there and loads no libcuda (an image's driver is not this kernel's); the audit's env for a root
     carries no CUDASWITCH_LIBCUDA, so nothing is run."""
+    from cudaswitch.settings import DRIVER_TIMEOUT
     from cudaswitch.verify.host import Host, settings
 
-    return Host(paths, None, env, record=None, timeout=20.0, conf=settings(paths, tolerant=True)).driver
+    return Host(paths, None, env, record=None, timeout=DRIVER_TIMEOUT, conf=settings(paths, tolerant=True)).driver
 
 
 def driver_verdict(driver: dict, entry: dict) -> "tuple[bool | None, dict | None]":
     """(True | False | None, the check) from verify/compat.py's rule, minor-version compat included;
     None when there is no driver or no version to judge."""
-    from cudaswitch.verify import compat
+    from cudaswitch.verify.pipeline import driver_runs_toolkit
 
     if not driver["present"] or not entry["short"]:
         return None, None
-    label = "%s at %s" % (entry["version"], entry["root"])
-    verdict = compat.driver_supports(driver, entry["short"], "driver.supports_toolkit", label)
+    verdict = driver_runs_toolkit(driver, entry["version"], entry["root"])
     verdict["facts"]["root"] = entry["root"]
     return {"ok": True, "error": False}.get(verdict["level"]), verdict
 

@@ -14,12 +14,14 @@ import shutil
 import tempfile
 
 from cudaswitch.audit import imagecheck, layers, oci, view
+from cudaswitch.verify import registry
+from cudaswitch.verify.compat import check
+from cudaswitch.verify.registry import registered
 
 TORCH_VERSION = re.compile(r"""^__version__\s*(?::[^=]*)?=\s*['"]([^'"]{1,64})['"]""", re.M)
 TORCH_CUDA = re.compile(r"""^cuda\s*(?::[^=]*)?=\s*['"]([0-9.]{1,16})['"]""", re.M)
 SITE_DIRS = ("site-packages", "dist-packages")
 CUDA_ONLY = re.compile(r"^\d{1,2}\.\d$")
-DROPPED_CHECKS = ("driver.present", "driver.supports_toolkit", "audit.no_exec")
 
 
 def target_facts(env, driver_text=None, gpu_texts=()):
@@ -170,25 +172,39 @@ def os_release(work):
     return {}
 
 
+def rejudged_ids() -> set:
+    """Checks of the view's own audit the image's report does not keep: the driver layer (judged
+    again below, against the host or the --driver given, not the view) and those `audit --image`
+    does not show (the audit of a root's "nothing was run" becomes image.no_exec)."""
+    from cudaswitch.audit import report  # noqa: F401  (registers the audit's own checks)
+    from cudaswitch.verify import checkset  # noqa: F401  (registers verify's)
+
+    audit = registry.ids_for("audit")
+    return (audit - registry.ids_for("image")) | {i for i in audit if registry.BY_ID[i].layer == "driver"}
+
+
+@registered("image.no_exec", layer="toolkit", shown_by=("image",))
 def _rejudge(report, driver, gpus):
     """The image's toolkits against the judged driver, which is the host's, not the view's."""
     from cudaswitch.audit.host import driver_verdict
 
     report["driver"], report["gpus"] = (driver if driver.get("present") else None), gpus
-    report["checks"] = [c for c in report["checks"] if c["id"] not in DROPPED_CHECKS]
+    dropped = rejudged_ids()
+    report["checks"] = [c for c in report["checks"] if c["id"] not in dropped]
     for entry in report["toolkits"]:
         entry["driver_supported"], entry["driver_check"] = driver_verdict(driver, entry)
         if entry["driver_check"] and entry["driver_check"]["level"] in ("warning", "error"):
             report["checks"].append(entry["driver_check"])
-    report["checks"].append({"id": "image.no_exec", "level": "info", "hint": None, "facts": {},
-                             "message": "read from the image's files; nothing in the image was run"})
+    report["checks"].append(check("image.no_exec", "info", "read from the image's files; nothing in the image "
+                                  "was run"))
 
 
+@registered("image.require_cuda", layer="driver", shown_by=("image",))
 def _requirement_check(requirement):
     level = {"ok": "ok", "not checked": "info", "cannot tell": "info"}.get(requirement["verdict"], "error")
-    return {"id": "image.require_cuda", "level": level, "message": requirement["message"],
-            "hint": "a newer driver, or an image built for an older CUDA" if level == "error" else None,
-            "facts": {"verdict": requirement["verdict"], "conditions": requirement["conditions"]}}
+    return check("image.require_cuda", level, requirement["message"],
+                 "a newer driver, or an image built for an older CUDA" if level == "error" else None,
+                 verdict=requirement["verdict"], conditions=requirement["conditions"])
 
 
 def _runs(requirement, torch_checks):

@@ -13,6 +13,8 @@ runtime refuse the container. Where the runtime assumes a fact it cannot read is
 """
 
 from cudaswitch.verify import facts as table
+from cudaswitch.verify.compat import check
+from cudaswitch.verify.registry import registered
 
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
 KEYS = ("cuda", "driver", "arch", "brand")
@@ -185,6 +187,7 @@ def build_row(torch_version, cuda):
     return None
 
 
+@registered("image.torch_cuda", "image.torch_driver", "image.torch_arch", layer="framework", shown_by=("image",))
 def torch_checks(torch, driver, gpus):
     """The image's torch against the driver (its CUDA) and each GPU (its arch list, where known)."""
     from cudaswitch.verify.checks import arch_in_build
@@ -192,19 +195,15 @@ def torch_checks(torch, driver, gpus):
 
     subject = "the image's torch %s" % torch["version"]
     if not torch["cuda"]:
-        return [_check("image.torch_cuda", "info", "%s is a CPU-only build" % subject, torch=torch["version"])]
+        return [check("image.torch_cuda", "info", "%s is a CPU-only build" % subject, torch=torch["version"])]
     out = [dict(driver_supports(driver, torch["cuda"], "image.torch_driver", subject))]
     for gpu in gpus:
         if not gpu.get("capability"):
             continue
         if not torch["arch"]:
-            out.append(_check("image.torch_arch", "info", "%s: its GPU code list is not known here, so %s cannot "
+            out.append(check("image.torch_arch", "info", "%s: its GPU code list is not known here, so %s cannot "
                               "be checked" % (subject, _gpu_name(gpu)), torch=torch["version"]))
             continue
         verdict = arch_in_build(gpu, torch["arch"], {"torch": torch["version"], "arch_source": torch["arch_source"]})
         out.append(dict(verdict, id="image.torch_arch"))
     return out
-
-
-def _check(check_id, level, message, hint=None, **facts):
-    return {"id": check_id, "level": level, "message": message, "hint": hint, "facts": facts}

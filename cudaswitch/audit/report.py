@@ -16,6 +16,7 @@ from cudaswitch.audit.host import driver_verdict, host_driver, host_name, read_g
 from cudaswitch.errors import UsageError
 from cudaswitch.paths import Paths
 from cudaswitch.toolkit import version_tuple
+from cudaswitch.verify.registry import registered  # a leaf: `audit merge` reads this module's constants
 
 REPORT_KIND = "cudaswitch-audit"
 REPORT_FORMAT = 1
@@ -134,6 +135,7 @@ def _check_nvcc_agrees(entry, nvcc_ran):
         entry["status"] = "broken"
 
 
+@registered("toolkit.duplicate", layer="toolkit", shown_by=("audit", "image"))
 def _duplicates(toolkits):
     """Same version installed more than once: mark each entry, one check per version. Copies in
     the same layout are waste (warning); a conda env beside a system install is usually meant (info)."""
@@ -141,13 +143,15 @@ def _duplicates(toolkits):
     for entry in toolkits:
         if entry["version"]:
             by_version.setdefault(entry["version"], []).append(entry)
+    from cudaswitch.verify.compat import check
+
     for entry in toolkits:
         entry["duplicates"] = [o["root"] for o in by_version.get(entry["version"], []) if o is not entry]
     checks = []
     for version, same in by_version.items():
         if len(same) > 1:
             layouts = {e["layout"] for e in same}
-            checks.append(_check("toolkit.duplicate", "warning" if len(layouts) < len(same) else "info",
+            checks.append(check("toolkit.duplicate", "warning" if len(layouts) < len(same) else "info",
                                  "%s is installed %d times: %s" % (version, len(same), _some(e["root"] for e in same)),
                                  "%s in all" % _iec_size(sum(e["size_bytes"] for e in same)),
                                  version=version, roots=[e["root"] for e in same]))
@@ -188,23 +192,22 @@ def _compile_all(paths, records, env, toolkits, progress):
     progress("compiling a kernel", len(toolkits), len(toolkits))
 
 
-def _check(check_id, level, message, hint=None, **facts):
-    return {"id": check_id, "level": level, "message": message, "hint": hint, "facts": facts}
-
-
+@registered("audit.no_exec", "system.default_link", layer="toolkit", shown_by=("audit",))
 def _checks(paths, registry, toolkits, driver, executes):
+    from cudaswitch.verify.compat import check
+
     checks = []
     if not driver["present"]:
-        from cudaswitch.verify.doctor import no_driver
+        from cudaswitch.verify.hostchecks import no_driver
 
         checks.append(no_driver(paths.root, problems=driver["problems"]))
     if not executes:
-        checks.append(_check("audit.no_exec", "info",
+        checks.append(check("audit.no_exec", "info",
                              "nothing under %s was run; nvcc versions read from the binaries" % paths.root,
                              "add --exec to run nvcc --version (binaries must suit this host)"))
     default_link = paths.host("/usr/local/cuda")
     if os.path.islink(default_link) and registry["system_real"] is None:
-        checks.append(_check("system.default_link", "error",
+        checks.append(check("system.default_link", "error",
                              "/usr/local/cuda is a dangling link (-> %s)" % os.readlink(default_link),
                              "point it at an installed toolkit: cudaswitch system VERSION"))
     for entry in toolkits:
@@ -212,17 +215,20 @@ def _checks(paths, registry, toolkits, driver, executes):
     return checks
 
 
+@registered("toolkit.broken", "toolkit.incomplete", "toolkit.compiles", layer="toolkit", shown_by=("audit", "image"))
 def _toolkit_checks(entry):
+    from cudaswitch.verify.compat import check
+
     label = "%s at %s" % (entry["version"] or "a toolkit without a version", entry["root"])
     facts = {"root": entry["root"], "version": entry["version"]}
     out = []
     if entry["status"] == "broken":
-        out.append(_check("toolkit.broken", "error", "%s: %s" % (label, "; ".join(entry["problems"])), None, **facts))
+        out.append(check("toolkit.broken", "error", "%s: %s" % (label, "; ".join(entry["problems"])), None, **facts))
     elif entry["status"] == "incomplete":
-        out.append(_check("toolkit.incomplete", "info", "%s: %s" % (label, "; ".join(entry["problems"])), None,
+        out.append(check("toolkit.incomplete", "info", "%s: %s" % (label, "; ".join(entry["problems"])), None,
                           **facts))
     if entry["compiles"] is False and entry["nvcc"]:  # without nvcc the status check says it
-        out.append(_check("toolkit.compiles", "error",
+        out.append(check("toolkit.compiles", "error",
                           "%s does not compile a one-kernel program: %s" % (label, entry["compile_error"]),
                           None, **facts))
     if entry["driver_check"] and entry["driver_check"]["level"] in ("warning", "error"):

@@ -1,4 +1,5 @@
-"""Verdicts about the user's torch and the loader path (facts from torch_probe.py and env)."""
+"""Verdicts about the user's torch and the loader path (facts from torch_probe.py and env), and
+the registered checks (verify/registry.py) that read them from a Host."""
 
 import glob
 import os
@@ -7,12 +8,57 @@ import re
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify import facts as table
 from cudaswitch.verify.compat import check, driver_supports, looks_like_toolkit, nvcc_target, torch_home
+from cudaswitch.verify.registry import Ask, registered
+
+PLAIN = Ask("verify")
+TORCH_IDS = ("torch.probe", "torch.installed", "torch.cuda_build", "torch.toolkit_major", "torch.toolkit_minor",
+             "torch.driver", "torch.available", "torch.gpu_arch", "torch.matmul")
+
+
+def _silent_for_use(host, ask):
+    """`use` says nothing about torch, or the loader path torch sees, for a Python without torch."""
+    return ask.command == "use" and "No module named 'torch'" in (host.torch.get("torch_error") or "")
+
+
+@registered(*TORCH_IDS, layer="framework", shown_by=("use", "verify", "doctor", "explain"))
+def torch_framework(host, ask: Ask = PLAIN) -> list:
+    """torch.* checks: installed, CUDA build, fits the toolkit and driver, arch list vs the GPUs
+    (explain without a GPU: a line saying the arch list cannot be compared here)."""
+    if _silent_for_use(host, ask):
+        return []
+    out = torch_checks(host.torch, host.toolkit_cuda, host.driver, gpus=host.gpus)
+    if ask.unchecked and not host.gpus and not any(c["id"] == "torch.gpu_arch" for c in out):
+        out.append(check("torch.gpu_arch", "info", "no GPU visible on this host: cannot compare its architecture "
+                         "with torch's arch list here", "run `cudaswitch explain` on the GPU machine"))
+    return out
+
+
+@registered("env.one_toolkit", layer="env", shown_by=("use", "verify", "doctor"))
+def one_toolkit(host, ask: Ask = PLAIN) -> list:
+    return [] if _silent_for_use(host, ask) else [three_toolkits(host.env, host.torch)]
+
+
+@registered("env.cudnn_copies", layer="env", shown_by=("use", "verify", "doctor", "explain"))
+def cudnn_copies_on_path(host, ask: Ask = PLAIN) -> list:
+    return [] if _silent_for_use(host, ask) else [cudnn_copies(host.env, host.torch)]
+
+
+@registered("env.library_shadowing", layer="env", shown_by=("use", "verify", "doctor", "explain"))
+def shadowed_libraries(host, ask: Ask = PLAIN) -> list:
+    """Toolkit libraries on the switched loader path older than torch's own (explain: a line where
+    torch ships none to compare)."""
+    if _silent_for_use(host, ask):
+        return []
+    found = library_shadowing(host.env, host.torch)
+    if found or not ask.unchecked:
+        return found
+    return [shadowing_unchecked(host.python, host.torch)]
 
 TORCH_MISMATCH = ("The detected CUDA version ({nvcc}) mismatches the version that was used to compile "
                   "PyTorch ({torch}). Please make sure to use the same CUDA versions.")
 
 
-def torch_checks(probe, toolkit_cuda, driver, gpus=None):
+def torch_checks(probe: dict, toolkit_cuda, driver: dict, gpus=None) -> list:
     """torch.* checks for one Python: installed? CUDA build? fits the toolkit, the driver, the GPUs?
     `gpus`: the GPUs the driver reports (else those torch saw), checked whether or not torch can
     start CUDA."""
@@ -54,19 +100,18 @@ def _cpu_only(probe, driver, base):
 
 
 def _cuda_build_hint(torch_version, base):
-    """Name the CUDA builds of this torch release (compat.toml torch_build), the toolkit's major first."""
-    row = table.torch_builds(torch_version)
-    if not row:
+    """Name the CUDA builds of this torch release (torch_builds.toml), the toolkit's major first."""
+    variants, single_copy = table.torch_variants(torch_version)
+    if not variants:
         return "install a CUDA build of torch (the cu12x/cu13x indexes of download.pytorch.org)"
     toolkit = version_tuple(base.get("toolkit") or "")[:2]
     # the toolkit's major first (extension builds need it), then not newer than the toolkit, newest
-    builds = sorted(row["cuda"], key=lambda c: (version_tuple(c)[:1] != toolkit[:1],
-                                                version_tuple(c)[:2] > toolkit, [-n for n in version_tuple(c)]))
+    builds = sorted(variants, key=lambda c: (version_tuple(c)[:1] != toolkit[:1],
+                                             version_tuple(c)[:2] > toolkit, [-n for n in version_tuple(c)]))
     index = "https://download.pytorch.org/whl/cu%s" % builds[0].replace(".", "")
     release = ".".join(str(n) for n in version_tuple(torch_version.split("+")[0])[:2])
     return "torch %s has CUDA builds %s%s: pip install \"torch==%s.*\" --index-url %s" % (
-        ", ".join(row["torch"]), ", ".join(row["cuda"]),
-        "" if row.get("verified", True) else " (from one unverified source)", release, index)
+        release, ", ".join(variants), " (from one unverified source)" if single_copy else "", release, index)
 
 
 def _cuda_major(probe, toolkit_cuda, base):
@@ -87,7 +132,7 @@ def _cuda_major(probe, toolkit_cuda, base):
                  % (probe["torch"], probe["cuda"]), **base)
 
 
-def compiled_archs(probe):
+def compiled_archs(probe: dict) -> list:
     """torch's compiled architectures: get_arch_list() (empty when CUDA cannot start), else the
     build's own flags (torch._C._cuda_getArchFlags(), readable without a GPU)."""
     return probe.get("arch_list") or (probe.get("arch_flags") or "").split()
@@ -114,7 +159,7 @@ def _runtime(probe, driver, base, gpus=None):
     return out
 
 
-def arch_in_build(device, arch_list, base):
+def arch_in_build(device: dict, arch_list: list, base: dict) -> dict:
     """GPU capability vs torch.cuda.get_arch_list(): a missing sm_XY means 'no kernel image'.
 
     SASS for sm_Xy runs on any X.z with z >= y (not the arch-specific sm_XYa); PTX compute_XY is
@@ -151,7 +196,7 @@ def _split_arch(arch, prefix):
     return (int(digits.group(1)), int(digits.group(2))) if digits else None
 
 
-def toolkit_root_of(path):
+def toolkit_root_of(path: str) -> str:
     """The toolkit root a bin/ or lib/ file lives in: strip /bin, /lib64, /targets/<t>/lib."""
     directory = os.path.dirname(os.path.realpath(path))
     match = re.match(r"(.*?)/targets/[^/]+/lib(64)?$", directory)
@@ -162,7 +207,7 @@ def toolkit_root_of(path):
     return directory
 
 
-def three_toolkits(env, probe):
+def three_toolkits(env: dict, probe: dict) -> dict:
     """nvcc on PATH, the CUDA_HOME torch would take and the libcudart torch mapped: one toolkit?"""
     from cudaswitch.verify.runner import which
 
@@ -186,7 +231,7 @@ def three_toolkits(env, probe):
                  "`cudaswitch use` one toolkit so PATH, CUDA_HOME and LD_LIBRARY_PATH agree", places=places)
 
 
-def cudnn_copies(env, probe):
+def cudnn_copies(env: dict, probe: dict) -> dict:
     """Several libcudnn copies on the loader path: the first found shadows the one torch ships."""
     dirs = [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d]
     if probe.get("torch_dir"):
@@ -212,27 +257,19 @@ def _soname_version(libs):
     return max(versions, key=lambda v: version_tuple(v)) if versions else "?"
 
 
-def compat_libcuda_dirs(env):
+def compat_libcuda_dirs(env: dict) -> list:
     """LD_LIBRARY_PATH entries of a cuda-compat package (/usr/local/cuda-X/compat): their libcuda
     overrides the driver's, which is error 803/804 on a GPU or kernel module it does not fit."""
     return [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d.rstrip("/").endswith("/compat")]
 
 
-# Libraries torch's NVIDIA wheels ship that a toolkit's lib64 also holds under the same soname.
-# LD_LIBRARY_PATH is searched before torch's RUNPATH, so the toolkit's copy wins; an older one
-# breaks at import or first use (libcusparse from the wheel needs its own libnvJitLink:
-# `undefined symbol: __nvJitLink...`).
-WHEEL_LIBRARIES = {"libnvJitLink": "nvjitlink", "libcusparse": "cusparse", "libcublas": "cublas",
-                   "libcublasLt": "cublas", "libcudnn": "cudnn", "libnccl": "nccl", "libcudart": "cuda-runtime"}
-
-
-def shadowing_unchecked(python, probe):
+def shadowing_unchecked(python, probe: dict) -> dict:
     """env.library_shadowing where there is nothing to compare (explain asks anyway)."""
     return check("env.library_shadowing", "info", "cannot check for shadowed libraries: torch in %s ships no "
                  "NVIDIA wheel libraries here (%s)" % (python or "no python3", probe.get("torch") or "no torch"), None)
 
 
-def library_shadowing(env, probe):
+def library_shadowing(env: dict, probe: dict) -> list:
     """Toolkit libraries on LD_LIBRARY_PATH older than the copy torch's wheels ship (same soname)."""
     site = os.path.dirname(probe.get("torch_dir") or "")
     wheel = _wheel_libraries(site, probe.get("distributions") or []) if site else {}
@@ -261,7 +298,10 @@ def library_shadowing(env, probe):
 
 
 def _wheel_libraries(site, distributions):
-    """{soname: (path, version)} of the libraries under site-packages/nvidia/*/lib."""
+    """{soname: (path, version)} of the libraries under site-packages/nvidia/*/lib that a toolkit's
+    lib64 also holds (compat.toml [wheel_libraries]: LD_LIBRARY_PATH comes before torch's RUNPATH,
+    so the toolkit's copy wins)."""
+    wheel_libraries = table.load()["wheel_libraries"]["library"]
     versions = {}
     for dist in distributions:
         name = re.sub(r"-cu\d+$", "", dist["name"])
@@ -270,8 +310,8 @@ def _wheel_libraries(site, distributions):
     for path in sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib", "lib*.so.*"))):
         soname = os.path.basename(path)
         stem = soname.split(".so", 1)[0]
-        if stem in WHEEL_LIBRARIES:
-            out[soname] = (path, versions.get("nvidia-" + WHEEL_LIBRARIES[stem]))
+        if stem in wheel_libraries:
+            out[soname] = (path, versions.get("nvidia-" + wheel_libraries[stem]))
     return out
 
 

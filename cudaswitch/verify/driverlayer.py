@@ -9,15 +9,23 @@ import re
 
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.identity import LIBCUDA_DIRS
+from cudaswitch.verify.registry import Ask, registered
 from cudaswitch.verify.runner import run_bounded, which
+
+PLAIN = Ask("doctor")
 
 # libcuda.so.550.54.15 / libnvidia-ml.so.550.54.15: the driver release is in the file name.
 USERSPACE_LIB = re.compile(r"^lib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)$")
 
 
-def kernel_module(host):
+@registered("driver.kernel_module", layer="driver", shown_by=("doctor", "explain"))
+def kernel_module(host, ask: Ask = PLAIN) -> list:
     """driver.kernel_module: what "NVIDIA-SMI has failed because it couldn't communicate with the
     NVIDIA driver" means on this host: no module loaded (nouveau holds the GPU, or none at all)."""
+    return [_kernel_module(host)]
+
+
+def _kernel_module(host):
     drv, paths = host.driver, host.paths
     if drv.get("proc_line"):
         return check("driver.kernel_module", "ok", "the NVIDIA kernel module %s is loaded" % (drv["release"] or "")
@@ -51,7 +59,7 @@ def _proc_modules(paths):
     return {line.split(" ", 1)[0] for line in data.decode("utf-8", "replace").splitlines() if line}
 
 
-def userspace_releases(host):
+def userspace_releases(host) -> dict:
     """{release: [library files]} of the driver's user-space libraries the loader may pick."""
     dirs = [d for d in (host.env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if os.path.isabs(d)]
     found = {}
@@ -69,9 +77,14 @@ def userspace_releases(host):
     return found
 
 
-def release_match(host):
+@registered("driver.release_match", layer="driver", shown_by=("doctor", "explain"))
+def release_match(host, ask: Ask = PLAIN) -> list:
     """driver.release_match: the kernel module and the user-space libraries of one release, or
     "Failed to initialize NVML: Driver/library version mismatch" (an upgrade without a reboot)."""
+    return [_release_match(host)]
+
+
+def _release_match(host):
     module = host.driver.get("release") if host.driver.get("release_source") == "proc" else None
     libraries = userspace_releases(host)
     if not module or not libraries:
@@ -89,9 +102,13 @@ def release_match(host):
                  module=module, libraries=libraries)
 
 
-def compute_mode(host):
+@registered("gpu.compute_mode", layer="driver", shown_by=("doctor", "explain"))
+def compute_mode(host, ask: Ask = PLAIN) -> list:
     """gpu.compute_mode: "CUDA-capable device(s) is/are busy or unavailable" comes from a GPU in
-    Exclusive_Process mode held by another process, in Prohibited mode, or split by MIG."""
+    Exclusive_Process mode held by another process, in Prohibited mode, or split by MIG. Without a
+    GPU only explain asks (nvidia-smi would have nothing to say)."""
+    if not host.driver["gpus"] and not ask.unchecked:
+        return []
     smi = which("nvidia-smi", host.env)
     if not smi:
         return [check("gpu.compute_mode", "info", "cannot check compute mode or MIG: no nvidia-smi here", None)]
@@ -120,9 +137,14 @@ def _mode_check(index, mode, mig):
     return check("gpu.compute_mode", "ok", "GPU %s is in %s compute mode, MIG %s" % (index, mode, mig), **facts)
 
 
-def visible_devices(host):
+@registered("env.visible_devices", layer="env", shown_by=("doctor", "explain"))
+def visible_devices(host, ask: Ask = PLAIN) -> list:
     """env.visible_devices: "no CUDA-capable device is detected" with CUDA_VISIBLE_DEVICES hiding
     them. CUDA reads the list up to its first invalid entry; the driver was asked without it."""
+    return [_visible_devices(host)]
+
+
+def _visible_devices(host):
     value = host.env.get("CUDA_VISIBLE_DEVICES")
     count = len(host.driver.get("gpus") or [])
     if value is None:

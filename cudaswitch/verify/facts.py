@@ -1,9 +1,14 @@
-"""cudaswitch/data/compat.toml and torch_builds.toml, loaded once, and the lookups verdicts need.
+"""cudaswitch/data/: sources.toml, compat.toml and torch_builds.toml, loaded once and checked as
+they load, and the lookups verdicts need.
 
-torch_builds.toml is the one table of PyPI torch builds and the GPU code each holds. It is checked
-as it loads: a row without an evidence kind and a known source, a kind without the fields that make
-it checkable (a wheel's file name and sha256, a script's path and commit, a PR, a URL), or a second
-row for the same build stops the program rather than letting a guess pass for a fact.
+Every fact is stated once, with its source: the loader refuses a source key sources.toml does not
+define (and a source there that no row names, or one without where to find it and when it was
+read), a fact stated twice (a second row for the same CUDA release, architecture, build or rule),
+and a table nothing reads. torch_builds.toml is the one table of PyPI torch builds and the GPU code
+each holds: a row without an evidence kind, or a kind without the fields that make it checkable (a
+wheel's file name and sha256, a script's path and commit, a PR, a URL), stops the program rather
+than letting a guess pass for a fact. explain's rules name check ids, checked against the check
+registry (error_rules).
 """
 
 import functools
@@ -20,17 +25,141 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 
+DATA_FILES = ("sources.toml", "compat.toml", "torch_builds.toml")
+# The tables each file may hold, each read by a lookup of this module (or verify/torchplan.py), with
+# the fields that name one fact: a second row with the same value states that fact twice (a list's
+# every item counts). None: a single table.
+COMPAT_TABLES = {"driver_minimum": ("cuda",), "minor_compat": ("major",), "minor_compat_caveat": None,
+                 "gcc_ceiling": ("cuda_from",), "arch": ("sm",), "gpu_kinds": None, "wheel_libraries": None,
+                 "error": ("id",)}
+TORCH_TABLES = {"index": None, "driver_branch": ("sm",), "build": ("torch", "cuda", "platform")}
+SOURCE_FIELDS = ("source", "last_source", "also")
+RETRIEVED = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
+
+
+class TableError(CudaSwitchError):
+    """A data table that breaks its own rules (a packaging or editing mistake)."""
+
+
 @functools.lru_cache(maxsize=1)
-def load():
-    return tomllib.loads(resources.files("cudaswitch.data").joinpath("compat.toml").read_text("utf-8"))
+def tables() -> dict:
+    return load_tables()
 
 
-def release_tuple(text):
+def load() -> dict:
+    """compat.toml, checked."""
+    return tables()["compat"]
+
+
+def load_tables(directory=None, rule_ids=None) -> dict:
+    """{"sources", "compat", "torch"} from `directory` (default: the package's data), every rule of
+    the module's docstring checked; `rule_ids`: the check ids explain's rules may name."""
+    texts = {name: _read(directory, name) for name in DATA_FILES}
+    sources = parse_sources(texts["sources.toml"])
+    compat = _toml(texts["compat.toml"], "compat.toml")
+    _check_tables(compat, COMPAT_TABLES, "compat.toml")
+    _check_ranges(compat["gcc_ceiling"], "compat.toml [[gcc_ceiling]]")
+    torch = parse_torch_table(texts["torch_builds.toml"], "torch_builds.toml", sources)
+    _check_tables(torch, TORCH_TABLES, "torch_builds.toml")
+    used = _source_keys(compat, sources, "compat.toml") | _source_keys(torch, sources, "torch_builds.toml")
+    unused = sorted(set(sources) - used)
+    if unused:
+        raise TableError("sources.toml: %s is named by no row (remove it)" % unused[0])
+    if rule_ids is not None:
+        check_rule_ids(compat["error"], rule_ids)
+    return {"sources": sources, "compat": compat, "torch": torch}
+
+
+def _read(directory, name):
+    if directory is None:
+        return resources.files("cudaswitch.data").joinpath(name).read_text("utf-8")
+    from pathlib import Path
+
+    return (Path(directory) / name).read_text("utf-8")
+
+
+def _toml(text, where):
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TableError("%s: %s" % (where, str(exc).splitlines()[0])) from None
+
+
+def parse_sources(text: str) -> dict:
+    """sources.toml: each source a table with a title, a url or path, and a retrieval date."""
+    sources = _toml(text, "sources.toml")
+    for key, source in sources.items():
+        if not isinstance(source, dict) or not source.get("title"):
+            raise TableError("sources.toml: source %s has no title" % key)
+        if not (source.get("url") or source.get("path")):
+            raise TableError("sources.toml: source %s says neither a url nor a path" % key)
+        if not RETRIEVED.match(str(source.get("retrieved") or "")):
+            raise TableError("sources.toml: source %s has no retrieval date (retrieved = YYYY-MM[-DD])" % key)
+    return sources
+
+
+def _check_tables(data, known, where):
+    for name, value in data.items():
+        if name not in known:
+            raise TableError("%s: table [%s] is read by nothing (remove it, or the code that would read it)"
+                             % (where, name))
+        if known[name] is not None:
+            _check_once(value, known[name], "%s [[%s]]" % (where, name))
+
+
+def _check_once(rows, fields, where):
+    """No two rows state the same fact (the same value of `fields`; each item of a list field)."""
+    seen = {}
+    for number, row in enumerate(rows, 1):
+        values = [row.get(f) for f in fields]
+        keys = [tuple(values)] if not any(isinstance(v, list) for v in values) else \
+            [(item,) for item in values[0]]
+        for key in keys:
+            if key in seen:
+                raise TableError("%s: rows %d and %d both state %s %s" % (
+                    where, seen[key], number, "/".join(fields), " ".join(str(k) for k in key)))
+            seen[key] = number
+
+
+def _check_ranges(rows, where):
+    """Version ranges (cuda_from..cuda_to) that overlap state a fact twice for the releases in both."""
+    spans = sorted((version_tuple(r["cuda_from"]), version_tuple(r["cuda_to"]), n) for n, r in enumerate(rows, 1))
+    for (_, high, first), (low, _, second) in zip(spans, spans[1:]):
+        if low <= high:
+            raise TableError("%s: rows %d and %d overlap" % (where, first, second))
+
+
+def _source_keys(data, sources, where):
+    """The source keys the rows of `data` name; an unknown one is refused."""
+    used = set()
+    for name, value in data.items():
+        for number, row in enumerate(value if isinstance(value, list) else [value], 1):
+            for field in SOURCE_FIELDS:
+                key = row.get(field) if isinstance(row, dict) else None
+                if key is None:
+                    continue
+                if key not in sources:
+                    raise TableError("%s: [%s] row %d names source %r, which sources.toml does not define"
+                                     % (where, name, number, key))
+                used.add(key)
+    return used
+
+
+def check_rule_ids(rules: list, known) -> None:
+    """explain's rules name check ids of the registry, each shown by explain."""
+    for rule in rules:
+        unknown = [c for c in rule.get("checks") or [] if c not in known]
+        if unknown or not rule.get("checks"):
+            raise TableError("compat.toml: error rule %s names check %s, which no registered check makes for "
+                             "explain" % (rule.get("id"), unknown[0] if unknown else "(none)"))
+
+
+def release_tuple(text) -> tuple:
     """'535.129.03' -> (535, 129, 3); a driver release compares numerically part by part."""
     return tuple(int(p[:9]) for p in (text or "").split(".") if p.isascii() and p.isdigit())
 
 
-def driver_minimum(cuda):
+def driver_minimum(cuda: str):
     """The table-1 row for CUDA 'x.y' (minimum Linux driver of its GA release), or None."""
     short = version_tuple(cuda)[:2]
     for row in load()["driver_minimum"]:
@@ -39,21 +168,21 @@ def driver_minimum(cuda):
     return None
 
 
-def cuda_for_driver(release):
+def cuda_for_driver(release: str):
     """Newest CUDA 'x.y' whose GA minimum the driver release meets (when libcuda cannot say)."""
     have = release_tuple(release)
     fits = [r["cuda"] for r in load()["driver_minimum"] if release_tuple(r["driver"]) <= have]
     return max(fits, key=version_tuple) if fits else None
 
 
-def minor_compat(major):
+def minor_compat(major: int):
     for row in load()["minor_compat"]:
         if row["major"] == major:
             return row
     return None
 
 
-def gcc_ceiling(cuda):
+def gcc_ceiling(cuda: str) -> tuple:
     """(newest gcc major, row) from compat.toml's gcc_ceiling rows for a toolkit version, or (None, None)."""
     have = version_tuple(cuda)
     for row in load()["gcc_ceiling"]:
@@ -63,16 +192,15 @@ def gcc_ceiling(cuda):
     return None, None
 
 
-def torch_builds(torch_version):
-    """The table-5 row for a torch release ('2.4.1+cu124' -> the 2.4 row), or None."""
+def torch_variants(torch_version: str, platform: str = "linux-x86_64") -> tuple:
+    """(the CUDA variants torch_builds.toml has for a release ('2.4.1+cu124' -> 2.4's), whether one
+    of them is known from a single copy only); ([], False) for a release it does not know."""
     short = ".".join(str(n) for n in version_tuple(torch_version.split("+")[0])[:2])
-    for row in load()["torch_build"]:
-        if short in row["torch"]:
-            return row
-    return None
+    rows = [r for r in torch_rows(platform) if r["torch"] == short]
+    return sorted({r["cuda"] for r in rows}, key=version_tuple), any(r.get("single_copy") for r in rows)
 
 
-def arch_row(sm):
+def arch_row(sm: str):
     """The table-6 row for 'sm_86' / '86' / '8.6'."""
     key = sm.replace("sm_", "").replace("compute_", "").replace(".", "")
     for row in load()["arch"]:
@@ -90,20 +218,18 @@ ARCH_NAME = re.compile(r"^(sm|compute)_\d{2,3}[af]?$")
 RELEASE_NAME = re.compile(r"^\d+\.\d+$")
 
 
-class TableError(CudaSwitchError):
-    """A data table that breaks its own rules (a packaging or editing mistake)."""
+def torch_table() -> dict:
+    """torch_builds.toml, checked."""
+    return tables()["torch"]
 
 
-@functools.lru_cache(maxsize=1)
-def torch_table():
-    text = resources.files("cudaswitch.data").joinpath("torch_builds.toml").read_text("utf-8")
-    return parse_torch_table(text, "torch_builds.toml")
-
-
-def parse_torch_table(text, where="torch table"):
-    """The parsed table, every build row checked (see the module's docstring)."""
-    data = tomllib.loads(text)
-    sources, seen = data.get("sources") or {}, set()
+def parse_torch_table(text: str, where: str = "torch table", sources=None) -> dict:
+    """The parsed table, every build row checked (see the module's docstring). `sources`: the known
+    source keys (a snippet without them may carry its own [sources] table)."""
+    data = _toml(text, where)
+    if sources is None:
+        sources = data.pop("sources", None) or tables()["sources"]
+    seen = set()
     for number, row in enumerate(data.get("build") or [], 1):
         _check_build(row, sources, "%s: build row %d" % (where, number))
         key = (row["torch"], row["cuda"], row["platform"])
@@ -134,16 +260,16 @@ def _check_build(row, sources, where):
         raise TableError("%s: sha256 is not 64 hex digits" % where)
 
 
-def torch_rows(platform="linux-x86_64"):
+def torch_rows(platform: str = "linux-x86_64") -> list:
     return [r for r in torch_table()["build"] if r["platform"] == platform]
 
 
-def newest_torch_known(platform="linux-x86_64"):
+def newest_torch_known(platform: str = "linux-x86_64"):
     """The newest torch release the table has any row for ('2.15')."""
     return max((r["torch"] for r in torch_rows(platform)), key=version_tuple, default=None)
 
 
-def runs_on(capability, arch_list):
+def runs_on(capability: str, arch_list) -> bool:
     """Does code in `arch_list` run on a GPU of `capability` ('6.1')? Plain SASS runs on its major at
     an equal or higher minor, plain PTX on any equal or higher capability; family code (sm_100f)
     on its major at an equal or higher minor; arch-specific code (sm_90a) on that arch only."""
@@ -164,15 +290,18 @@ def runs_on(capability, arch_list):
     return False
 
 
-def torch_builds_for(capability, platform="linux-x86_64"):
+def torch_builds_for(capability: str, platform: str = "linux-x86_64") -> list:
     """(torch, cuda) of evidence-backed builds with code for `capability` ('6.1'), newest first."""
     rows = [r for r in torch_rows(platform) if r["evidence"] != "none" and runs_on(capability, r["arch"])]
     rows.sort(key=lambda r: (version_tuple(r["torch"]), version_tuple(r["cuda"])), reverse=True)
     return [(r["torch"], r["cuda"]) for r in rows]
 
 
-def error_rules():
-    return load()["error"]
+def error_rules(known_ids) -> list:
+    """compat.toml's explain rules, each naming only ids in `known_ids` (the registry's)."""
+    rules = load()["error"]
+    check_rule_ids(rules, known_ids)
+    return rules
 
 
 def cudnn_version_string(value):

@@ -1,19 +1,28 @@
-"""Every check, written once as a function of a Host's facts, and the sets each command shows.
+"""The checks of one toolkit in one environment, each written once as a function of a Host's facts
+and registered (verify/registry.py) with its ids, layer and the commands that show it.
 
-A check function takes a Host (verify/host.py) and returns a list of checks (compat.check dicts);
-it asks the Host for what it needs, so a command pays only for the facts its checks read."""
+A check function takes a Host (verify/host.py) and an Ask (what the command asks of it) and returns
+a list of checks (compat.check dicts); it asks the Host for what it needs, so a command pays only
+for the facts its checks read."""
 
 import glob
 import os
+import re
 
-from cudaswitch.toolkit import version_tuple
-from cudaswitch.verify import checks as torchchecks, compat, facts as table, hostcc
+from cudaswitch.toolkit import short_version, version_tuple
+from cudaswitch.verify import compat, facts as table, hostcc
 from cudaswitch.verify.compat import check
+from cudaswitch.verify.registry import Ask, registered
 
+PLAIN = Ask("verify")
+ALL = ("use", "verify", "doctor", "explain")
 
-def toolkit_status(host):
+@registered("toolkit.status", layer="toolkit", shown_by=("use", "verify", "doctor"))
+def toolkit_status(host, ask: Ask = PLAIN) -> list:
     """Found, readable, and able to compile: nvcc and the parts it runs (layouts.missing_compile_parts)."""
     record = host.record
+    if not record:
+        return []
     problems = "; ".join(record.get("problems") or [])
     level = {"ok": "ok", "incomplete": "warning", "broken": "error"}[record["status"]]
     if record.get("missing"):
@@ -28,39 +37,189 @@ def toolkit_status(host):
 
 
 def _usable(host):
-    return host.record["status"] != "broken" and bool(host.record.get("version"))
+    return bool(host.record) and host.record["status"] != "broken" and bool(host.record.get("version"))
 
 
-def nvcc_runs(host):
-    return [compat.nvcc_runs(host.record, host.nvcc_version)] if _usable(host) else []
-
-
-def driver_for_toolkit(host):
+@registered("nvcc.runs", layer="toolkit", shown_by=("verify", "doctor"))
+def nvcc_runs(host, ask: Ask = PLAIN) -> list:
+    """`nvcc --version` runs and says the version the registry recorded."""
     if not _usable(host):
         return []
-    return [compat.driver_supports(host.driver, host.toolkit_cuda, "driver.supports_toolkit",
-                                   "the CUDA %s toolkit" % host.record["version"])]
+    record, result = host.record, host.nvcc_version
+    if not record.get("nvcc"):
+        return [check("nvcc.runs", "warning", "%s has no nvcc: it can run programs but not build CUDA code"
+                      % record["root"], "use a toolkit with nvcc to build extensions", nvcc=None)]
+    if "error" in result:
+        return [check("nvcc.runs", "error", result["error"], "reinstall the toolkit or fix its permissions",
+                      nvcc=record["nvcc"])]
+    if short_version(result["version"]) != short_version(record["version"]):
+        return [check("nvcc.runs", "warning", "nvcc reports %s but the toolkit says %s"
+                      % (result["version"], record["version"]), "a mixed install: reinstall the toolkit",
+                      nvcc=record["nvcc"], nvcc_version=result["version"])]
+    return [check("nvcc.runs", "ok", "nvcc %s runs" % result["version"], nvcc=record["nvcc"],
+                  nvcc_version=result["version"])]
 
 
-def host_compiler(host):
+@registered("driver.supports_toolkit", layer="driver", shown_by=ALL + ("audit", "image"))
+def driver_for_toolkit(host, ask: Ask = PLAIN) -> list:
+    """Can the driver run code built with this toolkit? (`audit` asks the same of each toolkit it lists.)"""
+    if not _usable(host):
+        return []
+    return [driver_runs_toolkit(host.driver, host.record["version"], host.record["root"])]
+
+
+def driver_runs_toolkit(driver: dict, version: str, root: str) -> dict:
+    """driver.supports_toolkit for the toolkit of `version` at `root` (verify's, or each of audit's)."""
+    return compat.driver_supports(driver, short_version(version), "driver.supports_toolkit",
+                                  "the CUDA %s toolkit at %s" % (version, root))
+
+
+def gpu_kind(name: str):
+    """"consumer", "datacenter" or None (not known) for a GPU's name: forward compatibility
+    (cuda-compat) is for data-center GPUs only (compat.toml [gpu_kinds])."""
+    kinds = table.load()["gpu_kinds"]
+    if any(token.upper() in name.upper() for token in kinds["consumer"]):
+        return "consumer"
+    return "datacenter" if any(token in name + " " for token in kinds["datacenter"]) else None
+
+
+@registered("driver.forward_compat", layer="driver", shown_by=("use", "verify", "doctor", "explain"))
+def forward_compat(host, ask: Ask = PLAIN) -> list:
+    """The toolkit's compat/libcuda.so.* (cuda-compat): ok on data-center GPUs with an older driver,
+    error 804 on consumer GPUs, error 803 when it is older than the installed driver.
+    ask.unchecked: a line where there is nothing to judge (explain), none for verify."""
+    say_unchecked = ask.unchecked
+    if not host.record:
+        return [check("driver.forward_compat", "info", "cannot check forward compatibility: no toolkit active",
+                      None)] if say_unchecked else []
+    if not _usable(host):
+        return []
+    compat_dir, version = compat_libcuda(host.record["root"])
+    if not version:
+        return [check("driver.forward_compat", "info", "the active toolkit %s has no compat/libcuda (cuda-compat)"
+                      % host.record["root"], None)] if say_unchecked else []
+    on_path = os.path.realpath(compat_dir) in {os.path.realpath(d) for d in (host.env.get("LD_LIBRARY_PATH") or "")
+                                               .split(os.pathsep) if d}
+    facts = {"compat_dir": compat_dir, "compat_version": version, "on_loader_path": on_path,
+             "driver_release": host.driver.get("release")}
+    release = host.driver.get("release")
+    if release and table.release_tuple(version) < table.release_tuple(release):
+        return [check("driver.forward_compat", "error" if on_path else "info", "the toolkit's compat libcuda %s is "
+                      "older than the installed driver %s: on the loader path it fails with CUDA error 803 (system "
+                      "has unsupported display driver / cuda driver combination)%s" % (version, release,
+                      "" if on_path else "; it is not on it"), "take %s off LD_LIBRARY_PATH" % compat_dir
+                      if on_path else None, **facts)]
+    if driver_runs_toolkit(host.driver, host.record["version"], host.record["root"])["level"] != "error":
+        return [check("driver.forward_compat", "info", "the toolkit's compat libcuda %s is not needed: the driver "
+                      "runs CUDA %s itself" % (version, host.toolkit_cuda), None, **facts)]
+    return [_compat_for_gpus(host, facts)]
+
+
+def _compat_for_gpus(host, facts):
+    kinds = {gpu["name"]: gpu_kind(gpu["name"]) for gpu in host.gpus}
+    consumer = [name for name, kind in kinds.items() if kind == "consumer"]
+    what = "compat libcuda %s" % facts["compat_version"]
+    if consumer:
+        return check("driver.forward_compat", "error" if facts["on_loader_path"] else "warning", "the toolkit's %s "
+                     "cannot help on %s: forward compatibility is for data-center GPUs, elsewhere CUDA fails with "
+                     "error 804 (forward compatibility was attempted on non supported HW)"
+                     % (what, ", ".join(consumer)),
+                     "update the NVIDIA driver instead", gpus=kinds, **facts)
+    if not kinds or None in kinds.values():
+        return check("driver.forward_compat", "info", "cannot check whether the toolkit's %s works here: %s" % (
+            what, "no GPU visible" if not kinds else "GPU kind not known"), None, gpus=kinds, **facts)
+    if facts["on_loader_path"]:
+        return check("driver.forward_compat", "ok", "the toolkit's %s runs CUDA %s on %s with driver %s (forward "
+                     "compatibility)" % (what, host.toolkit_cuda, ", ".join(kinds), facts["driver_release"] or "?"),
+                     gpus=kinds, **facts)
+    return check("driver.forward_compat", "warning", "the toolkit's %s would run CUDA %s on %s (forward "
+                 "compatibility), but it is not on the loader path" % (what, host.toolkit_cuda, ", ".join(kinds)),
+                 "put %s first on LD_LIBRARY_PATH" % facts["compat_dir"], gpus=kinds, **facts)
+
+
+def compat_libcuda(root: str) -> tuple:
+    """(root/compat, newest 'libcuda.so.R' release R) or (dir, None)."""
+    directory = os.path.join(root, "compat")
+    names = [os.path.basename(p) for p in glob.glob(os.path.join(directory, "libcuda.so.*"))]
+    releases = [n[len("libcuda.so."):] for n in names]
+    releases = [r for r in releases if r.count(".") >= 1 and r.replace(".", "").isdigit()]
+    return directory, max(releases, key=table.release_tuple) if releases else None
+
+
+@registered("gcc.supported", layer="compiler", shown_by=ALL)
+def host_compiler(host, ask: Ask = PLAIN) -> list:
+    """The host compiler nvcc would use against the toolkit's gcc ceiling (crt/host_config.h, else
+    compat.toml). Without a toolkit explain still says which gcc is here."""
+    if not host.record and ask.unchecked:
+        return [check("gcc.supported", "info", "cannot check the host gcc %s: no toolkit active"
+                      % (host.compiler_version or "(none found)"), None, gcc=host.compiler_version)]
     if not _usable(host) or not host.record.get("nvcc"):
         return []
     ceiling, source = host.gcc_ceiling
     ignored = host.env.get("NVCC_CCBIN") if not host.reads_ccbin_var else None
-    return [compat.gcc_verdict(ceiling, source, host.compiler, host.compiler_version, host.toolkit_cuda,
-                               hostcc.chosen_by_switch(host.env), ignored)]
+    return [gcc_verdict(ceiling, source, host.compiler, host.compiler_version, host.toolkit_cuda,
+                        hostcc.chosen_by_switch(host.env), ignored)]
 
 
-def toolkit_gpu_arch(host, say_unchecked=False):
-    """Can this nvcc target every GPU the driver reports? (`nvcc --list-gpu-arch`, else compat.toml's
-    arch table.) say_unchecked: explain wants a line saying why it cannot check, where verify shows none."""
+def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda, chosen=None, ignored=None) -> dict:
+    """Host gcc above the toolkit's ceiling -> nvcc refuses with `#error -- unsupported GNU version!`,
+    so every compile fails: an error. `chosen`: the compilers the switch picked (NVCC_CCBIN...);
+    `ignored`: an NVCC_CCBIN this nvcc does not read (11.x), which the user may think applies."""
+    facts = {"gcc": version, "compiler": compiler, "ceiling": ceiling, "ceiling_from": ceiling_from, "cuda": cuda,
+             "chosen": chosen or {}, "ignored_nvcc_ccbin": ignored}
+    if not compiler:
+        return check("gcc.supported", "warning", "no host gcc found: nvcc needs one to compile",
+                     "install gcc (and g++) or set NVCC_CCBIN", **facts)
+    if not version:
+        return check("gcc.supported", "info", "cannot check the host compiler %s: it did not report a version"
+                     % compiler, "run `%s --version` to see why" % compiler, **facts)
+    if ceiling is None:
+        return check("gcc.supported", "info", "cannot check host gcc %s against CUDA %s: its gcc ceiling is "
+                     "not known" % (version, cuda), None, **facts)
+    major = version_tuple(version)[0]
+    if major > ceiling and ignored:
+        return check("gcc.supported", "error", "host gcc %s is newer than CUDA %s accepts (gcc %d at most), and this "
+                     "nvcc ignores NVCC_CCBIN=%s" % (version, cuda, ceiling, ignored),
+                     "export NVCC_PREPEND_FLAGS='-ccbin %s' (nvcc %s reads that)" % (ignored, cuda), **facts)
+    if major > ceiling:
+        return check("gcc.supported", "error", "host gcc %s is newer than CUDA %s accepts (gcc %d at most): nvcc "
+                     "stops with \"#error -- unsupported GNU version!\"" % (version, cuda, ceiling),
+                     "install gcc-%d and g++-%d (or older; `cudaswitch use` then points nvcc at them), or use a "
+                     "newer CUDA" % (ceiling, ceiling), **facts)
+    if chosen:
+        return check("gcc.supported", "ok", "host compiler %s (gcc %s), chosen because the default gcc is above "
+                     "CUDA %s's limit (gcc %d)" % (os.path.basename(compiler), version, cuda, ceiling), **facts)
+    return check("gcc.supported", "ok", "host gcc %s is within CUDA %s's limit (gcc %d)" % (version, cuda, ceiling),
+                 **facts)
+
+
+@registered("toolkit.gpu_arch", layer="toolkit", shown_by=("use", "verify", "doctor", "explain"))
+def toolkit_gpu_arch(host, ask: Ask = PLAIN) -> list:
+    """Can this nvcc target every GPU the driver reports, and (explain) each architecture the message
+    names? `nvcc --list-gpu-arch` answers, else compat.toml's arch table."""
+    named = sorted(set(re.findall(r"(?:compute|sm)_(\d+[a-z]?)", ask.text)))
     if not host.record or not host.driver.get("gpus"):
-        return [check("toolkit.gpu_arch", "info", "cannot check which architectures the toolkit targets against "
-                      "the GPU: %s" % ("no toolkit active" if not host.record else "no GPU visible here"),
-                      None)] if say_unchecked else []
-    if not _usable(host) or not host.record.get("nvcc"):
+        out = [check("toolkit.gpu_arch", "info", "cannot check which architectures the toolkit targets against "
+                     "the GPU: %s" % ("no toolkit active" if not host.record else "no GPU visible here"),
+                     None)] if ask.unchecked and not (named and host.record) else []
+    elif not _usable(host) or not host.record.get("nvcc"):
         return []
-    return [_nvcc_targets(host, gpu) for gpu in host.driver["gpus"]]
+    else:
+        out = [_nvcc_targets(host, gpu) for gpu in host.driver["gpus"]]
+    return out + [_nvcc_accepts(host, arch) for arch in named if host.record]
+
+
+def _nvcc_accepts(host, arch):
+    """An architecture an error message names (`Unsupported gpu architecture 'compute_35'`) against
+    this nvcc's list and the CUDA releases that target it."""
+    archs, row = host.nvcc_archs, table.arch_row(arch)
+    known = "compute_" + arch.rstrip("af") in (archs or [])
+    span = "CUDA %s%s" % (row["first"], " to " + row["last"] if row["last"] else " and newer") if row else "unknown"
+    level = "ok" if known else ("error" if archs is not None else "info")
+    return check("toolkit.gpu_arch", level, "nvcc %s %s sm_%s (by CUDA release: %s)" % (
+        host.toolkit_cuda or "?", "can target" if known else "cannot target" if archs is not None else
+        "does not list its architectures, so cannot tell whether it targets", arch, span),
+        None if known else "use a toolkit in that range", arch=arch, archs=archs)
 
 
 def _nvcc_targets(host, gpu):
@@ -89,7 +248,8 @@ def _nvcc_targets(host, gpu):
                  hint, newest_toolkit=row["last"] if dropped else None, **facts)
 
 
-def nvcc_compile(host):
+@registered("nvcc.compile", layer="toolkit", shown_by=("use", "verify", "doctor"))
+def nvcc_compile(host, ask: Ask = PLAIN) -> list:
     """The one-kernel program, built for real once per toolkit identity (cached)."""
     record = host.record
     if not _usable(host) or not record.get("nvcc"):
@@ -142,112 +302,3 @@ def _build_hint(error):
     if "cicc" in error or "ptxas" in error or "fatbinary" in error or "nvlink" in error:
         return "a part of the toolkit is missing or broken: reinstall it"
     return "run the command shown in a switched shell to see nvcc's whole output"
-
-
-def torch(host):
-    """torch.* checks: installed, CUDA build, fits the toolkit and driver, arch list vs the GPUs."""
-    return torchchecks.torch_checks(host.torch, host.toolkit_cuda, host.driver, gpus=host.gpus)
-
-
-def one_toolkit(host):
-    return [torchchecks.three_toolkits(host.env, host.torch)]
-
-
-def library_shadowing(host, say_unchecked=False):
-    found = torchchecks.library_shadowing(host.env, host.torch)
-    if found or not say_unchecked:
-        return found
-    return [torchchecks.shadowing_unchecked(host.python, host.torch)]
-
-
-def cudnn_copies(host):
-    return [torchchecks.cudnn_copies(host.env, host.torch)]
-
-
-# Forward compatibility (cuda-compat) is for data-center GPUs only; GeForce/TITAN get error 804.
-DATACENTER = ("Tesla", "A100", "A800", "A30", "A40", "A10", "A16", "A2 ", "H100", "H200", "H800", "H20", "L4",
-              "L40", "L20", "B100", "B200", "GB200", "GH200", "T4", "V100", "P100")
-
-
-def gpu_kind(name):
-    if "GeForce" in name or "TITAN" in name.upper():
-        return "consumer"
-    return "datacenter" if any(token in name + " " for token in DATACENTER) else None
-
-
-def forward_compat(host, say_unchecked=False):
-    """The toolkit's compat/libcuda.so.* (cuda-compat): ok on data-center GPUs with an older driver,
-    error 804 on consumer GPUs, error 803 when it is older than the installed driver.
-    say_unchecked: a line where there is nothing to judge (explain), none for verify."""
-    if not host.record:
-        return [check("driver.forward_compat", "info", "cannot check forward compatibility: no toolkit active",
-                      None)] if say_unchecked else []
-    if not _usable(host):
-        return []
-    compat_dir, version = compat_libcuda(host.record["root"])
-    if not version:
-        return [check("driver.forward_compat", "info", "the active toolkit %s has no compat/libcuda (cuda-compat)"
-                      % host.record["root"], None)] if say_unchecked else []
-    on_path = os.path.realpath(compat_dir) in {os.path.realpath(d) for d in (host.env.get("LD_LIBRARY_PATH") or "")
-                                               .split(os.pathsep) if d}
-    facts = {"compat_dir": compat_dir, "compat_version": version, "on_loader_path": on_path,
-             "driver_release": host.driver.get("release")}
-    release = host.driver.get("release")
-    if release and table.release_tuple(version) < table.release_tuple(release):
-        return [check("driver.forward_compat", "error" if on_path else "info", "the toolkit's compat libcuda %s is "
-                      "older than the installed driver %s: on the loader path it fails with CUDA error 803 (system "
-                      "has unsupported display driver / cuda driver combination)%s" % (version, release,
-                      "" if on_path else "; it is not on it"), "take %s off LD_LIBRARY_PATH" % compat_dir
-                      if on_path else None, **facts)]
-    if compat.driver_supports(host.driver, host.toolkit_cuda, "x", "x")["level"] != "error":
-        return [check("driver.forward_compat", "info", "the toolkit's compat libcuda %s is not needed: the driver "
-                      "runs CUDA %s itself" % (version, host.toolkit_cuda), None, **facts)]
-    return [_compat_for_gpus(host, facts)]
-
-
-def _compat_for_gpus(host, facts):
-    kinds = {gpu["name"]: gpu_kind(gpu["name"]) for gpu in host.gpus}
-    consumer = [name for name, kind in kinds.items() if kind == "consumer"]
-    what = "compat libcuda %s" % facts["compat_version"]
-    if consumer:
-        return check("driver.forward_compat", "error" if facts["on_loader_path"] else "warning", "the toolkit's %s "
-                     "cannot help on %s: forward compatibility is for data-center GPUs, elsewhere CUDA fails with "
-                     "error 804 (forward compatibility was attempted on non supported HW)"
-                     % (what, ", ".join(consumer)),
-                     "update the NVIDIA driver instead", gpus=kinds, **facts)
-    if not kinds or None in kinds.values():
-        return check("driver.forward_compat", "info", "cannot check whether the toolkit's %s works here: %s" % (
-            what, "no GPU visible" if not kinds else "GPU kind not known"), None, gpus=kinds, **facts)
-    if facts["on_loader_path"]:
-        return check("driver.forward_compat", "ok", "the toolkit's %s runs CUDA %s on %s with driver %s (forward "
-                     "compatibility)" % (what, host.toolkit_cuda, ", ".join(kinds), facts["driver_release"] or "?"),
-                     gpus=kinds, **facts)
-    return check("driver.forward_compat", "warning", "the toolkit's %s would run CUDA %s on %s (forward "
-                 "compatibility), but it is not on the loader path" % (what, host.toolkit_cuda, ", ".join(kinds)),
-                 "put %s first on LD_LIBRARY_PATH" % facts["compat_dir"], gpus=kinds, **facts)
-
-
-def compat_libcuda(root):
-    """(root/compat, newest 'libcuda.so.R' release R) or (dir, None)."""
-    directory = os.path.join(root, "compat")
-    names = [os.path.basename(p) for p in glob.glob(os.path.join(directory, "libcuda.so.*"))]
-    releases = [n[len("libcuda.so."):] for n in names]
-    releases = [r for r in releases if r.count(".") >= 1 and r.replace(".", "").isdigit()]
-    return directory, max(releases, key=table.release_tuple) if releases else None
-
-
-TOOLKIT = (toolkit_status, nvcc_runs, driver_for_toolkit, forward_compat, host_compiler, toolkit_gpu_arch,
-           nvcc_compile)
-USE = (toolkit_status, driver_for_toolkit, forward_compat, host_compiler, toolkit_gpu_arch, nvcc_compile)
-TORCH = (torch, one_toolkit, cudnn_copies, library_shadowing)
-VERIFY = TOOLKIT + TORCH
-
-
-def run(host, functions):
-    """The checks of `functions`, in order."""
-    return [item for function in functions for item in function(host)]
-
-
-def has_torch(host):
-    """False when the Python has no torch at all: `use` then says nothing about torch."""
-    return "No module named 'torch'" not in (host.torch.get("torch_error") or "")

@@ -2,18 +2,19 @@
 in the environment the user will have after switching to it."""
 
 from cudaswitch.switch.registry import Registry
-from cudaswitch.verify import pipeline
+from cudaswitch.verify import checkset
 from cudaswitch.verify.host import Host, current_or_none  # noqa: F401  (re-exported)
 
 
-def verify_toolkit(paths, registry, record, env, python=None, smoke_compile=False, timeout=None, current_env=None):
+def verify_toolkit(paths, registry: dict, record: dict, env: dict, python=None, smoke_compile: bool = False,
+                  timeout=None, current_env=None) -> dict:
     """{"toolkit": list-shape, "checks": [...], "driver": {...}, "torch": {...}} for `record`.
 
     `env` is the environment after switching (switch/plan.py, as `use` gives it); `current_env`, when given,
     is the caller's own environment (it says whether the toolkit is already active). The build is
     the cached one unless `smoke_compile` asks for a fresh one."""
     host = Host(paths, registry, env, record, python=python, timeout=timeout, fresh_build=smoke_compile)
-    checks = pipeline.run(host, pipeline.VERIFY)
+    checks = checkset.run(host, "verify")
     public = Registry(registry, current_env or {}).public(record)
     return {"toolkit": public, "checks": checks, "driver": host.driver, "torch": host.torch}
 

@@ -72,15 +72,13 @@ def _compute(paths, env, records):
 
 def verdict(driver, record):
     """(word, why) for one toolkit: verify's driver.supports_toolkit, then its forward compatibility."""
-    from cudaswitch.toolkit import short_version
-    from cudaswitch.verify import compat
+    from cudaswitch.verify.pipeline import driver_runs_toolkit
 
     if not record.get("version"):
         return "cannot tell", "the toolkit's CUDA version is unknown"
     if not driver.get("present"):
         return "cannot tell", "no NVIDIA driver readable on this host"
-    result = compat.driver_supports(driver, short_version(record["version"]), "driver.supports_toolkit",
-                                    "CUDA %s" % short_version(record["version"]))
+    result = driver_runs_toolkit(driver, record["version"], record["root"])
     facts = result["facts"]
     if result["level"] == "info":
         return "cannot tell", result["message"]

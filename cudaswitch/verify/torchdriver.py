@@ -16,6 +16,7 @@ from cudaswitch.errors import UsageError
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify import facts as table
 from cudaswitch.verify.compat import check
+from cudaswitch.verify.registry import registered
 
 CUDA = re.compile(r"^\d{1,2}\.\d$")
 BRANCH = re.compile(r"^\d{3,4}$")
@@ -83,6 +84,7 @@ def branch_row(capability: str) -> Optional[dict]:
     return None
 
 
+@registered("torch_build.driver_gpu", layer="driver", shown_by=("torch",))
 def driver_drives(driver: dict, gpu: dict) -> dict:
     """Can the driver's branch drive this GPU at all? An error names the branch it needs."""
     sm = "sm_" + gpu["capability"].replace(".", "")

@@ -50,16 +50,16 @@ def _host_lines(result):
 
 def _extension_lines(build):
     """Building extensions against the active toolkit: a line of its own, not a reason to reinstall."""
-    item = [c for c in build["checks"] if c["id"] == "torch_build.extensions"][0]
+    item = build["extension_check"]
     return ["  extensions: %s%s" % (item["message"], " (%s)" % item["hint"] if item.get("hint") else "")]
 
 
 def _short_reason(item):
     """One failed check in a few words: which CUDA the driver lacks, which GPU has no code."""
     facts = item["facts"]
-    if item["id"] == "torch_build.driver":
+    if "driver_cuda" in facts:  # the driver's CUDA against the build's
         return "the driver (CUDA %s) is too old for CUDA %s" % (facts.get("driver_cuda"), facts.get("cuda"))
-    if item["id"] == "torch_build.driver_gpu":
+    if "arch_list" not in facts:  # the driver's branch against the GPU: its own words
         return item["message"]
     sm = "sm_" + facts.get("capability", "").replace(".", "")
     return "no code for %s" % (sm if facts.get("gpu") == sm else "%s (%s)" % (facts.get("gpu"), sm))
@@ -87,5 +87,5 @@ def _why(build):
         return "; ".join(dict.fromkeys(_short_reason(c) for c in bad if c["level"] == "error"))
     if not build["verified"]:
         return "cannot tell: no evidence for its arch list"
-    notes = ["extensions: " + c["message"] for c in bad if c["id"] == "torch_build.extensions"]
+    notes = ["extensions: " + c["message"] for c in bad if c is build["extension_check"]]
     return "; ".join(["arch " + " ".join(build["arch"])] + notes)

@@ -22,6 +22,7 @@ from cudaswitch.verify import facts as table
 from cudaswitch.verify import torchdriver
 from cudaswitch.verify.checks import arch_in_build
 from cudaswitch.verify.compat import check, driver_supports
+from cudaswitch.verify.registry import registered
 from cudaswitch.verify.torchdriver import parse_driver  # noqa: F401 - the command's entry point
 
 GPU_SM = re.compile(r"^(?:sm_)?(\d+)(\d)$")
@@ -133,6 +134,8 @@ def install_lines(build: dict) -> Dict[str, str]:
             "uv": "UV_TORCH_BACKEND=%s uv pip install \"%s\"" % (name, pin), "uv_backend": name, "conda": conda}
 
 
+@registered("torch_build.driver", "torch_build.evidence", "torch_build.gpu_arch", layer="framework",
+            shown_by=("torch",))
 def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict], drives: List[dict] = ()) -> dict:
     """One build against the host: its checks, and fits True / False / None (cannot tell).
     `drives`: whether the driver's branch drives each GPU (the same for every build)."""
@@ -158,9 +161,11 @@ def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict],
         fits = True
     published = build.get("published", True)  # a self-built torch has no index to install it from
     return dict(build, variant=variant(build["cuda"]), fits=fits, checks=checks + [extension], published=published,
-                extensions=extension["level"], install=install_lines(build) if published else None)
+                extensions=extension["level"], extension_check=extension,
+                install=install_lines(build) if published else None)
 
 
+@registered("torch_build.extensions", layer="toolkit", shown_by=("torch",))
 def extension_check(build: dict, toolkit: Optional[dict], gpus: List[dict] = ()) -> dict:
     """cpp_extension refuses a toolkit whose CUDA major differs from torch's; another minor warns; a
     GPU the toolkit's nvcc cannot target gets no extension code whatever torch build it is."""

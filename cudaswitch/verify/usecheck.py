@@ -2,21 +2,19 @@
 
 import os
 
-from cudaswitch.verify import pipeline
+from cudaswitch.settings import USE_TORCH_TIMEOUT
+from cudaswitch.verify import checkset
 from cudaswitch.verify.compat import LEVELS, worst
 from cudaswitch.verify.host import Host, settings
 
-USE_TIMEOUT = 15.0  # a cache miss may import torch (seconds when cold); a hung Python is cut here
 
-
-def use_verdict(paths, record, new_env, timeout):
+def use_verdict(paths, record: dict, new_env: dict, timeout) -> tuple:
     """(level, line, paths to watch): the verdict and what would make it stale. timeout None: the
-    configured torch_timeout, capped at USE_TIMEOUT unless config.toml sets one explicitly."""
+    configured torch_timeout, capped at settings.USE_TORCH_TIMEOUT unless config.toml sets one explicitly."""
     conf = settings(paths, tolerant=True)
-    host = Host(paths, None, new_env, record, timeout=timeout or conf["torch_timeout_set"] or USE_TIMEOUT, conf=conf)
-    checks = pipeline.run(host, pipeline.USE)
-    if pipeline.has_torch(host):  # no torch at all: nothing to say about it
-        checks += pipeline.run(host, pipeline.TORCH)
+    host = Host(paths, None, new_env, record, timeout=timeout or conf["torch_timeout_set"] or USE_TORCH_TIMEOUT,
+                conf=conf)
+    checks = checkset.run(host, "use")
     level, line, again = summarize(record, checks, host)
     return level, line, _watch(host.torch, host.python), again
 
@@ -25,7 +23,7 @@ MAX_LINE = 100
 TAIL = " (`cudaswitch verify`)"
 
 
-def summarize(record, checks, host):
+def summarize(record: dict, checks: list, host) -> tuple:
     """(level, line, line for a shell that switched before): at most MAX_LINE characters."""
     level = worst(checks)
     head = "CUDA %s" % (record.get("version") or "?")
@@ -39,9 +37,9 @@ def summarize(record, checks, host):
     drv = host.driver
     no_driver = not drv.get("cuda")
     parts = ["driver CUDA %s" % drv["cuda"] if drv.get("cuda") else "no NVIDIA driver here"]
-    if any(c["id"] == "nvcc.compile" and c["level"] == "ok" for c in checks):
+    if any(c["level"] == "ok" and c["facts"].get("built") is True for c in checks):  # the real build
         parts.append("builds with nvcc")
-    chosen = [c for c in checks if c["id"] == "gcc.supported" and c["facts"].get("chosen")]
+    chosen = [c for c in checks if c["facts"].get("chosen") and c["facts"].get("compiler")]  # the host compiler
     if chosen:
         parts.append("host compiler %s" % os.path.basename(chosen[0]["facts"]["compiler"]))
     if host.torch.get("torch"):
@@ -51,7 +49,7 @@ def summarize(record, checks, host):
             fit("%s: ok" % head + (" (%s)" % ", ".join(again) if again else ""), MAX_LINE))
 
 
-def line_text(item):
+def line_text(item: dict) -> str:
     """A check's words for the one line: its own short form, else its message up to the first
     ": " when the whole is long (the rest explains; `verify` shows it)."""
     text = short_paths(item["facts"].get("line") or item["message"])
@@ -60,14 +58,14 @@ def line_text(item):
     return text
 
 
-def short_paths(text):
+def short_paths(text: str) -> str:
     """Absolute paths shortened to their last two parts: the report has them whole."""
     import re
 
     return re.sub(r"/(?:[^\s/:;,()']+/)+([^\s/:;,()']+/[^\s/:;,()']+)", r".../\1", text)
 
 
-def fit(text, width):
+def fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 3, 0)].rstrip() + "..."
 
 

@@ -1,0 +1,200 @@
+"""The checks `doctor` adds to those of a toolkit: the hardware, the driver's presence, which
+toolkit is judged, the project's dependencies and the shell's environment. Each is registered
+(verify/registry.py) with its layer; doctor.py runs them with the others, bottom up."""
+
+import os
+import re
+
+from cudaswitch.render import counted
+from cudaswitch.switch.registry import Registry
+from cudaswitch.toolkit import short_version
+from cudaswitch.verify import driver as drivermod
+from cudaswitch.verify.checks import compat_libcuda_dirs
+from cudaswitch.verify.compat import check, looks_like_toolkit, nvcc_target, torch_home
+from cudaswitch.verify.registry import Ask, registered
+from cudaswitch.verify.runner import which
+
+WHEEL_MAJOR = re.compile(r"^nvidia-.+-cu(\d+)$")
+PLAIN = Ask("doctor")
+
+
+@registered("hardware.gpus", layer="hardware", shown_by=("doctor",))
+def hardware(host, ask: Ask = PLAIN) -> list:
+    return hardware_checks(host.paths, host.driver)
+
+
+def hardware_checks(paths, drv: dict) -> list:
+    if drv["gpus"]:
+        names = ", ".join("%s (sm_%s)" % (g["name"], g["capability"].replace(".", "")) for g in drv["gpus"])
+        return [check("hardware.gpus", "ok", "%d NVIDIA GPU(s): %s" % (len(drv["gpus"]), names), gpus=drv["gpus"])]
+    pci = drivermod.nvidia_pci_devices(paths)
+    if pci and not drv["present"]:
+        return [check("hardware.gpus", "warning", "NVIDIA GPU(s) at PCI %s but no driver is loaded" % ", ".join(pci),
+                      "install the NVIDIA driver (or load its kernel module)", pci=pci)]
+    if pci:
+        return [check("hardware.gpus", "info", "NVIDIA device(s) at PCI %s; the driver lists no usable GPU"
+                      % ", ".join(pci), None, pci=pci)]
+    return [check("hardware.gpus", "info", "no NVIDIA GPU found on this host", None, pci=[])]
+
+
+def no_driver(where=None, **facts) -> dict:
+    """driver.present when there is none: on this host, or under a root prefix (an audited root,
+    a CUDASWITCH_ROOT host): doctor and audit of the same root say the same."""
+    if where and where != "/":
+        return check("driver.present", "info", "no NVIDIA driver found under %s" % where,
+                     "driver support of each toolkit is unknown", **facts)
+    return check("driver.present", "info", "no NVIDIA driver on this host", None, **facts)
+
+
+@registered("driver.present", "driver.problem", layer="driver", shown_by=("doctor", "explain", "audit"))
+def driver_present(host, ask: Ask = PLAIN) -> list:
+    return driver_checks(host.driver, host.paths.root)
+
+
+def driver_checks(drv: dict, where: str = "/") -> list:
+    facts = {k: drv[k] for k in ("release", "release_source", "cuda", "cuda_source", "libcuda", "loaded", "wsl")}
+    out = []
+    if not drv["present"]:
+        out.append(no_driver(where, **facts))
+    else:
+        out.append(check("driver.present", "ok", "driver %s supports CUDA %s (%s)%s" % (
+            drv["release"] or "(release unknown)", drv["cuda"] or "?", drv["cuda_source"] or "no libcuda",
+            " under WSL" if drv["wsl"] else ""), **facts))
+    for problem in drv["problems"]:
+        level = "info" if problem.startswith("cuInit") and not drv["gpus"] else "warning"
+        out.append(check("driver.problem", level, problem, None, **facts))
+    return out
+
+
+@registered("toolkit.found", "toolkit.active", layer="toolkit", shown_by=("doctor",))
+def toolkit_layer(host, ask: Ask = PLAIN) -> list:
+    """Which toolkit the checks below judge: the active one, else the default."""
+    registry, record = host.registry, host.record
+    if not registry["records"]:
+        return [check("toolkit.found", "info", "no CUDA toolkits found", "`cudaswitch install VERSION`")]
+    if record is None:
+        return [check("toolkit.active", "info", "%s found, none active and no default"
+                      % counted(len(registry["records"]), "toolkit"),
+                      "`cudaswitch use VERSION` or `cudaswitch global VERSION`")]
+    how = "active in this shell" if Registry(registry, host.env).is_active(record) else "the default"
+    return [check("toolkit.active", "ok", "CUDA %s at %s is %s" % (record["version"], record["root"], how),
+                  root=record["root"])]
+
+
+@registered("deps.cuda_wheels", "deps.torch_owners", "deps.consistent", layer="deps", shown_by=("doctor",))
+def deps(host, ask: Ask = PLAIN) -> list:
+    return deps_checks(host.torch)
+
+
+def deps_checks(probe: dict) -> list:
+    """nvidia-*-cuNN wheels of another CUDA major than torch's; torch owned by both pip and conda."""
+    dists = probe.get("distributions") or []
+    out = []
+    torch_major = (probe.get("cuda") or "").split(".")[0]
+    if torch_major:
+        strays = ["%s %s" % (d["name"], d["version"]) for d in dists
+                  if WHEEL_MAJOR.match(d["name"]) and WHEEL_MAJOR.match(d["name"]).group(1) != torch_major]
+        if strays:
+            out.append(check("deps.cuda_wheels", "warning", "NVIDIA wheels for another CUDA major than torch's "
+                             "(CUDA %s): %s" % (probe["cuda"], ", ".join(strays)),
+                             "pip uninstall them unless another package needs them", wheels=strays))
+    torch_dists = [d for d in dists if d["name"] in ("torch", "pytorch")]
+    if probe.get("conda_torch") and any((d.get("installer") or "") != "conda" for d in torch_dists):
+        out.append(check("deps.torch_owners", "warning", "torch is installed by both conda (%s) and pip"
+                         % ", ".join(probe["conda_torch"]), "remove one: `pip uninstall torch` or "
+                         "`conda remove pytorch`", conda=probe["conda_torch"], pip=torch_dists))
+    if not out:
+        out.append(check("deps.consistent", "ok", "no conflicting CUDA wheels or torch owners", dists=dists))
+    return out
+
+
+@registered("env.in_use", layer="env", shown_by=("doctor",))
+def shell_in_use(host, ask: Ask = PLAIN) -> list:
+    return [in_use(host.registry, host.env)]
+
+
+def in_use(registry: dict, env: dict) -> dict:
+    """The facts `current` reports, stated (info: the verdict on them is env.one_toolkit's)."""
+    from cudaswitch.switch.active import describe, lines
+
+    facts = describe(registry, env)
+    return check("env.in_use", "info", "this shell uses " + "; ".join(line.strip() for line in lines(facts)),
+                 None, **{k: facts[k] for k in ("version", "root", "reason", "detail", "nvcc", "cuda_home")})
+
+
+@registered("env.stale_entries", layer="env", shown_by=("doctor",))
+def stale(host, ask: Ask = PLAIN) -> list:
+    return stale_entries(host.env)
+
+
+def stale_entries(env: dict) -> list:
+    """CUDA entries on PATH / LD_LIBRARY_PATH whose directory no longer exists."""
+    out = []
+    for name in ("PATH", "LD_LIBRARY_PATH"):
+        stale = [d for d in (env.get(name) or "").split(":") if d and "cuda" in d.lower() and not os.path.isdir(d)]
+        if stale:
+            out.append(check("env.stale_entries", "warning", "%s has CUDA entries that no longer exist: %s"
+                             % (name, ", ".join(stale)), "remove them from your shell rc files", variable=name,
+                             entries=stale))
+    if not out:
+        out.append(check("env.stale_entries", "ok", "no CUDA entry on PATH or LD_LIBRARY_PATH names a "
+                         "missing directory"))
+    return out
+
+
+@registered("env.several_nvcc", layer="env", shown_by=("doctor",))
+def nvcc_on_path(host, ask: Ask = PLAIN) -> list:
+    return [several_nvcc(host.env)]
+
+
+def several_nvcc(env: dict) -> dict:
+    entries = [d for d in (env.get("PATH") or "").split(":") if d and os.access(os.path.join(d, "nvcc"), os.X_OK)]
+    places = {d: nvcc_target(os.path.join(d, "nvcc")) for d in dict.fromkeys(entries)}
+    roots = sorted({os.path.dirname(os.path.dirname(t)) for t in places.values()})
+    if len(roots) > 1:
+        return check("env.several_nvcc", "warning", "PATH has nvcc from %d toolkits: %s (the first wins)" % (
+            len(roots), ", ".join("%s -> %s" % kv for kv in places.items())),
+            "`cudaswitch use` one toolkit, and drop CUDA bin dirs from your shell rc files", nvcc=places)
+    return check("env.several_nvcc", "ok", "one toolkit's nvcc on PATH" if places else "no nvcc on PATH", nvcc=places)
+
+
+@registered("env.torch_cuda_home", layer="env", shown_by=("doctor", "explain"))
+def torch_cuda_home(host, ask: Ask = PLAIN) -> list:
+    """The CUDA_HOME torch's cpp_extension would take here: is it a toolkit root? (doctor, and explain
+    for "CUDA_HOME environment variable is not set": one check, one answer.)"""
+    return [_torch_cuda_home(host)]
+
+
+def _torch_cuda_home(host):
+    env = host.env
+    home, how = torch_home(env, host.paths.host("/usr/local/cuda"))
+    if home is None:
+        kits = [r["version"] for r in host.registry["records"] if r.get("nvcc")]
+        hint = ("`cudaswitch use %s` before building extensions" % short_version(kits[0]) if kits
+                else "install a toolkit (`cudaswitch install VERSION`)")
+        return check("env.torch_cuda_home", "info", "torch would find no CUDA_HOME (no CUDA_HOME, CUDA_PATH, nvcc on "
+                     "PATH or /usr/local/cuda): an extension build finds no toolkit; toolkits with nvcc found: %s"
+                     % (", ".join(kits) or "none"), hint, cuda_home=None, toolkits=kits)
+    if looks_like_toolkit(home):
+        return check("env.torch_cuda_home", "ok", "torch would take CUDA_HOME=%s (%s)" % (home, how),
+                     cuda_home=home, how=how)
+    nvcc = which("nvcc", env)
+    target = nvcc_target(nvcc) if nvcc and "nvcc on PATH" in how else None
+    wrapper = target and target != os.path.realpath(nvcc)
+    detail = "%s, a wrapper for %s" % (how, target) if wrapper else how
+    fix = os.path.dirname(os.path.dirname(target)) if target else None
+    return check("env.torch_cuda_home", "warning", "torch would take CUDA_HOME=%s (%s), which is not a "
+                 "toolkit root: extension builds will not find CUDA headers or libraries" % (home, detail),
+                 "export CUDA_HOME=%s or `cudaswitch use`" % (fix or "<toolkit root>"), cuda_home=home, how=how,
+                 nvcc_target=target)
+
+
+@registered("env.compat_libcuda", layer="env", shown_by=("doctor",))
+def compat_on_loader_path(host, ask: Ask = PLAIN) -> list:
+    """A cuda-compat libcuda on LD_LIBRARY_PATH, whatever toolkit it comes from."""
+    compat = compat_libcuda_dirs(host.env)
+    if not compat:
+        return []
+    return [check("env.compat_libcuda", "warning", "a cuda-compat libcuda is on LD_LIBRARY_PATH: %s"
+                  % ", ".join(compat), "only for forward compatibility on data-center GPUs; it causes "
+                  "CUDA error 803/804 elsewhere", dirs=compat)]

@@ -1,0 +1,82 @@
+"""The check registry: every check is one function, registered once with the ids it returns, its
+layer and the commands that show it. Each command's set of checks is read from here
+(verify/checkset.py runs them), never listed by hand, and explain's rules in compat.toml name these
+ids (the loader refuses one that is not registered).
+
+A leaf module: it imports nothing of the project, so a module that defines checks can import it
+without a circle, and `use`'s fast path pays nothing for it. The decorator sits in the module that
+builds the check's dicts, so a check id is written in one module only.
+"""
+
+# (key in the JSON `layer` field, words) bottom up: doctor shows its checks in this order.
+LAYERS = (("hardware", "hardware"), ("driver", "driver"), ("toolkit", "toolkit"), ("compiler", "host compiler"),
+          ("framework", "framework"), ("deps", "dependencies"), ("env", "environment"))
+LAYER_KEYS = tuple(key for key, _ in LAYERS)
+# use: its one-line verdict; image: `audit --image`; torch: `cudaswitch torch`'s build plan.
+COMMANDS = ("use", "verify", "doctor", "explain", "audit", "image", "torch")
+
+
+class Ask:
+    """What the command running a check asks of it: `text` is explain's error message (checks that
+    read it look for the architectures, libraries or versions it names); `unchecked` asks for a
+    line saying why a check cannot be made where other commands show nothing."""
+
+    __slots__ = ("command", "text")
+
+    def __init__(self, command: str, text: str = "") -> None:
+        self.command, self.text = command, text
+
+    @property
+    def unchecked(self) -> bool:
+        return self.command == "explain"
+
+
+class Entry:
+    """One registered check function."""
+
+    __slots__ = ("ids", "layer", "commands", "function")
+
+    def __init__(self, ids: tuple, layer: str, commands: tuple, function) -> None:
+        self.ids, self.layer, self.commands, self.function = ids, layer, commands, function
+
+    @property
+    def name(self) -> str:
+        return "%s:%s" % (self.function.__module__, self.function.__name__)
+
+    def __repr__(self) -> str:
+        return "<check %s %s>" % (self.name, ",".join(self.ids))
+
+
+ENTRIES: list = []  # in registration order: a command shows its checks in this order
+BY_ID: dict = {}
+
+
+def registered(*ids: str, layer: str, shown_by: tuple):
+    """Decorator: the function returns checks with these ids (and no others), in `layer`, shown by
+    the commands `shown_by`. An id registered twice, an unknown layer or command is a programming
+    error and stops the import."""
+    if layer not in LAYER_KEYS:
+        raise ValueError("check layer %r is not one of %s" % (layer, ", ".join(LAYER_KEYS)))
+    unknown = [c for c in shown_by if c not in COMMANDS]
+    if unknown or not shown_by or not ids:
+        raise ValueError("checks %s: commands %r (known: %s)" % (ids, shown_by, ", ".join(COMMANDS)))
+
+    def register(function):
+        entry = Entry(tuple(ids), layer, tuple(shown_by), function)
+        for check_id in ids:
+            if check_id in BY_ID:
+                raise ValueError("check id %s is registered by %s and %s" % (check_id, BY_ID[check_id].name,
+                                                                          entry.name))
+            BY_ID[check_id] = entry
+        ENTRIES.append(entry)
+        return function
+
+    return register
+
+
+def entries_for(command: str) -> list:
+    return [entry for entry in ENTRIES if command in entry.commands]
+
+
+def ids_for(command: str) -> set:
+    return {check_id for entry in entries_for(command) for check_id in entry.ids}
