@@ -132,6 +132,15 @@ def parse_toml(data):
         raise Unreadable("not valid TOML") from None
 
 
+def file_identity(path: str) -> "tuple[str, int, int, int]":
+    """(real path, mtime ns, size, inode) of the file `path` names through its links; OSError when
+    it cannot be stat'ed. The one identity every cache key holds for a file (nvcc probes, builds,
+    verdicts, settings): a rebuilt, reinstalled or replaced file changes it."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    return (real, st.st_mtime_ns, st.st_size, st.st_ino)
+
+
 def quote_prefix(text, length=16):
     """A short, escaped prefix of refused text for an error message: enough to recognise, never
     enough to leak a secret a hostile link pointed at, and no raw control characters. A path is

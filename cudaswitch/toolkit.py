@@ -33,6 +33,9 @@ if TYPE_CHECKING:
         missing: list[str]        # compile parts absent
         outside_root: bool        # a link leaves the audited root: nothing of it was read
 
+    # What a function that reads records takes: most callers still hold records typed as `dict`.
+    AnyRecord = ToolkitRecord | dict
+
 STATUSES = ("ok", "incomplete", "broken")
 
 # Keys of the public JSON shape of `list --json` (stable; see the README); other record keys are internal.
@@ -74,9 +77,9 @@ class Toolkit:
 
     __slots__ = ("record",)
 
-    record: "ToolkitRecord | dict"  # a dict too: callers that have not typed their records yet
+    record: "AnyRecord"
 
-    def __init__(self, record: "ToolkitRecord | dict") -> None:
+    def __init__(self, record: "AnyRecord") -> None:
         object.__setattr__(self, "record", record)
 
     def __setattr__(self, name, value):

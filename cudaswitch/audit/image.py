@@ -10,9 +10,7 @@ import glob
 import mmap
 import os
 import re
-import tempfile
 
-from cudaswitch.run import run
 from cudaswitch.safeio import Unreadable, open_regular, read_or_none
 from cudaswitch.toolkit import COMPONENTS, VERSION_JSON_KEYS
 
@@ -29,11 +27,6 @@ LIBRARIES = {"cudart": "libcudart", "cudnn": "libcudnn", "nccl": "libnccl", "cup
              "cublas": "libcublas"}
 WHEEL_DIST = re.compile(r"^(nvidia_[a-z_]+?)(?:_cu\d+)?-(\d+(?:\.\d+)+)[^/]*\.dist-info$")
 NVCC_BANNER = re.compile(rb"Cuda compilation tools, release (\d+\.\d+), V(\d+\.\d+\.\d+)")
-KERNEL = (
-    "__global__ void add_one(int *x) { x[threadIdx.x] += 1; }\n"
-    "int main() { int *d = 0; cudaMalloc(&d, sizeof(int)); add_one<<<1, 1>>>(d);"
-    " cudaFree(d); return 0; }\n"
-)
 
 
 def search_dirs(record):
@@ -185,28 +178,6 @@ def tree_size(path):
             if entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
     return total
-
-
-def compile_kernel(nvcc, timeout):
-    """(True, None) when nvcc builds a one-kernel program with the host compiler, else
-    (False, nvcc's own error line)."""
-    with tempfile.TemporaryDirectory(prefix="cudaswitch-audit-") as work:
-        with open(os.path.join(work, "k.cu"), "w") as handle:
-            handle.write(KERNEL)
-        proc = run([nvcc, "k.cu", "-o", "k"], timeout=timeout, cwd=work)
-        if proc.timed_out:
-            return False, "nvcc did not finish within %g s" % timeout
-        if proc.returncode is None:
-            return False, "nvcc cannot run: %s" % proc.error.split(": ", 1)[-1]
-    if proc.returncode == 0:
-        return True, None
-    return False, _error_line(proc.stderr.decode("utf-8", "replace") or proc.stdout.decode("utf-8", "replace"))
-
-
-def _error_line(text):
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    errors = [line for line in lines if "error" in line.lower()]
-    return (errors or lines or ["nvcc failed with no message"])[0][:300]
 
 
 def _numbers(text):

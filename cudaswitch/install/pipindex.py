@@ -9,9 +9,10 @@ import importlib.util
 import os
 import re
 import shlex
-import shutil
 import sys
 import tempfile
+
+from cudaswitch.pathsearch import which
 
 FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
 RESOLVE_TIMEOUT = 300.0
@@ -65,7 +66,7 @@ def pip_command(env):
         return shlex.split(override)
     if importlib.util.find_spec("pip") is not None:
         return [sys.executable, "-m", "pip"]
-    found = shutil.which("pip3") or shutil.which("pip")
+    found = which("pip3", env) or which("pip", env)  # never a relative PATH entry's pip (a repo's bin/)
     if found:
         return [found]
     raise PipError("pip is not available to download NVIDIA's wheels; install pip, or set "

@@ -23,10 +23,6 @@ from cudaswitch.install import untar, wheels
 from cudaswitch.errors import CudaSwitchError
 
 COMPILE_TIMEOUT = 300.0
-KERNEL = r"""
-__global__ void add_one(int *x) { x[threadIdx.x] += 1; }
-int main() { int *d = nullptr; cudaMalloc(&d, 4); add_one<<<1, 1>>>(d); return cudaDeviceSynchronize(); }
-"""
 
 
 def top_dir(entry):
@@ -191,13 +187,13 @@ def first_compile(tree, env, timeout=COMPILE_TIMEOUT):
     """Build a one-kernel program with the tree's nvcc (compile, then link against its cudart):
     None when it builds, else the first error line. No GPU is needed; nothing is run. `env`: from
     compile_env."""
-    from cudaswitch.verify.nvcc import first_error_line
+    from cudaswitch.verify.nvcc import SMOKE_SOURCE, first_error_line
     from cudaswitch.verify.runner import run_bounded
 
     nvcc = os.path.join(tree, "bin", "nvcc")
     with tempfile.TemporaryDirectory(prefix="cudaswitch-first-compile-") as tmp:
         with open(os.path.join(tmp, "k.cu"), "w") as handle:
-            handle.write(KERNEL)
+            handle.write(SMOKE_SOURCE)  # the one-kernel program verify builds, compiled here, not run
         # one nvcc run compiles (cicc, ptxas, fatbinary, host gcc) and links (nvlink, cudart)
         code, out, err = run_bounded([nvcc, "k.cu", "-o", "k"], env, timeout, tmp)
         if code != 0:

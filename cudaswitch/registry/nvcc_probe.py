@@ -11,7 +11,7 @@ import os
 import re
 import signal
 
-from cudaswitch.safeio import Unreadable, read_or_none, read_regular
+from cudaswitch.safeio import Unreadable, file_identity, read_or_none, read_regular
 
 NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 DIST_INFO = re.compile(r"nvidia_cuda_nvcc(?:_cu\d+)?-(\d+\.\d+\.\d+)[^/]*\.dist-info$")
@@ -89,11 +89,9 @@ def run_nvcc(nvcc, timeout):
     return {"version": match.group(2)}
 
 
-def nvcc_key(nvcc):
-    """What an nvcc probe result depends on: the binary's real path, mtime and size."""
-    real = os.path.realpath(nvcc)
-    st = os.stat(real)
-    return "%s|%d|%d" % (real, st.st_mtime_ns, st.st_size)
+def nvcc_key(nvcc: str) -> str:
+    """What an nvcc probe result depends on: the binary's identity (OSError when it cannot be read)."""
+    return "%s|%d|%d|%d" % file_identity(nvcc)
 
 
 def _exit_reason(code):

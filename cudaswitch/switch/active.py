@@ -13,7 +13,7 @@ from cudaswitch.switch.toolkitdirs import Owner, known_roots
 TYPE_CHECKING = False  # typing costs ~12 ms (re, collections, functools) of list; mypy reads this name the same
 
 if TYPE_CHECKING:
-    from cudaswitch.toolkit import Env, ToolkitRecord
+    from cudaswitch.toolkit import Env
 
 MODULE_PACKAGES = ("cuda", "cudatoolkit", "cuda-toolkit", "nvhpc-cuda")
 SYSTEM_BIN_DIRS = ("/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/usr/local/sbin")
@@ -79,7 +79,7 @@ class Facts:
         self.modules = loaded_cuda_modules(env)
         self.records: dict = {}  # "nvcc", "CUDA_HOME" -> the record each fact names (or None)
 
-    def record_for(self, root: "str | None") -> "ToolkitRecord | None":
+    def record_for(self, root: "str | None") -> "dict | None":
         if not root:
             return None
         real = os.path.realpath(root)
@@ -156,7 +156,7 @@ class Facts:
         return nvcc, home, nvcc or (home if home and home["toolkit"] else None)
 
 
-def active_record(reg: dict, env: "Env") -> "ToolkitRecord | None":
+def active_record(reg: dict, env: "Env") -> "dict | None":
     """The one answer to "which toolkit is active" (list's mark, current, doctor, verify, uninstall):
     the registry's record of what this shell really uses, the first nvcc on PATH (through a view
     dir, a wrapper or a link), else the toolkit CUDA_HOME names; None when that is no known toolkit."""

@@ -32,6 +32,7 @@ import os
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.paths import Paths
 from cudaswitch.pathsearch import which
+from cudaswitch.safeio import file_identity
 from cudaswitch.switch import envdiff
 
 VERSIONS_FILE = "compilers.marshal"
@@ -289,10 +290,8 @@ def user_choice(env: dict, reads_var: bool = True) -> bool:
 
 
 def _identity(path: str) -> str:
-    """The cache key of a binary: its real path, mtime and size (a reinstall changes it)."""
-    real = os.path.realpath(path)
-    st = os.stat(real)
-    return "%s|%d|%d" % (real, st.st_mtime_ns, st.st_size)
+    """The cache key of a binary (safeio.file_identity): a reinstall changes it."""
+    return "%s|%d|%d|%d" % file_identity(path)
 
 
 def _load_table(path: str) -> dict:

@@ -16,23 +16,25 @@ from cudaswitch.toolkit import Toolkit
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudaswitch.paths import Paths
-    from cudaswitch.toolkit import Env, ToolkitRecord
+    from cudaswitch.toolkit import AnyRecord, Env
 
 class Registry:
-    """Answers about the records of `data` for the shell whose environment is `env`."""
+    """Answers about the records of `data` for the shell whose environment is `env`. Records are
+    toolkit.ToolkitRecord; they are handed out as plain dicts because most callers still annotate
+    a record as `dict`, which mypy does not let a TypedDict pass for."""
 
     __slots__ = ("data", "env", "_active", "_known")
 
     def __init__(self, data: dict, env: "Env") -> None:
         self.data, self.env = data, env
-        self._active: "ToolkitRecord | None" = None
+        self._active: "dict | None" = None
         self._known = False  # whether _active has been computed (None is an answer too)
 
     @property
-    def records(self) -> "list[ToolkitRecord]":
+    def records(self) -> "list[dict]":
         return self.data["records"]
 
-    def active(self) -> "ToolkitRecord | None":
+    def active(self) -> "dict | None":
         """The toolkit this shell really uses (switch/active.active_record), or None."""
         if not self._known:
             from cudaswitch.switch.active import active_record
@@ -40,23 +42,23 @@ class Registry:
             self._active, self._known = active_record(self.data, self.env), True
         return self._active
 
-    def is_active(self, record: "ToolkitRecord") -> bool:
+    def is_active(self, record: "AnyRecord") -> bool:
         active = self.active()
         return active is not None and active["real"] == record["real"]
 
-    def default(self) -> "ToolkitRecord | None":
+    def default(self) -> "dict | None":
         """The global default (config `default`, else the system default), or None."""
         return next((r for r in self.records if self.is_default(r)), None)
 
-    def is_default(self, record: "ToolkitRecord") -> bool:
+    def is_default(self, record: "AnyRecord") -> bool:
         default = self.data.get("default_real")
         return default is not None and record.get("real") == default
 
-    def resolve(self, request: str) -> "ToolkitRecord":
+    def resolve(self, request: str) -> dict:
         """The record a request selects; ToolkitNotFound naming every source searched."""
         return resolve(self.data, request)
 
-    def current(self) -> "ToolkitRecord":
+    def current(self) -> dict:
         """The toolkit in effect without a request: the active one, else the default."""
         found = self.active() or self.default()
         if found:
@@ -64,7 +66,7 @@ class Registry:
         raise CudaSwitchError("no toolkit is active and there is no default",
                               "give a request, or set one with `cudaswitch global VERSION`")
 
-    def public(self, record: "ToolkitRecord") -> dict:
+    def public(self, record: "AnyRecord") -> dict:
         """The record's `list --json` object, marked as this registry marks it."""
         return Toolkit(record).public(default=self.is_default(record), active=self.is_active(record))
 

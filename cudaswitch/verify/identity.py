@@ -5,21 +5,21 @@ import os
 
 from cudaswitch import __version__
 from cudaswitch.pathsearch import which
+from cudaswitch.safeio import file_identity
 
 # Where a distribution's driver package puts the user-space libcuda: a driver upgrade replaces it.
 LIBCUDA_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64")
 
 
 def _identity(path):
-    """(path, real path, mtime, size) of a file, or None: a rebuilt or replaced binary changes it."""
+    """(path, real path, mtime, size, inode) of a file, (path, None) when it is absent, None for no
+    path: a rebuilt or replaced binary changes it."""
     if not path:
         return None
     try:
-        real = os.path.realpath(path)
-        st = os.stat(real)
+        return (path, *file_identity(path))
     except OSError:
         return (path, None)
-    return (path, real, st.st_mtime_ns, st.st_size)
 
 
 COMPILE_TOOLS = ("nvcc", "ptxas", "fatbinary", "nvlink", "cudafe++")

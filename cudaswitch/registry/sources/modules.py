@@ -17,8 +17,8 @@ modulefile and its dir.
 
 import json
 import os
-import shutil
 
+from cudaswitch.pathsearch import which
 from cudaswitch.registry.sources import Candidate
 
 NAME = "module"
@@ -95,7 +95,7 @@ def _modulecmd_argv(path, env):
         return None
     if os.access(path, os.X_OK):
         return [path]
-    tclsh = shutil.which("tclsh", path=env.get("PATH"))
+    tclsh = which("tclsh", env)  # absolute PATH entries only, as every lookup of ours
     return [tclsh, path] if tclsh else None
 
 
