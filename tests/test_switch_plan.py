@@ -120,6 +120,10 @@ def test_the_host_compiler_the_switch_picks_is_the_one_verified(capped_host, tmp
     [gcc] = by_id(report, "gcc.supported")
     assert gcc["level"] == "ok" and gcc["facts"]["compiler"] == gxx11, gcc
     assert_same_environment(before, report, after)
+    # and from the same starting environment, verify reports what `use --shell json` prints
+    proc = capped_host.run("use", "13.1", "--shell", "json", "--no-verify", check=True)
+    again = capped_host.run("verify", "13.1", "--json", timeout=300)
+    assert json.loads(again.stdout)["environment"] == json.loads(proc.stdout)
 
 
 def test_kernel_install_and_audit_build_on_the_same_plan(capped_host, tmp_path):

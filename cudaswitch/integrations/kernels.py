@@ -2,10 +2,11 @@
 
 A kernelspec is `<jupyter data dir>/kernels/<name>/kernel.json` (the directory jupyter_client's
 KernelSpecManager searches first for the user). The switched environment is computed once, at
-install time, by the same envdiff that `use` runs; variables the switch removes are written as
-empty strings, because a kernelspec can only set; PATH and the other lists are the ones of the
-shell that ran `kernel install` (re-run it after changing them). cudaswitch marks its own specs in `metadata`
-and lists or removes only those: a kernel someone else wrote is never overwritten or deleted.
+install time, by the switch plan that `use` runs (switch/plan.py: the same module swap and host
+compiler); variables the switch removes are written as empty strings, because a kernelspec can
+only set; PATH and the other lists are the ones of the shell that ran `kernel install` (re-run it
+after changing them). cudaswitch marks its own specs in `metadata` and lists or removes only
+those: a kernel someone else wrote is never overwritten or deleted.
 """
 
 import json
@@ -127,7 +128,7 @@ def listing(env: dict) -> List[dict]:
         path = os.path.join(base, name, "kernel.json")
         spec = _load(path)
         mark = _mark(spec)
-        if mark is not None:
+        if spec is not None and mark is not None:
             out.append({"name": name, "path": path, "display_name": spec.get("display_name"),
                         "version": mark.get("version"), "root": mark.get("root"), "python": mark.get("python"),
                         "request": mark.get("request")})
@@ -149,7 +150,7 @@ def remove(env: dict, name: str) -> str:
 
 def _read_own(path: str, name: str) -> dict:
     spec = _load(path)
-    if _mark(spec) is None:
+    if spec is None or _mark(spec) is None:
         raise CudaSwitchError("kernel %s (%s) was not installed by cudaswitch: leaving it alone" % (name, path),
                               "choose another --name, or remove it with `jupyter kernelspec remove %s`" % name)
     return spec
