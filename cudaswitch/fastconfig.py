@@ -20,22 +20,25 @@ safeio like every cache (a FIFO, a device or a huge or corrupt file there is a m
 import marshal
 import os
 
-from cudaswitch.safeio import load_marshal, replace_regular, seal
+from cudaswitch.safeio import file_identity, load_marshal, replace_regular, seal
 from cudaswitch.settings import SWITCH_DEFAULTS as DEFAULTS, VERDICT_MODES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
 
 FILE = "settings.marshal"
 MAX_BYTES = 64 << 10  # two small settings and a key: a few hundred bytes
 
 
-def _identity(path):
+def _identity(path: str) -> "tuple[str, int, int, int] | None":
     try:
-        st = os.stat(path)
+        return file_identity(path)
     except OSError:
         return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def switch_settings(paths):
+def switch_settings(paths: "Paths") -> dict:
     """{"verdict", "loader_path"}; a config that cannot be read gives the defaults (`list` and
     `verify` report its error; a switch must still work)."""
     key = _identity(paths.config_file)
