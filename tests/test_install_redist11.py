@@ -100,9 +100,9 @@ def test_an_nvcc_ccbin_set_for_another_cuda_does_not_stop_the_switch_to_11_8(ins
 def test_the_verdict_on_an_ignored_nvcc_ccbin_names_the_flag_that_works():
     """The facts of an 11.8 shell where no supported compiler could be chosen and NVCC_CCBIN (which
     that nvcc ignores) names g++-11: the error must not blame only the missing gcc-11."""
-    from cudaswitch.verify import compat
+    from cudaswitch.verify import pipeline
 
-    verdict = compat.gcc_verdict(11, "include/crt/host_config.h", "/usr/bin/gcc", "12.2.0", "11.8",
+    verdict = pipeline.gcc_verdict(11, "include/crt/host_config.h", "/usr/bin/gcc", "12.2.0", "11.8",
                                  ignored="/usr/bin/g++-11")
     assert verdict["level"] == "error" and "ignores NVCC_CCBIN=/usr/bin/g++-11" in verdict["message"]
     assert "NVCC_PREPEND_FLAGS='-ccbin /usr/bin/g++-11'" in verdict["hint"]
