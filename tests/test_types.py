@@ -21,7 +21,6 @@ NOT_YET_ANNOTATED = frozenset({
     "verify/checks.py", "verify/pipeline.py", "verify/doctor.py", "verify/explain.py", "verify/compat.py",
     "verify/facts.py", "verify/host.py", "verify/present.py", "verify/report.py", "verify/torchplan.py",
     "verify/driverlayer.py", "verify/quick.py", "verify/usecheck.py", "verify/nvcc.py", "verify/torch_probe.py",
-    "verify/hostcc.py", "switch/decide.py", "switch/envdiff.py", "switch/plan.py",
     "switch/modswitch.py", "switch/local.py", "switch/systemlink.py",
     # mine, annotated next
     "registry/discover.py", "registry/layouts.py", "registry/nvcc_probe.py", "registry/resolve.py",

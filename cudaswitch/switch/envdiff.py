@@ -29,14 +29,17 @@ UNEXPORTED_VAR = "CUDASWITCH_UNEXPORTED"
 ALWAYS_SET = ("CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDAToolkit_ROOT")
 DIR_OPTIONS = ("--include-path=", "--library-path=", "-isystem", "-I", "-L")
 
-def path_entries(record):
+
+def path_entries(record: dict) -> "dict[str, list[str]]":
     """{"PATH": [...], "LD_LIBRARY_PATH": [...]}: what a switch to `record` prepends (its view's
     dirs for a toolkit inside a conda env, else its own)."""
     return {"PATH": list(record.get("env_bin") or record["bin_dirs"]),
             "LD_LIBRARY_PATH": list(record.get("env_lib") or record["lib_dirs"])}
 
 
-def switched(env, record, origin, source_file=None, known_roots=(), base=None, modules=None, compilers=None):
+def switched(env: dict, record: dict, origin: str, source_file: "str | None" = None,
+             known_roots: "list[str] | tuple[str, ...]" = (), base: "dict | None" = None,
+             modules: "dict | None" = None, compilers: "dict | None" = None) -> dict:
     """The full new environment for `record` (a registry record), from any current env: the
     toolkit's entries first, no other toolkit's entry left, the scalars naming it.
 
@@ -115,7 +118,7 @@ def _scalar_values(base, record, owner, compilers=None):
     return values
 
 
-def without_toolkit_dirs(flags, owner):
+def without_toolkit_dirs(flags: "str | None", owner: Owner) -> "str | None":
     """`flags` without the -I/-L/-isystem words (joined or separate) naming a toolkit's dirs; None
     when it has none. Split on single spaces so every other byte stays as it was."""
     if not flags or ("-I" not in flags and "-L" not in flags and "-isystem" not in flags and "-path=" not in flags):
@@ -133,7 +136,7 @@ def without_toolkit_dirs(flags, owner):
     return None if len(out) == len(words) else " ".join(out)
 
 
-def diff(old, new):
+def diff(old: dict, new: dict) -> dict:
     """{'set': {name: value}, 'unset': [names]}: what turns `old` into `new`; and 'unexport':
     [names] where a variable the shell had unexported is back at its own value (after `off`)."""
     names = set(old) | set(new)
@@ -148,7 +151,7 @@ def diff(old, new):
     return out
 
 
-def applied(env, change):
+def applied(env: dict, change: dict) -> dict:
     """The environment after a shell evaluated `change` (a diff()): what a child of that shell sees."""
     new = dict(env)
     new.update(change["set"])
