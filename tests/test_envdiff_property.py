@@ -4,9 +4,11 @@ For any starting environment holding 0-3 toolkits in any of the path lists and s
 order (what ~/.bashrc exports, a module's leftovers and /usr/local/cuda leave), and any sequence of
 use / off / user edits: after `use X` the only toolkit entries left are X's own and every scalar
 names X or is unset; after the last `off` the start is back, byte-exact for what the user did not
-touch, with the user's own entries and values kept. Runs the real envdiff on records shaped as the
-registry makes them; toolkits are both registry-known (by root) and unknown ones that only look like
-a toolkit on disk (built below, as a hand-unpacked tarball would)."""
+touch, with the user's own entries and values kept. Each `use` runs the real switch plan (plan():
+what use, hook-env, verify and kernel install call), and the diff it hands a shell turns the
+environment into exactly the plan's; the records are shaped as the registry makes them; toolkits are
+both registry-known (by root) and unknown ones that only look like a toolkit on disk (built below,
+as a hand-unpacked tarball would)."""
 
 import os
 import tempfile
@@ -14,8 +16,10 @@ import tempfile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cudaswitch.paths import Paths
 from cudaswitch.switch import envdiff
 from cudaswitch.switch.envdiff import applied as apply  # what a shell's eval of the diff does
+from cudaswitch.switch.plan import plan
 
 KITS = [
     {"root": "/usr/local/cuda-%s" % v, "version": v + ".0", "nvcc": "/usr/local/cuda-%s/bin/nvcc" % v,
@@ -44,6 +48,9 @@ _touch(DISK + "/wrappers/bin/nvcc")
 _touch(DISK + "/conda/bin/nvcc")
 _touch(DISK + "/conda/include/cuda_runtime.h")
 os.makedirs(DISK + "/conda/conda-meta")
+# cudaswitch's own dirs for the plan (its settings and compiler caches), never the user's
+PATHS = Paths({"HOME": DISK, "CUDASWITCH_CACHE_DIR": DISK + "/cache", "CUDASWITCH_CONFIG_DIR": DISK + "/config",
+               "CUDASWITCH_DATA_DIR": DISK + "/data"})
 UNKNOWN = [DISK + "/tarball-" + c for c in "abc"] + [DISK + "/tarball-d/targets/x86_64-linux"]
 TOOLKIT_ROOTS = KNOWN + UNKNOWN
 NOT_TOOLKITS = [DISK + "/wrappers/bin", DISK + "/conda/bin", DISK + "/conda/lib", DISK + "/conda/include"]
@@ -106,7 +113,9 @@ def test_use_replaces_every_toolkit_and_off_restores_start_keeping_user_edits(li
     env, expected, touched = dict(start), dict(start), {}
     for op, arg in ops:
         if op == "use":
-            env = envdiff.switched(env, KITS[arg], "shell", known_roots=KNOWN)
+            switch = plan(env, KITS[arg], "shell", KNOWN, paths=PATHS)
+            assert apply(env, switch.diff) == switch.env  # what the shell evaluates is the plan
+            env = switch.env
             check_only(env, KITS[arg])
         elif op == "off":
             if envdiff.read_state(env) is not None:
