@@ -25,13 +25,6 @@ int main() {
 """
 
 
-def compiler_version(compiler, env, timeout):
-    """'12.2.0' from `gcc -dumpfullversion -dumpversion`, or None."""
-    code, out, _ = run_bounded([compiler, "-dumpfullversion", "-dumpversion"], env, timeout)
-    text = out.decode("utf-8", "replace").strip()
-    return text if code == 0 and re.match(r"^\d+(\.\d+)*$", text) else None
-
-
 def gpu_archs(nvcc, env, timeout):
     """['compute_75', ...] from `nvcc --list-gpu-arch` (11.x+), or None when nvcc cannot say."""
     code, out, _ = run_bounded([nvcc, "--list-gpu-arch"], env, timeout)
