@@ -4,7 +4,9 @@
 
 import os
 
-from tests import kits
+import pytest
+
+from tests import kits, shellrun
 
 
 def test_local_of_an_incomplete_toolkit_says_so_in_one_line(standard_host, tmp_path):
@@ -79,3 +81,22 @@ def test_sizes_are_in_one_unit(host):
     assert proc.returncode in (0, 1), proc.stderr
     [dup] = [c for c in json.loads(proc.stdout)["checks"] if c["id"] == "toolkit.duplicate"]
     assert re.fullmatch(r"\d+(\.\d)? (KiB|MiB|GiB) in all", dup["hint"]), dup["hint"]
+
+
+@pytest.mark.parametrize("name, text", [(".cudaversion", "99.9\n"),
+                                        ("pyproject.toml", '[tool.cudaswitch]\ncuda = "99.9"\n')])
+def test_the_hooks_error_on_cd_names_the_project_file(standard_host, tmp_path, name, text):
+    """A real bash with the hook: `cd` into a repo pinning a toolkit this host lacks prints one
+    error line that says which file asked for it (the user did not type the request)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / name).write_text(text)
+    sh = shellrun.Interactive("bash", standard_host.env, str(tmp_path))
+    try:
+        sh.run('eval "$(cudaswitch init bash)"')
+        out = sh.run("cd %s" % repo)
+    finally:
+        sh.close()
+    errors = [line for line in out.splitlines() if line.startswith("cudaswitch: error: ")]
+    assert len(errors) == 1, out
+    assert errors[0].startswith("cudaswitch: error: %s: no toolkit matches '99.9'" % (repo / name)), out

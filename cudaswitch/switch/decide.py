@@ -135,7 +135,11 @@ def hook_env(reg_loader: "Callable[[], dict]", env: dict, cwd: str,
         path, text = found
         request = projectfile.parse_request(path, text)
         reg = reg_loader()
-        record = find_record(reg, request, driver_runs)
+        try:
+            record = find_record(reg, request, driver_runs)
+        except CudaSwitchError as exc:  # the hook prints it on `cd`: say which file asked
+            exc.message = "%s: %s" % (path, exc.message)
+            raise
         if state and state["root"] == record["root"] and state.get("file") == path:
             return record, None
         return record, switch_plan(reg, env, record, "project", path).diff
