@@ -22,14 +22,8 @@ NOT_YET_ANNOTATED = frozenset({
     "verify/facts.py", "verify/host.py", "verify/present.py", "verify/report.py", "verify/torchplan.py",
     "verify/driverlayer.py", "verify/quick.py", "verify/usecheck.py", "verify/nvcc.py", "verify/torch_probe.py",
     "switch/modswitch.py", "switch/local.py", "switch/systemlink.py",
-    # mine, annotated next
-    "registry/discover.py", "registry/layouts.py", "registry/nvcc_probe.py", "registry/resolve.py",
-    "registry/sources/__init__.py", "registry/sources/conda.py", "registry/sources/managed.py",
-    "registry/sources/modtext.py", "registry/sources/modules.py", "registry/sources/pip.py",
-    "registry/sources/system.py", "registry/sources/user.py", "switch/active.py", "switch/listmerge.py",
-    "switch/projectfile.py", "switch/statecodec.py", "switch/toolkitdirs.py", "switch/views.py",
-    "verify/build.py", "verify/cache.py", "verify/driver.py", "verify/fastconfig.py", "verify/fatbin.py",
-    "verify/identity.py", "verify/runner.py", "verify/runs_here.py",
+    # in the middle of another change this round (the torch probe's cache entries); annotated after it
+    "verify/cache.py", "verify/runner.py",
 })
 
 

@@ -16,6 +16,11 @@ from cudaswitch.paths import atomic_write, link_leaving, resolve_in_root
 from cudaswitch.safeio import load_marshal, seal
 from cudaswitch.toolkit import STATUSES, version_tuple
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
+    from cudaswitch.toolkit import Env, ToolkitRecord
+
 # 6: sealed, records carry "missing"; 7: "list_json", and the version that wrote it; 8: every record
 # holds every key of toolkit.ToolkitRecord (made by toolkit.new_record)
 CACHE_FORMAT = 8
@@ -26,7 +31,7 @@ RECORD_KEYS = frozenset(("version", "root", "real", "sources", "origins", "nvcc"
                          "bin_dirs", "lib_dirs", "env_bin", "env_lib", "isolated"))
 
 
-def cache_key(paths, env):
+def cache_key(paths: "Paths", env: "Env") -> tuple:
     """Two data dirs (CUDASWITCH_DATA_DIR, XDG_DATA_HOME) can share one cache dir: the managed
     toolkits and the config file in use are part of what a cache was built from."""
     base = envstate.before_switch(env)
@@ -39,7 +44,7 @@ def _load_cache_file(path):
     return load_marshal(path, CACHE_MAX_BYTES)
 
 
-def read_cache(paths, env):
+def read_cache(paths: "Paths", env: "Env") -> "dict | None":
     """The cached registry if every input it depends on is unchanged, else None."""
     cache = _load_cache_file(paths.registry_cache)
     if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or cache.get("version") != __version__ \
@@ -82,7 +87,7 @@ def _record_ok(record):
             and (record["nvcc"] is None or isinstance(record["nvcc"], str)))
 
 
-def load(paths, env, refresh=False, config=None):
+def load(paths: "Paths", env: "Env", refresh: bool = False, config: "dict | None" = None) -> dict:
     """The registry as a dict: records (newest first), system_real, default_real, source_order."""
     cache = None if refresh else read_cache(paths, env)
     if cache is not None:
@@ -107,7 +112,7 @@ def _old_probes(paths):
     return {k: v for k, v in probes.items() if isinstance(k, str) and isinstance(v, dict)}
 
 
-def discover(paths, env, config, nvcc_probes):
+def discover(paths: "Paths", env: "Env", config: dict, nvcc_probes: dict) -> dict:
     from cudaswitch.registry import layouts
     from cudaswitch.registry import views
     from cudaswitch.request import SOURCES, select, ToolkitRequest
@@ -116,7 +121,7 @@ def discover(paths, env, config, nvcc_probes):
     scan = Scan(paths, absolute_only(envstate.before_switch(env)), config, float(config.get("probe_timeout", 5.0)))
     order = [s for s in config.get("source_order", SOURCES) if s in SOURCES]
     order += [s for s in SOURCES if s not in order]
-    by_real = {}
+    by_real: "dict[str, ToolkitRecord]" = {}
     modules = source_modules()
     for name in order:
         for candidate in modules[name].find(scan):
@@ -135,7 +140,7 @@ def discover(paths, env, config, nvcc_probes):
     }
 
 
-def list_json(records):
+def list_json(records: "list[ToolkitRecord]") -> "list[str]":
     """Each record's `list --json` object as JSON text without its closing brace, so a warm `list
     --json` adds "default" and "active" (which depend on the shell) and never imports json or
     builds the objects again (core.list_json_text). Rendered here, once per discovery."""
@@ -156,7 +161,7 @@ DIR_VARS = ("HOME", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE", "VIRT
             "MODULES_CMD", "MODULESHOME")
 
 
-def absolute_only(env):
+def absolute_only(env: "Env") -> "dict[str, str]":
     """The environment discovery reads, without relative paths: `PATH=$PATH:bin` or CUDA_HOME=.
     would name a directory of whatever project the shell is in, and the registry only lists
     toolkits that are on the host wherever one stands."""

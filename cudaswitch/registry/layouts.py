@@ -35,7 +35,7 @@ def _lib_dirs_with(root, patterns):
     return found
 
 
-def tool_dirs(root, layout):
+def tool_dirs(root: str, layout: str) -> "tuple[list[str], list[str]]":
     """(bin_dirs, lib_dirs) of a root in its layout."""
     if layout == "pip-split":
         bins = [d for d in (os.path.join(root, "cuda_nvcc", "bin"),) if _is_dir(d)]
@@ -82,7 +82,7 @@ BIN_PARTS = ("ptxas", "fatbinary", "nvlink")
 HEADER_PARTS = ("crt/host_config.h", "cuda_runtime.h")
 
 
-def missing_compile_parts(root, bins, libs):
+def missing_compile_parts(root: str, bins: "list[str]", libs: "list[str]") -> "list[str]":
     """The compile-pipeline parts a toolkit with nvcc lacks, by name ([] when it can compile)."""
     missing = []
     homes = [root] + [os.path.dirname(b) for b in bins]

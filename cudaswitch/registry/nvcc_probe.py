@@ -19,7 +19,7 @@ CUDART_SONAME = re.compile(r"libcudart\.so\.(\d+(?:\.\d+){1,2})$")
 DATE_STAMP_MINOR = 10000  # version.json "cuda" of 11.8 may read 11.8.20220929: not a patch level
 
 
-def read_version_json(root):
+def read_version_json(root: str) -> "tuple[str | None, dict, str | None]":
     """(version, components, problem) from version.json; version None when absent or unusable."""
     path = os.path.join(root, "version.json")
     try:
@@ -45,13 +45,13 @@ def read_version_json(root):
     return sdk or None, components, None
 
 
-def read_version_txt(root):
+def read_version_txt(root: str) -> "str | None":
     text = (read_or_none(os.path.join(root, "version.txt"), 4096) or b"").decode("utf-8", "replace")
     match = re.search(r"CUDA Version (\d+(?:\.\d+){1,2})", text)
     return match.group(1) if match else None
 
 
-def read_dist_info(*dirs):
+def read_dist_info(*dirs: str) -> "str | None":
     """Toolkits assembled from NVIDIA wheels keep the nvcc wheel's dist-info: its version is nvcc's."""
     for directory in dirs:
         for path in glob.glob(os.path.join(directory, "nvidia_cuda_nvcc*.dist-info")):
@@ -61,7 +61,7 @@ def read_dist_info(*dirs):
     return None
 
 
-def cudart_version(lib_dirs):
+def cudart_version(lib_dirs: "list[str]") -> "str | None":
     """Newest libcudart soname version in the given dirs: 'libcudart.so.12.4.127' -> '12.4.127'."""
     best = None
     for directory in lib_dirs:
@@ -72,7 +72,7 @@ def cudart_version(lib_dirs):
     return best
 
 
-def run_nvcc(nvcc, timeout):
+def run_nvcc(nvcc: str, timeout: float) -> "dict[str, str]":
     """{'version': 'x.y.z'} or {'error': one line}; never raises, never waits past `timeout`."""
     from cudaswitch.run import run
 

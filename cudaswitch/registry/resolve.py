@@ -6,25 +6,24 @@ from cudaswitch.request import ToolkitRequest, select
 from cudaswitch.toolkit import short_version, version_tuple
 
 
-def resolve(registry, request):
-    if isinstance(request, str):
-        request = ToolkitRequest.parse(request, allow_path=True)
-    found = select(request, registry["records"], registry["source_order"], registry["system_real"])
+def resolve(registry: dict, request: "str | ToolkitRequest") -> dict:
+    parsed = ToolkitRequest.parse(request, allow_path=True) if isinstance(request, str) else request
+    found = select(parsed, registry["records"], registry["source_order"], registry["system_real"])
     if found is None:
-        raise not_found(registry, request)
+        raise not_found(registry, parsed)
     return found
 
 
-def not_found(registry, request):
+def not_found(registry: dict, request: ToolkitRequest) -> ToolkitNotFound:
     from cudaswitch.registry.sources import source_modules
 
     modules = source_modules()
     order = registry["source_order"]
-    searched = [s for s in order if s in modules] if not request.source else [request.source]
+    asked = [s for s in order if s in modules] if not request.source else [request.source]
     # SOURCE:REQUEST asks one source: what other sources hold is no answer to it
     records = [r for r in registry["records"] if not request.source or request.source in r.get("sources", ())]
     versions = sorted({r["version"] for r in records if r["version"]}, key=version_tuple)
-    message = "no toolkit matches %r in %s" % (request.text, _join(searched))
+    message = "no toolkit matches %r in %s" % (request.text, _join(asked))
     if versions:
         message += " (found%s: %s)" % (" in " + request.source if request.source else "", ", ".join(versions))
     elif request.source and registry["records"]:

@@ -11,6 +11,10 @@ import shutil
 import tempfile
 import time
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.toolkit import AnyRecord
+
 CUDA_TOOLS = (
     "nvcc", "ptxas", "nvlink", "fatbinary", "cudafe++", "bin2c", "cuobjdump", "nvdisasm", "nvprune",
     "cu++filt", "cuda-gdb", "compute-sanitizer", "nvprof", "ncu", "nsys", "__nvcc_device_query",
@@ -22,12 +26,12 @@ CUDA_LIB_PREFIXES = (
 )
 
 
-def view_dir(cache_dir, real_root):
+def view_dir(cache_dir: str, real_root: str) -> str:
     digest = hashlib.sha256(real_root.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return os.path.join(cache_dir, "views", digest)
 
 
-def build(cache_dir, record):
+def build(cache_dir: str, record: "AnyRecord") -> "tuple[str, str]":
     """Create (or refresh) the view of an isolated record; returns (bin_dir, lib_dir).
 
     A view whose links are already exactly the wanted ones is left alone: `list --refresh` on a host

@@ -21,7 +21,7 @@ NAMES = (".cudaversion", ".tool-versions", "pyproject.toml")
 HOOK_RULES = ((".cudaversion", "", True), (".tool-versions", "cuda", False), ("pyproject.toml", "cudaswitch", False))
 
 
-def find(start):
+def find(start: str) -> "tuple[str, str] | None":
     """(path, request text) of the nearest project file, or None. Raises ProjectFileError."""
     directory = os.path.abspath(start)
     while True:
@@ -37,7 +37,7 @@ def find(start):
         directory = parent
 
 
-def parse_request(path, text):
+def parse_request(path: str, text: str) -> ToolkitRequest:
     """The ToolkitRequest a project file makes; paths and anything but a request are refused."""
     try:
         return ToolkitRequest.parse(text, allow_path=False)

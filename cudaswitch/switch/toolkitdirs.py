@@ -51,7 +51,7 @@ class Owner:
             directory = os.path.dirname(directory)
         return None
 
-    def looks_like_root(self, directory):
+    def looks_like_root(self, directory: str) -> bool:
         found = self._looks.get(directory)
         if found is None:
             found = self._looks[directory] = _looks_like_root(directory)
@@ -75,10 +75,10 @@ def _looks_like_root(directory):
     return not (os.path.isdir(join(directory, "conda-meta")) or isfile(join(directory, "pyvenv.cfg")))
 
 
-def known_roots(reg):
+def known_roots(reg: dict) -> "list[str]":
     """Every root the registry knows that may be taken off the paths whole: toolkit roots and
     cudaswitch's own view dirs; not a conda env's prefix (its bin and lib are the env's own)."""
-    roots = []
+    roots: "list[str]" = []
     for record in reg.get("records", ()):
         for key in ("env_bin", "env_lib"):
             roots += record.get(key) or []

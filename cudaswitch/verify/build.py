@@ -8,12 +8,20 @@ import os
 from cudaswitch.verify import cache, nvcc
 from cudaswitch.verify.identity import cudaswitch_version, driver_identity, toolkit_identity
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from cudaswitch.paths import Paths
+    from cudaswitch.toolkit import AnyRecord, Env
+
 BUILDS_FILE = "builds.marshal"
 BUILD_TIMEOUT = 120.0
 MAX_ENTRIES = 32
 
 
-def cached_build(paths, record, env, run, fresh=False, timeout=BUILD_TIMEOUT, gpus=()):
+def cached_build(paths: "Paths", record: "AnyRecord", env: "Env", run: bool, fresh: bool = False,
+                 timeout: float = BUILD_TIMEOUT, gpus: "Sequence[object]" = ()) -> dict:
     """nvcc.compile_smoke's result plus "cached": True when it came from an earlier build. A build
     that ran the program is also keyed by the driver and the GPUs it ran on: after a driver upgrade
     the old "fails on the GPU" says nothing."""

@@ -16,6 +16,11 @@ from cudaswitch.safeio import read_or_none
 
 from cudaswitch.verify.runner import PROBE_LOG, run_bounded, run_framed, which
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
+    from cudaswitch.toolkit import Env
+
 LIBCUDA_OVERRIDE = "CUDASWITCH_LIBCUDA"
 WSL_LIBCUDA = "/usr/lib/wsl/lib/libcuda.so.1"
 PROC_VERSION = "/proc/driver/nvidia/version"
@@ -69,7 +74,7 @@ sys.stdout.write(marker + json.dumps(out) + marker + "\n")
 ''' % {"log": PROBE_LOG}
 
 
-def read_proc_release(paths):
+def read_proc_release(paths: "Paths") -> "tuple[str | None, str | None]":
     """(release, first line) from /proc/driver/nvidia/version under the root prefix, or (None, None)."""
     data = read_or_none(paths.host(PROC_VERSION), 4096)  # an image's /proc may hold a FIFO
     if data is None:
@@ -79,7 +84,7 @@ def read_proc_release(paths):
     return (match.group(1) if match else None), first
 
 
-def libcuda_choice(paths, env):
+def libcuda_choice(paths: "Paths", env: "Env") -> "tuple[str | None, str]":
     """(library to load or None, how it was chosen). Only the live host's libcuda can be loaded."""
     override = env.get(LIBCUDA_OVERRIDE)
     if override:
@@ -91,19 +96,19 @@ def libcuda_choice(paths, env):
     return "libcuda.so.1", "loader"
 
 
-def cuda_string(value):
+def cuda_string(value: int) -> str:
     """12040 -> '12.4' (major = v // 1000, minor = (v % 1000) // 10)."""
     return "%d.%d" % (value // 1000, (value % 1000) // 10)
 
 
-def driver_facts(paths, env, timeout=20.0):
+def driver_facts(paths: "Paths", env: "Env", timeout: float = 20.0) -> dict:
     """{"present", "release", "cuda", "cuda_source", "libcuda", "gpus", "wsl", "problems", ...}."""
     release, proc_line = read_proc_release(paths)
     lib, how = libcuda_choice(paths, env)
-    facts = {"present": False, "release": release, "release_source": "proc" if release else None,
-             "proc_line": proc_line, "cuda": None, "cuda_int": None, "cuda_source": None,
-             "libcuda": lib, "libcuda_choice": how, "loaded": [], "gpus": [], "problems": [],
-             "wsl": how == "wsl"}
+    facts: dict = {"present": False, "release": release, "release_source": "proc" if release else None,
+                   "proc_line": proc_line, "cuda": None, "cuda_int": None, "cuda_source": None,
+                   "libcuda": lib, "libcuda_choice": how, "loaded": [], "gpus": [], "problems": [],
+                   "wsl": how == "wsl"}
     if lib:
         _ask_libcuda(facts, lib, how, env, timeout)
     if how == "loader" and not facts["gpus"]:
@@ -158,10 +163,10 @@ def _ask_nvidia_smi(facts, env, timeout):
                 facts["release"], facts["release_source"] = cells[3], "nvidia-smi"
 
 
-def nvidia_pci_devices(paths):
+def nvidia_pci_devices(paths: "Paths") -> "list[str]":
     """NVIDIA display/3D controllers in sysfs (vendor 0x10de, class 0x03xxxx), even with no driver."""
     base = paths.host("/sys/bus/pci/devices")
-    found = []
+    found: "list[str]" = []
     try:
         names = sorted(os.listdir(base))
     except OSError:

@@ -19,7 +19,7 @@ import zipfile
 import zlib
 from collections import Counter
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import IO, Dict, Iterable, List, Optional
 
 from cudaswitch.errors import CudaSwitchError
 
@@ -44,7 +44,7 @@ class FatbinError(CudaSwitchError):
     """A file that is not a readable ELF file or holds broken fatbinaries."""
 
 
-def read_path(path) -> dict:
+def read_path(path: "str | Path") -> dict:
     """The code in a torch wheel, an installed torch (its package dir or torch/lib), or one ELF file."""
     path = Path(path)
     if path.is_dir():
@@ -63,7 +63,7 @@ def _library_in(directory: Path) -> Path:
                       "give a CUDA build's torch directory or its wheel")
 
 
-def read_elf_file(path) -> dict:
+def read_elf_file(path: "str | Path") -> dict:
     try:
         with open(path, "rb") as stream:
             size = stream.seek(0, 2)
@@ -72,7 +72,7 @@ def read_elf_file(path) -> dict:
         raise FatbinError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
 
 
-def read_wheel(path) -> dict:
+def read_wheel(path: "str | Path") -> dict:
     """Stream WHEEL_MEMBER out of the wheel (never unpacked to disk) and say which torch it is."""
     try:
         with zipfile.ZipFile(path) as wheel:
@@ -102,7 +102,7 @@ def _wheel_torch(wheel: zipfile.ZipFile) -> Dict[str, Optional[str]]:
     return found
 
 
-def read_elf(stream, size: int, where: str) -> dict:
+def read_elf(stream: "IO[bytes]", size: int, where: str) -> dict:
     """{"sass": [...], "ptx": [...], "partial": [...], "containers": n, "entries": n, "sections": [...]}
     of a 64-bit little-endian ELF file open in `stream` (seekable; a zip member seeks by reading
     forward). sass/ptx: code in every container that holds code; partial: code in some only."""
@@ -124,7 +124,7 @@ def arch_flags(found: dict) -> List[str]:
     return list(found["sass"]) + list(found["ptx"])
 
 
-def sort_arches(names) -> List[str]:
+def sort_arches(names: "Iterable[str]") -> List[str]:
     def key(name):
         digits = re.search(r"(\d+)([a-z]?)$", name)
         return (int(digits.group(1)), digits.group(2)) if digits else (0, name)

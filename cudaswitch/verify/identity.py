@@ -7,6 +7,11 @@ from cudaswitch import __version__
 from cudaswitch.pathsearch import which
 from cudaswitch.safeio import file_identity
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
+    from cudaswitch.toolkit import AnyRecord, Env
+
 # Where a distribution's driver package puts the user-space libcuda: a driver upgrade replaces it.
 LIBCUDA_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64")
 
@@ -26,7 +31,7 @@ COMPILE_TOOLS = ("nvcc", "ptxas", "fatbinary", "nvlink", "cudafe++")
 BUILD_ENV = ("NVCC_CCBIN", "CUDAHOSTCXX", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
 
 
-def toolkit_identity(record, env):
+def toolkit_identity(record: "AnyRecord", env: "Env") -> tuple:
     """What a real build with this toolkit depends on, read with stat alone: the compile tools,
     cicc, host_config.h, libcudart, the host compiler and the variables nvcc reads."""
     root = record["root"]
@@ -39,7 +44,7 @@ def toolkit_identity(record, env):
             tuple(env.get(k) for k in BUILD_ENV))
 
 
-def driver_identity(paths, env):
+def driver_identity(paths: "Paths", env: "Env") -> tuple:
     """What the driver's answers depend on, read with stat alone: the override libcuda, else the
     kernel module's version text, the loader cache and each libcuda.so.1 the loader may pick (a driver
     upgrade without reboot changes the libraries before /proc), and WSL's libcuda."""
@@ -55,6 +60,6 @@ def driver_identity(paths, env):
             _identity(paths.host("/usr/lib/wsl/lib/libcuda.so.1")))
 
 
-def cudaswitch_version():
+def cudaswitch_version() -> str:
     """Part of every cache key: a new release may check more, so its answers are new ones."""
     return __version__

@@ -11,6 +11,11 @@ import os
 
 from cudaswitch.verify.identity import cudaswitch_version, driver_identity
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
+    from cudaswitch.toolkit import AnyRecord, Env
+
 CACHE_FILE = "runs_here.marshal"
 FORMAT = 1
 # What the column says: ok, through minor-version compatibility, through the toolkit's own
@@ -19,7 +24,7 @@ WORDS = ("ok", "minor-compat", "compat", "no", "cannot tell")
 RUNS = WORDS[:3]  # what `list --runnable` keeps
 
 
-def verdicts(paths, env, records):
+def verdicts(paths: "Paths", env: "Env", records: "list[dict]") -> "dict[str, dict]":
     """{root: {"runs": one of WORDS, "why": text, "json": the `"runs_here": {...}` JSON fragment}}."""
     from cudaswitch.safeio import load_marshal
 
@@ -70,15 +75,16 @@ def _compute(paths, env, records):
     return out
 
 
-def verdict(driver, record):
+def verdict(driver: dict, record: "AnyRecord") -> "tuple[str, str]":
     """(word, why) for one toolkit: verify's driver.supports_toolkit, then its forward compatibility."""
     from cudaswitch.verify.pipeline import driver_runs_toolkit
 
-    if not record.get("version"):
+    version = record.get("version")
+    if not version:
         return "cannot tell", "the toolkit's CUDA version is unknown"
     if not driver.get("present"):
         return "cannot tell", "no NVIDIA driver readable on this host"
-    result = driver_runs_toolkit(driver, record["version"], record["root"])
+    result = driver_runs_toolkit(driver, version, record["root"])
     facts = result["facts"]
     if result["level"] == "info":
         return "cannot tell", result["message"]

@@ -6,6 +6,10 @@ Candidates lazily in its own preference order. The order of sources is data (con
 import os
 from dataclasses import dataclass, field
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
+
 MAX_LINK_HOPS = 40  # as the kernel's own limit on a path lookup
 
 
@@ -24,16 +28,16 @@ class Scan:
     """What a discovery run sees: the host (through the root prefix), the env, the config; and the
     paths whose mtimes decide whether the cache is still valid (`watch`)."""
 
-    paths: object
+    paths: "Paths"
     env: dict
     config: dict
     timeout: float
     watched: dict = field(default_factory=dict)
 
-    def host(self, path):
+    def host(self, path: str) -> str:
         return self.paths.host(path)
 
-    def watch(self, path):
+    def watch(self, path: str) -> None:
         """Record path -> mtime_ns (or -1 when absent) for cache validation."""
         if path not in self.watched:
             try:
@@ -41,7 +45,7 @@ class Scan:
             except OSError:
                 self.watched[path] = -1
 
-    def watch_links(self, hostpath):
+    def watch_links(self, hostpath: str) -> None:
         """Watch the directory holding each link on the way from `hostpath` (as seen on the host) to
         its target: update-alternatives retargets /etc/alternatives/cuda, not /usr/local/cuda, and
         only the directory of the link it replaces changes."""
@@ -54,27 +58,27 @@ class Scan:
                 return
             hostpath = os.path.normpath(os.path.join(os.path.dirname(hostpath), target))
 
-    def listdir(self, path):
+    def listdir(self, path: str) -> "list[str]":
         self.watch(path)
         try:
             return sorted(os.listdir(path))
         except OSError:
             return []
 
-    def env_path(self, value):
+    def env_path(self, value: str) -> str:
         """A path from an environment variable, seen through the root prefix."""
         if self.paths.root != "/" and not value.startswith(self.paths.root + "/"):
             return self.host(value)
         return value
 
 
-def source_modules():
+def source_modules() -> dict:
     from cudaswitch.registry.sources import conda, managed, modules, pip, system, user
 
     return {m.NAME: m for m in (user, managed, system, modules, conda, pip)}
 
 
-def searched(order):
+def searched(order: "list[str]") -> str:
     """Where each source looked, in search order: the "nothing found" messages are built from the
     same list the registry walked."""
     modules = source_modules()

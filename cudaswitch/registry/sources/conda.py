@@ -7,8 +7,12 @@ what conda itself trusts; the old `cudatoolkit` package ships libraries only (no
 import os
 import re
 
-from cudaswitch.registry.sources import Candidate
+from cudaswitch.registry.sources import Candidate, Scan
 from cudaswitch.safeio import read_or_none
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 NAME = "conda"
 DESCRIPTION = "$CONDA_PREFIX, ~/.conda/environments.txt, envs/ of conda installs"
@@ -17,7 +21,7 @@ TRUST = ("cuda-nvcc", "cudatoolkit", "cuda-cudart", "cuda-version")
 INSTALL_NAMES = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", "micromamba", ".conda")
 
 
-def find(scan):
+def find(scan: Scan) -> "Iterator[Candidate]":
     seen = set()
     for prefix in _env_prefixes(scan):
         real = os.path.realpath(prefix)

@@ -2,13 +2,17 @@
 
 import os
 
-from cudaswitch.registry.sources import Candidate
+from cudaswitch.registry.sources import Candidate, Scan
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 NAME = "managed"
 DESCRIPTION = "toolkits installed by `cudaswitch install`"
 
 
-def find(scan):
+def find(scan: Scan) -> "Iterator[Candidate]":
     base = scan.paths.managed_dir
     for name in scan.listdir(base):
         path = os.path.join(base, name)

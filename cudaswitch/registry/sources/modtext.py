@@ -28,7 +28,7 @@ TCL_SET = re.compile(r"[ \t]*set[ \t]+(\w+)[ \t]+(\S+)")
 TCL_PATH = re.compile(r"[ \t]*(?:prepend-path|append-path)[ \t]+(?:-\S+[ \t]+)*(\w+)[ \t]+(\S+)")
 
 
-def read(directories, packages):
+def read(directories: "list[str]", packages: "tuple[str, ...]") -> "list[tuple[str, str, dict]]":
     """(module name, modulefile, {"pathA": [...], "lpathA": [...]}) for each CUDA modulefile in the
     MODULEPATH directories, from its text alone."""
     found = []
@@ -60,7 +60,7 @@ def _modulefiles(package_dir, package):
             yield package + "/" + (rel[:-4] if rel.endswith(".lua") else rel), path
 
 
-def dirs_of(path):
+def dirs_of(path: str) -> "dict[str, list[str]] | None":
     """{"pathA": [...], "lpathA": [...]} a modulefile's text names, or None when it is not one."""
     data = read_or_none(path, MAX_BYTES)  # regular files only: a FIFO in an image never blocks
     if data is None or len(data) > MAX_BYTES:
@@ -72,7 +72,7 @@ def dirs_of(path):
         pairs = _tcl_paths(text)
     else:
         return None
-    out = {"pathA": [], "lpathA": []}
+    out: "dict[str, list[str]]" = {"pathA": [], "lpathA": []}
     for var, value in pairs:
         if var in VARS and value and value.startswith("/"):
             out["pathA" if var == "PATH" else "lpathA"].append(value)

@@ -19,7 +19,13 @@ import json
 import os
 
 from cudaswitch.pathsearch import which
-from cudaswitch.registry.sources import Candidate
+from cudaswitch.registry.sources import Candidate, Scan
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from cudaswitch.toolkit import Env
 
 NAME = "module"
 DESCRIPTION = "Lmod and Environment Modules modulefiles on $MODULEPATH"
@@ -32,7 +38,7 @@ MODULECMD_GUESSES = ("/usr/share/Modules/libexec/modulecmd.tcl",       # upstrea
 MIN_TIMEOUT = 10  # a module system's first run on a big MODULEPATH reads every dir
 
 
-def find(scan):
+def find(scan: Scan) -> "Iterator[Candidate]":
     modulepath = scan.env.get("MODULEPATH", "")
     dirs = [d for d in modulepath.split(":") if d]
     executes = scan.config.get("probe_exec", True)
@@ -42,7 +48,7 @@ def find(scan):
     for directory in dirs:
         for name in scan.listdir(directory):
             scan.watch(os.path.join(directory, name))
-    if not executes:  # evaluating a modulefile runs it: read the text instead (see modtext)
+    if tool is None:  # not executes: evaluating a modulefile runs it, so its text is read (see modtext)
         from cudaswitch.registry.sources import modtext
 
         found = [(name, path, _root_of(dirs)) for name, path, dirs in modtext.read(dirs, PACKAGES)]
@@ -263,7 +269,7 @@ def _display_words(args):
 # ---------------------------------------------------------------- loading and unloading
 
 
-def module_command(env):
+def module_command(env: "Env") -> "tuple[str, list[str]] | None":
     """("lmod" | "modules", argv prefix) of the module system this shell's `module` runs, or None.
     The shell's own first: $LMOD_CMD, then $MODULES_CMD / $MODULESHOME's modulecmd.tcl."""
     if env.get("LMOD_CMD") and _first_executable([env["LMOD_CMD"]]):
@@ -278,7 +284,7 @@ def module_command(env):
     return kind, command
 
 
-def run_module(command, args, env, timeout):
+def run_module(command: "list[str]", args: "list[str]", env: "Env", timeout: float) -> "dict[str, str | None]":
     """The variables `module ARGS` changes, {name: value | None (unset)}, asked in the module
     system's `python` output (`os.environ['X'] = '...'`, `del os.environ['X']`), read as Python
     literals without running anything. Raises OSError with the module system's message on failure."""
@@ -295,7 +301,7 @@ def run_module(command, args, env, timeout):
     if proc.returncode != 0 or "_mlstatus = False" in text:
         message = proc.stderr.decode(errors="replace").strip().splitlines()
         raise OSError((message or ["exit status %d" % proc.returncode])[-1][:200])
-    changes = {}
+    changes: "dict[str, str | None]" = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Modules writes a backslash unescaped ('\d'), as Python reads it
         for line in text.splitlines():

@@ -11,14 +11,18 @@ import glob
 import os
 import re
 
-from cudaswitch.registry.sources import Candidate
+from cudaswitch.registry.sources import Candidate, Scan
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 NAME = "pip"
 DESCRIPTION = "NVIDIA CUDA wheels in the active Python's site-packages"
 SPLIT_DIST = re.compile(r"^nvidia_cuda_(?:runtime|nvcc)_cu(\d+)-(\d+\.\d+\.\d+)")
 
 
-def find(scan):
+def find(scan: Scan) -> "Iterator[Candidate]":
     seen = set()
     for site in _site_dirs(scan):
         nvidia = os.path.join(site, "nvidia")

@@ -5,7 +5,11 @@ import re
 
 from cudaswitch.paths import resolve_in_root
 from cudaswitch.safeio import read_or_none
-from cudaswitch.registry.sources import Candidate
+from cudaswitch.registry.sources import Candidate, Scan
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 NAME = "system"
 DESCRIPTION = "/usr/local/cuda*, /opt/cuda*, /usr/lib/cuda, HPC SDK, CUDA_HOME/CUDA_PATH, nvcc on PATH"
@@ -14,7 +18,7 @@ HPC_SDK = "/opt/nvidia/hpc_sdk"
 WRAPPER_TARGET = re.compile(rb"(/[^\s'\"]+)/bin/nvcc\b")
 
 
-def find(scan):
+def find(scan: Scan) -> "Iterator[Candidate]":
     for parent, prefix in GLOBS:
         directory = scan.host(parent)
         for name in scan.listdir(directory):
@@ -51,7 +55,7 @@ def _toolkit_or_children(scan, path, origin):
         yield _candidate(scan, os.path.join(path, name), origin + "/" + name)
 
 
-def system_default(scan):
+def system_default(scan: Scan) -> "str | None":
     """Real path of what /usr/local/cuda points at (symlink or alternatives chain), or None."""
     link = scan.host("/usr/local/cuda")
     scan.watch_links("/usr/local/cuda")

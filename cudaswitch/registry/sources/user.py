@@ -2,13 +2,17 @@
 
 import os
 
-from cudaswitch.registry.sources import Candidate
+from cudaswitch.registry.sources import Candidate, Scan
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 NAME = "user"
 DESCRIPTION = "toolkits and search roots registered in config.toml"
 
 
-def find(scan):
+def find(scan: Scan) -> "Iterator[Candidate]":
     for path in scan.config.get("toolkits", []):
         root = scan.env_path(os.path.expanduser(path))
         scan.watch(root)
