@@ -1,24 +1,81 @@
-"""One check, one answer: `explain` and `doctor` run on the same hand-made host state give the same
-level and message for every check they share (a check is written once, so they cannot disagree)."""
+"""One check, one answer: on the same hand-made host state, `explain`, `doctor`, `verify` and `audit`
+give the same level and message for every check they share (a check is one registered function, so
+they cannot disagree), and each shows only checks the registry gives it.
+
+The states mirror what users bring: a host with no toolkit; CUDA_HOME unset with /usr/local/bin/nvcc
+a wrapper script (torch would take CUDA_HOME=/usr/local); a toolkit's compat/ libcuda on
+LD_LIBRARY_PATH with an older driver and a consumer GPU (error 804); and a toolkit's older
+libnvJitLink shadowing the one torch's wheels ship. Each state is judged in the shell as it is, and
+(where it has a toolkit) once more in the shell `use` gives, which is the one verify judges."""
 
 import json
-
-import pytest
+import os
+import shutil
+from itertools import combinations
 
 from tests import kits
 from tests.conftest import SCRIPTS
+from tests.verify_support import build_libcuda, write_proc_version
+
+from cudaswitch.audit import imageaudit, imagecheck, report  # noqa: F401  (they register audit's checks)
+from cudaswitch.verify import checkset, registry  # noqa: F401  (checkset fills the registry)
 
 CUDA_HOME_UNSET = "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root."
+DRIVER_TOO_OLD = "RuntimeError: CUDA driver version is insufficient for CUDA runtime version"
+ERROR_804 = "RuntimeError: CUDA error: forward compatibility was attempted on non supported HW"
+NVJITLINK = ("ImportError: /venv/lib/python3.11/site-packages/nvidia/cusparse/lib/libcusparse.so.12: undefined "
+             "symbol: __nvJitLinkAddData_12_4, version libnvJitLink.so.12")
+BASE_PATH = SCRIPTS + ":/usr/bin:/bin"
 
 
-def shared(host, env, text):
-    """{id: (level, message)} of the checks explain ran for `text` that doctor also shows, and doctor's."""
-    explained = json.loads(host.run("explain", text, "--json", env=env, timeout=300).stdout)
-    mine = {c["id"]: (c["level"], c["message"]) for m in explained["matches"] for c in m["checks"]}
-    doctor = json.loads(host.run("doctor", "--json", env=env, timeout=300).stdout)
-    theirs = {c["id"]: (c["level"], c["message"]) for c in doctor["checks"]}
-    common = set(mine) & set(theirs)
-    return {i: mine[i] for i in common}, {i: theirs[i] for i in common}
+def run_json(host, *args, env):
+    proc = host.run(*args, "--json", env=env, timeout=300)
+    assert proc.stdout.strip(), (args, proc.stderr)
+    return json.loads(proc.stdout)
+
+
+def outputs(host, env, text, toolkit=None, python=None):
+    """{command: its checks} for explain (of `text`), doctor, audit and, with a toolkit, verify."""
+    extra = ("--python", python) if python else ()
+    got = {"explain": [c for m in run_json(host, "explain", text, *extra, env=env)["matches"] for c in m["checks"]],
+           "doctor": run_json(host, "doctor", *extra, env=env)["checks"],
+           "audit": run_json(host, "audit", env=env)["checks"]}
+    if toolkit:
+        got["verify"] = run_json(host, "verify", toolkit, *extra, env=env)["checks"]
+    return got
+
+
+REMEMBERED = " (remembered from an earlier build)"  # when the one build ran, not what it found
+
+
+def answers(checks):
+    """{id: sorted (level, message) pairs}: a check that covers several GPUs has one per GPU."""
+    out = {}
+    for item in checks:
+        out.setdefault(item["id"], set()).add((item["level"], item["message"].replace(REMEMBERED, "")))
+    return {key: sorted(value) for key, value in out.items()}
+
+
+def agree(got):
+    """The answers of the shared checks, after asserting every two commands give the same ones."""
+    tables = {command: answers(checks) for command, checks in got.items()}
+    for command, table in tables.items():  # a command shows only what the registry gives it
+        assert set(table) <= registry.ids_for(command), (command, set(table) - registry.ids_for(command))
+    shared = {}
+    for first, second in combinations(sorted(tables), 2):
+        for check_id in set(tables[first]) & set(tables[second]):
+            assert tables[first][check_id] == tables[second][check_id], (check_id, first, second)
+            shared.setdefault(check_id, set()).update((first, second))
+    return shared, tables
+
+
+def switched(host, env, toolkit):
+    """The shell after `eval "$(cudaswitch use TOOLKIT)"`, as verify judges it."""
+    diff = json.loads(host.run("use", toolkit, "--shell", "json", "--no-verify", env=env, check=True).stdout)
+    out = {**host.env, **env, **diff["set"]}
+    for name in diff["unset"]:
+        out.pop(name, None)
+    return out
 
 
 def wrapper_nvcc(host):
@@ -29,29 +86,67 @@ def wrapper_nvcc(host):
     bindir.mkdir(parents=True)
     (bindir / "nvcc").write_text('#!/bin/sh\nexec %s/bin/nvcc "$@"\n' % kit)
     (bindir / "nvcc").chmod(0o755)
-    return {"PATH": "%s:%s:/usr/bin:/bin" % (bindir, SCRIPTS)}
+    return {"PATH": "%s:%s" % (bindir, BASE_PATH)}
 
 
-@pytest.mark.parametrize("state", ["no toolkit", "wrapper nvcc"])
-def test_explain_and_doctor_agree_on_cuda_home(host, state):
-    env = wrapper_nvcc(host) if state == "wrapper nvcc" else {"PATH": SCRIPTS + ":/usr/bin:/bin"}
-    mine, theirs = shared(host, env, CUDA_HOME_UNSET)
-    assert "env.torch_cuda_home" in mine
-    assert mine == theirs
-    if state == "wrapper nvcc":  # the contradiction that was: explain said ok for CUDA_HOME=/usr/local
-        assert mine["env.torch_cuda_home"][0] == "warning" and "not a toolkit root" in mine["env.torch_cuda_home"][1]
+def compat_libcuda(host, tmp_path):
+    """13.1 with cuda-compat's compat/libcuda.so.580.65.06 on LD_LIBRARY_PATH, a 570 driver (CUDA 12.8)
+    and an RTX 3090: forward compatibility is for data-center GPUs, so CUDA fails with 804."""
+    root = kits.install_classic(kits.cuda13("13.1"), host.path("/usr/local/cuda-13.1"), "13.1")
+    (root / "compat").mkdir()
+    shutil.copy(build_libcuda(tmp_path / "compat-src", 13010, init_rc=0), root / "compat" / "libcuda.so.580.65.06")
+    os.symlink("libcuda.so.580.65.06", root / "compat" / "libcuda.so.1")
+    write_proc_version(host.root, "570.124.06")
+    driver = build_libcuda(tmp_path / "driver", 12080, init_rc=0, gpus=["sm_86"])
+    return {"PATH": BASE_PATH, "CUDASWITCH_LIBCUDA": str(driver), "LD_LIBRARY_PATH": str(root / "compat")}
 
 
-def test_each_check_id_is_made_in_one_module():
-    """A check id is produced (`check("id", ...)`) by one module only, so two commands cannot word
-    the same finding two ways (explain and doctor used to build env.torch_cuda_home each their own)."""
-    import re
-    from pathlib import Path
+def shadowing(host, tmp_path):
+    """A 12.4 toolkit whose lib holds nvJitLink 12.1.105, and a venv whose torch came with the cu124
+    wheels' 12.4.127 (tests/test_verify_shadowing.py's state)."""
+    from tests.test_verify_shadowing import shadowed, wheel
 
-    package = Path(__file__).resolve().parent.parent / "cudaswitch"
-    made = {}
-    for path in package.rglob("*.py"):
-        for check_id in re.findall(r"\b_?check\(\s*\"([a-z_]+\.[a-z_]+)\"", path.read_text(encoding="utf-8")):
-            made.setdefault(check_id, set()).add(str(path.relative_to(package)))
-    assert len(made) > 40  # the scan sees the checks at all
-    assert {i: sorted(m) for i, m in made.items() if len(m) > 1} == {}
+    _, python, _ = shadowed(host, tmp_path)
+    wheel(kits.site_packages(tmp_path / "venv"), "cusparse", "nvidia-cusparse-cu12", "12.3.1.170", "libcusparse.so.12")
+    return {"PATH": BASE_PATH}, python
+
+
+def test_no_toolkit(host):
+    env = {"PATH": BASE_PATH}
+    shared, tables = agree(outputs(host, env, CUDA_HOME_UNSET + "\n" + DRIVER_TOO_OLD))
+    assert shared["env.torch_cuda_home"] == {"explain", "doctor"}
+    assert shared["driver.present"] == {"explain", "doctor", "audit"}
+    assert tables["audit"]["driver.present"] == [("info", "no NVIDIA driver found under %s" % host.root)]
+    refused = host.run("verify", "--json", env=env)  # nothing to verify: one line, no report
+    assert refused.returncode != 0 and refused.stdout == "" and len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_cuda_home_unset_with_a_wrapper_nvcc(host):
+    env = wrapper_nvcc(host)
+    text = CUDA_HOME_UNSET + "\n" + DRIVER_TOO_OLD
+    shared, tables = agree(outputs(host, env, text))
+    [(level, message)] = tables["doctor"]["env.torch_cuda_home"]
+    assert shared["env.torch_cuda_home"] == {"explain", "doctor"}
+    assert level == "warning" and "not a toolkit root" in message  # explain used to say ok for /usr/local
+    shared, _ = agree(outputs(host, switched(host, env, "13.0"), text, toolkit="13.0"))
+    assert shared["driver.supports_toolkit"] == {"explain", "doctor", "verify"}
+    assert {"explain", "doctor", "audit"} <= shared["driver.present"]
+
+
+def test_a_compat_libcuda_on_a_consumer_gpu(host, tmp_path):
+    env = compat_libcuda(host, tmp_path)
+    text = ERROR_804 + "\n" + DRIVER_TOO_OLD
+    agree(outputs(host, env, text))
+    shared, tables = agree(outputs(host, switched(host, env, "13.1"), text, toolkit="13.1"))
+    assert shared["driver.forward_compat"] == {"explain", "doctor", "verify"}
+    assert shared["driver.supports_toolkit"] == {"explain", "doctor", "verify", "audit"}
+    assert [level for level, _ in tables["verify"]["driver.forward_compat"]] in (["error"], ["warning"])
+    assert [level for level, _ in tables["audit"]["driver.supports_toolkit"]] == ["error"]
+
+
+def test_library_shadowing(host, tmp_path):
+    env, python = shadowing(host, tmp_path)
+    shared, tables = agree(outputs(host, switched(host, env, "12.4"), NVJITLINK, toolkit="12.4", python=python))
+    assert shared["env.library_shadowing"] == {"explain", "doctor", "verify"}
+    [(level, message)] = tables["verify"]["env.library_shadowing"]
+    assert level == "error" and "libnvJitLink.so.12 12.1.105" in message
