@@ -29,20 +29,8 @@ def upward(edges: dict) -> list:
                   if layer(dep) > layer(name))
 
 
-# Temporary: upward imports their owners are removing in this round (the hints move into the shell
-# registry, the host compiler choice into switch/plan.py, core.py's callers onto the Registry).
-# Remove an entry once it is gone; the test below fails on any other upward import.
-BEING_REMOVED = frozenset({
-    "cudaswitch.commands.install_cmds -> cudaswitch.cli", "cudaswitch.commands.install_cmds -> cudaswitch.cli.hints",
-    "cudaswitch.commands.switch_cmds -> cudaswitch.cli.hints", "cudaswitch.install.installer -> cudaswitch.cli",
-    "cudaswitch.install.installer -> cudaswitch.cli.hints",
-    "cudaswitch.core -> cudaswitch.registry", "cudaswitch.core -> cudaswitch.registry.discover",
-    "cudaswitch.core -> cudaswitch.switch", "cudaswitch.core -> cudaswitch.switch.registry",
-})
-
-
 def test_no_module_imports_a_higher_layer():
-    assert [edge for edge in upward(graph()) if edge not in BEING_REMOVED] == []
+    assert upward(graph()) == []
 
 
 def test_every_package_has_a_layer():

@@ -143,7 +143,7 @@ def discover(paths: "Paths", env: "Env", config: dict, nvcc_probes: dict) -> dic
 def list_json(records: "list[ToolkitRecord]") -> "list[str]":
     """Each record's `list --json` object as JSON text without its closing brace, so a warm `list
     --json` adds "default" and "active" (which depend on the shell) and never imports json or
-    builds the objects again (core.list_json_text). Rendered here, once per discovery."""
+    builds the objects again (switch/registry.list_json_text). Rendered here, once per discovery."""
     import json
 
     from cudaswitch.toolkit import Toolkit
