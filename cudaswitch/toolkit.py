@@ -46,13 +46,21 @@ COMPONENTS = ("cudart", "nvcc", "cudnn", "nccl", "cupti", "cublas")
 VERSION_JSON_KEYS = {"cudart": "cuda_cudart", "nvcc": "cuda_nvcc", "cupti": "cuda_cupti", "cublas": "libcublas"}
 
 
+_PARSED: "dict[str, tuple[int, ...]]" = {}  # torch's plan sorts and compares ~50 builds: ~1,000 calls
+
+
 def version_tuple(text: "str | None") -> "tuple[int, ...]":
     """'12.4.131' -> (12, 4, 131); anything unparsable -> () so it sorts lowest."""
+    known = _PARSED.get(text) if isinstance(text, str) else None
+    if known is not None:
+        return known
     out = []
     for piece in (text or "").split("."):
         if not (piece.isascii() and piece.isdigit()) or len(piece) > 9:  # "¹³", 5,000 digits
             break
         out.append(int(piece))
+    if isinstance(text, str) and len(_PARSED) < 4096:
+        _PARSED[text] = tuple(out)
     return tuple(out)
 
 

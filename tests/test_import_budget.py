@@ -36,7 +36,10 @@ AUDIT_MERGE = frozenset("""__future__ _bisect _bz2 _compression _datetime _json 
     importlib.resources._legacy importlib.resources.abc ipaddress json json.decoder json.encoder json.scanner lzma
     mmap ntpath _ast ast pathlib random select selectors shutil socket string tempfile tomllib tomllib._parser
     tomllib._re tomllib._types urllib urllib.parse weakref zlib linecache token tokenize traceback""".split())
-EXTRA = {"init": HELP_EXTRA | TYPING, "audit merge": HELP_EXTRA | TYPING | AUDIT_MERGE}
+# torch plans from data tables it keeps parsed in the cache (datacache.py): re, typing and glob
+# (verify/checks.py), no tomllib, no child process once its probes are cached.
+EXTRA = {"init": HELP_EXTRA | TYPING, "audit merge": HELP_EXTRA | TYPING | AUDIT_MERGE,
+         "torch": HELP_EXTRA | TYPING | {"glob", "fnmatch"}}
 # Not within the budget yet: they write or show config.toml through tomli_w (a third-party module,
 # so the launcher runs site for them), and `global` rewrites config.toml, whose mtime is part of the
 # registry cache's key, so the next command discovers again.
@@ -173,6 +176,7 @@ OTHERS = {
     "direnv-use": (["direnv-use", "--", "13.1"], "CUDA_HOME", "envrc"),
     "local": (["local", "13.1"], "", "scratch"),
     "config path": (["config", "path"], "config.toml", None),
+    "torch": (["torch", "--driver", "550.54", "--gpu", "sm_86"], "pip install", None),
     "audit merge": (["audit", "merge", "--json"], "hosts", None),
 }
 

@@ -262,7 +262,7 @@ COMMANDS = (
             args=(Arg("REQUEST", "A managed toolkit: 13.0, 13.0.3, managed:12.4 or its path."),),
             options=(Opt("--force", "force", "flag", "Remove it even if it is active in this shell."),),
             examples=("cudaswitch uninstall 13.0",)),
-    Command("torch", "cudaswitch.commands.integration_cmds:torch",
+    Command("torch", "cudaswitch.commands.integration_cmds:torch", fast=True,
             help="Which PyTorch CUDA builds run here (driver, every GPU's arch, the toolkit), newest first, and "
                  "the pip / uv / conda line for the one to install. Exit 1 when the facts are known and none fits.",
             args=(Arg("REQUEST", "Toolkit for building extensions (default: the active one).", nargs="?"),),

@@ -15,14 +15,15 @@ def cache_file(paths):
     return os.path.join(paths.cache_dir, "verdicts.marshal")
 
 
-def load(path):
-    """{key: entry}; a missing, corrupt or foreign file is an empty cache."""
+def load(path, entry_ok=None):
+    """{key: entry}; a missing, corrupt or foreign file is an empty cache. entry_ok: what a valid
+    entry looks like, where the file holds other entries than verdicts (the torch probe's)."""
     from cudaswitch.safeio import load_marshal
 
     data = load_marshal(path, 16 << 20)  # a FIFO, /dev/zero or a bit flip here must not hang `use`
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), dict):
         return {}
-    return {k: v for k, v in data["entries"].items() if _entry_ok(v)}
+    return {k: v for k, v in data["entries"].items() if (entry_ok or _entry_ok)(v)}
 
 
 def _entry_ok(entry):

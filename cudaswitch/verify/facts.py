@@ -14,15 +14,9 @@ registry (error_rules).
 import functools
 import re
 import sys
-from importlib import resources
 
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.toolkit import version_tuple
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 
 DATA_FILES = ("sources.toml", "compat.toml", "torch_builds.toml")
@@ -43,7 +37,16 @@ class TableError(CudaSwitchError):
 
 @functools.lru_cache(maxsize=1)
 def tables() -> dict:
-    return load_tables()
+    """The package's tables, parsed and checked once per state of their files (and of this module,
+    whose rules they were checked by): `torch` reads them on every run."""
+    import os
+
+    from cudaswitch import datacache
+    from cudaswitch.paths import Paths
+
+    data = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+    files = [os.path.join(data, name) for name in DATA_FILES] + [os.path.abspath(__file__)]
+    return datacache.parsed(Paths().cache_dir, "tables.marshal", files, load_tables)
 
 
 def load() -> dict:
@@ -72,6 +75,8 @@ def load_tables(directory=None, rule_ids=None) -> dict:
 
 def _read(directory, name):
     if directory is None:
+        from importlib import resources  # ~10 ms with pathlib: only when the tables are parsed
+
         return resources.files("cudaswitch.data").joinpath(name).read_text("utf-8")
     from pathlib import Path
 
@@ -79,6 +84,10 @@ def _read(directory, name):
 
 
 def _toml(text, where):
+    if sys.version_info >= (3, 11):  # imported here: a cached parse (tables()) needs no tomllib
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -3,7 +3,6 @@ and does a one-kernel program build (and, with a GPU, run)."""
 
 import os
 import re
-import tempfile
 
 from cudaswitch.verify.runner import run_bounded
 
@@ -32,6 +31,25 @@ def gpu_archs(nvcc, env, timeout):
     return archs if code == 0 and archs else None
 
 
+def cached_gpu_archs(cache_dir, nvcc, env, timeout):
+    """gpu_archs, remembered per nvcc binary (path, real path, mtime, size, inode): `torch` asks on
+    every run, and nvcc's answer changes only with nvcc. A timed-out or failed probe is not kept."""
+    from cudaswitch.verify import cache
+    from cudaswitch.verify.identity import _identity, cudaswitch_version
+
+    where = os.path.join(cache_dir, "nvcc-archs.marshal")
+    key = repr((cudaswitch_version(), _identity(nvcc)))
+    known = cache.load_table(where)
+    if isinstance(known.get(key), list):
+        return known[key]
+    archs = gpu_archs(nvcc, env, timeout)
+    if archs:
+        known.pop(key, None)
+        known[key] = archs
+        cache.store_table(where, known, 32)
+    return archs
+
+
 def first_error_line(text):
     """nvcc's own error line (e.g. `#error -- unsupported GNU version! ...`) from its output."""
     for line in text.splitlines():
@@ -47,6 +65,8 @@ def compile_smoke(record, env, run, timeout):
     Linked against the shared libcudart, the part every toolkit has (not all ship the static one)."""
     if not record.get("nvcc"):
         return {"built": False, "error": "this toolkit has no nvcc"}
+    import tempfile  # ~7 ms (shutil, random): only for a build, not for the cached arch list
+
     nvcc = record["nvcc"]
     with tempfile.TemporaryDirectory(prefix="cudaswitch-smoke-") as tmp:
         with open(os.path.join(tmp, "smoke.cu"), "w") as handle:

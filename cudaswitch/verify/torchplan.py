@@ -11,9 +11,8 @@ evidence) leaves `fits` at None, never True, and such a build is never recommend
 torch that fits is the answer: keep it.
 """
 
-import platform
+import os
 import re
-import tempfile
 from typing import Dict, List, Optional
 
 from cudaswitch.errors import UsageError
@@ -54,7 +53,7 @@ def load() -> dict:
 
 def host_platform() -> str:
     """The wheel platform of this machine, as the table names it."""
-    return "linux-aarch64" if platform.machine().lower() in ("aarch64", "arm64") else "linux-x86_64"
+    return "linux-aarch64" if os.uname().machine.lower() in ("aarch64", "arm64") else "linux-x86_64"
 
 
 def variant(cuda: str) -> str:
@@ -78,17 +77,17 @@ def probe_installed(paths, python: str, env: dict, timeout: float) -> dict:
     """{"torch", "cuda", "arch_flags", "python"} from the user's Python, or {"error": why}. It runs
     from a private empty directory, so no project's torch/ or json.py is imported by accident.
     Importing torch takes seconds: the answer is cached until the Python's site dirs change."""
-    import os
-
     from cudaswitch.verify import cache
     from cudaswitch.verify.runner import run_framed
 
     where = os.path.join(paths.cache_dir, "torch-arch.marshal")
-    entries = cache.load(where)
+    entries = cache.load(where, _probe_entry_ok)
     key = "%s|%s|%s" % (python, env.get("PYTHONPATH", ""), cache.mtimes([python]).get(python))
     hit = entries.get(key)
     if hit is not None and cache.unchanged(hit["watch"]):
         return dict(hit["payload"], cached=True)
+    import tempfile  # ~7 ms (shutil, random): only when the Python is probed
+
     with tempfile.TemporaryDirectory(prefix="cudaswitch-torch-") as private:
         payload, error = run_framed([python, "-c", _PROBE], env, timeout, cwd=private)
     if payload is None:
@@ -96,6 +95,13 @@ def probe_installed(paths, python: str, env: dict, timeout: float) -> dict:
     watch = list(payload.get("site_dirs") or []) + ([payload["torch_dir"]] if payload.get("torch_dir") else [])
     cache.store(where, entries, key, {"payload": payload, "watch": cache.mtimes(watch)})
     return payload
+
+
+def _probe_entry_ok(entry) -> bool:
+    """A stored probe: its payload and the mtimes it holds for (cache.load's default check is a
+    verdict's, which refused every probe: each `torch` started the Python again)."""
+    return (isinstance(entry, dict) and isinstance(entry.get("payload"), dict) and isinstance(entry.get("watch"), dict)
+            and all(isinstance(p, str) and (m is None or type(m) is int) for p, m in entry["watch"].items()))
 
 
 def builds(installed: Optional[dict] = None) -> List[dict]:
@@ -269,7 +275,9 @@ def toolkit_of(record: Optional[dict], env: dict) -> Optional[dict]:
     if record.get("nvcc"):
         from cudaswitch.verify import nvcc
 
-        archs = nvcc.gpu_archs(record["nvcc"], env, 15.0)
+        from cudaswitch.paths import Paths
+
+        archs = nvcc.cached_gpu_archs(Paths(env).cache_dir, record["nvcc"], env, 15.0)
     return {"version": record["version"], "root": record["root"], "gpu_archs": archs}
 
 
