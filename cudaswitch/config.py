@@ -98,7 +98,7 @@ EFFECTIVE_DEFAULTS = {**{key: None for key in CHECKS}, **DEFAULTS, "search_roots
                       "torch_timeout": settings.TORCH_TIMEOUT, "probe_exec": True, **settings.SWITCH_DEFAULTS}
 UNSET = {"default": "no default toolkit", "python": "the first python3 on the switched PATH",
          "redist_url": "NVIDIA's server"}
-_warned = set()  # (file, key): each unknown key is named once per run, however often config is read
+_warned: "set[tuple]" = set()  # (file, key): each unknown key is named once per run, however often config is read
 
 
 def _kind(value):

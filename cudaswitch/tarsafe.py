@@ -86,7 +86,7 @@ class BoundedInfo(tarfile.TarInfo):
     """A TarInfo whose extended headers are checked (as the module says) before tarfile parses
     them. `error` is the exception class raised, with a one-line message."""
 
-    error = HeaderRefused
+    error: "type[Exception]" = HeaderRefused
 
     def _proc_member(self, tarfile_):
         if self.type not in PAX_TYPES + LONG_NAME_TYPES:

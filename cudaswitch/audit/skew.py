@@ -134,7 +134,8 @@ def cannot_target(nodes: List[dict]) -> List[dict]:
     node (compat.toml's arch table: first and last CUDA per architecture)."""
     from cudaswitch.verify import facts
 
-    verdicts, out = {}, {}
+    verdicts: dict = {}
+    out: dict = {}
     for node in nodes:
         for model, capability, _ in node["gpus"]:
             if not capability:
