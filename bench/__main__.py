@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import pairs, scenario
+from bench import floor, pairs, phases, scenario
 from bench.largehost import LargeHost
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -62,12 +62,24 @@ def measure(work, script, small, large, anchors, rounds):
             budget=False)),
         ("which vs python", lambda: pairs.script_commands_vs_python(small, script, python, rounds)),
         ("floors", lambda: pairs.floors(small, script, python, rounds)),
+        ("fast commands vs python -c pass", lambda: floor.fast_commands(small, python, rounds)),
     ]
     results = []
     for label, step in steps:
         progress("measuring %s ..." % label)
-        results.append(step())
+        got = step()
+        results.extend(got if isinstance(got, list) else [got])
     return results
+
+
+def where_time_goes(small, script):
+    """The per-phase split of the hook program's commands (bench/phases.py)."""
+    program = floor.hook_program(small)
+    flags = floor.program_flags(program)
+    python = script.parent / "python"
+    commands = (["use", scenario.SMALL_VERSION, "--shell", "bash"], ["which", scenario.SMALL_VERSION, "nvcc"],
+                ["list"], ["--help"], ["torch", "--driver", "550.54", "--gpu", "sm_86"])
+    return [phases.breakdown(python, program, args, flags, small.env, small.work) for args in commands]
 
 
 def fmt(side):
@@ -77,8 +89,9 @@ def fmt(side):
 
 
 def table(report):
-    lines = ["cudaswitch bench: %s; %s; %d rounds; medians, [p25-p75]" % (
-        report["machine"]["summary"], report["setup"]["install"], report["rounds"])]
+    lines = ["cudaswitch bench: %s; %s; %d rounds; medians, [p25-p75]; load average %s" % (
+        report["machine"]["summary"], report["setup"]["install"], report["rounds"],
+        " ".join("%.2f" % x for x in report.get("load_average") or ()))]
     for res in report["results"]:
         verdict = {True: "MET", False: "MISSED", None: "-"}[res["budget_met"]]
         ratio = "ratio %.3f" % res["ratio"] if res["ratio"] is not None else "ratio n/a"
@@ -86,7 +99,7 @@ def table(report):
         lines.append("%-24s %s   budget: %s  [%s]" % (res["name"], ratio, res["budget"], verdict))
         for key in ("a", "b"):
             lines.append("  %s %-48s %s" % (key.upper(), res[key]["label"], fmt(res[key])))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + phases.text(report.get("phases") or [])
 
 
 def machine():
@@ -103,11 +116,14 @@ def main(argv=None):
     parser.add_argument("--cudaswitch", help="measure this console script instead of a fresh venv install")
     args = parser.parse_args(argv)
     started = time.perf_counter()
+    load_at_start = os.getloadavg()  # others' work on the machine: the ratios of one run are what count
     work = Path(tempfile.mkdtemp(prefix="cudaswitch-bench-"))
     cwd = os.getcwd()
     try:
         script, small, large, setup = build(work, args.cudaswitch)
         results = measure(work, script, small, large, setup["anchors"], args.rounds)
+        progress("measuring where the time goes ...")
+        split = where_time_goes(small, script)
     finally:
         os.chdir(cwd)
         if args.keep:
@@ -116,7 +132,9 @@ def main(argv=None):
             shutil.rmtree(work, ignore_errors=True)
     report = {"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": "python -m bench " + " ".join(
         argv if argv is not None else sys.argv[1:]), "machine": machine(), "rounds": args.rounds,
-        "setup": setup, "results": results, "total_s": round(time.perf_counter() - started, 1)}
+        "setup": setup, "results": results, "phases": split,
+        "load_average": os.getloadavg(), "load_average_at_start": load_at_start,
+        "total_s": round(time.perf_counter() - started, 1)}
     OUT.mkdir(exist_ok=True)
     text = json.dumps(report, indent=2)
     (OUT / ("bench-%s.json" % time.strftime("%Y%m%d-%H%M%S"))).write_text(text)
