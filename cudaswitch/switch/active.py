@@ -40,18 +40,6 @@ def wrapped_nvcc(path: str) -> str:
     return real
 
 
-def shell_root(env: "Env") -> "str | None":
-    """The toolkit root this environment uses without asking the registry: that of the first nvcc
-    on PATH (through a wrapper script or link), else the one CUDA_HOME names; None when neither."""
-    owner = Owner((), env)
-    nvcc = first_nvcc(env)
-    if nvcc:
-        root = nvcc_root(owner, env, nvcc)
-        if root:
-            return root
-    return owner(env.get("CUDA_HOME") or "")
-
-
 def nvcc_root(owner: Owner, env: "Env", nvcc: str) -> "str | None":
     """The toolkit an nvcc belongs to: its dir's, its wrapper target's, or the active conda env
     (whose prefix is the toolkit root, though Owner never takes a conda env off PATH)."""
