@@ -22,8 +22,6 @@ NOT_YET_ANNOTATED = frozenset({
     "verify/facts.py", "verify/host.py", "verify/present.py", "verify/report.py", "verify/torchplan.py",
     "verify/driverlayer.py", "verify/quick.py", "verify/usecheck.py", "verify/nvcc.py", "verify/torch_probe.py",
     "switch/modswitch.py", "switch/local.py", "switch/systemlink.py",
-    # in the middle of another change this round (the torch probe's cache entries); annotated after it
-    "verify/cache.py", "verify/runner.py",
 })
 
 

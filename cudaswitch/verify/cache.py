@@ -7,15 +7,21 @@ path keeps its mtime (sys.path dirs of the probed Python, torch's dir: `pip inst
 import marshal
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from cudaswitch.paths import Paths
+
 FORMAT = 2
 MAX_ENTRIES = 32
 
 
-def cache_file(paths):
+def cache_file(paths: "Paths") -> str:
     return os.path.join(paths.cache_dir, "verdicts.marshal")
 
 
-def load(path, entry_ok=None):
+def load(path: str, entry_ok: "Callable[[object], bool] | None" = None) -> dict:
     """{key: entry}; a missing, corrupt or foreign file is an empty cache. entry_ok: what a valid
     entry looks like, where the file holds other entries than verdicts (the torch probe's)."""
     from cudaswitch.safeio import load_marshal
@@ -32,7 +38,7 @@ def _entry_ok(entry):
             and all(isinstance(p, str) and (m is None or type(m) is int) for p, m in entry["watch"].items()))
 
 
-def unchanged(watch):
+def unchanged(watch: "dict[str, int | None]") -> bool:
     for path, mtime in watch.items():
         try:
             if os.stat(path).st_mtime_ns != mtime:
@@ -43,8 +49,8 @@ def unchanged(watch):
     return True
 
 
-def mtimes(paths_):
-    out = {}
+def mtimes(paths_: "Iterable[str]") -> "dict[str, int | None]":
+    out: "dict[str, int | None]" = {}
     for path in paths_:
         try:
             out[path] = os.stat(path).st_mtime_ns
@@ -53,7 +59,7 @@ def mtimes(paths_):
     return out
 
 
-def store(path, entries, key, entry):
+def store(path: str, entries: dict, key: object, entry: object) -> None:
     """Add one entry (dropping the oldest beyond MAX_ENTRIES) and write atomically; never raises."""
     from cudaswitch.paths import atomic_write
     from cudaswitch.safeio import seal
@@ -69,7 +75,7 @@ def store(path, entries, key, entry):
         pass  # a read-only cache dir costs a probe next time, not correctness
 
 
-def load_table(path):
+def load_table(path: str) -> dict:
     """A small sealed {key: value} cache (build results, compiler versions); {} when absent or bad."""
     from cudaswitch.safeio import load_marshal
 
@@ -77,7 +83,7 @@ def load_table(path):
     return data if isinstance(data, dict) else {}
 
 
-def store_table(path, table, max_entries):
+def store_table(path: str, table: dict, max_entries: int) -> None:
     """Write `table` sealed and atomically, keeping its newest `max_entries`; never raises."""
     from cudaswitch.paths import atomic_write
     from cudaswitch.safeio import seal

@@ -9,10 +9,14 @@ import os
 
 from cudaswitch.pathsearch import which  # noqa: F401  (re-exported: the one PATH lookup)
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.toolkit import Env
+
 PROBE_LOG = "CUDASWITCH_PROBE_LOG"  # tests: probe scripts append one line per run to this file
 
 
-def find_python(env, explicit=None, configured=None):
+def find_python(env: "Env", explicit: "str | None" = None, configured: "str | None" = None) -> "str | None":
     """The Python whose torch matters: --python, else config `python`, else python3 on PATH."""
     for choice in (explicit, configured):
         if choice:
@@ -20,7 +24,7 @@ def find_python(env, explicit=None, configured=None):
     return which("python3", env) or which("python", env)
 
 
-def run_bounded(argv, env, timeout, cwd=None):
+def run_bounded(argv: "list[str]", env: "Env", timeout: float, cwd: "str | None" = None) -> tuple:
     """(returncode, stdout bytes, stderr bytes), or (None, b"", why: str) when it could not run or
     did not finish in `timeout` s. cudaswitch.run gives it a private cwd, a safe PATH, its own session."""
     from cudaswitch.run import run
@@ -31,7 +35,7 @@ def run_bounded(argv, env, timeout, cwd=None):
     return result.returncode, result.stdout, result.stderr
 
 
-def run_framed(argv, env, timeout, cwd=None):
+def run_framed(argv: "list[str]", env: "Env", timeout: float, cwd: "str | None" = None) -> tuple:
     """(payload dict | None, error str | None) from a script printing MARKER<json>MARKER."""
     marker = "@@cudaswitch-%s@@" % os.urandom(6).hex()
     code, out, err = run_bounded(argv + [marker], env, timeout, cwd)
@@ -56,7 +60,7 @@ def _parse(out, err, marker, code, program):
         return None, "%s printed a report that is not JSON" % program
 
 
-def probe_torch(python, env, timeout):
+def probe_torch(python: str, env: "Env", timeout: float) -> dict:
     """What the user's Python reports about torch, or {"error": why it could not say}."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_probe.py")
     with open(path, encoding="utf-8") as handle:
