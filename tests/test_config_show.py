@@ -82,7 +82,7 @@ def test_the_defaults_shown_are_the_ones_that_apply():
     """`config show` states defaults that other modules apply: they must not drift apart."""
     from cudaswitch import config as configmod
     from cudaswitch import settings
-    from cudaswitch.verify import fastconfig
+    from cudaswitch import fastconfig
 
     for key, value in fastconfig.DEFAULTS.items():
         assert configmod.EFFECTIVE_DEFAULTS[key] == value, key

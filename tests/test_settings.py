@@ -48,7 +48,8 @@ def test_the_defaults_that_apply_are_the_settings(tmp_path):
     """An empty config gives settings.py's numbers to verify's Host, to `config show` and to use."""
     from cudaswitch import config
     from cudaswitch.paths import Paths
-    from cudaswitch.verify import fastconfig, host as hostmod
+    from cudaswitch import fastconfig
+    from cudaswitch.verify import host as hostmod
 
     paths = Paths({"HOME": str(tmp_path), "CUDASWITCH_CONFIG_DIR": str(tmp_path / "conf"),
                    "CUDASWITCH_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})
