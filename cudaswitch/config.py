@@ -182,17 +182,24 @@ def _validate(path, data):
 
 def update(paths, **changes):
     """Set (or, with value None, remove) keys and write the file atomically (through a symlink:
-    the link's target is replaced in its own directory)."""
-    import tomli_w
+    the link's target is replaced in its own directory). A change that changes nothing writes
+    nothing: the file's mtime is part of the registry cache's key, so a rewrite costs the next
+    command a discovery (`global 12.4` run again by a script, or by a user to be sure)."""
+    import os
 
     path = paths.config_file
     data = _read(path)
+    before = dict(data)
     for key, value in changes.items():
         if value is None:
             data.pop(key, None)
         else:
             data[key] = value
     _validate(path, data)
+    if data == before and os.path.lexists(path):
+        return data
+    import tomli_w
+
     try:  # a config.toml that links into a dotfiles repository stays that link
         replace_regular(path, tomli_w.dumps(data).encode("utf-8"), through_links=True, make_dirs=True)
     except OSError as exc:  # a read-only or full filesystem, a FIFO there: the old file is left as it was

@@ -1,0 +1,35 @@
+"""What makes a repeated command cheap stays true: the caches are used and nothing is rewritten
+for nothing. Real `cudaswitch` runs against the standard host."""
+
+import os
+import sys
+
+
+def test_torch_plan_starts_the_python_once(standard_host, tmp_path):
+    """`cudaswitch torch --driver 550.54 --gpu sm_86` run twice, as someone comparing GPUs does: the
+    installed-torch probe runs the user's python3 the first time only (its cache used to refuse
+    every probe, so each plan started the Python again)."""
+    log = tmp_path / "python-runs"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python3").write_text("#!/bin/sh\necho run >> '%s'\nexec '%s' \"$@\"\n" % (log, sys.executable))
+    (bindir / "python3").chmod(0o755)
+    env = {"PATH": "%s:%s" % (bindir, standard_host.env["PATH"]), "VIRTUAL_ENV": "",
+           "CUDASWITCH_CACHE_DIR": str(tmp_path / "cache")}
+    outs = [standard_host.run("torch", "--driver", "550.54", "--gpu", "sm_86", env=env, check=True).stdout
+            for _ in range(2)]
+    assert outs[0] == outs[1] and "pip install" in outs[0]
+    assert log.read_text().count("run") == 1
+
+
+def test_global_again_leaves_config_toml_alone(standard_host, tmp_path):
+    """`cudaswitch global 13.1` a second time (a setup script run twice) writes nothing: config.toml's
+    mtime is part of the registry cache's key, and a rewrite made the next command discover again."""
+    env = {"CUDASWITCH_CONFIG_DIR": str(tmp_path / "config")}
+    standard_host.run("global", "13.1", env=env, check=True)
+    config = tmp_path / "config" / "config.toml"
+    stamp, text = os.stat(config).st_mtime_ns, config.read_text()
+    again = standard_host.run("global", "13.1", env=env, check=True)
+    assert os.stat(config).st_mtime_ns == stamp and config.read_text() == text and again.stdout == ""
+    standard_host.run("global", "13.0", env=env, check=True)
+    assert "13.0" in config.read_text()
