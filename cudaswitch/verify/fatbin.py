@@ -194,7 +194,7 @@ def _name(table: bytes, offset: int) -> str:
     return table[offset:end if end >= 0 else len(table)].decode("ascii", "replace") if offset < len(table) else ""
 
 
-def _walk_section(reader: _Reader, section: dict, found: dict):
+def _walk_section(reader: _Reader, section: dict, found: dict) -> None:
     """Container after container; zero padding between them is skipped 8 bytes at a time."""
     pos, end = section["offset"], section["offset"] + section["size"]
     while pos + CONTAINER.size <= end:

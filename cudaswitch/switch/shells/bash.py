@@ -21,7 +21,7 @@ def name(text: str) -> str:
     return text
 
 
-def _refuse(why: str):
+def _refuse(why: str) -> None:
     from cudaswitch.errors import CudaSwitchError
 
     raise CudaSwitchError("refusing to write shell code: " + why)
