@@ -10,6 +10,10 @@ from cudaswitch.verify import facts as table
 from cudaswitch.verify.compat import check, driver_supports, looks_like_toolkit, nvcc_target, torch_home
 from cudaswitch.verify.registry import Ask, registered
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from cudaswitch.verify.host import Host
+
 PLAIN = Ask("verify")
 TORCH_IDS = ("torch.probe", "torch.installed", "torch.cuda_build", "torch.toolkit_major", "torch.toolkit_minor",
              "torch.driver", "torch.available", "torch.gpu_arch", "torch.matmul")
@@ -21,7 +25,7 @@ def _silent_for_use(host, ask):
 
 
 @registered(*TORCH_IDS, layer="framework", shown_by=("use", "verify", "doctor", "explain"))
-def torch_framework(host, ask: Ask = PLAIN) -> list:
+def torch_framework(host: "Host", ask: Ask = PLAIN) -> list:
     """torch.* checks: installed, CUDA build, fits the toolkit and driver, arch list vs the GPUs
     (explain without a GPU: a line saying the arch list cannot be compared here)."""
     if _silent_for_use(host, ask):
@@ -34,17 +38,17 @@ def torch_framework(host, ask: Ask = PLAIN) -> list:
 
 
 @registered("env.one_toolkit", layer="env", shown_by=("use", "verify", "doctor"))
-def one_toolkit(host, ask: Ask = PLAIN) -> list:
+def one_toolkit(host: "Host", ask: Ask = PLAIN) -> list:
     return [] if _silent_for_use(host, ask) else [three_toolkits(host.env, host.torch)]
 
 
 @registered("env.cudnn_copies", layer="env", shown_by=("use", "verify", "doctor", "explain"))
-def cudnn_copies_on_path(host, ask: Ask = PLAIN) -> list:
+def cudnn_copies_on_path(host: "Host", ask: Ask = PLAIN) -> list:
     return [] if _silent_for_use(host, ask) else [cudnn_copies(host.env, host.torch)]
 
 
 @registered("env.library_shadowing", layer="env", shown_by=("use", "verify", "doctor", "explain"))
-def shadowed_libraries(host, ask: Ask = PLAIN) -> list:
+def shadowed_libraries(host: "Host", ask: Ask = PLAIN) -> list:
     """Toolkit libraries on the switched loader path older than torch's own (explain: a line where
     torch ships none to compare)."""
     if _silent_for_use(host, ask):
@@ -58,7 +62,7 @@ TORCH_MISMATCH = ("The detected CUDA version ({nvcc}) mismatches the version tha
                   "PyTorch ({torch}). Please make sure to use the same CUDA versions.")
 
 
-def torch_checks(probe: dict, toolkit_cuda, driver: dict, gpus=None) -> list:
+def torch_checks(probe: dict, toolkit_cuda: "str | None", driver: dict, gpus: "list | None" = None) -> list:
     """torch.* checks for one Python: installed? CUDA build? fits the toolkit, the driver, the GPUs?
     `gpus`: the GPUs the driver reports (else those torch saw), checked whether or not torch can
     start CUDA."""
@@ -68,7 +72,7 @@ def torch_checks(probe: dict, toolkit_cuda, driver: dict, gpus=None) -> list:
         name = os.path.basename(python or "python")
         return [check("torch.probe", "warning", "could not ask %s about torch: %s" % (python, why),
                       "run `%s -c \"import torch\"` to see why" % python, python=python,
-                      line="cannot ask %s about torch: %s" % (name, why.replace(python or "\0", name)))]
+                      line="cannot ask %s about torch: %s" % (name, str(why).replace(python or "\0", name)))]
     if not probe.get("torch"):
         return [_no_torch(probe, python)]
     base = {"python": python, "torch": probe["torch"], "torch_cuda": probe.get("cuda"), "toolkit": toolkit_cuda}
@@ -236,14 +240,14 @@ def cudnn_copies(env: dict, probe: dict) -> dict:
     dirs = [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d]
     if probe.get("torch_dir"):
         dirs.append(os.path.join(os.path.dirname(probe["torch_dir"]), "nvidia", "cudnn", "lib"))
-    copies = {}
+    copies: dict = {}
     for directory in dirs:
         libs = sorted(glob.glob(os.path.join(directory, "libcudnn.so*")))
         if libs:
             copies.setdefault(os.path.realpath(directory), _soname_version(libs))
     mapped = (probe.get("maps") or {}).get("libcudnn") or []
     torch_cudnn = table.cudnn_version_string(probe.get("cudnn"))
-    facts = {"copies": copies, "mapped": mapped, "torch_cudnn": torch_cudnn}
+    facts: dict = {"copies": copies, "mapped": mapped, "torch_cudnn": torch_cudnn}
     if len(copies) > 1:
         return check("env.cudnn_copies", "warning", "%d cuDNN copies on the loader path: %s%s" % (len(copies),
                      ", ".join("%s (%s)" % kv for kv in copies.items()),
@@ -263,7 +267,7 @@ def compat_libcuda_dirs(env: dict) -> list:
     return [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d.rstrip("/").endswith("/compat")]
 
 
-def shadowing_unchecked(python, probe: dict) -> dict:
+def shadowing_unchecked(python: "str | None", probe: dict) -> dict:
     """env.library_shadowing where there is nothing to compare (explain asks anyway)."""
     return check("env.library_shadowing", "info", "cannot check for shadowed libraries: torch in %s ships no "
                  "NVIDIA wheel libraries here (%s)" % (python or "no python3", probe.get("torch") or "no torch"), None)

@@ -10,6 +10,10 @@ from cudaswitch.verify import hostchecks, driverlayer, pipeline, checks, message
 from cudaswitch.verify import torchdriver, torchplan  # noqa: F401 (registers `cudaswitch torch`'s checks)
 from cudaswitch.verify.registry import Ask
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from cudaswitch.verify.host import Host
+
 # Modules in the order their checks are shown (within a layer, for doctor): modules, not checks.
 MODULE_ORDER = tuple(m.__name__ for m in (hostchecks, driverlayer, pipeline, checks, messagechecks))
 
@@ -28,17 +32,17 @@ def entries(command: str) -> list:
     return found
 
 
-def run(host, command: str, text: str = "") -> list:
+def run(host: "Host", command: str, text: str = "") -> list:
     """The checks of `command` on `host`; doctor's carry their `layer`."""
     ask = Ask(command, text)
-    out = []
+    out: list = []
     for entry in entries(command):
         items = entry.function(host, ask)
         out += [dict(item, layer=entry.layer) for item in items] if command == "doctor" else items
     return out
 
 
-def run_ids(host, ids: list, text: str = "") -> list:
+def run_ids(host: "Host", ids: list, text: str = "") -> list:
     """The checks with these ids (explain's rule), each owning function run once, in the rule's order."""
     wanted, owners = set(ids), []
     for check_id in ids:

@@ -13,7 +13,7 @@ from cudaswitch.verify import facts as table
 LEVELS = ("ok", "info", "warning", "error")
 
 
-def check(check_id: str, level: str, message: str, hint=None, **facts) -> dict:
+def check(check_id: str, level: str, message: str, hint: "str | None" = None, **facts: object) -> dict:
     return {"id": check_id, "level": level, "message": message, "hint": hint, "facts": facts}
 
 

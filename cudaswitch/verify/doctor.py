@@ -7,8 +7,13 @@ from cudaswitch.switch.registry import Registry
 from cudaswitch.verify import checkset
 from cudaswitch.verify.host import Host
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
 
-def doctor(paths, registry: dict, env: dict, python=None, timeout=None) -> dict:
+
+def doctor(paths: "Paths", registry: dict, env: dict, python: "str | None" = None,
+           timeout: "float | None" = None) -> dict:
     """{"toolkit": list-shape | None, "checks": [...], "driver": {...}, "torch": {...}}."""
     host = Host(paths, registry, env, python=python, timeout=timeout)
     checks = checkset.run(host, "doctor")

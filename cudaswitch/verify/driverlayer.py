@@ -12,6 +12,10 @@ from cudaswitch.verify.identity import LIBCUDA_DIRS
 from cudaswitch.verify.registry import Ask, registered
 from cudaswitch.verify.runner import run_bounded, which
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from cudaswitch.verify.host import Host
+
 PLAIN = Ask("doctor")
 
 # libcuda.so.550.54.15 / libnvidia-ml.so.550.54.15: the driver release is in the file name.
@@ -19,7 +23,7 @@ USERSPACE_LIB = re.compile(r"^lib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)$")
 
 
 @registered("driver.kernel_module", layer="driver", shown_by=("doctor", "explain"))
-def kernel_module(host, ask: Ask = PLAIN) -> list:
+def kernel_module(host: "Host", ask: Ask = PLAIN) -> list:
     """driver.kernel_module: what "NVIDIA-SMI has failed because it couldn't communicate with the
     NVIDIA driver" means on this host: no module loaded (nouveau holds the GPU, or none at all)."""
     return [_kernel_module(host)]
@@ -59,10 +63,10 @@ def _proc_modules(paths):
     return {line.split(" ", 1)[0] for line in data.decode("utf-8", "replace").splitlines() if line}
 
 
-def userspace_releases(host) -> dict:
+def userspace_releases(host: "Host") -> dict:
     """{release: [library files]} of the driver's user-space libraries the loader may pick."""
     dirs = [d for d in (host.env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if os.path.isabs(d)]
-    found = {}
+    found: dict = {}
     for directory in dirs + [host.paths.host(d) for d in LIBCUDA_DIRS]:
         try:
             names = os.listdir(directory)
@@ -78,7 +82,7 @@ def userspace_releases(host) -> dict:
 
 
 @registered("driver.release_match", layer="driver", shown_by=("doctor", "explain"))
-def release_match(host, ask: Ask = PLAIN) -> list:
+def release_match(host: "Host", ask: Ask = PLAIN) -> list:
     """driver.release_match: the kernel module and the user-space libraries of one release, or
     "Failed to initialize NVML: Driver/library version mismatch" (an upgrade without a reboot)."""
     return [_release_match(host)]
@@ -103,7 +107,7 @@ def _release_match(host):
 
 
 @registered("gpu.compute_mode", layer="driver", shown_by=("doctor", "explain"))
-def compute_mode(host, ask: Ask = PLAIN) -> list:
+def compute_mode(host: "Host", ask: Ask = PLAIN) -> list:
     """gpu.compute_mode: "CUDA-capable device(s) is/are busy or unavailable" comes from a GPU in
     Exclusive_Process mode held by another process, in Prohibited mode, or split by MIG. Without a
     GPU only explain asks (nvidia-smi would have nothing to say)."""
@@ -138,7 +142,7 @@ def _mode_check(index, mode, mig):
 
 
 @registered("env.visible_devices", layer="env", shown_by=("doctor", "explain"))
-def visible_devices(host, ask: Ask = PLAIN) -> list:
+def visible_devices(host: "Host", ask: Ask = PLAIN) -> list:
     """env.visible_devices: "no CUDA-capable device is detected" with CUDA_VISIBLE_DEVICES hiding
     them. CUDA reads the list up to its first invalid entry; the driver was asked without it."""
     return [_visible_devices(host)]

@@ -12,6 +12,10 @@ from cudaswitch.render import counted
 from cudaswitch.verify import checkset, facts as table, registry as checks_registry
 from cudaswitch.verify.host import Host
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
+
 UNKNOWN = ("cudaswitch does not know this message: no rule in its compat.toml matches it "
            "(`cudaswitch doctor` checks this host in general)")
 
@@ -28,7 +32,8 @@ def match_rules(text: str) -> list:
     return [(rule, matched) for _, rule, matched in sorted(hits, key=lambda h: h[0])]
 
 
-def explain(text: str, paths, registry: dict, env: dict, python=None, timeout=None) -> dict:
+def explain(text: str, paths: "Paths", registry: dict, env: dict, python: "str | None" = None,
+            timeout: "float | None" = None) -> dict:
     """{"known": bool, "matches": [{"id", "cause", "todo", "matched", "source", "checks"}], "message"}."""
     host = Host(paths, registry, env, python=python, timeout=timeout)
     matches = []

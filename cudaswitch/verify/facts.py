@@ -18,6 +18,10 @@ import sys
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.toolkit import version_tuple
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from pathlib import Path
+
 
 DATA_FILES = ("sources.toml", "compat.toml", "torch_builds.toml")
 # The tables each file may hold, each read by a lookup of this module (or verify/torchplan.py), with
@@ -54,7 +58,7 @@ def load() -> dict:
     return tables()["compat"]
 
 
-def load_tables(directory=None, rule_ids=None) -> dict:
+def load_tables(directory: "str | Path | None" = None, rule_ids: "set | None" = None) -> dict:
     """{"sources", "compat", "torch"} from `directory` (default: the package's data), every rule of
     the module's docstring checked; `rule_ids`: the check ids explain's rules may name."""
     texts = {name: _read(directory, name) for name in DATA_FILES}
@@ -154,7 +158,7 @@ def _source_keys(data, sources, where):
     return used
 
 
-def check_rule_ids(rules: list, known) -> None:
+def check_rule_ids(rules: list, known: set) -> None:
     """explain's rules name check ids of the registry, each shown by explain."""
     for rule in rules:
         unknown = [c for c in rule.get("checks") or [] if c not in known]
@@ -163,12 +167,12 @@ def check_rule_ids(rules: list, known) -> None:
                              "explain" % (rule.get("id"), unknown[0] if unknown else "(none)"))
 
 
-def release_tuple(text) -> tuple:
+def release_tuple(text: str) -> tuple:
     """'535.129.03' -> (535, 129, 3); a driver release compares numerically part by part."""
     return tuple(int(p[:9]) for p in (text or "").split(".") if p.isascii() and p.isdigit())
 
 
-def driver_minimum(cuda: str):
+def driver_minimum(cuda: str) -> "dict | None":
     """The table-1 row for CUDA 'x.y' (minimum Linux driver of its GA release), or None."""
     short = version_tuple(cuda)[:2]
     for row in load()["driver_minimum"]:
@@ -177,14 +181,14 @@ def driver_minimum(cuda: str):
     return None
 
 
-def cuda_for_driver(release: str):
+def cuda_for_driver(release: str) -> "str | None":
     """Newest CUDA 'x.y' whose GA minimum the driver release meets (when libcuda cannot say)."""
     have = release_tuple(release)
     fits = [r["cuda"] for r in load()["driver_minimum"] if release_tuple(r["driver"]) <= have]
     return max(fits, key=version_tuple) if fits else None
 
 
-def minor_compat(major: int):
+def minor_compat(major: int) -> "dict | None":
     for row in load()["minor_compat"]:
         if row["major"] == major:
             return row
@@ -209,7 +213,7 @@ def torch_variants(torch_version: str, platform: str = "linux-x86_64") -> tuple:
     return sorted({r["cuda"] for r in rows}, key=version_tuple), any(r.get("single_copy") for r in rows)
 
 
-def arch_row(sm: str):
+def arch_row(sm: str) -> "dict | None":
     """The table-6 row for 'sm_86' / '86' / '8.6'."""
     key = sm.replace("sm_", "").replace("compute_", "").replace(".", "")
     for row in load()["arch"]:
@@ -232,7 +236,7 @@ def torch_table() -> dict:
     return tables()["torch"]
 
 
-def parse_torch_table(text: str, where: str = "torch table", sources=None) -> dict:
+def parse_torch_table(text: str, where: str = "torch table", sources: "dict | None" = None) -> dict:
     """The parsed table, every build row checked (see the module's docstring). `sources`: the known
     source keys (a snippet without them may carry its own [sources] table)."""
     data = _toml(text, where)
@@ -273,12 +277,12 @@ def torch_rows(platform: str = "linux-x86_64") -> list:
     return [r for r in torch_table()["build"] if r["platform"] == platform]
 
 
-def newest_torch_known(platform: str = "linux-x86_64"):
+def newest_torch_known(platform: str = "linux-x86_64") -> "str | None":
     """The newest torch release the table has any row for ('2.15')."""
     return max((r["torch"] for r in torch_rows(platform)), key=version_tuple, default=None)
 
 
-def runs_on(capability: str, arch_list) -> bool:
+def runs_on(capability: str, arch_list: list) -> bool:
     """Does code in `arch_list` run on a GPU of `capability` ('6.1')? Plain SASS runs on its major at
     an equal or higher minor, plain PTX on any equal or higher capability; family code (sm_100f)
     on its major at an equal or higher minor; arch-specific code (sm_90a) on that arch only."""
@@ -306,14 +310,14 @@ def torch_builds_for(capability: str, platform: str = "linux-x86_64") -> list:
     return [(r["torch"], r["cuda"]) for r in rows]
 
 
-def error_rules(known_ids) -> list:
+def error_rules(known_ids: set) -> list:
     """compat.toml's explain rules, each naming only ids in `known_ids` (the registry's)."""
     rules = load()["error"]
     check_rule_ids(rules, known_ids)
     return rules
 
 
-def cudnn_version_string(value):
+def cudnn_version_string(value: object) -> "str | None":
     """torch.backends.cudnn.version() -> '9.1.0'. cuDNN's encoding: MAJOR*1000+MINOR*100+PATCH up to
     v8 (8907 = 8.9.7), MAJOR*10000+MINOR*100+PATCH from v9 (90100 = 9.1.0, 91000 = 9.10.0)."""
     if not isinstance(value, int) or value <= 0:

@@ -9,10 +9,16 @@ from cudaswitch import settings as defaults
 from cudaswitch.toolkit import short_version
 from cudaswitch.verify import driver as drivermod, hostcc, nvcc as nvccmod
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from cudaswitch.paths import Paths
+
 CURRENT = object()  # record=CURRENT: the active (else default) toolkit, looked up when asked
 
 
-def settings(paths, tolerant: bool = False) -> dict:
+def settings(paths: "Paths", tolerant: bool = False) -> dict:
     """Timeouts and the configured Python from config.toml. tolerant: a broken config gives the
     defaults (`use` must still switch; `list` reports the config error)."""
     from cudaswitch import config
@@ -42,38 +48,38 @@ class Host:
         self._python, self._record = python, record
 
     @functools.cached_property
-    def python(self):
+    def python(self) -> "str | None":
         from cudaswitch.verify.runner import find_python
 
         return find_python(self.env, self._python, self.conf["python"])
 
     @functools.cached_property
-    def driver(self):
+    def driver(self) -> dict:
         return drivermod.driver_facts(self.paths, self.env, timeout=self.timeout)
 
     @functools.cached_property
-    def torch(self):
+    def torch(self) -> dict:
         from cudaswitch.verify.runner import probe_torch
 
         return probe_torch(self.python, self.env, self.timeout) if self.python else {"error": "no python3 on PATH"}
 
     @functools.cached_property
-    def record(self):
+    def record(self) -> "Any":  # the record, or None: every check asks before it reads one
         if self._record is not CURRENT:
             return self._record
         return current_or_none(self.registry, self.env)
 
     @property
-    def toolkit_cuda(self):
+    def toolkit_cuda(self) -> "str | None":
         """'13.1' for the toolkit, None without one (or without a known version)."""
         return short_version(self.record["version"]) if self.record and self.record.get("version") else None
 
     @property
-    def probe_timeout(self):
+    def probe_timeout(self) -> float:
         return max(self.conf["probe_timeout"], defaults.VERIFY_PROBE_TIMEOUT)
 
     @functools.cached_property
-    def nvcc_version(self):
+    def nvcc_version(self) -> dict:
         """run_nvcc's answer for the toolkit's nvcc: {"version"} or {"error"}; {} without nvcc."""
         from cudaswitch.registry.nvcc_probe import run_nvcc
 
@@ -81,24 +87,24 @@ class Host:
         return run_nvcc(nvcc, self.probe_timeout) if nvcc else {}
 
     @functools.cached_property
-    def compiler(self):
+    def compiler(self) -> "str | None":
         """The host compiler nvcc would use in env: a -ccbin in its flag variables, NVCC_CCBIN
         where this nvcc reads it, else gcc on PATH."""
         return hostcc.host_compiler(self.env, self.reads_ccbin_var)
 
     @functools.cached_property
-    def reads_ccbin_var(self):
+    def reads_ccbin_var(self) -> bool:
         """Does the toolkit's nvcc read NVCC_CCBIN (13.x does, 11.8 does not)? True without one,
         and where its binary cannot tell (a wrapper script): only a known "no" is acted on."""
         nvcc = self.record.get("nvcc") if self.record else None
         return not nvcc or hostcc.reads_ccbin_var(self.paths.cache_dir, nvcc) is not False
 
     @functools.cached_property
-    def compiler_version(self):
+    def compiler_version(self) -> "str | None":
         return hostcc.compiler_version(self.paths.cache_dir, self.compiler, self.env) if self.compiler else None
 
     @functools.cached_property
-    def gcc_ceiling(self):
+    def gcc_ceiling(self) -> tuple:
         """(newest gcc major, where that comes from): the toolkit's host_config.h, else compat.toml."""
         ceiling, source = hostcc.gcc_ceiling(self.record)
         if ceiling is None and self.record.get("version"):
@@ -109,18 +115,18 @@ class Host:
         return ceiling, source
 
     @functools.cached_property
-    def nvcc_archs(self):
+    def nvcc_archs(self) -> "list | None":
         """['compute_75', ...] from `nvcc --list-gpu-arch`, or None when nvcc cannot say."""
         nvcc = self.record.get("nvcc") if self.record else None
         return nvccmod.gpu_archs(nvcc, self.env, self.probe_timeout) if nvcc else None
 
     @functools.cached_property
-    def gpus(self):
+    def gpus(self) -> list:
         """GPUs as the driver reports them (libcuda, NVML, nvidia-smi), else as torch saw them."""
         return self.driver.get("gpus") or self.torch.get("devices") or []
 
     @functools.cached_property
-    def build(self):
+    def build(self) -> dict:
         """The one-kernel program built with this toolkit in env (cached by what it depends on)."""
         from cudaswitch.verify import build
 
@@ -129,11 +135,11 @@ class Host:
                                   gpus=gpus)
 
     @functools.cached_property
-    def pci(self):
+    def pci(self) -> list:
         return drivermod.nvidia_pci_devices(self.paths)
 
 
-def current_or_none(registry: dict, env: dict):
+def current_or_none(registry: dict, env: dict) -> "dict | None":
     """The active (else default) toolkit's record; None where there is none, which is no error here."""
     from cudaswitch.switch.registry import Registry
     from cudaswitch.errors import CudaSwitchError

@@ -14,16 +14,21 @@ from cudaswitch.verify.compat import check, looks_like_toolkit, nvcc_target, tor
 from cudaswitch.verify.registry import Ask, registered
 from cudaswitch.verify.runner import which
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from cudaswitch.verify.host import Host
+    from cudaswitch.paths import Paths
+
 WHEEL_MAJOR = re.compile(r"^nvidia-.+-cu(\d+)$")
 PLAIN = Ask("doctor")
 
 
 @registered("hardware.gpus", layer="hardware", shown_by=("doctor",))
-def hardware(host, ask: Ask = PLAIN) -> list:
+def hardware(host: "Host", ask: Ask = PLAIN) -> list:
     return hardware_checks(host.paths, host.driver)
 
 
-def hardware_checks(paths, drv: dict) -> list:
+def hardware_checks(paths: "Paths", drv: dict) -> list:
     if drv["gpus"]:
         names = ", ".join("%s (sm_%s)" % (g["name"], g["capability"].replace(".", "")) for g in drv["gpus"])
         return [check("hardware.gpus", "ok", "%d NVIDIA GPU(s): %s" % (len(drv["gpus"]), names), gpus=drv["gpus"])]
@@ -37,7 +42,7 @@ def hardware_checks(paths, drv: dict) -> list:
     return [check("hardware.gpus", "info", "no NVIDIA GPU found on this host", None, pci=[])]
 
 
-def no_driver(where=None, **facts) -> dict:
+def no_driver(where: "str | None" = None, **facts: object) -> dict:
     """driver.present when there is none: on this host, or under a root prefix (an audited root,
     a CUDASWITCH_ROOT host): doctor and audit of the same root say the same."""
     if where and where != "/":
@@ -47,7 +52,7 @@ def no_driver(where=None, **facts) -> dict:
 
 
 @registered("driver.present", "driver.problem", layer="driver", shown_by=("doctor", "explain", "audit"))
-def driver_present(host, ask: Ask = PLAIN) -> list:
+def driver_present(host: "Host", ask: Ask = PLAIN) -> list:
     return driver_checks(host.driver, host.paths.root)
 
 
@@ -67,7 +72,7 @@ def driver_checks(drv: dict, where: str = "/") -> list:
 
 
 @registered("toolkit.found", "toolkit.active", layer="toolkit", shown_by=("doctor",))
-def toolkit_layer(host, ask: Ask = PLAIN) -> list:
+def toolkit_layer(host: "Host", ask: Ask = PLAIN) -> list:
     """Which toolkit the checks below judge: the active one, else the default."""
     registry, record = host.registry, host.record
     if not registry["records"]:
@@ -82,7 +87,7 @@ def toolkit_layer(host, ask: Ask = PLAIN) -> list:
 
 
 @registered("deps.cuda_wheels", "deps.torch_owners", "deps.consistent", layer="deps", shown_by=("doctor",))
-def deps(host, ask: Ask = PLAIN) -> list:
+def deps(host: "Host", ask: Ask = PLAIN) -> list:
     return deps_checks(host.torch)
 
 
@@ -92,8 +97,9 @@ def deps_checks(probe: dict) -> list:
     out = []
     torch_major = (probe.get("cuda") or "").split(".")[0]
     if torch_major:
+        majors = {d["name"]: m.group(1) for d in dists for m in [WHEEL_MAJOR.match(d["name"])] if m}
         strays = ["%s %s" % (d["name"], d["version"]) for d in dists
-                  if WHEEL_MAJOR.match(d["name"]) and WHEEL_MAJOR.match(d["name"]).group(1) != torch_major]
+                  if majors.get(d["name"], torch_major) != torch_major]
         if strays:
             out.append(check("deps.cuda_wheels", "warning", "NVIDIA wheels for another CUDA major than torch's "
                              "(CUDA %s): %s" % (probe["cuda"], ", ".join(strays)),
@@ -109,7 +115,7 @@ def deps_checks(probe: dict) -> list:
 
 
 @registered("env.in_use", layer="env", shown_by=("doctor",))
-def shell_in_use(host, ask: Ask = PLAIN) -> list:
+def shell_in_use(host: "Host", ask: Ask = PLAIN) -> list:
     return [in_use(host.registry, host.env)]
 
 
@@ -123,7 +129,7 @@ def in_use(registry: dict, env: dict) -> dict:
 
 
 @registered("env.stale_entries", layer="env", shown_by=("doctor",))
-def stale(host, ask: Ask = PLAIN) -> list:
+def stale(host: "Host", ask: Ask = PLAIN) -> list:
     return stale_entries(host.env)
 
 
@@ -143,7 +149,7 @@ def stale_entries(env: dict) -> list:
 
 
 @registered("env.several_nvcc", layer="env", shown_by=("doctor",))
-def nvcc_on_path(host, ask: Ask = PLAIN) -> list:
+def nvcc_on_path(host: "Host", ask: Ask = PLAIN) -> list:
     return [several_nvcc(host.env)]
 
 
@@ -159,7 +165,7 @@ def several_nvcc(env: dict) -> dict:
 
 
 @registered("env.torch_cuda_home", layer="env", shown_by=("doctor", "explain"))
-def torch_cuda_home(host, ask: Ask = PLAIN) -> list:
+def torch_cuda_home(host: "Host", ask: Ask = PLAIN) -> list:
     """The CUDA_HOME torch's cpp_extension would take here: is it a toolkit root? (doctor, and explain
     for "CUDA_HOME environment variable is not set": one check, one answer.)"""
     return [_torch_cuda_home(host)]
@@ -190,7 +196,7 @@ def _torch_cuda_home(host):
 
 
 @registered("env.compat_libcuda", layer="env", shown_by=("doctor",))
-def compat_on_loader_path(host, ask: Ask = PLAIN) -> list:
+def compat_on_loader_path(host: "Host", ask: Ask = PLAIN) -> list:
     """A cuda-compat libcuda on LD_LIBRARY_PATH, whatever toolkit it comes from."""
     compat = compat_libcuda_dirs(host.env)
     if not compat:

@@ -12,11 +12,15 @@ from cudaswitch.verify.compat import check, torch_home
 from cudaswitch.verify.registry import Ask, registered
 from cudaswitch.verify.runner import run_bounded, which
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from cudaswitch.verify.host import Host
+
 PLAIN = Ask("explain")
 
 
 @registered("explain.arch_table", layer="toolkit", shown_by=("explain",))
-def arch_table(host, ask: Ask = PLAIN) -> list:
+def arch_table(host: "Host", ask: Ask = PLAIN) -> list:
     """The CUDA releases that target each sm_XY the message names (compat.toml's arch table)."""
     out = []
     for sm in sorted(set(re.findall(r"sm_(\d+a?)", ask.text))):
@@ -29,7 +33,7 @@ def arch_table(host, ask: Ask = PLAIN) -> list:
 
 
 @registered("env.cuda_home_major", layer="env", shown_by=("explain",))
-def cuda_home_major(host, ask: Ask = PLAIN) -> list:
+def cuda_home_major(host: "Host", ask: Ask = PLAIN) -> list:
     """The nvcc under the CUDA_HOME torch would take: the same CUDA major as torch's build?"""
     home, how = torch_home(host.env)
     if not home:
@@ -53,7 +57,7 @@ def cuda_home_major(host, ask: Ask = PLAIN) -> list:
 
 
 @registered("env.loader_path", layer="env", shown_by=("explain",))
-def loader_path(host, ask: Ask = PLAIN) -> list:
+def loader_path(host: "Host", ask: Ask = PLAIN) -> list:
     """The library the message names (else libcudart.so): on the loader path, in the loader cache,
     in a toolkit or in the Python's NVIDIA wheels?"""
     wanted = re.search(r"(lib[A-Za-z_-]+\.so(?:\.[\d.]*\d)?)", ask.text)
@@ -94,7 +98,7 @@ def _ldconfig_has(name, env):
 
 
 @registered("nccl.shm", "nccl.interface", layer="env", shown_by=("explain",))
-def nccl_system(host, ask: Ask = PLAIN) -> list:
+def nccl_system(host: "Host", ask: Ask = PLAIN) -> list:
     """What NCCL's "unhandled system error" usually is: a small /dev/shm, or no usable interface."""
     try:
         st = os.statvfs("/dev/shm")
@@ -111,7 +115,7 @@ def nccl_system(host, ask: Ask = PLAIN) -> list:
 
 
 @registered("gcc.message", layer="compiler", shown_by=("explain",))
-def gcc_in_message(host, ask: Ask = PLAIN) -> list:
+def gcc_in_message(host: "Host", ask: Ask = PLAIN) -> list:
     """The gcc ceiling an "unsupported GNU version" message states, against the host gcc and the
     toolkits here with that ceiling."""
     out = []
@@ -132,7 +136,7 @@ def gcc_in_message(host, ask: Ask = PLAIN) -> list:
 
 
 @registered("driver.libcuda", layer="driver", shown_by=("explain",))
-def libcuda_loaded(host, ask: Ask = PLAIN) -> list:
+def libcuda_loaded(host: "Host", ask: Ask = PLAIN) -> list:
     """Which libcuda was loaded, and a cuda-compat one on LD_LIBRARY_PATH (errors 803/804)."""
     drv = host.driver
     compat = compat_libcuda_dirs(host.env)
@@ -144,7 +148,7 @@ def libcuda_loaded(host, ask: Ask = PLAIN) -> list:
 
 
 @registered("toolkit.cudart_link", layer="toolkit", shown_by=("explain",))
-def cudart_link(host, ask: Ask = PLAIN) -> list:
+def cudart_link(host: "Host", ask: Ask = PLAIN) -> list:
     """Does the active toolkit have the unversioned libcudart.so (or the static one) a link needs?"""
     record = host.record
     if not record:
@@ -160,7 +164,7 @@ def cudart_link(host, ask: Ask = PLAIN) -> list:
 
 
 @registered("gpu.memory", layer="hardware", shown_by=("explain",))
-def gpu_memory(host, ask: Ask = PLAIN) -> list:
+def gpu_memory(host: "Host", ask: Ask = PLAIN) -> list:
     """GPU memory in use, from nvidia-smi where there is one; otherwise say it cannot be checked."""
     gpus = host.driver.get("gpus") or []
     smi = which("nvidia-smi", host.env)

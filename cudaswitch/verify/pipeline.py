@@ -14,11 +14,15 @@ from cudaswitch.verify import compat, facts as table, hostcc
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.registry import Ask, registered
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from cudaswitch.verify.host import Host
+
 PLAIN = Ask("verify")
 ALL = ("use", "verify", "doctor", "explain")
 
 @registered("toolkit.status", layer="toolkit", shown_by=("use", "verify", "doctor"))
-def toolkit_status(host, ask: Ask = PLAIN) -> list:
+def toolkit_status(host: "Host", ask: Ask = PLAIN) -> list:
     """Found, readable, and able to compile: nvcc and the parts it runs (layouts.missing_compile_parts)."""
     record = host.record
     if not record:
@@ -41,7 +45,7 @@ def _usable(host):
 
 
 @registered("nvcc.runs", layer="toolkit", shown_by=("verify", "doctor"))
-def nvcc_runs(host, ask: Ask = PLAIN) -> list:
+def nvcc_runs(host: "Host", ask: Ask = PLAIN) -> list:
     """`nvcc --version` runs and says the version the registry recorded."""
     if not _usable(host):
         return []
@@ -61,7 +65,7 @@ def nvcc_runs(host, ask: Ask = PLAIN) -> list:
 
 
 @registered("driver.supports_toolkit", layer="driver", shown_by=ALL + ("audit", "image"))
-def driver_for_toolkit(host, ask: Ask = PLAIN) -> list:
+def driver_for_toolkit(host: "Host", ask: Ask = PLAIN) -> list:
     """Can the driver run code built with this toolkit? (`audit` asks the same of each toolkit it lists.)"""
     if not _usable(host):
         return []
@@ -74,7 +78,7 @@ def driver_runs_toolkit(driver: dict, version: str, root: str) -> dict:
                                   "the CUDA %s toolkit at %s" % (version, root))
 
 
-def gpu_kind(name: str):
+def gpu_kind(name: str) -> "str | None":
     """"consumer", "datacenter" or None (not known) for a GPU's name: forward compatibility
     (cuda-compat) is for data-center GPUs only (compat.toml [gpu_kinds])."""
     kinds = table.load()["gpu_kinds"]
@@ -84,7 +88,7 @@ def gpu_kind(name: str):
 
 
 @registered("driver.forward_compat", layer="driver", shown_by=("use", "verify", "doctor", "explain"))
-def forward_compat(host, ask: Ask = PLAIN) -> list:
+def forward_compat(host: "Host", ask: Ask = PLAIN) -> list:
     """The toolkit's compat/libcuda.so.* (cuda-compat): ok on data-center GPUs with an older driver,
     error 804 on consumer GPUs, error 803 when it is older than the installed driver.
     ask.unchecked: a line where there is nothing to judge (explain), none for verify."""
@@ -147,7 +151,7 @@ def compat_libcuda(root: str) -> tuple:
 
 
 @registered("gcc.supported", layer="compiler", shown_by=ALL)
-def host_compiler(host, ask: Ask = PLAIN) -> list:
+def host_compiler(host: "Host", ask: Ask = PLAIN) -> list:
     """The host compiler nvcc would use against the toolkit's gcc ceiling (crt/host_config.h, else
     compat.toml). Without a toolkit explain still says which gcc is here."""
     if not host.record and ask.unchecked:
@@ -161,11 +165,12 @@ def host_compiler(host, ask: Ask = PLAIN) -> list:
                         hostcc.chosen_by_switch(host.env), ignored)]
 
 
-def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda, chosen=None, ignored=None) -> dict:
+def gcc_verdict(ceiling: "int | None", ceiling_from: "str | None", compiler: "str | None", version: "str | None",
+                cuda: "str | None", chosen: "dict | None" = None, ignored: "str | None" = None) -> dict:
     """Host gcc above the toolkit's ceiling -> nvcc refuses with `#error -- unsupported GNU version!`,
     so every compile fails: an error. `chosen`: the compilers the switch picked (NVCC_CCBIN...);
     `ignored`: an NVCC_CCBIN this nvcc does not read (11.x), which the user may think applies."""
-    facts = {"gcc": version, "compiler": compiler, "ceiling": ceiling, "ceiling_from": ceiling_from, "cuda": cuda,
+    facts: dict = {"gcc": version, "compiler": compiler, "ceiling": ceiling, "ceiling_from": ceiling_from, "cuda": cuda,
              "chosen": chosen or {}, "ignored_nvcc_ccbin": ignored}
     if not compiler:
         return check("gcc.supported", "warning", "no host gcc found: nvcc needs one to compile",
@@ -194,7 +199,7 @@ def gcc_verdict(ceiling, ceiling_from, compiler, version, cuda, chosen=None, ign
 
 
 @registered("toolkit.gpu_arch", layer="toolkit", shown_by=("use", "verify", "doctor", "explain"))
-def toolkit_gpu_arch(host, ask: Ask = PLAIN) -> list:
+def toolkit_gpu_arch(host: "Host", ask: Ask = PLAIN) -> list:
     """Can this nvcc target every GPU the driver reports, and (explain) each architecture the message
     names? `nvcc --list-gpu-arch` answers, else compat.toml's arch table."""
     named = sorted(set(re.findall(r"(?:compute|sm)_(\d+[a-z]?)", ask.text)))
@@ -249,7 +254,7 @@ def _nvcc_targets(host, gpu):
 
 
 @registered("nvcc.compile", layer="toolkit", shown_by=("use", "verify", "doctor"))
-def nvcc_compile(host, ask: Ask = PLAIN) -> list:
+def nvcc_compile(host: "Host", ask: Ask = PLAIN) -> list:
     """The one-kernel program, built for real once per toolkit identity (cached)."""
     record = host.record
     if not _usable(host) or not record.get("nvcc"):

@@ -3,7 +3,7 @@
 MARKS = {"ok": "ok  ", "info": "info", "warning": "WARN", "error": "FAIL"}
 
 
-def check_lines(checks, group_key=None):
+def check_lines(checks: list, group_key: "str | None" = None) -> list:
     """One line per check (`ok   message`), its hint indented below; optional group headers."""
     lines, group = [], None
     for item in checks:
@@ -16,14 +16,14 @@ def check_lines(checks, group_key=None):
     return lines
 
 
-def toolkit_line(public):
+def toolkit_line(public: "dict | None") -> str:
     if not public:
         return "toolkit: none"
     return "toolkit: CUDA %s at %s (%s)" % (public.get("version") or "?", public["root"], public["status"])
 
 
-def summary_line(checks):
-    counts = {}
+def summary_line(checks: list) -> str:
+    counts: dict = {}
     for item in checks:
         counts[item["level"]] = counts.get(item["level"], 0) + 1
     order = ("error", "warning", "info", "ok")
@@ -37,7 +37,7 @@ def _count(count, level):
     return counted(count, level) if level in ("error", "warning") else "%d %s" % (count, level)
 
 
-def explain_lines(result):
+def explain_lines(result: dict) -> list:
     if not result["matches"]:
         return [result["message"]]
     lines = []

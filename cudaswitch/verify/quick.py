@@ -12,11 +12,15 @@ from cudaswitch.pathsearch import which  # noqa: F401  (re-exported for the verd
 from cudaswitch.verify import cache
 from cudaswitch.verify.identity import _identity, cudaswitch_version, driver_identity, toolkit_identity  # noqa: F401
 
+TYPE_CHECKING = False  # typing is not imported at run time (this module is on use's fast path)
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
+
 ENV_KEYS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONSAFEPATH",
             "NVCC_CCBIN", "CUDA_VISIBLE_DEVICES", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")
 
 
-def dependency_key(paths, record, new_env):
+def dependency_key(paths: "Paths", record: dict, new_env: dict) -> tuple:
     """Everything the verdict depends on that can be read without starting a process."""
     return (
         cache.FORMAT, cudaswitch_version(), record["root"], record.get("version"), record.get("status"),
@@ -29,7 +33,8 @@ def dependency_key(paths, record, new_env):
     )
 
 
-def verdict_for_use(paths, record, new_env, timeout=20.0, again=False):
+def verdict_for_use(paths: "Paths", record: dict, new_env: dict, timeout: "float | None" = 20.0,
+                    again: bool = False) -> tuple:
     """(level, one_line) for switching to `record` with environment `new_env`; cached. again:
     this shell switched before, so an ok line leaves out what it already said (no driver here)."""
     key = dependency_key(paths, record, new_env)
@@ -45,7 +50,7 @@ def verdict_for_use(paths, record, new_env, timeout=20.0, again=False):
     return hit["level"], hit["again"] if again else hit["line"]
 
 
-def verdict_to_show(paths, record, new_env, strict=False, again=False):
+def verdict_to_show(paths: "Paths", record: dict, new_env: dict, strict: bool = False, again: bool = False) -> tuple:
     """(level, line or None) as config's `verdict` setting asks: "all" lines, only "problems", or
     "off" (nothing verified, nothing said; --strict verifies all the same)."""
     from cudaswitch.fastconfig import switch_settings

@@ -8,6 +8,12 @@ without a circle, and `use`'s fast path pays nothing for it. The decorator sits 
 builds the check's dicts, so a check id is written in one module only.
 """
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import Callable, TypeVar
+
+    Function = TypeVar("Function", bound=Callable)
+
 # (key in the JSON `layer` field, words) bottom up: doctor shows its checks in this order.
 LAYERS = (("hardware", "hardware"), ("driver", "driver"), ("toolkit", "toolkit"), ("compiler", "host compiler"),
           ("framework", "framework"), ("deps", "dependencies"), ("env", "environment"))
@@ -36,7 +42,7 @@ class Entry:
 
     __slots__ = ("ids", "layer", "commands", "function")
 
-    def __init__(self, ids: tuple, layer: str, commands: tuple, function) -> None:
+    def __init__(self, ids: tuple, layer: str, commands: tuple, function: "Callable") -> None:
         self.ids, self.layer, self.commands, self.function = ids, layer, commands, function
 
     @property
@@ -51,7 +57,7 @@ ENTRIES: list = []  # in registration order: a command shows its checks in this 
 BY_ID: dict = {}
 
 
-def registered(*ids: str, layer: str, shown_by: tuple):
+def registered(*ids: str, layer: str, shown_by: tuple) -> "Callable[[Function], Function]":
     """Decorator: the function returns checks with these ids (and no others), in `layer`, shown by
     the commands `shown_by`. An id registered twice, an unknown layer or command is a programming
     error and stops the import."""
@@ -61,7 +67,7 @@ def registered(*ids: str, layer: str, shown_by: tuple):
     if unknown or not shown_by or not ids:
         raise ValueError("checks %s: commands %r (known: %s)" % (ids, shown_by, ", ".join(COMMANDS)))
 
-    def register(function):
+    def register(function: "Function") -> "Function":
         entry = Entry(tuple(ids), layer, tuple(shown_by), function)
         for check_id in ids:
             if check_id in BY_ID:

@@ -5,9 +5,14 @@ from cudaswitch.switch.registry import Registry
 from cudaswitch.verify import checkset
 from cudaswitch.verify.host import Host, current_or_none  # noqa: F401  (re-exported)
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
 
-def verify_toolkit(paths, registry: dict, record: dict, env: dict, python=None, smoke_compile: bool = False,
-                  timeout=None, current_env=None) -> dict:
+
+def verify_toolkit(paths: "Paths", registry: dict, record: dict, env: dict, python: "str | None" = None,
+                  smoke_compile: bool = False, timeout: "float | None" = None,
+                  current_env: "dict | None" = None) -> dict:
     """{"toolkit": list-shape, "checks": [...], "driver": {...}, "torch": {...}} for `record`.
 
     `env` is the environment after switching (switch/plan.py, as `use` gives it); `current_env`, when given,

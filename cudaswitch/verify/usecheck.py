@@ -7,8 +7,12 @@ from cudaswitch.verify import checkset
 from cudaswitch.verify.compat import LEVELS, worst
 from cudaswitch.verify.host import Host, settings
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
 
-def use_verdict(paths, record: dict, new_env: dict, timeout) -> tuple:
+
+def use_verdict(paths: "Paths", record: dict, new_env: dict, timeout: "float | None") -> tuple:
     """(level, line, paths to watch): the verdict and what would make it stale. timeout None: the
     configured torch_timeout, capped at settings.USE_TORCH_TIMEOUT unless config.toml sets one explicitly."""
     conf = settings(paths, tolerant=True)
@@ -23,7 +27,7 @@ MAX_LINE = 100
 TAIL = " (`cudaswitch verify`)"
 
 
-def summarize(record: dict, checks: list, host) -> tuple:
+def summarize(record: dict, checks: list, host: "Host") -> tuple:
     """(level, line, line for a shell that switched before): at most MAX_LINE characters."""
     level = worst(checks)
     head = "CUDA %s" % (record.get("version") or "?")
