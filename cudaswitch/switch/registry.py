@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from cudaswitch.paths import Paths
     from cudaswitch.toolkit import AnyRecord, Env
 
+
 class Registry:
     """Answers about the records of `data` for the shell whose environment is `env`. Records are
     toolkit.ToolkitRecord; they are handed out as plain dicts because most callers still annotate
@@ -37,7 +38,7 @@ class Registry:
     def active(self) -> "dict | None":
         """The toolkit this shell really uses (switch/active.active_record), or None."""
         if not self._known:
-            from cudaswitch.switch.active import active_record
+            from cudaswitch.switch.active import active_record  # `which 12.4` and `global` never ask
 
             self._active, self._known = active_record(self.data, self.env), True
         return self._active
