@@ -13,6 +13,7 @@ verify/usecheck.py time their probes by them, cli/table.py prints them in --help
 TORCH_TIMEOUT: float = 60.0
 # `use` waits for its verdict before the shell gets its prompt back: on a cache miss the torch probe
 # is cut at 15 s unless config.toml sets `torch_timeout` itself (then that applies, as asked).
+# `kernel install` prints the same verdict, so it waits the same (it said 20 s on its own).
 USE_TORCH_TIMEOUT: float = 15.0
 # `nvcc --version` during discovery (config `probe_timeout`): a healthy nvcc answers in
 # milliseconds; a hung one on a dead NFS mount must not stall `list` for long.

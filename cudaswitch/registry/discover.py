@@ -14,6 +14,7 @@ from cudaswitch import __version__
 from cudaswitch import envstate
 from cudaswitch.paths import atomic_write, link_leaving, resolve_in_root
 from cudaswitch.safeio import load_marshal, seal
+from cudaswitch.settings import PROBE_TIMEOUT
 from cudaswitch.toolkit import STATUSES, version_tuple
 
 TYPE_CHECKING = False
@@ -118,7 +119,8 @@ def discover(paths: "Paths", env: "Env", config: dict, nvcc_probes: dict) -> dic
     from cudaswitch.request import SOURCES, select, ToolkitRequest
     from cudaswitch.registry.sources import Scan, source_modules, system
 
-    scan = Scan(paths, absolute_only(envstate.before_switch(env)), config, float(config.get("probe_timeout", 5.0)))
+    probe_timeout = float(config.get("probe_timeout", PROBE_TIMEOUT))
+    scan = Scan(paths, absolute_only(envstate.before_switch(env)), config, probe_timeout)
     order = [s for s in config.get("source_order", SOURCES) if s in SOURCES]
     order += [s for s in SOURCES if s not in order]
     by_real: "dict[str, ToolkitRecord]" = {}

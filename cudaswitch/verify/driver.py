@@ -13,6 +13,7 @@ import re
 import sys
 
 from cudaswitch.safeio import read_or_none
+from cudaswitch.settings import DRIVER_TIMEOUT
 
 from cudaswitch.verify.runner import PROBE_LOG, run_bounded, run_framed, which
 
@@ -101,7 +102,7 @@ def cuda_string(value: int) -> str:
     return "%d.%d" % (value // 1000, (value % 1000) // 10)
 
 
-def driver_facts(paths: "Paths", env: "Env", timeout: float = 20.0) -> dict:
+def driver_facts(paths: "Paths", env: "Env", timeout: float = DRIVER_TIMEOUT) -> dict:
     """{"present", "release", "cuda", "cuda_source", "libcuda", "gpus", "wsl", "problems", ...}."""
     release, proc_line = read_proc_release(paths)
     lib, how = libcuda_choice(paths, env)

@@ -33,10 +33,12 @@ def dependency_key(paths: "Paths", record: dict, new_env: dict) -> tuple:
     )
 
 
-def verdict_for_use(paths: "Paths", record: dict, new_env: dict, timeout: "float | None" = 20.0,
+def verdict_for_use(paths: "Paths", record: dict, new_env: dict, timeout: "float | None" = None,
                     again: bool = False) -> tuple:
     """(level, one_line) for switching to `record` with environment `new_env`; cached. again:
-    this shell switched before, so an ok line leaves out what it already said (no driver here)."""
+    this shell switched before, so an ok line leaves out what it already said (no driver here).
+    timeout None: use's own (settings.USE_TORCH_TIMEOUT, or config's torch_timeout where set), for
+    `use` and `kernel install` alike."""
     key = dependency_key(paths, record, new_env)
     where = cache.cache_file(paths)
     entries = cache.load(where)
