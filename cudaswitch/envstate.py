@@ -113,8 +113,11 @@ def _modules_ok(info):
         return info is None or info == {}
     if not isinstance(info, dict) or info.get("kind") not in MODULE_KINDS or not _text(info.get("dir"), False):
         return False
-    unloaded, outer = info.get("unloaded"), info.get("outer", {})
-    if not (isinstance(unloaded, list) and unloaded and all(_module_name(m) for m in unloaded)):
+    unloaded, outer, loaded = info.get("unloaded"), info.get("outer", {}), info.get("loaded")
+    # `loaded`: the module `use module:X` loaded, when it did (then nothing need have been unloaded)
+    if loaded is not None and not (isinstance(loaded, list) and len(loaded) == 1 and _module_name(loaded[0])):
+        return False
+    if not (isinstance(unloaded, list) and (unloaded or loaded) and all(_module_name(m) for m in unloaded)):
         return False
     return isinstance(outer, dict) and all(n in OUTER_NAMES and _text(v) for n, v in outer.items())
 

@@ -55,12 +55,15 @@ def use(reg: dict, env: dict, request_text: str, origin: str = "shell", source_f
     """(record, diff) switching `env` to the toolkit the request selects (see find_record)."""
     request = ToolkitRequest.parse(request_text, allow_path=(origin == "shell"))
     record = find_record(reg, request, driver_runs)
-    return record, switch_plan(reg, env, record, origin, source_file).diff
+    # `use module:X` typed by the user loads the module itself; a project file's only selects
+    load = (record.get("origins") or {}).get("module") if request.source == "module" and origin == "shell" else None
+    return record, switch_plan(reg, env, record, origin, source_file, load).diff
 
 
-def switch_plan(reg: dict, env: dict, record: dict, origin: str, source_file: "str | None" = None) -> SwitchPlan:
+def switch_plan(reg: dict, env: dict, record: dict, origin: str, source_file: "str | None" = None,
+                load_module: "str | None" = None) -> SwitchPlan:
     """The switch plan (switch/plan.py) of `env` to `record`, with every root the registry knows."""
-    return plan(env, record, origin, known_roots(reg), source_file)
+    return plan(env, record, origin, known_roots(reg), source_file, load_module=load_module)
 
 
 def notes(diff: dict) -> "list[str]":
@@ -71,8 +74,9 @@ def notes(diff: dict) -> "list[str]":
         return []
     out = []
     if state.get("modules"):
-        out.append("swapped module %s for cuda/cudaswitch (`off` loads it again)" % ", ".join(
-            state["modules"]["unloaded"]))
+        from cudaswitch.switch import modswitch
+
+        out.append(modswitch.swap_note(state["modules"]))
     flags = [n for n in envdiff.FLAG_VARS if n in state["scalars"] and _took_dirs(*state["scalars"][n])]
     if flags:
         out.append("took other toolkits' -I/-L dirs out of %s (`off` puts them back)" % ", ".join(flags))
@@ -106,10 +110,7 @@ def off_notes(env: dict) -> "list[str]":
     info = modswitch.valid(state["modules"])
     if not info:
         return []
-    names = ", ".join(info["unloaded"])
-    if modswitch.MARKER in modswitch.loaded_cuda_modules(env):
-        return ["loading module %s again" % names]
-    return ["not loading %s again: %s was unloaded or replaced since `use`" % (names, modswitch.MARKER)]
+    return [modswitch.off_note(info, env)]
 
 
 def off(env: dict) -> "dict | None":

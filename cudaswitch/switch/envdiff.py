@@ -51,7 +51,9 @@ def switched(env: dict, record: dict, origin: str, source_file: "str | None" = N
     base = pristine(env) if base is None else base
     new = dict(base)
     owner = Owner(list(known_roots) + [record["root"]], base)
-    lists = _replaced_lists(base, owner, path_entries(record), record["root"])
+    # a module `use module:X` loaded set the toolkit's own entries (CPATH, CMAKE_PREFIX_PATH): they stay
+    keep_own = bool(modules and modules.get("loaded"))
+    lists = _replaced_lists(base, owner, path_entries(record), record["root"], keep_own)
     scalars = {name: (base.get(name), value) for name, value in _scalar_values(base, record, owner, compilers).items()
                if base.get(name) != value}
     for name, (_, value) in scalars.items():
@@ -79,11 +81,11 @@ def _unexported(env, changed):
     return sorted(names & changed)
 
 
-def _replaced_lists(base, owner, ours, own_root):
+def _replaced_lists(base, owner, ours, own_root, keep_own=False):
     """{name: (value before, value set, how many entries are cudaswitch's)} for each list that
     changes: `ours` first, then every entry of the old list that belongs to no toolkit, and the
     chosen toolkit's compat/ dir (cuda-compat's libcuda, put first on purpose for forward
-    compatibility on an older driver)."""
+    compatibility on an older driver); with `keep_own`, the chosen toolkit's other entries too."""
     lists = {}
     compat = os.path.join(os.path.normpath(own_root), "compat")
     for name in LISTS:
@@ -92,7 +94,9 @@ def _replaced_lists(base, owner, ours, own_root):
         add = ours.get(name, [])
         if name == "PATH" and not entries:  # no PATH or an empty one: the switched shell still runs
             add = add + [d for d in _split(os.defpath) if d not in add]  # `ls`; these go at `off` too
-        kept = [e for e in entries if not owner(e) or os.path.normpath(e) == compat]
+        own = os.path.normpath(own_root)
+        kept = [e for e in entries if not owner(e) or os.path.normpath(e) == compat
+                or keep_own and owner(e) == own and e not in add]
         if add or len(kept) != len(entries):
             result = add + kept
             lists[name] = (before, os.pathsep.join(result) if result or name == "PATH" else None, len(add))

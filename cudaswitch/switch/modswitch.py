@@ -20,11 +20,15 @@ byte. After any module command of the user's in between, the module system's own
 Only this case starts a process (the module command, as a `module load` itself does); a shell
 with no CUDA module loaded pays nothing.
 
-`use module:12.9` does NOT load the module: it switches to the toolkit the module points at like
-any other request (PATH, CUDA_HOME, the replace rules), because a site modulefile may do more than
-point at a toolkit (load dependencies, extend MODULEPATH, set site variables) that cudaswitch could
-neither see in its state nor undo exactly, and because it would make every such `use` as slow as a
-module load. A user who wants the module itself loaded runs `module load cuda/12.9`.
+`use module:12.9` typed on the command line goes through the module system: the user asked for
+the module, so it is loaded with the module system's own command (in a child, with a timeout; a
+CUDA module loaded before is unloaded first, as Lmod's family swap would), then the toolkit is
+switched to as any other (the replace rules, CUDA_HOME); what the modulefile sets beside it (CPATH,
+CMAKE_PREFIX_PATH, site variables) stays, and `module list` shows it. `off` unloads it through the
+module system and loads again what it replaced; a second `use` of anything else does the same
+first. A project file's `module:12.9` only selects the toolkit (nothing but cudaswitch runs on
+`cd`), and without a module command in the shell `use module:12.9` says so and switches by the
+variables alone.
 """
 
 import os
@@ -50,18 +54,57 @@ def foreign_modules(env: dict) -> "list[str]":
     return [m for m in loaded_cuda_modules(env) if m != MARKER]
 
 
-def away(paths: "Paths", env: dict) -> "tuple[dict, dict | None]":
-    """(environment with the CUDA modules swapped for the marker, module state for `off`), or
-    (env, None) when no CUDA module is loaded."""
+def swap(paths: Paths, base: dict, recorded: object, load: "str | None" = None) -> "tuple[dict, dict | None]":
+    """The plan's one call for modules: (base with the CUDA modules swapped as this switch needs,
+    the module record for the state). `recorded`: the state's record from an earlier switch, kept
+    while what it did is still in place and is what this switch wants; `load`: the module a
+    `use module:X` asked for."""
+    from cudaswitch.registry.discover import ENV_KEYS
+
+    modules = valid(recorded)
+    if modules and not in_place(modules, base):
+        modules = None  # the user unloaded or replaced it: nothing of before is to reload
+    if modules and modules.get("loaded", [None])[0] != load:
+        base, modules = back(base, modules), None  # undone first, as `off` would
+    if modules is None and (load or foreign_modules(base)):
+        outer = {name: base.get(name) for name in ENV_KEYS}
+        base, modules = away(paths, base, load)
+        if modules is not None:
+            modules["outer"] = outer
+    return base, modules
+
+
+def in_place(info: dict, env: dict) -> bool:
+    """Is what the switch did to the modules still there (the marker, or the module it loaded)?"""
+    wanted = (info.get("loaded") or [MARKER])[0]
+    return wanted in loaded_cuda_modules(env)
+
+
+def away(paths: Paths, env: dict, load: "str | None" = None) -> "tuple[dict, dict | None]":
+    """(environment with the CUDA modules swapped for the marker, or for `load`, module state for
+    `off`), or (env, None) when there is nothing to swap."""
     loaded = foreign_modules(env)
-    if not loaded:
+    if not loaded and not load or loaded == [load]:
         return env, None
     from cudaswitch.registry.sources import modules
 
-    command = modules.module_command(env)
+    # a load goes to the shell's own module system only: one guessed on disk would load into a shell
+    # without a `module` function, where `module list` cannot show it
+    shells_own = any(env.get(n) for n in ("LMOD_CMD", "MODULES_CMD", "MODULESHOME"))
+    command = modules.module_command(env) if shells_own or not load else None
+    if command is None and load:
+        from cudaswitch import render
+
+        render.message("cudaswitch: no module system in this shell ($LMOD_CMD and $MODULES_CMD are unset): "
+                       "%s is not loaded; switching to its toolkit without it" % load)
+        return env, None
     if command is None:
         raise CudaSwitchError("%s is loaded, but no module command is reachable to unload it" % loaded[0],
                               "run `module unload %s` first" % loaded[0])
+    if load:
+        new = _loaded(command, env, loaded, load)
+        return new, {"kind": command[0], "unloaded": loaded, "loaded": [load], "dir": "",
+                     "account": account_changes(env, new)}
     directory = _marker_dir(paths, command[0])
     new = dict(env)
     new["MODULEPATH"] = _with_dir(env.get("MODULEPATH"), directory)
@@ -69,6 +112,17 @@ def away(paths: "Paths", env: dict) -> "tuple[dict, dict | None]":
     for args in steps:
         new = _apply(new, _run(command, args, new))
     return new, {"kind": command[0], "unloaded": loaded, "dir": directory, "account": account_changes(env, new)}
+
+
+def _loaded(command, env, loaded, load):
+    """env after `module unload` of the CUDA modules there and `module load` of `load`."""
+    new = dict(env)
+    for args in ([["unload", *loaded]] if loaded else []) + [["load", load]]:
+        new = _apply(new, _run(command, args, new))
+    if load not in loaded_cuda_modules(new):
+        raise CudaSwitchError("module load %s did not load it (LOADEDMODULES: %s)" % (load, new.get("LOADEDMODULES")),
+                              "`module load %s` shows the module system's own error" % load)
+    return new
 
 
 def account_names(*envs: dict) -> "list[str]":
@@ -89,8 +143,10 @@ def valid(info: object) -> "dict | None":
     leaves the module system's own variables as its reload sets them."""
     if not isinstance(info, dict):
         return None
-    unloaded = info.get("unloaded")
-    if not (isinstance(unloaded, list) and unloaded and all(isinstance(m, str) for m in unloaded)
+    unloaded, loaded = info.get("unloaded"), info.get("loaded")
+    if loaded is not None and not (isinstance(loaded, list) and len(loaded) == 1 and isinstance(loaded[0], str)):
+        return None
+    if not (isinstance(unloaded, list) and (unloaded or loaded) and all(isinstance(m, str) for m in unloaded)
             and isinstance(info.get("dir"), str)):
         return None
     if "account" in info and not _valid_account(info["account"]):
@@ -108,29 +164,61 @@ def _valid_account(account):
 
 
 def back(env: dict, info: object) -> dict:
-    """The environment with the unloaded modules loaded again, if the user left the marker in place;
-    the marker's MODULEPATH dir goes either way."""
+    """The environment with the unloaded modules loaded again (and the one `use module:X` loaded
+    unloaded), if the user left the switch's module in place; the marker's MODULEPATH dir goes
+    either way."""
     info = valid(info)
     if not info:
         return env
     new = dict(env)
-    reloaded = MARKER in loaded_cuda_modules(env)
+    reloaded = in_place(info, env)
     if reloaded:
-        from cudaswitch.registry.sources import modules
-
-        command = modules.module_command(env)
-        if command is None:
-            raise CudaSwitchError("cannot reload %s: no module command is reachable" % info["unloaded"][0])
-        first, rest = info["unloaded"][0], info["unloaded"][1:]
-        hint = "`module unload %s`, then `cudaswitch off` restores the rest without it" % MARKER
-        for args in [["switch", MARKER, first]] + ([["load", *rest]] if rest else []):
-            new = _apply(new, _run(command, args, new, hint))
-    entries = [d for d in (new.get("MODULEPATH") or "").split(":") if d != info["dir"]]
-    if entries or new.get("MODULEPATH") is not None:
-        new["MODULEPATH"] = ":".join(entries)
+        new = _undone(info, new)
+    if info["dir"]:
+        entries = [d for d in (new.get("MODULEPATH") or "").split(":") if d != info["dir"]]
+        if entries or new.get("MODULEPATH") is not None:
+            new["MODULEPATH"] = ":".join(entries)
     if reloaded and info.get("account"):
         new = _account_restored(env, new, info["account"])
     return new
+
+
+def _undone(info, env):
+    """env with the switch's module swapped back for those it replaced, by the module system."""
+    from cudaswitch.registry.sources import modules
+
+    ours = (info.get("loaded") or [MARKER])[0]
+    command = modules.module_command(env)
+    if command is None:
+        raise CudaSwitchError("cannot unload %s: no module command is reachable" % ours)
+    first, rest = (info["unloaded"] or [None])[0], info["unloaded"][1:]
+    hint = "`module unload %s`, then `cudaswitch off` restores the rest without it" % ours
+    steps = [["switch", ours, first]] if first else [["unload", ours]]
+    new = env
+    for args in steps + ([["load", *rest]] if rest else []):
+        new = _apply(new, _run(command, args, new, hint))
+    return new
+
+
+def swap_note(info: dict) -> str:
+    """What `use` did to the modules, for its note on stderr."""
+    if info.get("loaded"):
+        replaced = " in place of %s" % ", ".join(info["unloaded"]) if info["unloaded"] else ""
+        return "loaded module %s%s (`off` unloads it)" % (info["loaded"][0], replaced)
+    return "swapped module %s for %s (`off` loads it again)" % (", ".join(info["unloaded"]), MARKER)
+
+
+def off_note(info: dict, env: dict) -> str:
+    """What `off` does with the modules `use` swapped, or why it leaves them."""
+    ours = (info.get("loaded") or [MARKER])[0]
+    if not in_place(info, env) and info.get("loaded"):
+        return "not unloading %s: it was unloaded or replaced since `use`" % ours
+    if not in_place(info, env):
+        return "not loading %s again: %s was unloaded or replaced since `use`" % (", ".join(info["unloaded"]), ours)
+    if info.get("loaded"):
+        again = "; loading %s again" % ", ".join(info["unloaded"]) if info["unloaded"] else ""
+        return "unloading module %s%s" % (ours, again)
+    return "loading module %s again" % ", ".join(info["unloaded"])
 
 
 def _account_restored(at_off, new, account):

@@ -70,16 +70,18 @@ class SwitchPlan:
 
 
 def plan(env: dict, record: dict, origin: str, known_roots: "list[str] | tuple[str, ...]" = (),
-         source_file: "str | None" = None, paths: "Paths | None" = None) -> SwitchPlan:
+         source_file: "str | None" = None, paths: "Paths | None" = None,
+         load_module: "str | None" = None) -> SwitchPlan:
     """The switch of `env` to `record` (see the module's docstring). `origin` is who switches
     (envdiff.ORIGINS); `known_roots`: the roots the registry knows (toolkitdirs.known_roots), taken
-    off the paths whole; `source_file`: the project file that asked, for the hook."""
+    off the paths whole; `source_file`: the project file that asked, for the hook; `load_module`:
+    the module `use module:X` loads through the module system (see modswitch)."""
     entries = envdiff.path_entries(record)
     if any(os.pathsep in d for d in entries["PATH"] + entries["LD_LIBRARY_PATH"]):
         raise CudaSwitchError("%s cannot go on PATH: its path holds %r" % (record["root"], os.pathsep))
     paths = Paths(env) if paths is None else paths
     state = envdiff.read_state(env)
-    base, modules = _modules_swapped(paths, envdiff.pristine(env, state), state)
+    base, modules = _modules_swapped(paths, envdiff.pristine(env, state), state, load_module)
     compilers = choose_compilers(paths.cache_dir, record, base)
     on_path = record if _loader_path(paths) else dict(record, lib_dirs=[], env_lib=[])
     new = envdiff.switched(env, on_path, origin, source_file, known_roots, base=base, modules=modules,
@@ -87,26 +89,18 @@ def plan(env: dict, record: dict, origin: str, known_roots: "list[str] | tuple[s
     return SwitchPlan(record, origin, source_file, env, base, new, modules, compilers, envdiff.path_entries(on_path))
 
 
-def _modules_swapped(paths: Paths, base: dict, state: "dict | None") -> "tuple[dict, dict | None]":
-    """(base with a loaded CUDA module swapped for cudaswitch's marker, the module record for the
-    state). No process starts unless LOADEDMODULES names a CUDA module; a swap made by an earlier
-    switch is kept while its marker is still loaded."""
+def _modules_swapped(paths: Paths, base: dict, state: "dict | None",
+                     load_module: "str | None" = None) -> "tuple[dict, dict | None]":
+    """(base with a loaded CUDA module swapped for cudaswitch's marker, or for the module `use
+    module:X` loads, the module record for the state). No process starts unless LOADEDMODULES
+    names a CUDA module or a module is to be loaded; a swap made by an earlier switch is kept
+    while it is still in place and is what this switch wants."""
     modules = state.get("modules") if state else None
-    if not modules and "cuda" not in (base.get("LOADEDMODULES") or "").lower():
+    if not modules and not load_module and "cuda" not in (base.get("LOADEDMODULES") or "").lower():
         return base, None
     from cudaswitch.switch import modswitch
 
-    modules = modswitch.valid(modules)
-    if modules and modswitch.MARKER not in modswitch.loaded_cuda_modules(base):
-        modules = None  # the user unloaded or replaced the marker: nothing of before is to reload
-    if modules is None and modswitch.foreign_modules(base):
-        from cudaswitch.registry.discover import ENV_KEYS
-
-        outer = {name: base.get(name) for name in ENV_KEYS}
-        base, modules = modswitch.away(paths, base)
-        if modules is not None:
-            modules["outer"] = outer
-    return base, modules
+    return modswitch.swap(paths, base, modules, load_module)
 
 
 def _loader_path(paths: Paths) -> bool:
