@@ -1,6 +1,8 @@
 """Messages a user meets in everyday use say what is true, each checked through the real command:
-`local` of a toolkit that cannot compile says so in its one line; `system X --dry-run` when
-/usr/local/cuda already leads to X says so instead of "would repoint"."""
+`local` of a toolkit that cannot compile says so in its one line; `system X` when /usr/local/cuda
+already leads to X says so instead of "would repoint"; a refused path is quoted by whole
+components; "not found" suggests no release that may not exist; the hook's error on `cd` names the
+project file that asked; sizes are in one unit (IEC)."""
 
 import os
 
