@@ -6,8 +6,8 @@ content and schema of the files are the caller's business.
 
 The cache is a sealed marshal (safeio.seal) in the cache dir, valid while every file keeps its
 size, mtime, ctime and inode and cudaswitch its version. A result marshal cannot hold, a file
-that is not a regular file on disk (a zipped install), or a cache dir that cannot be written:
-the parse runs every time, as it did before."""
+that is not a regular file on disk (a zipped install), or a cache dir that does not exist yet or
+cannot be written: the parse runs every time, as it did before."""
 
 import marshal
 import os
@@ -44,6 +44,8 @@ def parsed(cache_dir, name, files, parse):
     if isinstance(stored, tuple) and len(stored) == 2 and stored[0] == key:
         return stored[1]
     value = parse()
+    if not os.path.isdir(cache_dir):  # never the first to make it: a command that caches nothing
+        return value                  # else (an image audit refused in one line) leaves no trace
     try:
         atomic_write(where, seal(marshal.dumps((key, value))))
     except (OSError, ValueError):  # unmarshallable (a TOML date) or a read-only cache dir: no cache

@@ -22,6 +22,7 @@ def test_second_read_is_cached_and_an_edit_is_seen(tmp_path):
     table.write_text('[[build]]\ntorch = "2.9"\ncuda = "13.0"\n')
     calls = []
     parse = counting_parser(table, calls)
+    (tmp_path / "cache").mkdir()
     first = datacache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse)
     again = datacache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse)
     assert first == again == {"build": [{"torch": "2.9", "cuda": "13.0"}]} and len(calls) == 1
@@ -30,6 +31,17 @@ def test_second_read_is_cached_and_an_edit_is_seen(tmp_path):
     os.utime(table, ns=(stamp + 10**9, stamp + 10**9))
     edited = datacache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse)
     assert edited["build"][0]["torch"] == "2.10" and len(calls) == 2
+
+
+def test_no_cache_dir_is_made_for_it(tmp_path):
+    """A command that caches nothing else (an image audit refused in one line) leaves no trace."""
+    table = tmp_path / "t.toml"
+    table.write_text("a = 1\n")
+    calls = []
+    for _ in range(2):
+        assert datacache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], counting_parser(table, calls)) \
+            == {"a": 1}
+    assert len(calls) == 2 and not (tmp_path / "cache").exists()
 
 
 def test_a_result_marshal_cannot_hold_is_parsed_every_time(tmp_path):
@@ -49,6 +61,7 @@ def test_a_damaged_cache_or_a_missing_file_is_parsed_again(tmp_path):
     table.write_text("a = 1\n")
     calls = []
     parse = counting_parser(table, calls)
+    (tmp_path / "cache").mkdir()
     datacache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse)
     (tmp_path / "cache" / "t.marshal").write_bytes(b"\x00" * 64)
     assert datacache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse) == {"a": 1}
