@@ -133,12 +133,13 @@ def parse_toml(data):
 
 
 def file_identity(path: str) -> "tuple[str, int, int, int]":
-    """(real path, mtime ns, size, inode) of the file `path` names through its links; OSError when
-    it cannot be stat'ed. The one identity every cache key holds for a file (nvcc probes, builds,
-    verdicts, settings): a rebuilt, reinstalled or replaced file changes it."""
-    real = os.path.realpath(path)
-    st = os.stat(real)
-    return (real, st.st_mtime_ns, st.st_size, st.st_ino)
+    """("device:inode", mtime ns, size, inode) of the file `path` names through its links; OSError
+    when it cannot be stat'ed. The one identity every cache key holds for a file (nvcc probes,
+    builds, verdicts, settings): a rebuilt, reinstalled or replaced file, or a link pointed at
+    another, changes it. The device and inode name the file as its real path did, with one stat
+    instead of realpath's lstat of every component (a `use` keys ~20 files: ~190 lstat calls)."""
+    st = os.stat(path)
+    return ("%d:%d" % (st.st_dev, st.st_ino), st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def quote_prefix(text, length=16):
