@@ -6,6 +6,10 @@ import re
 
 from cudaswitch.verify.runner import run_bounded
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.toolkit import AnyRecord, Env
+
 NVCC_ERROR = re.compile(r"(#error.*|nvcc fatal.*|error:.*|undefined reference.*|cannot find -l.*|not found.*)")
 
 SMOKE_SOURCE = r"""
@@ -24,14 +28,14 @@ int main() {
 """
 
 
-def gpu_archs(nvcc, env, timeout):
+def gpu_archs(nvcc: str, env: "Env", timeout: float) -> "list[str] | None":
     """['compute_75', ...] from `nvcc --list-gpu-arch` (11.x+), or None when nvcc cannot say."""
     code, out, _ = run_bounded([nvcc, "--list-gpu-arch"], env, timeout)
     archs = re.findall(r"compute_\w+", out.decode("utf-8", "replace"))
     return archs if code == 0 and archs else None
 
 
-def cached_gpu_archs(cache_dir, nvcc, env, timeout):
+def cached_gpu_archs(cache_dir: str, nvcc: str, env: "Env", timeout: float) -> "list[str] | None":
     """gpu_archs, remembered per nvcc binary (path, real path, mtime, size, inode): `torch` asks on
     every run, and nvcc's answer changes only with nvcc. A timed-out or failed probe is not kept."""
     from cudaswitch.verify import cache
@@ -50,7 +54,7 @@ def cached_gpu_archs(cache_dir, nvcc, env, timeout):
     return archs
 
 
-def first_error_line(text):
+def first_error_line(text: str) -> "str | None":
     """nvcc's own error line (e.g. `#error -- unsupported GNU version! ...`) from its output."""
     for line in text.splitlines():
         match = NVCC_ERROR.search(line)
@@ -60,14 +64,14 @@ def first_error_line(text):
     return lines[-1] if lines else None
 
 
-def compile_smoke(record, env, run, timeout):
+def compile_smoke(record: "AnyRecord", env: "Env", run: bool, timeout: float) -> dict:
     """Compile (`nvcc -c`) and link the one-kernel program; run it when `run` (a GPU is there).
     Linked against the shared libcudart, the part every toolkit has (not all ship the static one)."""
-    if not record.get("nvcc"):
+    nvcc = record.get("nvcc")
+    if not nvcc:
         return {"built": False, "error": "this toolkit has no nvcc"}
     import tempfile  # ~7 ms (shutil, random): only for a build, not for the cached arch list
 
-    nvcc = record["nvcc"]
     with tempfile.TemporaryDirectory(prefix="cudaswitch-smoke-") as tmp:
         with open(os.path.join(tmp, "smoke.cu"), "w") as handle:
             handle.write(SMOKE_SOURCE)

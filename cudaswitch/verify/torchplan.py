@@ -13,7 +13,7 @@ torch that fits is the answer: keep it.
 
 import os
 import re
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 from cudaswitch.errors import UsageError
 from cudaswitch.toolkit import version_tuple
@@ -23,6 +23,10 @@ from cudaswitch.verify.checks import arch_in_build
 from cudaswitch.verify.compat import check, driver_supports
 from cudaswitch.verify.registry import registered
 from cudaswitch.verify.torchdriver import parse_driver  # noqa: F401 - the command's entry point
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
 
 GPU_SM = re.compile(r"^(?:sm_)?(\d+)(\d)$")
 GPU_DOTTED = re.compile(r"^(\d+)\.(\d+)$")
@@ -73,7 +77,7 @@ def parse_gpu(text: str) -> dict:
             "source": "--gpu"}
 
 
-def probe_installed(paths, python: str, env: dict, timeout: float) -> dict:
+def probe_installed(paths: "Paths", python: str, env: dict, timeout: float) -> dict:
     """{"torch", "cuda", "arch_flags", "python"} from the user's Python, or {"error": why}. It runs
     from a private empty directory, so no project's torch/ or json.py is imported by accident.
     Importing torch takes seconds: the answer is cached until the Python's site dirs change."""
@@ -97,7 +101,7 @@ def probe_installed(paths, python: str, env: dict, timeout: float) -> dict:
     return payload
 
 
-def _probe_entry_ok(entry) -> bool:
+def _probe_entry_ok(entry: object) -> bool:
     """A stored probe: its payload and the mtimes it holds for (cache.load's default check is a
     verdict's, which refused every probe: each `torch` started the Python again)."""
     return (isinstance(entry, dict) and isinstance(entry.get("payload"), dict) and isinstance(entry.get("watch"), dict)
@@ -142,7 +146,7 @@ def install_lines(build: dict) -> Dict[str, str]:
 
 @registered("torch_build.driver", "torch_build.evidence", "torch_build.gpu_arch", layer="framework",
             shown_by=("torch",))
-def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict], drives: List[dict] = ()) -> dict:
+def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict], drives: Sequence[dict] = ()) -> dict:
     """One build against the host: its checks, and fits True / False / None (cannot tell).
     `drives`: whether the driver's branch drives each GPU (the same for every build)."""
     subject = "torch %s+%s" % (build["torch"], variant(build["cuda"]))
@@ -172,7 +176,7 @@ def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict],
 
 
 @registered("torch_build.extensions", layer="toolkit", shown_by=("torch",))
-def extension_check(build: dict, toolkit: Optional[dict], gpus: List[dict] = ()) -> dict:
+def extension_check(build: dict, toolkit: Optional[dict], gpus: Sequence[dict] = ()) -> dict:
     """cpp_extension refuses a toolkit whose CUDA major differs from torch's; another minor warns; a
     GPU the toolkit's nvcc cannot target gets no extension code whatever torch build it is."""
     if not toolkit:
@@ -233,7 +237,7 @@ def _table_note(installed):
             "its other builds cannot be judged" % (release + (newest,))}
 
 
-def recommend(assessed: List[dict], toolkit: Optional[dict]):
+def recommend(assessed: List[dict], toolkit: Optional[dict]) -> "tuple[Optional[dict], str]":
     """(build, why) or (None, why): an installed torch that fits (keep it); else the newest fitting
     build with evidence for its arch list, preferring one the toolkit can build extensions for.
     A build without evidence never fits, so it is never recommended."""
@@ -287,8 +291,9 @@ def plan_lines(result: dict) -> List[str]:
     return lines(result)
 
 
-def gather(paths, load_registry, env: dict, request: Optional[str] = None, driver: Optional[str] = None,
-           gpus: Optional[List[str]] = None, python: Optional[str] = None, timeout: float = 60.0) -> dict:
+def gather(paths: "Paths", load_registry: Callable[[], dict], env: dict, request: Optional[str] = None,
+           driver: Optional[str] = None, gpus: Optional[List[str]] = None, python: Optional[str] = None,
+           timeout: float = 60.0) -> dict:
     """The plan for this host, or for another machine where --driver / --gpu replace its facts. Bad
     options are refused before anything runs."""
     from cudaswitch.verify.runner import find_python
