@@ -6,7 +6,8 @@ of the shell sees before and after. The environment verify reports (its "environ
 variables set and unset, in `use --shell json`'s shape) applied to the environment before must be
 the environment after, every variable byte-exact, CUDASWITCH_STATE included. The states:
 - a CUDA module loaded with real Lmod (`module load cuda/13.1`, then switching to 13.0): the
-  module is swapped out through Lmod, so Lmod's own variables change too, in both;
+  module is swapped out through Lmod, so Lmod's own variables change too, in both; and
+  `module:13.1` asked with no module loaded, which Lmod loads itself;
 - CUDA exported by hand in an rc file (PATH, LD_LIBRARY_PATH, CPATH, CUDA_HOME of another toolkit);
 - an activated conda env with cuda-nvcc over a hand-exported toolkit, switched to the env's;
 - a toolkit whose crt/host_config.h refuses the host's gcc 12 (CUDA 11.4.1-11.8 cap gcc at 11):
@@ -73,6 +74,16 @@ def test_a_loaded_lmod_module_is_swapped_out_in_both(standard_host, tmp_path):
     assert "cuda/cudaswitch" in after["LOADEDMODULES"].split(":") and "cuda/13.1" not in after["LOADEDMODULES"]
     assert "LOADEDMODULES" in report["environment"]["set"]  # verify judged the swapped environment
     assert report["toolkit"]["root"] == after["CUDA_HOME"] == str(standard_host.path("/usr/local/cuda-13.0"))
+    assert_same_environment(before, report, after)
+
+
+def test_use_module_loads_the_module_in_both(standard_host, tmp_path):
+    """Mirrors `use module:13.1` at a cluster login with no CUDA module loaded: Lmod itself loads
+    cuda/13.1 for `use`, and verify judges that same environment, Lmod's own variables included."""
+    kits.require("lmod")
+    before, report, after = verify_then_use(standard_host, "module:13.1", ['source "$LMOD_PKG/init/bash"'], tmp_path)
+    assert "cuda/13.1" not in (before.get("LOADEDMODULES") or "")
+    assert "cuda/13.1" in after["LOADEDMODULES"].split(":") and "LOADEDMODULES" in report["environment"]["set"]
     assert_same_environment(before, report, after)
 
 

@@ -26,6 +26,16 @@ def _record(reg: dict, request: "str | None") -> dict:
     return resolve(reg, request)
 
 
+def _module_to_load(record: dict, request: "str | None") -> "str | None":
+    """The module `use REQUEST` would load (`module:X`), so verify judges that environment too."""
+    if request in (None, "current"):
+        return None
+    from cudaswitch.request import ToolkitRequest
+    from cudaswitch.switch.decide import module_to_load
+
+    return module_to_load(record, ToolkitRequest.parse(request, allow_path=True), "shell")
+
+
 def _check_options(python: "str | None" = None, timeout: "float | None" = None) -> None:
     """Bad options are one line and exit 2, before anything runs."""
     from cudaswitch.errors import UsageError
@@ -68,7 +78,7 @@ def verify(request: "str | None" = None, python: "str | None" = None, compile_: 
     paths, reg = _context()
     record = _record(reg, request)
     env = dict(os.environ)
-    switch = plan(env, record, "shell", known_roots(reg), paths=paths)
+    switch = plan(env, record, "shell", known_roots(reg), paths=paths, load_module=_module_to_load(record, request))
     report = verify_toolkit(paths, reg, record, switch.env, python=python, smoke_compile=compile_, timeout=timeout,
                             current_env=env)
     report["environment"] = switch.public()

@@ -55,9 +55,15 @@ def use(reg: dict, env: dict, request_text: str, origin: str = "shell", source_f
     """(record, diff) switching `env` to the toolkit the request selects (see find_record)."""
     request = ToolkitRequest.parse(request_text, allow_path=(origin == "shell"))
     record = find_record(reg, request, driver_runs)
-    # `use module:X` typed by the user loads the module itself; a project file's only selects
-    load = (record.get("origins") or {}).get("module") if request.source == "module" and origin == "shell" else None
-    return record, switch_plan(reg, env, record, origin, source_file, load).diff
+    return record, switch_plan(reg, env, record, origin, source_file, module_to_load(record, request, origin)).diff
+
+
+def module_to_load(record: dict, request: ToolkitRequest, origin: str) -> "str | None":
+    """The module a switch loads through the module system: `use module:X` typed by the user loads
+    the module itself; a project file's `module:X` only selects the toolkit. verify asks the same."""
+    if request.source == "module" and origin == "shell":
+        return (record.get("origins") or {}).get("module")
+    return None
 
 
 def switch_plan(reg: dict, env: dict, record: dict, origin: str, source_file: "str | None" = None,
