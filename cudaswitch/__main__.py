@@ -34,6 +34,6 @@ def _repair():
 
 _repair()
 
-from cudaswitch.cli.main import main  # noqa: E402  (after the sys.path repair, on purpose)
+from cudaswitch.cli.main import run_program  # noqa: E402  (after the sys.path repair, on purpose)
 
-raise SystemExit(main())
+raise SystemExit(run_program())

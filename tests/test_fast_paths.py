@@ -33,3 +33,15 @@ def test_global_again_leaves_config_toml_alone(standard_host, tmp_path):
     assert os.stat(config).st_mtime_ns == stamp and config.read_text() == text and again.stdout == ""
     standard_host.run("global", "13.0", env=env, check=True)
     assert "13.0" in config.read_text()
+
+
+def test_a_fast_command_ends_without_teardown_and_loses_nothing(standard_host):
+    """The fast path ends the process right after flushing (cli/main.run_program skips the
+    interpreter's teardown): what a user pipes or evals must still arrive whole, with the exit
+    status and the one error line, exactly as typer's path (which exits the normal way) gives them."""
+    typer = {"CUDASWITCH_NO_FAST": "1"}
+    for args in (("use", "13.0", "--shell", "bash"), ("list", "--json"), ("use", "99.9"), ("--help",)):
+        fast, slow = standard_host.run(*args), standard_host.run(*args, env=typer)
+        assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), args
+    failed = standard_host.run("use", "99.9")
+    assert failed.returncode == 1 and failed.stdout == "" and len(failed.stderr.splitlines()) == 1

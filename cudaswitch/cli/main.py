@@ -14,6 +14,7 @@ from cudaswitch.errors import CudaSwitchError, UsageError
 HELP = ("-h", "--help")
 TYPER_ONLY = "CUDASWITCH_NO_FAST"  # set: every command goes through typer (tests compare both paths)
 COMPLETION = "_CUDASWITCH_COMPLETE"  # click's completion protocol: only typer answers it
+_FAST_PATH_RAN = False  # set by _dispatch: run_program may then skip the interpreter's teardown
 
 
 def main(argv=None):
@@ -24,14 +25,34 @@ def main(argv=None):
         return 130
 
 
+def run_program():
+    """What the console script and `python -m cudaswitch` run: main(), then the exit. After a
+    fast command or a fast help page the process ends at once once its output is flushed: the
+    interpreter's teardown of every imported module is ~3.5 ms of a ~20 ms `use`, and nothing on
+    the fast path leaves work for it (no threads, no atexit, every file written is closed). A
+    typer command, or output that cannot be flushed (a closed pipe), exits the normal way."""
+    status = main()
+    if _FAST_PATH_RAN:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            return status
+        os._exit(status)
+    return status
+
+
 def _dispatch(argv):
+    global _FAST_PATH_RAN
     page = _fast_help(argv)
     if page is not None:
+        _FAST_PATH_RAN = True
         return boundary(lambda: render.emit_text(page) or 0, False)
     verbose = _leading_verbose(argv)
     words = argv[len(verbose):]
     found = table.find(words)
     if found and found[0].fast and _fast_allowed(found[0], found[1]):
+        _FAST_PATH_RAN = True
         return boundary(lambda: _run_fast(found[0], found[1], bool(verbose)), bool(verbose) or _wants_verbose(found))
     return boundary(lambda: _run_typer(argv), bool(verbose) or _wants_verbose(found))
 
