@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cudaswitch.cli import table
+from cudaswitch.launcher import BODY as LAUNCHER_BODY
 
 REPO = str(Path(__file__).resolve().parent.parent)
 # os and what it imports, and built-in C modules that cost nothing to import.
@@ -44,6 +45,7 @@ EXTRA = {"init": HELP_EXTRA | TYPING, "audit merge": HELP_EXTRA | TYPING | AUDIT
 # so the launcher runs site for them), and `global` rewrites config.toml, whose mtime is part of the
 # registry cache's key, so the next command discovers again.
 OVER_BUDGET = {"global", "config show"}
+# The launcher's own hook, from its text: site runs on the first import nothing finds.
 RUNNER = r"""
 import os, sys
 sys.path.insert(0, sys.argv[1])
@@ -61,17 +63,7 @@ def replaced(*_args):  # exec's handler replaces the process: record what it imp
     os._exit(0)
 
 
-class SiteWhenNeeded:  # as init's launcher does (cudaswitch/launcher.py): site on the first miss
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        sys.meta_path.remove(cls)
-        import site
-        site.main()
-        for finder in sys.meta_path:
-            spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") else None
-            if spec is not None:
-                return spec
-
+%s
 
 sys.meta_path.append(SiteWhenNeeded)
 os.execvpe = replaced
@@ -79,7 +71,7 @@ from cudaswitch.cli.main import main
 code = main()
 save()
 sys.exit(code)
-"""
+""" % LAUNCHER_BODY[LAUNCHER_BODY.index("class SiteWhenNeeded"):LAUNCHER_BODY.index("\n\n\nif not os.path.isfile")]
 
 
 def start_modules():
