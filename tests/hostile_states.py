@@ -26,7 +26,8 @@ WRONG_TYPES = (5, None, "x", [], {}, (), ("a",), ("a", "b", "c", "d"), True, 1.5
 PLACES = (("v",), ("root",), ("version",), ("origin",), ("file",), ("scalars",), ("scalars", "CUDA_HOME"),
           ("scalars", "CUDA_HOME", 0), ("scalars", "CUDA_HOME", 1), ("lists",), ("lists", "PATH"),
           ("lists", "PATH", 0), ("lists", "PATH", 2), ("modules",), ("modules", "outer"), ("modules", "unloaded"),
-          ("modules", "unloaded", 0), ("modules", "kind"), ("modules", "dir"), ("unexported",))
+          ("modules", "unloaded", 0), ("modules", "kind"), ("modules", "dir"), ("modules", "loaded"),
+          ("unexported",))
 
 
 def encode(obj):

@@ -129,6 +129,17 @@ def test_a_state_with_wrong_types_is_no_state_not_a_traceback(standard_host, goo
     assert "nothing to undo" in standard_host.run("off", "--shell", "bash", env=env).stderr
 
 
+def test_a_module_record_with_loaded_none_is_no_traceback(standard_host, good_state, project):
+    """A module record `"loaded": None` (valid to both shape checks) with the marker module still
+    loaded crashed every `use` and hook prompt with a TypeError: the shell kept failing on each cd."""
+    modules = {"kind": "lmod", "unloaded": ["cuda/12.9"], "dir": "/x", "loaded": None}
+    env = dict(standard_host.env, CUDASWITCH_STATE=hostile_states.encode(dict(good_state, modules=modules)),
+               LOADEDMODULES="cuda/cudaswitch")
+    for args in (("use", "13.0", "--shell", "bash"), ("hook-env", "--shell", "bash"), ("current",)):
+        proc = standard_host.run(*args, env=env, cwd=str(project), timeout=60)
+        assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) <= 3, (args, proc.stderr[-600:])
+
+
 def test_generated_hostile_states_run_nothing_and_never_trace(standard_host, good_state, canary, project, tmp_path):
     """The seeded corpus (tests/hostile_states.py, > 500 cases) in-process, in a child under a
     memory cap: every decision and renderer, each case under 2 s; all rendered shell text then

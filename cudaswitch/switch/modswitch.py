@@ -64,7 +64,7 @@ def swap(paths: Paths, base: dict, recorded: object, load: "str | None" = None) 
     modules = valid(recorded)
     if modules and not in_place(modules, base):
         modules = None  # the user unloaded or replaced it: nothing of before is to reload
-    if modules and modules.get("loaded", [None])[0] != load:
+    if modules and (modules.get("loaded") or [None])[0] != load:  # "loaded": None is no load
         base, modules = back(base, modules), None  # undone first, as `off` would
     if modules is None and (load or foreign_modules(base)):
         outer = {name: base.get(name) for name in ENV_KEYS}
