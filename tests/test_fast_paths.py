@@ -45,3 +45,23 @@ def test_a_fast_command_ends_without_teardown_and_loses_nothing(standard_host):
         assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), args
     failed = standard_host.run("use", "99.9")
     assert failed.returncode == 1 and failed.stdout == "" and len(failed.stderr.splitlines()) == 1
+
+
+def test_a_closed_stdout_or_a_reader_gone_is_no_traceback(standard_host):
+    """`cudaswitch use 99.9 >&-` (a closed stdout) gives its one error line, and `cudaswitch --help |
+    true` (the reader gone before the page is written) ends quietly with 141, as a shell tool killed
+    by SIGPIPE does: no traceback from the quick exit's flush or from the write itself."""
+    import subprocess
+
+    from tests.conftest import CUDASWITCH
+
+    closed = subprocess.run([CUDASWITCH, "use", "99.9"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=standard_host.env, text=True, timeout=60, pass_fds=(), stdin=subprocess.DEVNULL,
+                            preexec_fn=lambda: os.close(1))
+    assert closed.returncode == 1 and len(closed.stderr.splitlines()) == 1, closed.stderr
+    for args in (("--help",), ("list", "--json")):
+        child = subprocess.Popen([CUDASWITCH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env=standard_host.env, stdin=subprocess.DEVNULL)
+        child.stdout.close()  # before the child has started: its first write finds no reader
+        err = child.stderr.read().decode()
+        assert child.wait(timeout=60) == 141 and "Traceback" not in err and err == "", (args, err)

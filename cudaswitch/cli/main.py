@@ -34,8 +34,9 @@ def run_program():
     status = main()
     if _FAST_PATH_RAN:
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):
+                if stream is not None:  # None: the shell started us with that descriptor closed
+                    stream.flush()
         except (OSError, ValueError):
             return status
         os._exit(status)
@@ -155,6 +156,20 @@ def boundary(run, verbose):
     except KeyboardInterrupt:
         render.message("cudaswitch: interrupted")
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`, `| true`): nothing is left to say to it
+        _drop_stdout()
+        return 141  # what a shell tool killed by SIGPIPE reports
+
+
+def _drop_stdout():
+    """stdout pointed at /dev/null, so the interpreter's last flush of what is still buffered for
+    the closed pipe does not print a BrokenPipeError of its own at exit."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _is_usage_error(exc):
