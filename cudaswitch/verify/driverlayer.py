@@ -152,8 +152,8 @@ def _visible_devices(host):
     value = host.env.get("CUDA_VISIBLE_DEVICES")
     count = len(host.driver.get("gpus") or [])
     if value is None:
-        return check("env.visible_devices", "ok", "CUDA_VISIBLE_DEVICES is unset: every GPU is visible (%d found)"
-                     % count, value=None, gpus=count)
+        seen = "every GPU is visible (%d found)" % count if count else "it hides no GPU (the driver reports none here)"
+        return check("env.visible_devices", "ok", "CUDA_VISIBLE_DEVICES is unset: " + seen, value=None, gpus=count)
     entries = [e.strip() for e in value.split(",")]
     usable = []
     for entry in entries:

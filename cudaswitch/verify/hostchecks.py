@@ -109,6 +109,11 @@ def deps_checks(probe: dict) -> list:
         out.append(check("deps.torch_owners", "warning", "torch is installed by both conda (%s) and pip"
                          % ", ".join(probe["conda_torch"]), "remove one: `pip uninstall torch` or "
                          "`conda remove pytorch`", conda=probe["conda_torch"], pip=torch_dists))
+    if not out and not torch_major:  # no torch CUDA build to compare the wheels with: not an "ok"
+        why = probe.get("error") or ("torch %s is not a CUDA build" % probe["torch"] if probe.get("torch")
+                                     else "no torch was found")
+        out.append(check("deps.consistent", "info", "cannot check the NVIDIA wheels against torch's CUDA: %s"
+                         % why, dists=dists))
     if not out:
         out.append(check("deps.consistent", "ok", "no conflicting CUDA wheels or torch owners", dists=dists))
     return out
