@@ -28,7 +28,7 @@ def main(argv=None):
 def run_program():
     """What the console script and `python -m cudaswitch` run: main(), then the exit. After a
     fast command or a fast help page the process ends at once once its output is flushed: the
-    interpreter's teardown of every imported module is ~3.5 ms of a ~20 ms `use`, and nothing on
+    interpreter's teardown of every imported module is ~1.6 ms of a ~20 ms `use`, and nothing on
     the fast path leaves work for it (no threads, no atexit, every file written is closed). A
     typer command, or output that cannot be flushed (a closed pipe), exits the normal way."""
     status = main()
