@@ -15,7 +15,7 @@ import sys
 
 from cudaswitch import __version__
 from cudaswitch.paths import atomic_write
-from cudaswitch.safeio import load_marshal, seal
+from cudaswitch.safeio import file_identity, load_marshal, seal
 
 FORMAT = 1
 MAX_BYTES = 32 << 20
@@ -24,12 +24,9 @@ MAX_BYTES = 32 << 20
 def file_key(path):
     """What says a file is unchanged, or None when it is not a regular file here."""
     try:
-        st = os.stat(path)
+        return (path, *file_identity(path)) if os.path.isfile(path) else None
     except (OSError, ValueError):
         return None
-    if (st.st_mode & 0o170000) != 0o100000:
-        return None
-    return (path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def parsed(cache_dir, name, files, parse):

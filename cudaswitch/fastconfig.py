@@ -31,7 +31,7 @@ FILE = "settings.marshal"
 MAX_BYTES = 64 << 10  # two small settings and a key: a few hundred bytes
 
 
-def _identity(path: str) -> "tuple[str, int, int, int] | None":
+def _identity(path: str) -> "tuple[int, int, int, int, int] | None":
     try:
         return file_identity(path)
     except OSError:

@@ -132,14 +132,20 @@ def parse_toml(data):
         raise Unreadable("not valid TOML") from None
 
 
-def file_identity(path: str) -> "tuple[str, int, int, int]":
-    """("device:inode", mtime ns, size, inode) of the file `path` names through its links; OSError
-    when it cannot be stat'ed. The one identity every cache key holds for a file (nvcc probes,
-    builds, verdicts, settings): a rebuilt, reinstalled or replaced file, or a link pointed at
-    another, changes it. The device and inode name the file as its real path did, with one stat
-    instead of realpath's lstat of every component (a `use` keys ~20 files: ~190 lstat calls)."""
+def file_identity(path: str) -> "tuple[int, int, int, int, int]":
+    """(device, inode, mtime ns, ctime ns, size) of the file `path` names through its links;
+    OSError when it cannot be stat'ed. The one identity every cache key holds for a file (nvcc
+    probes, builds, verdicts, settings, data tables): a rebuilt, reinstalled or replaced file, a
+    link pointed at another, or a rewrite that kept mtime and size (`cp -p`, `touch -r`: ctime
+    still moves) changes it. The device and inode name the file as its real path did, with one
+    stat instead of realpath's lstat of every component (a `use` keys ~20 files)."""
     st = os.stat(path)
-    return ("%d:%d" % (st.st_dev, st.st_ino), st.st_mtime_ns, st.st_size, st.st_ino)
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
+def identity_text(path: str) -> str:
+    """file_identity as one string, for caches keyed by text (OSError as file_identity)."""
+    return "|".join(map(str, file_identity(path)))
 
 
 def quote_prefix(text, length=16):

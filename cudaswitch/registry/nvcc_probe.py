@@ -11,7 +11,7 @@ import os
 import re
 import signal
 
-from cudaswitch.safeio import Unreadable, file_identity, read_or_none, read_regular
+from cudaswitch.safeio import Unreadable, identity_text, read_or_none, read_regular
 
 NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 DIST_INFO = re.compile(r"nvidia_cuda_nvcc(?:_cu\d+)?-(\d+\.\d+\.\d+)[^/]*\.dist-info$")
@@ -91,7 +91,7 @@ def run_nvcc(nvcc: str, timeout: float) -> "dict[str, str]":
 
 def nvcc_key(nvcc: str) -> str:
     """What an nvcc probe result depends on: the binary's identity (OSError when it cannot be read)."""
-    return "%s|%d|%d|%d" % file_identity(nvcc)
+    return identity_text(nvcc)
 
 
 def _exit_reason(code):

@@ -32,7 +32,7 @@ import os
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.paths import Paths
 from cudaswitch.pathsearch import which
-from cudaswitch.safeio import file_identity
+from cudaswitch.safeio import identity_text
 from cudaswitch.switch import envdiff
 
 VERSIONS_FILE = "compilers.marshal"
@@ -285,7 +285,7 @@ def user_choice(env: dict, reads_var: bool = True) -> bool:
 
 def _identity(path: str) -> str:
     """The cache key of a binary (safeio.file_identity): a reinstall changes it."""
-    return "%s|%d|%d|%d" % file_identity(path)
+    return identity_text(path)
 
 
 def _load_table(path: str) -> dict:

@@ -17,8 +17,8 @@ LIBCUDA_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr
 
 
 def _identity(path):
-    """(path, real path, mtime, size, inode) of a file, (path, None) when it is absent, None for no
-    path: a rebuilt or replaced binary changes it."""
+    """(path, *safeio.file_identity) of a file, (path, None) when it is absent, None for no path:
+    a rebuilt or replaced binary changes it."""
     if not path:
         return None
     try:

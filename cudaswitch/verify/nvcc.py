@@ -36,7 +36,7 @@ def gpu_archs(nvcc: str, env: "Env", timeout: float) -> "list[str] | None":
 
 
 def cached_gpu_archs(cache_dir: str, nvcc: str, env: "Env", timeout: float) -> "list[str] | None":
-    """gpu_archs, remembered per nvcc binary (path, real path, mtime, size, inode): `torch` asks on
+    """gpu_archs, remembered per nvcc binary (its path and safeio.file_identity): `torch` asks on
     every run, and nvcc's answer changes only with nvcc. A timed-out or failed probe is not kept."""
     from cudaswitch.verify import cache
     from cudaswitch.verify.identity import _identity, cudaswitch_version
