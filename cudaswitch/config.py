@@ -106,8 +106,17 @@ def _kind(value):
             dict: "a table"}.get(type(value), type(value).__name__)
 
 
-def _read(path):
-    """The file's own keys (no defaults); {} when absent; one-line ConfigError otherwise."""
+def _read(paths):
+    """The file's own keys (no defaults); {} when absent; one-line ConfigError otherwise. Parsed
+    once per change of the file (datacache): `global` and the registry read it on every run, and
+    tomllib's imports alone are more than a fast command's whole budget."""
+    from cudaswitch import datacache, safeio
+
+    path = paths.config_file
+    return datacache.parsed(paths.cache_dir, "config.marshal", (path, safeio.__file__), lambda: _parse(path))
+
+
+def _parse(path):
     try:
         data = read_regular(path, MAX_BYTES)
     except FileNotFoundError:
@@ -124,7 +133,7 @@ def _read(path):
 
 def load(paths):
     """The config as a dict with defaults filled in; ConfigError names file and key when bad."""
-    data = _read(paths.config_file)
+    data = _read(paths)
     _validate(paths.config_file, data)
     _warn_unknown(paths.config_file, data)
     return {**DEFAULTS, **data}
@@ -162,7 +171,7 @@ def effective(paths):
     """Every setting in effect and where it came from: [(key, value or None, "config.toml" |
     "default")], known keys first, then the file's unknown ones."""
     path = paths.config_file
-    own = _read(path)
+    own = _read(paths)
     _validate(path, own)
     _warn_unknown(path, own)
     rows = [(key, own.get(key, default), "config.toml" if key in own else "default")
@@ -188,7 +197,7 @@ def update(paths, **changes):
     import os
 
     path = paths.config_file
-    data = _read(path)
+    data = _read(paths)
     before = dict(data)
     for key, value in changes.items():
         if value is None:
