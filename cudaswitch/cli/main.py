@@ -30,7 +30,8 @@ def run_program():
     fast command or a fast help page the process ends at once once its output is flushed: the
     interpreter's teardown of every imported module is ~1.6 ms of a ~20 ms `use`, and nothing on
     the fast path leaves work for it (no threads, no atexit, every file written is closed). A
-    typer command, or output that cannot be flushed (a closed pipe), exits the normal way."""
+    typer command, or output that cannot be flushed (a closed pipe), exits the normal way. The
+    launcher's module bundle is brought up to date in between (after the output, before the exit)."""
     status = main()
     if _FAST_PATH_RAN:
         try:
@@ -39,6 +40,9 @@ def run_program():
                     stream.flush()
         except (OSError, ValueError):
             return status
+        bundle = sys.modules.get("cudaswitch.codebundle")  # loaded by init's launcher only
+        if bundle is not None:
+            bundle.refresh()
         os._exit(status)
     return status
 
