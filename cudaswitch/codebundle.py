@@ -100,6 +100,8 @@ def install(launcher_file, package_dir):
     file is absent, foreign or unreadable: refresh() then writes it)."""
     path = bundle_path(os.path.dirname(os.path.abspath(launcher_file)))
     bundle = Bundle(path, os.path.join(os.path.abspath(package_dir), PACKAGE))
+    if os.path.dirname(os.path.abspath(__file__)) != bundle.package_root:
+        return None  # this package came from elsewhere: never mix its modules with those of package_dir
     _load(bundle)
     sys.meta_path.insert(0, bundle)
     return bundle
@@ -187,3 +189,12 @@ def _write(bundle, sources):
     if len(data) <= MAX_BYTES:
         replace_regular(bundle.path, data, mode=0o600, own_file=True)
         os.chmod(bundle.path, 0o600)  # an old file's looser bits are kept by replace_regular
+        _remove_other_versions(bundle.path)
+
+
+def _remove_other_versions(path):
+    """The files an interpreter upgraded in place left (its version is in their names)."""
+    directory, own = os.path.split(path)
+    for name in os.listdir(directory):
+        if name != own and name.startswith("code-") and name.endswith(".marshal"):
+            os.unlink(os.path.join(directory, name))

@@ -61,7 +61,11 @@ def plain(standard_host, tmp_path):
 
 
 def test_fast_commands_come_from_the_file_and_say_the_same(plain, standard_host):
+    # the file an interpreter upgraded in place (one micro version) left
+    older = plain.launcher.parent / ("code-%x.marshal" % (sys.hexversion - 0x100))
+    older.write_bytes(b"cudaswitch code\n")
     first = plain.run(*USE)
+    assert not older.exists()
     assert "export CUDA_HOME='%s'\n" % standard_host.path("/usr/local/cuda-13.1") in first.stdout
     assert plain.bundle.is_file() and plain.bundle.stat().st_mode & 0o777 == 0o600
     plain.clear_pycache()
