@@ -2,21 +2,23 @@
 
 Why: a fast command imports ~30 of cudaswitch's modules, and Python's path finder costs ~65 us
 for each beyond running the module's body (find the file, stat it, open and read its .pyc, check
-the .pyc's header): ~2 ms of a ~16 ms `use`, about a third of what `use` costs over `python -c
-pass`. The launcher reads this one file instead (install()): each module's code object (unmarshalled
-when imported: a command imports a fraction of them) with the identity of the source file it was
-compiled from. A module the file lacks, or whose source
-changed since (an upgrade, an edit), is imported the normal way, and after a fast command's
-output is out the file is written again from what that run imported (refresh()), so it follows
-whatever the fast commands use without a list of them to keep.
+the .pyc's header): ~1.5 ms of a ~16 ms `use`, a third of what `use` costs over `python -c pass`.
+The launcher reads this one file's index instead (install()); each module's code is read and
+unmarshalled when it is imported. An entry is served while its source file and the directories
+a normal import would search keep their identity (an upgrade, an edit, a new `x/` package or
+`x.so` beside `x.py` each change one); anything else is imported the normal way, and after a
+fast command's output is out the file is written again from what that run imported (refresh()),
+so it follows whatever the fast commands use without a list of them to keep. A served module's
+loader is Python's own SourceFileLoader for its source (get_source, resources and reload as a
+normal import has them).
 
 Trust: that of Python's own __pycache__ and of the launcher that loads it. The file sits beside
-the launcher in cudaswitch's data dir; it is used only when it is a regular file of the user's
-own that neither group nor others may write, for module names of this package whose source lies
-under the package dir the launcher names (a plain sys.path entry: an editable install's finder
-is site's, and its launcher loads no bundle), under the interpreter version that wrote it (in
-the file's name). No library does this for a plain install: zipimport is slower than the path
-finder, and freezing modules means building an interpreter.
+the launcher in cudaswitch's data dir; it is used only when it and its directory are the user's
+own and neither group nor others may write them, for module names of this package whose source
+lies under the package dir the launcher names (a plain sys.path entry: an editable install's
+finder is site's, and its launcher loads no bundle), and only under the bytecode format of the
+interpreter that wrote it. No library does this for a plain install: zipimport is slower than
+the path finder, and freezing modules means building an interpreter.
 """
 
 import marshal
@@ -26,11 +28,14 @@ import sys
 from cudaswitch.safeio import file_identity
 
 MAGIC = b"cudaswitch code\n"  # then the index's length (4 bytes, little-endian), the index, the code
-FORMAT = 1
+FORMAT = 2
 INDEX_READ = 16 << 10  # one read holds today's index (~60 modules: ~9 KiB)
 MAX_BYTES = 8 << 20  # today's fast commands need ~0.5 MiB
 PACKAGE = "cudaswitch"
-ModuleSpec = type(__spec__)  # importlib.machinery's, without importing importlib on every start
+_bootstrap = sys.modules["_frozen_importlib_external"]  # importlib.machinery's parts, already loaded
+ModuleSpec, SourceFileLoader = type(__spec__), _bootstrap.SourceFileLoader
+SERVED = "cudaswitch bundle"  # spec.loader_state of a module served from the file
+HEADER = (FORMAT, _bootstrap.MAGIC_NUMBER)  # the bytecode format: a rebuilt -dev interpreter changes it
 
 
 def bundle_path(launcher_dir):
@@ -44,14 +49,15 @@ CODE = type(bundle_path.__code__)  # types.CodeType, without importing types
 class Bundle:
     """A meta path finder and loader for the modules of one bundle file."""
 
-    def __init__(self, path, package_root, fd=None, entries=None):
+    def __init__(self, path, package_root):
         self.path = path
         self.package_root = package_root  # <package dir>/cudaswitch
-        self.fd = fd  # the file as it was opened: a bundle written meanwhile is another file
+        self.fd = None  # the file as it was opened: a bundle written meanwhile is another file
         self.blobs_at = 0  # where the code after the index starts
-        self.entries = entries or {}  # module name -> (source path, its identity, is a package, offset, length)
+        self.entries = {}  # module name -> (source, its identity, is a package, offset, length, directories)
         self.imported_before = frozenset(sys.modules)  # this module and what it needs: never served
         self.stale = False
+        self._directories = {}  # directory -> whether it kept the identity an entry recorded
 
     def find_spec(self, name, path=None, target=None):
         entry = self.entries.get(name)
@@ -59,6 +65,7 @@ class Bundle:
             return None
         spec = ModuleSpec(name, self, origin=entry[0], is_package=entry[2])
         spec.has_location = True  # __file__ is the source: tracebacks and data files as before
+        spec.loader_state = SERVED
         if entry[2]:
             spec.submodule_search_locations = [os.path.dirname(entry[0])]
         return spec
@@ -67,18 +74,18 @@ class Bundle:
         return None
 
     def exec_module(self, module):
+        loader = SourceFileLoader(module.__name__, module.__file__)
+        module.__loader__ = module.__spec__.loader = loader  # every other loader method, as normal
         code = self.code(module.__name__)
         if code is None:  # damaged since it was written: this module from its source, the file anew
             self.stale = True
-            from importlib.machinery import SourceFileLoader
-
-            return SourceFileLoader(module.__name__, module.__file__).exec_module(module)
+            return loader.exec_module(module)
         exec(code, module.__dict__)
         return None
 
     def code(self, name, marshalled=False):
         """The code object of module `name` (its marshal bytes), or None when the file lacks it."""
-        offset, length = self.entries[name][3:]
+        offset, length = self.entries[name][3:5]
         try:
             data = os.pread(self.fd, length, self.blobs_at + offset)
             code = marshal.loads(data) if len(data) == length else None
@@ -88,11 +95,25 @@ class Bundle:
 
     def _current(self, entry):
         try:
-            same = entry[0].startswith(self.package_root + os.sep) and file_identity(entry[0]) == entry[1]
+            same = (entry[0].startswith(self.package_root + os.sep) and file_identity(entry[0]) == entry[1]
+                    and all(self._directory_kept(directory, identity) for directory, identity in entry[5]))
         except (OSError, TypeError, ValueError):
             same = False
         self.stale = self.stale or not same
         return same
+
+    def _directory_kept(self, directory, identity):
+        kept = self._directories.get(directory)
+        if kept is None:
+            kept = self._directories[directory] = file_identity(directory) == identity
+        return kept
+
+
+def searched_directories(origin, is_package):
+    """The directories whose listing decides what a normal import of `origin` finds: its own,
+    and for a package's __init__.py the one that holds the package too."""
+    directory = os.path.dirname(origin)
+    return (directory, os.path.dirname(directory)) if is_package else (directory,)
 
 
 def install(launcher_file, package_dir):
@@ -100,8 +121,8 @@ def install(launcher_file, package_dir):
     file is absent, foreign or unreadable: refresh() then writes it)."""
     path = bundle_path(os.path.dirname(os.path.abspath(launcher_file)))
     bundle = Bundle(path, os.path.join(os.path.abspath(package_dir), PACKAGE))
-    if os.path.dirname(os.path.abspath(__file__)) != bundle.package_root:
-        return None  # this package came from elsewhere: never mix its modules with those of package_dir
+    if os.path.dirname(os.path.abspath(__file__)) != bundle.package_root or not _own_directory(path):
+        return None  # this package came from elsewhere (never mix two installs), or others may write there
     _load(bundle)
     sys.meta_path.insert(0, bundle)
     return bundle
@@ -123,7 +144,7 @@ def _load(bundle):
     except Exception:  # not ours, too short, or whatever marshal makes of damage: no bundle
         os.close(fd)
         return
-    if header != (FORMAT, bundle.package_root) or not isinstance(entries, dict):
+    if header != HEADER + (bundle.package_root,) or not isinstance(entries, dict):
         os.close(fd)
         return
     bundle.fd, bundle.blobs_at = fd, len(MAGIC) + 4 + size
@@ -131,30 +152,58 @@ def _load(bundle):
 
 
 def _well_formed(name, entry):
-    return (isinstance(name, str) and name.startswith(PACKAGE + ".") and isinstance(entry, tuple) and len(entry) == 5
-            and isinstance(entry[0], str) and type(entry[3]) is int and type(entry[4]) is int)
+    return (isinstance(name, str) and name.startswith(PACKAGE + ".") and isinstance(entry, tuple) and len(entry) == 6
+            and isinstance(entry[0], str) and type(entry[3]) is int and type(entry[4]) is int
+            and isinstance(entry[5], tuple))
 
 
-def _trusted(st):
-    """A regular file of this user's that only this user may write."""
-    return (st.st_mode & 0o170000) == 0o100000 and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+def _trusted(st, kind=0o100000):
+    """A regular file (or a directory, by kind) of this user's that only this user may write."""
+    return (st.st_mode & 0o170000) == kind and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
+def _own_directory(path):
+    """Whether the directory of `path` is this user's and nobody else may write there: whoever
+    may could replace the file (and the launcher beside it)."""
+    try:
+        return _trusted(os.stat(os.path.dirname(path)), kind=0o040000)
+    except OSError:
+        return False
 
 
 def refresh():
     """Write the bundle again when this run imported a module of the package that it did not
     serve (new to it, or changed since): from the modules this run has and the entries still
-    current. Called after a fast command's output is flushed; it never raises and never prints,
-    and a launcher dir this user cannot write is left alone (no compiling on every run)."""
+    current. Called right before the process exits (after a fast command's output is flushed):
+    while it writes, SIGINT and SIGTERM stay blocked (a Ctrl-C then is the exit's, never a
+    traceback of a cache). It never raises and never prints, and leaves alone a launcher dir
+    it could not write (no compiling on every run to fail at the end)."""
     bundle = next((finder for finder in sys.meta_path if isinstance(finder, Bundle)), None)
     if bundle is None:
         return
     try:
         sources = _package_sources(bundle)
-        unserved = [name for name in sources if getattr(sys.modules[name].__spec__, "loader", None) is not bundle]
-        if (unserved or bundle.stale) and os.access(os.path.dirname(bundle.path), os.W_OK):
+        unserved = [name for name in sources if getattr(sys.modules[name].__spec__, "loader_state", None) != SERVED]
+        if (unserved or bundle.stale) and _writable(bundle, sources):
+            import signal
+
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
             _write(bundle, sources)
     except Exception:  # a cache: whatever goes wrong, the next run imports the normal way
         pass
+
+
+def _writable(bundle, sources):
+    """Whether a new file can be written: the directory is ours to write, no directory sits at
+    the file's path, and the filesystem has room for it twice over (a full disk must not cost
+    every later command a compile of every module)."""
+    directory = os.path.dirname(bundle.path)
+    if not os.access(directory, os.W_OK) or os.path.isdir(bundle.path):
+        return False
+    old = os.fstat(bundle.fd).st_size if bundle.fd is not None else 0
+    wanted = 2 * (old + sum(os.stat(origin).st_size for origin in sources.values()))
+    free = os.statvfs(directory)
+    return free.f_bavail * free.f_frsize > wanted
 
 
 def _package_sources(bundle):
@@ -171,25 +220,39 @@ def _package_sources(bundle):
 def _write(bundle, sources):
     from cudaswitch.safeio import replace_regular
 
-    kept = {name: (entry[:3], bundle.code(name, marshalled=True)) for name, entry in bundle.entries.items()
-            if bundle._current(entry)}
+    kept = {name: (entry[:3] + entry[5:], bundle.code(name, marshalled=True))
+            for name, entry in bundle.entries.items() if bundle._current(entry)}
     for name, origin in sources.items():
         if kept.get(name, (None, None))[1] is None:
-            about = (origin, file_identity(origin), hasattr(sys.modules[name], "__path__"))  # stat before reading
-            with open(origin, "rb") as handle:
-                kept[name] = (about, marshal.dumps(compile(handle.read(), origin, "exec", dont_inherit=True)))
+            kept[name] = _compiled(name, origin)
     index, blobs, offset = {}, [], 0
     for name, (about, blob) in kept.items():
         if blob is not None:
-            index[name] = about + (offset, len(blob))
+            index[name] = about[:3] + (offset, len(blob)) + about[3:]
             blobs.append(blob)
             offset += len(blob)
-    head = marshal.dumps(((FORMAT, bundle.package_root), index))
+    head = marshal.dumps((HEADER + (bundle.package_root,), index))
     data = b"".join([MAGIC, len(head).to_bytes(4, "little"), head] + blobs)
     if len(data) <= MAX_BYTES:
         replace_regular(bundle.path, data, mode=0o600, own_file=True)
         os.chmod(bundle.path, 0o600)  # an old file's looser bits are kept by replace_regular
         _remove_other_versions(bundle.path)
+
+
+def _compiled(name, origin):
+    """((source, identity, is a package, directories), marshalled code) of one module. Every
+    identity is taken before the source is read: a change while reading shows at the next run.
+    Warnings are the normal import's to show (it just compiled the same source)."""
+    import warnings
+
+    is_package = hasattr(sys.modules[name], "__path__")
+    directories = tuple((directory, file_identity(directory))
+                        for directory in searched_directories(origin, is_package))
+    identity = file_identity(origin)
+    with open(origin, "rb") as handle, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = compile(handle.read(), origin, "exec", dont_inherit=True)
+    return (origin, identity, is_package, directories), marshal.dumps(code)
 
 
 def _remove_other_versions(path):

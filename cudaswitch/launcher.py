@@ -66,9 +66,13 @@ if sys.flags.no_site:
     sys.meta_path.append(SiteWhenNeeded)
 try:
     if PACKAGE_DIR and sys.flags.no_site:  # the fast commands' modules from one file (codebundle.py)
-        from cudaswitch.codebundle import install
-
-        install(__file__, PACKAGE_DIR)
+        try:
+            from cudaswitch.codebundle import install
+        except ImportError as exc:  # a cudaswitch older than this launcher (a downgrade): no file
+            if exc.name == "cudaswitch":
+                raise
+        else:
+            install(__file__, PACKAGE_DIR)
     from cudaswitch.cli.main import run_program
 except ModuleNotFoundError as exc:  # installed where only PYTHONPATH finds it: its absolute entries
     if exc.name != "cudaswitch":
@@ -99,11 +103,21 @@ def isolated_program(program, paths):
     if read_or_none(path, len(wanted)) == wanted and os.access(path, os.X_OK):
         return path
     try:
-        replace_regular(path, wanted, mode=0o755, make_dirs=True, own_file=True)
+        _private_directory(os.path.dirname(path))
+        replace_regular(path, wanted, mode=0o755, own_file=True)
         os.chmod(path, 0o755)
     except (OSError, ValueError):
         return program
     return path
+
+
+def _private_directory(directory):
+    """The launcher's own directory, writable by this user only (under umask 002 it was not):
+    whoever may write there could replace the launcher, or the module file beside it."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    st = os.stat(directory)
+    if st.st_mode & 0o022 and st.st_uid == os.geteuid():
+        os.chmod(directory, st.st_mode & 0o755)
 
 
 def package_dir():

@@ -6,8 +6,8 @@ writes the launcher. What a user would check: the command says the same with and
 file, an edit to the package shows at the next command, the file follows it, and a file that
 is not the user's own, or damaged, or naming code outside the package, is never run. Whether a
 module came from the file is seen from the outside: Python writes a module's .pyc only when it
-imports it from source, so a run after removing every __pycache__ rewrites only those of the
-modules imported before the bundle is open."""
+imports it from source, so a run after removing every .pyc rewrites only those of the modules
+imported before the bundle is open."""
 
 import marshal
 import os
@@ -27,10 +27,10 @@ BEFORE_THE_BUNDLE = {"cudaswitch/__init__", "cudaswitch/safeio", "cudaswitch/cod
 
 
 class PlainInstall:
-    def __init__(self, host, base):
+    def __init__(self, host, base, python=sys.executable):
         self.site = base / "site"
         shutil.copytree(REPO / "cudaswitch", self.site / "cudaswitch", ignore=shutil.ignore_patterns("__pycache__"))
-        script = installed_script(base / "bin", "pip")
+        self.script = script = installed_script(base / "bin", "pip", python=python)
         self.env = dict(host.env, CUDASWITCH_CACHE_DIR=str(base / "cache"), CUDASWITCH_DATA_DIR=str(base / "data"))
         self.base = base
         init = subprocess.run([str(script), "init", "bash"], capture_output=True, text=True, timeout=120,
@@ -51,8 +51,10 @@ class PlainInstall:
                 for pyc in self.site.rglob("__pycache__/*.pyc")}
 
     def clear_pycache(self):
-        for cache in list(self.site.rglob("__pycache__")):
-            shutil.rmtree(cache)
+        """Every .pyc gone, the __pycache__ dirs kept: making or removing one changes its parent's
+        listing, which a bundle entry checks (a new name there may shadow the module)."""
+        for pyc in list(self.site.rglob("__pycache__/*.pyc")):
+            pyc.unlink()
 
 
 @pytest.fixture
@@ -99,7 +101,7 @@ def _served_nothing(plain):
     return out
 
 
-@pytest.mark.parametrize("damage", ["others may write it", "garbage", "cut short", "a link"])
+@pytest.mark.parametrize("damage", ["others may write it", "garbage", "cut short", "a link", "other bytecode"])
 def test_a_file_not_the_users_own_or_damaged_is_not_used_and_is_written_again(plain, damage):
     want = plain.run(*USE).stdout
     data = plain.bundle.read_bytes()
@@ -109,6 +111,11 @@ def test_a_file_not_the_users_own_or_damaged_is_not_used_and_is_written_again(pl
         plain.bundle.write_bytes(os.urandom(len(data)))
     elif damage == "cut short":  # the index intact, the code after it gone
         plain.bundle.write_bytes(data[:len(data) // 8])
+    elif damage == "other bytecode":  # a -dev interpreter rebuilt in place: same path and version
+        def other_magic(header, index):
+            return (header[0], b"\0\0\r\n") + header[2:], index
+
+        plain.bundle.write_bytes(_with_index(data, other_magic))
     else:
         target = plain.base / "elsewhere.marshal"
         target.write_bytes(data)
@@ -124,6 +131,19 @@ def test_a_file_not_the_users_own_or_damaged_is_not_used_and_is_written_again(pl
     assert plain.run(*USE).stdout == want and plain.compiled_by_python() == BEFORE_THE_BUNDLE
 
 
+def _with_index(data, change):
+    """The bundle `data` with its (header, index) replaced by change(header, index), code kept."""
+    size = int.from_bytes(data[16:20], "little")
+    header, index = change(*marshal.loads(data[20:20 + size]))
+    head = marshal.dumps((header, index))
+    return b"cudaswitch code\n" + len(head).to_bytes(4, "little") + head + data[20 + size:]
+
+
+def _identity(path):
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
 def test_an_entry_whose_source_lies_outside_the_package_never_runs(plain):
     """A bundle (the user's own file) naming a module's source outside the package dir: the entry
     is not served, whatever its code, and the real module is imported from the package."""
@@ -132,17 +152,100 @@ def test_an_entry_whose_source_lies_outside_the_package_never_runs(plain):
     outside = plain.base / "bash.py"
     outside.write_text("open(%r, 'w').write('ran')\n" % str(canary))
     data = plain.bundle.read_bytes()
-    size = int.from_bytes(data[16:20], "little")
-    (header, index) = marshal.loads(data[20:20 + size])
     code = marshal.dumps(compile(outside.read_text(), str(outside), "exec"))
-    st = outside.stat()
-    index["cudaswitch.switch.shells.bash"] = (str(outside), (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns,
-                                                             st.st_size), False, len(data) - 20 - size, len(code))
-    head = marshal.dumps((header, index))
-    plain.bundle.write_bytes(b"cudaswitch code\n" + len(head).to_bytes(4, "little") + head + data[20 + size:] + code)
+
+    def point_outside(header, index):
+        end = len(data) - 20 - int.from_bytes(data[16:20], "little")
+        index["cudaswitch.switch.shells.bash"] = (str(outside), _identity(outside), False, end, len(code),
+                                                  ((str(plain.base), _identity(plain.base)),))
+        return header, index
+
+    plain.bundle.write_bytes(_with_index(data, point_outside) + code)
     plain.bundle.chmod(0o600)
     out = _served_nothing(plain)
     assert "export CUDA_HOME=" in out.stdout and not canary.exists()
+
+
+def test_a_package_made_beside_a_bundled_module_is_what_runs(plain):
+    """What a normal import prefers wins at once: a new `bash/` package next to the bundled
+    `bash.py` (an upgrade that turned a module into a package)."""
+    plain.run(*USE)
+    plain.run(*USE)
+    shells = plain.site / "cudaswitch" / "switch" / "shells"
+    (shells / "bash").mkdir()
+    (shells / "bash" / "__init__.py").write_text((shells / "bash.py").read_text()
+                                                 + "\nimport sys\nsys.stderr.write('package bash\\n')\n")
+    assert plain.run(*USE).stderr.count("package bash") == 1
+    assert plain.run(*USE).stderr.count("package bash") == 1  # and from the file written since
+
+
+def test_a_warning_of_a_module_is_shown_once(plain):
+    plain.run(*USE)
+    with open(plain.site / "cudaswitch" / "switch" / "shells" / "bash.py", "a") as handle:
+        handle.write("\n_ = (1 is 1)\n")  # SyntaxWarning at compile time
+    assert plain.run(*USE).stderr.count("SyntaxWarning") == 1
+
+
+def test_a_launcher_dir_others_may_write_gets_no_bundle_and_init_makes_it_private(plain):
+    plain.run(*USE)
+    directory = plain.launcher.parent
+    assert directory.stat().st_mode & 0o777 == 0o700
+    directory.chmod(0o775)  # what init made under umask 002 before
+    _served_nothing(plain)
+    plain.launcher.write_text(plain.launcher.read_text() + "\n")  # out of date: init writes it again
+    subprocess.run([str(plain.script), "init", "bash"], capture_output=True, timeout=120, check=True,
+                   env=dict(plain.env, PYTHONPATH=str(plain.site)), cwd=plain.base)
+    assert directory.stat().st_mode & 0o777 == 0o755
+
+
+def test_a_cudaswitch_older_than_its_launcher_still_runs(standard_host, tmp_path):
+    """A downgrade: the launcher written by this version, the package without codebundle.py. In
+    a venv of its own: this interpreter's site would find the editable checkout's codebundle."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True, timeout=120)
+    plain = PlainInstall(standard_host, tmp_path, python=str(tmp_path / "venv" / "bin" / "python"))
+    (plain.site / "cudaswitch" / "codebundle.py").unlink()
+    out = plain.run(*USE)
+    assert "export CUDA_HOME='%s'\n" % standard_host.path("/usr/local/cuda-13.1") in out.stdout
+
+
+IN_PROCESS = r"""
+import os, signal, sys, inspect
+sys.path.append(sys.argv[1])
+from cudaswitch import codebundle
+bundle = codebundle.install(sys.argv[2], sys.argv[1])
+import cudaswitch.switch.shells.bash as served, cudaswitch.data
+from importlib import resources
+print(served.__spec__.loader_state, inspect.getsource(served) == open(served.__file__).read(),
+      sorted(p.name for p in resources.files("cudaswitch.data").iterdir() if p.name.endswith(".toml")))
+compiled = codebundle._compiled
+def interrupted(name, origin):  # Ctrl-C while the file is being written
+    os.kill(os.getpid(), signal.SIGINT)
+    return compiled(name, origin)
+codebundle._compiled = interrupted
+import cudaswitch.switch.shells.zsh
+codebundle.refresh()
+print("refreshed", flush=True)
+os._exit(0)
+"""
+
+
+def test_a_served_module_has_its_source_and_resources_and_ctrl_c_waits_for_the_file(plain):
+    plain.run(*USE)
+    written = plain.bundle.stat().st_mtime_ns
+    proc = subprocess.run([sys.executable, "-ES", "-c", IN_PROCESS, str(plain.site), str(plain.launcher)],
+                          capture_output=True, text=True, timeout=120, cwd=plain.base)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.splitlines() == ["cudaswitch bundle True ['compat.toml', 'sources.toml', 'torch_builds.toml']",
+                                        "refreshed"]
+    assert plain.bundle.stat().st_mtime_ns != written
+
+
+def test_a_directory_where_the_file_goes_is_left_alone(plain, standard_host):
+    plain.bundle.mkdir(parents=True)
+    for _ in range(2):
+        assert "export CUDA_HOME=" in plain.run(*USE).stdout
+    assert plain.bundle.is_dir() and sorted(p.name for p in plain.launcher.parent.iterdir()) == [
+        "code-%x.marshal" % sys.hexversion, "cudaswitch"]
 
 
 def test_an_editable_install_gets_no_bundle(standard_host, tmp_path):
