@@ -137,7 +137,11 @@ def run_handler(command, values):
 
 
 def _run_typer(argv):
+    import gc
+
     from cudaswitch.cli import app
+
+    gc.enable()  # init's launcher starts with it off, for the fast commands (~0.3 ms of their start)
 
     try:
         result = app.build(call)(args=argv, prog_name="cudaswitch", standalone_mode=False)
