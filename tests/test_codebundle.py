@@ -240,6 +240,34 @@ def test_a_served_module_has_its_source_and_resources_and_ctrl_c_waits_for_the_f
     assert plain.bundle.stat().st_mtime_ns != written
 
 
+FULL_DISK = r"""
+import os, sys
+sys.path.append(sys.argv[1])
+from cudaswitch import codebundle
+codebundle.install(sys.argv[2], sys.argv[1])
+import cudaswitch.switch.shells.zsh  # new to the file: a rewrite is due
+compiled = []
+codebundle._compiled = lambda name, origin: compiled.append(name)
+class Full:
+    f_bavail, f_frsize = 3, 4096  # what statvfs says of a data filesystem with 12 KiB left
+os.statvfs = lambda path: Full
+codebundle.refresh()
+print(len(compiled), flush=True)
+os._exit(0)
+"""
+
+
+def test_a_filesystem_without_room_costs_no_compile(plain):
+    """A nearly full data filesystem (the file would not fit): nothing is compiled to be thrown
+    away, at this run or any later one, and the old file stays as it was."""
+    plain.run(*USE)
+    written = plain.bundle.read_bytes()
+    proc = subprocess.run([sys.executable, "-ES", "-c", FULL_DISK, str(plain.site), str(plain.launcher)],
+                          capture_output=True, text=True, timeout=120, cwd=plain.base)
+    assert proc.returncode == 0 and proc.stderr == "" and proc.stdout == "0\n", (proc.stdout, proc.stderr)
+    assert plain.bundle.read_bytes() == written
+
+
 def test_a_directory_where_the_file_goes_is_left_alone(plain, standard_host):
     plain.bundle.mkdir(parents=True)
     for _ in range(2):
