@@ -220,17 +220,19 @@ def _package_sources(bundle):
 def _write(bundle, sources):
     from cudaswitch.safeio import replace_regular
 
-    kept = {name: (entry[:3] + entry[5:], bundle.code(name, marshalled=True))
-            for name, entry in bundle.entries.items() if bundle._current(entry)}
+    kept = {}  # name -> ((source, identity, is a package, directories), marshalled code)
+    for name, entry in bundle.entries.items():
+        blob = bundle.code(name, marshalled=True) if bundle._current(entry) else None
+        if blob is not None:
+            kept[name] = (entry[:3] + entry[5:], blob)
     for name, origin in sources.items():
-        if kept.get(name, (None, None))[1] is None:
+        if name not in kept:
             kept[name] = _compiled(name, origin)
     index, blobs, offset = {}, [], 0
     for name, (about, blob) in kept.items():
-        if blob is not None:
-            index[name] = about[:3] + (offset, len(blob)) + about[3:]
-            blobs.append(blob)
-            offset += len(blob)
+        index[name] = about[:3] + (offset, len(blob)) + about[3:]
+        blobs.append(blob)
+        offset += len(blob)
     head = marshal.dumps((HEADER + (bundle.package_root,), index))
     data = b"".join([MAGIC, len(head).to_bytes(4, "little"), head] + blobs)
     if len(data) <= MAX_BYTES:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from cudaswitch.safeio import file_identity
 from tests.test_hostile_interpreter import installed_script
 
 REPO = Path(__file__).resolve().parent.parent
@@ -139,11 +140,6 @@ def _with_index(data, change):
     return b"cudaswitch code\n" + len(head).to_bytes(4, "little") + head + data[20 + size:]
 
 
-def _identity(path):
-    st = os.stat(path)
-    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
-
-
 def test_an_entry_whose_source_lies_outside_the_package_never_runs(plain):
     """A bundle (the user's own file) naming a module's source outside the package dir: the entry
     is not served, whatever its code, and the real module is imported from the package."""
@@ -156,8 +152,8 @@ def test_an_entry_whose_source_lies_outside_the_package_never_runs(plain):
 
     def point_outside(header, index):
         end = len(data) - 20 - int.from_bytes(data[16:20], "little")
-        index["cudaswitch.switch.shells.bash"] = (str(outside), _identity(outside), False, end, len(code),
-                                                  ((str(plain.base), _identity(plain.base)),))
+        index["cudaswitch.switch.shells.bash"] = (str(outside), file_identity(outside), False, end, len(code),
+                                                  ((str(plain.base), file_identity(plain.base)),))
         return header, index
 
     plain.bundle.write_bytes(_with_index(data, point_outside) + code)

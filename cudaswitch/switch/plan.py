@@ -189,7 +189,7 @@ def gcc_ceiling(record: dict) -> "tuple[int | None, str | None]":
 def compiler_version(cache_dir: str, compiler: str, env: dict) -> "str | None":
     """'12.2.0' for a compiler binary (cached by identity), or None when it does not say."""
     try:
-        key = _identity(compiler)
+        key = identity_text(compiler)
     except OSError:
         return None
     where = os.path.join(cache_dir, VERSIONS_FILE)
@@ -241,7 +241,7 @@ def reads_ccbin_var(cache_dir: str, nvcc: str) -> "bool | None":
     nvcc, an unreadable file; callers then set the -ccbin flag, which 11.8 and 13.x both read, and
     never claim the variable is ignored."""
     try:
-        key = "ccbin-var|" + _identity(nvcc)
+        key = "ccbin-var|" + identity_text(nvcc)
     except OSError:
         return None
     where = os.path.join(cache_dir, VERSIONS_FILE)
@@ -281,11 +281,6 @@ def user_choice(env: dict, reads_var: bool = True) -> bool:
     this nvcc does not read (`reads_var` False: 11.8) picks nothing for it: a profile.d script or
     an earlier switch to 12.x/13.x may have set it for another toolkit."""
     return bool((reads_var and env.get("NVCC_CCBIN")) or env.get("CUDAHOSTCXX") or ccbin_in_flags(env))
-
-
-def _identity(path: str) -> str:
-    """The cache key of a binary (safeio.file_identity): a reinstall changes it."""
-    return identity_text(path)
 
 
 def _load_table(path: str) -> dict:
