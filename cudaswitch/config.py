@@ -108,12 +108,12 @@ def _kind(value):
 
 def _read(paths):
     """The file's own keys (no defaults); {} when absent; one-line ConfigError otherwise. Parsed
-    once per change of the file (datacache): `global` and the registry read it on every run, and
+    once per change of the file (the cache): `global` and the registry read it on every run, and
     tomllib's imports alone are more than a fast command's whole budget."""
-    from cudaswitch import datacache, safeio
+    from cudaswitch import cache, safeio
 
     path = paths.config_file
-    return datacache.parsed(paths.cache_dir, "config.marshal", (path, safeio.__file__), lambda: _parse(path))
+    return cache.parsed(paths.cache_dir, "config.marshal", (path, safeio.__file__), lambda: _parse(path))
 
 
 def _parse(path):
@@ -137,6 +137,18 @@ def load(paths):
     _validate(paths.config_file, data)
     _warn_unknown(paths.config_file, data)
     return {**DEFAULTS, **data}
+
+
+def switch_settings(paths):
+    """{"verdict", "loader_path"}: what a switch reads on every run, from the parsed copy of the
+    file (no tomllib). A value that cannot be read is its default: `list` and `verify` report the
+    error, and a switch must still work."""
+    try:
+        data = _read(paths)
+    except ConfigError:
+        data = {}
+    return {key: default if CHECKS[key](key, data.get(key, default)) else data.get(key, default)
+            for key, default in settings.SWITCH_DEFAULTS.items()}
 
 
 def unknown_keys(data):

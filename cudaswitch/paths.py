@@ -8,6 +8,8 @@ equals platformdirs' answer; other platforms go through platformdirs.
 import os
 import sys
 
+from cudaswitch.cache import usable_dir
+
 APP = "cudaswitch"
 
 
@@ -43,23 +45,13 @@ class Paths:
         env = os.environ if env is None else env
         config, cache, data = _platform_dirs(env)
         self.config_dir = env.get("CUDASWITCH_CONFIG_DIR") or config
-        self.cache_dir = env.get("CUDASWITCH_CACHE_DIR") or cache
+        self.cache_dir = usable_dir(env.get("CUDASWITCH_CACHE_DIR") or cache)  # ours and private
         self.data_dir = env.get("CUDASWITCH_DATA_DIR") or data
         self.root = os.path.abspath(env.get("CUDASWITCH_ROOT") or "/")
 
     @property
     def config_file(self):
         return os.path.join(self.config_dir, "config.toml")
-
-    def config_mtime(self):
-        try:
-            return os.stat(self.config_file).st_mtime_ns
-        except OSError:
-            return -1
-
-    @property
-    def registry_cache(self):
-        return os.path.join(self.cache_dir, "registry.marshal")
 
     @property
     def managed_dir(self):
@@ -76,15 +68,6 @@ class Paths:
         if self.root == "/" or not path.startswith(self.root + "/"):
             return path
         return path[len(self.root):]
-
-
-def atomic_write(path, data):
-    """Write bytes to a file of cudaswitch's own (a cache, an index in its data dir) so readers see
-    the old file or the new one, never half of either: safeio.replace_regular, through a private
-    O_EXCL temp file; a FIFO or device left there is replaced too."""
-    from cudaswitch.safeio import replace_regular
-
-    replace_regular(path, data, make_dirs=True, own_file=True)
 
 
 def resolve_in_root(paths, path, limit=40):

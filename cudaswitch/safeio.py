@@ -47,7 +47,7 @@ def read_regular(path, limit):
     try:
         if os.fstat(fd).st_size == 0:  # /proc and /sys files say 0; reading /proc/kmsg would consume the kernel log
             return b""
-        return _read_up_to(fd, limit + 1)
+        return read_fd(fd, limit + 1)
     except OSError as exc:
         raise Unreadable(_reason(exc)) from None
     finally:
@@ -63,7 +63,8 @@ def read_or_none(path, limit):
         return None
 
 
-def _read_up_to(fd, count):
+def read_fd(fd, count):
+    """Up to `count` bytes from an open file."""
     chunks, left = [], count
     while left > 0:
         chunk = os.read(fd, min(left, 1 << 20))
@@ -188,18 +189,6 @@ def unseal(data):
     return payload
 
 
-def load_marshal(path, limit):
-    """The object in a sealed marshal cache file, or None for anything else (absent, a FIFO or
-    device in its place, a directory, truncated, bit-flipped, foreign)."""
-    import marshal
-
-    try:
-        payload = unseal(read_regular(path, limit))
-        return None if payload is None else marshal.loads(payload)
-    except (OSError, Unreadable, ValueError, EOFError, TypeError, MemoryError, RecursionError):
-        return None
-
-
 class NotReplaceable(OSError):
     """A path cudaswitch must not replace (a FIFO, device, socket or directory); str() is one line.
     An OSError, so a caller that treats a failed write as "not cached" keeps doing so."""
@@ -247,7 +236,8 @@ def replace_regular(path, data, through_links=False, mode=None, make_dirs=False,
     The new content goes to a private temp file made with O_EXCL beside the target (a random name:
     a link planted under a guessable name such as `<path>.<pid>.tmp` is never followed), renamed over
     the target, which must be a regular file or absent (see replace_target). The file keeps the
-    old file's permission bits, else gets `mode` (default 0o666 less the umask, like open()).
+    old file's permission bits, else gets `mode` (default 0o666 less the umask, like open()); a
+    file of cudaswitch's own (own_file) gets `mode` whatever it had.
     make_dirs creates `path`'s directory (cudaswitch's own dirs; never a link target's). own_file
     marks a name in cudaswitch's own cache or data dir: a FIFO or device there is debris that
     the new file replaces (a directory still cannot be).
@@ -261,7 +251,7 @@ def replace_regular(path, data, through_links=False, mode=None, make_dirs=False,
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fchmod(handle.fileno(), _mode_for(target, mode))
+            os.fchmod(handle.fileno(), mode if own_file and mode is not None else _mode_for(target, mode))
             os.fsync(handle.fileno())
         os.replace(tmp, target)
     except BaseException:

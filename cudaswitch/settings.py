@@ -30,7 +30,7 @@ MAX_TIMEOUT: float = 3600.0
 # --- what a switch does -------------------------------------------------------------------------
 # `verdict`: which lines `use` prints: all of them, only problems, or none (nothing verified).
 VERDICT_MODES: tuple = ("all", "problems", "off")
-# The settings a switch reads on every run (fastconfig.py caches them without tomllib).
+# The settings a switch reads on every run (config.switch_settings, from the parsed copy).
 # loader_path true: binaries built with the toolkit find libcudart only through LD_LIBRARY_PATH.
 SWITCH_DEFAULTS: dict = {"verdict": "all", "loader_path": True}
 

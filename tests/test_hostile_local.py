@@ -171,14 +171,14 @@ def settings_debris(path, kind):
 
 @pytest.mark.parametrize("kind", ["fifo", "parens", "zero-link", "directory", "huge", "foreign"])
 def test_settings_cache_debris_is_a_miss(dotfiles_host, tmp_path, kind):
-    """verify/fastconfig read settings.marshal with a plain open(): a FIFO there hung `use`, the hook
+    """The parsed config's cache was read with a plain open(): a FIFO there hung `use`, the hook
     and so every prompt; 3 KB of `(` was a MemoryError. Each is now a miss, and the config decides."""
     host = dotfiles_host
     (host.work / "config").mkdir(parents=True)
     (host.work / "config" / "config.toml").write_text('verdict = "off"\n')
     cache = host.work / "cache"
     cache.mkdir()
-    settings_debris(cache / "settings.marshal", kind)
+    settings_debris(cache / "config.marshal", kind)
     project = tmp_path / "project"
     project.mkdir()
     (project / ".cudaversion").write_text("13.0\n")

@@ -51,8 +51,19 @@ def one_error_line(proc):
 
 def foreign_shape(cache):
     """Our format number, another shape: what a different cudaswitch build could leave behind."""
-    data = marshal.loads(unseal(cache))
-    return seal(marshal.dumps({**data, "records": {"13.0": data["records"]}, "watched": sorted(data["watched"])}))
+    version, data = marshal.loads(unseal(cache))
+    return seal(marshal.dumps((version, {**data, "records": {"13.0": data["records"]},
+                                         "watched": sorted(data["watched"])})))
+
+
+def older_format(cache):
+    version, data = marshal.loads(unseal(cache))
+    return seal(marshal.dumps((version, {**data, "format": 1})))
+
+
+def older_release(cache):
+    """A cache an earlier cudaswitch wrote, in today's format."""
+    return seal(marshal.dumps(("0.0.1", marshal.loads(unseal(cache))[1])))
 
 
 CORRUPT_CACHES = {
@@ -61,7 +72,8 @@ CORRUPT_CACHES = {
     "empty file": lambda good: b"",
     "pickle": lambda good: pickle.dumps({"format": 3, "records": []}),
     "json": lambda good: b'{"format": 3, "records": []}',
-    "older format": lambda good: seal(marshal.dumps({**marshal.loads(unseal(good)), "format": 1})),
+    "older format": older_format,
+    "older release": older_release,
     "bare marshal": lambda good: unseal(good),  # an older cudaswitch's file
     "foreign shape": foreign_shape,
 }

@@ -346,8 +346,9 @@ def test_nvcc_runs_once_then_never_until_something_watched_changes(host):
     assert host.list_json()[str(root)]["status"] == "ok" and runs(log) == 2  # a new nvcc is probed again
 
 
-def test_refresh_rescans_what_the_cache_does_not_watch(host):
-    """File contents are not watched (that would cost I/O per `list`): `list --refresh` re-reads them."""
+def test_a_version_file_rewritten_in_place_is_seen_without_refresh(host):
+    """version.json rewritten in place (no directory mtime changes; ctime does) is part of the
+    cache's key: the next `list` reads it again, as `list --refresh` does."""
     root = kits.install_classic(kits.cuda13("13.1"), host.path("/usr/local/cuda-13.1"), "13.1")
     version_json = kits.detach(root / "version.json")  # its own inode before the cache is made
     assert host.list_json()[str(root)]["version"] == nvcc_version("13.1")
@@ -356,6 +357,6 @@ def test_refresh_rescans_what_the_cache_does_not_watch(host):
     with open(version_json, "r+") as handle:  # in place: no directory mtime changes
         handle.write(json.dumps(data))
         handle.truncate()
-    assert host.list_json()[str(root)]["version"] == nvcc_version("13.1")
+    assert host.list_json()[str(root)]["version"] == "13.1.999"
     assert host.list_json("--refresh")[str(root)]["version"] == "13.1.999"
     assert host.list_json()[str(root)]["version"] == "13.1.999"  # and the refreshed result is cached

@@ -48,7 +48,6 @@ def test_the_defaults_that_apply_are_the_settings(tmp_path):
     """An empty config gives settings.py's numbers to verify's Host, to `config show` and to use."""
     from cudaswitch import config
     from cudaswitch.paths import Paths
-    from cudaswitch import fastconfig
     from cudaswitch.verify import host as hostmod
 
     paths = Paths({"HOME": str(tmp_path), "CUDASWITCH_CONFIG_DIR": str(tmp_path / "conf"),
@@ -59,7 +58,7 @@ def test_the_defaults_that_apply_are_the_settings(tmp_path):
     assert host.timeout == settings.TORCH_TIMEOUT and host.probe_timeout == settings.VERIFY_PROBE_TIMEOUT
     assert config.EFFECTIVE_DEFAULTS["torch_timeout"] == settings.TORCH_TIMEOUT
     assert config.EFFECTIVE_DEFAULTS["probe_timeout"] == settings.PROBE_TIMEOUT
-    assert fastconfig.switch_settings(paths) == settings.SWITCH_DEFAULTS
+    assert config.switch_settings(paths) == settings.SWITCH_DEFAULTS
     assert config.EFFECTIVE_DEFAULTS["verdict"] in settings.VERDICT_MODES
 
 

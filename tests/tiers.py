@@ -22,6 +22,4 @@ SLOW_MODULES = frozenset({
     "test_checks_agree",
     # verify against `use` in real bash for each starting state, with real builds
     "test_switch_plan",
-    # plain installs copied and their launchers run against damaged and hostile module files
-    "test_codebundle",
 })

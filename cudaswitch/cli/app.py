@@ -8,10 +8,18 @@ from typing import List, Optional
 import typer
 
 from cudaswitch import __version__
-from cudaswitch.cli import fasthelp, table
+from cudaswitch.cli import table
 
+APP_HELP = "Find, switch and verify CUDA toolkits. " + table.DOCS
+VERSION_HELP = "Print cudaswitch's version and exit."
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 REST_CONTEXT = dict(CONTEXT, allow_interspersed_args=False)
+
+
+def epilog(command):
+    """Examples as written (click's \\b keeps a paragraph from being re-wrapped)."""
+    examples = "\b\nExamples:\n" + "\n".join("  " + e for e in command.examples)
+    return examples + "\n\n" + table.COMMAND_DOCS
 
 
 def _complete_request(incomplete: str):
@@ -86,7 +94,7 @@ def _callback(command, dispatch):
 
 def _add(target, command, dispatch):
     context = REST_CONTEXT if any(a.nargs == "rest" for a in command.args) else CONTEXT
-    target.command(command.path[-1], help=command.help, epilog=fasthelp.epilog(command), hidden=command.hidden,
+    target.command(command.path[-1], help=command.help, epilog=epilog(command), hidden=command.hidden,
                    context_settings=context)(_callback(command, dispatch))
 
 
@@ -131,12 +139,12 @@ def build(dispatch):
     _completion_protocol()
     app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, context_settings=CONTEXT,
                       rich_markup_mode=None, add_completion=False,
-                      help=fasthelp.APP_HELP)
+                      help=APP_HELP)
 
     @app.callback()
     def _global(verbose: bool = typer.Option(False, "--verbose", "-v", help=table.VERBOSE.help),
                 version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                             help=fasthelp.VERSION_HELP)):
+                                             help=VERSION_HELP)):
         """Find, switch and verify CUDA toolkits."""
 
     groups = {}
@@ -171,6 +179,6 @@ def _group(app, command, dispatch):
 
     params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
     callback.__signature__ = inspect.Signature(params + list(inspect.signature(run).parameters.values()))
-    group.callback(help=command.help, epilog=fasthelp.epilog(command))(callback)
+    group.callback(help=command.help, epilog=epilog(command))(callback)
     app.add_typer(group, name=command.path[0])
     return group

@@ -20,12 +20,12 @@ def plain_version(text):
 
 def requests():
     """Requests a user can type: each toolkit's short and full version, newest first, then SOURCE:short."""
+    from cudaswitch import cache as cachefile
     from cudaswitch.paths import Paths
-    from cudaswitch.registry.discover import CACHE_MAX_BYTES
+    from cudaswitch.registry.discover import CACHE_FILE
     from cudaswitch.request import SOURCES
-    from cudaswitch.safeio import load_marshal
 
-    cache = load_marshal(Paths().registry_cache, CACHE_MAX_BYTES)  # sealed; never discovery
+    cache = cachefile.load(Paths().cache_dir, CACHE_FILE)  # sealed; never discovery
     records = cache.get("records") if isinstance(cache, dict) else None
     if not isinstance(records, list):
         return []

@@ -1,8 +1,8 @@
-"""Entry point and the one error boundary. A fast command (the table says which) is parsed here and
-its handler run without importing typer, and a plain `[COMMAND] --help` is rendered from the table
-(cli/fasthelp.py); completion and every other command go to the typer app generated from the same
-table. Either way errors end here: a CudaSwitchError or a usage error is one line on stderr and an
-exit code; `-v` shows the traceback of any other error instead."""
+"""Entry point and the one error boundary. A fast command (the table says which) is parsed here
+and its handler run without importing typer; help pages, completion and every other command go
+to the typer app generated from the same table. Either way errors end here: a CudaSwitchError or
+a usage error is one line on stderr and an exit code; `-v` shows the traceback of any other error
+instead."""
 
 import os
 import sys
@@ -14,7 +14,6 @@ from cudaswitch.errors import CudaSwitchError, UsageError
 HELP = ("-h", "--help")
 TYPER_ONLY = "CUDASWITCH_NO_FAST"  # set: every command goes through typer (tests compare both paths)
 COMPLETION = "_CUDASWITCH_COMPLETE"  # click's completion protocol: only typer answers it
-_FAST_PATH_RAN = False  # set by _dispatch: run_program may then skip the interpreter's teardown
 
 
 def main(argv=None):
@@ -26,49 +25,17 @@ def main(argv=None):
 
 
 def run_program():
-    """What the console script and `python -m cudaswitch` run: main(), then the exit. After a
-    fast command or a fast help page the process ends at once once its output is flushed: the
-    interpreter's teardown of every imported module is ~1.6 ms of a ~20 ms `use`, and nothing on
-    the fast path leaves work for it (no threads, no atexit, every file written is closed). A
-    typer command, or output that cannot be flushed (a closed pipe), exits the normal way. The
-    launcher's module bundle is brought up to date in between (after the output, before the exit)."""
-    status = main()
-    if _FAST_PATH_RAN:
-        try:
-            for stream in (sys.stdout, sys.stderr):
-                if stream is not None:  # None: the shell started us with that descriptor closed
-                    stream.flush()
-        except (OSError, ValueError):
-            return status
-        bundle = sys.modules.get("cudaswitch.codebundle")  # loaded by init's launcher only
-        if bundle is not None:
-            bundle.refresh()
-        os._exit(status)
-    return status
+    """What the console script, init's launcher and `python -m cudaswitch` run."""
+    return main()
 
 
 def _dispatch(argv):
-    global _FAST_PATH_RAN
-    page = _fast_help(argv)
-    if page is not None:
-        _FAST_PATH_RAN = True
-        return boundary(lambda: render.emit_text(page) or 0, False)
     verbose = _leading_verbose(argv)
     words = argv[len(verbose):]
     found = table.find(words)
     if found and found[0].fast and _fast_allowed(found[0], found[1]):
-        _FAST_PATH_RAN = True
         return boundary(lambda: _run_fast(found[0], found[1], bool(verbose)), bool(verbose) or _wants_verbose(found))
     return boundary(lambda: _run_typer(argv), bool(verbose) or _wants_verbose(found))
-
-
-def _fast_help(argv):
-    """The help page argv asks for, rendered from the table; None for typer to answer."""
-    if (argv and argv[-1] not in HELP) or os.environ.get(TYPER_ONLY) or os.environ.get(COMPLETION):
-        return None
-    from cudaswitch.cli import fasthelp
-
-    return fasthelp.page(argv)
 
 
 def _leading_verbose(argv):
@@ -137,14 +104,14 @@ def run_handler(command, values):
 
 
 def _run_typer(argv):
-    import gc
-
     from cudaswitch.cli import app
-
-    gc.enable()  # init's launcher starts with it off, for the fast commands (~0.3 ms of their start)
 
     try:
         result = app.build(call)(args=argv, prog_name="cudaswitch", standalone_mode=False)
+    except SystemExit as exc:
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            return 141  # click's answer to a closed pipe (exit 1): what a tool killed by SIGPIPE says
+        raise
     except Exception as exc:
         if not _is_usage_error(exc):
             raise

@@ -22,6 +22,7 @@ import shutil
 import tempfile
 import time
 
+from cudaswitch.cache import make_dir
 from cudaswitch.install import pipindex
 from cudaswitch.install import wheels
 from cudaswitch.errors import CudaSwitchError, ToolkitNotFound, UsageError
@@ -58,6 +59,7 @@ def install(paths, env, request, components=None, progress=_quiet, source=None, 
         release, requirements = _resolve(requirement, components, env, request)
         progress("CUDA %s: %s" % (release, " ".join(requirements)))
         target = os.path.join(paths.managed_dir, release)
+        make_dir(paths.managed_dir)  # 0700 whatever the umask: the managed source refuses a dir others may write
         installed = install_once(target, lambda build, tree: _fill_from_wheels(
             build, tree, release, requirements, env, download_timeout, progress), progress)
     result = {"version": release, "root": target, "requirements": requirements, "source": "pypi"}

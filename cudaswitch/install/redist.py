@@ -21,7 +21,7 @@ import urllib.request
 
 from cudaswitch.errors import CudaSwitchError, ToolkitNotFound
 from cudaswitch.install import fetch, redist_manifest
-from cudaswitch.paths import atomic_write
+from cudaswitch.cache import write_file
 from cudaswitch.toolkit import version_tuple
 
 NVIDIA_CUDA = "https://developer.download.nvidia.com/compute/cuda/redist/"
@@ -115,7 +115,7 @@ class ManifestCache:
             if not cached or cached.get("base") != self.base or not _labels(cached.get("releases")):
                 raise
             return cached["releases"], True
-        atomic_write(index, json.dumps({"base": self.base, "releases": releases}).encode("utf-8"))
+        write_file(index, json.dumps({"base": self.base, "releases": releases}).encode("utf-8"))
         return releases, False
 
     def manifest(self, release, timeout=FETCH_TIMEOUT):
@@ -130,7 +130,7 @@ class ManifestCache:
                 pass  # a damaged or planted cache file: read the mirror again
         url = self.base + "redistrib_%s.json" % release
         document = parse_manifest(read_url(url, timeout), url, release)
-        atomic_write(path, json.dumps(document).encode("utf-8"))
+        write_file(path, json.dumps(document).encode("utf-8"))
         return document
 
 

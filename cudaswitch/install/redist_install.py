@@ -9,6 +9,7 @@ rename it into place. Same lock, same signal rules and same cleanup as the wheel
 import os
 import time
 
+from cudaswitch.cache import make_dir
 from cudaswitch.install import steps as installer
 from cudaswitch.install import redist
 from cudaswitch.install import redist_tree
@@ -144,6 +145,7 @@ def install(paths, env, request_text, components, progress, base, extras=(), pre
         progress("CUDA %s from %s: %s" % (name, base, ", ".join(
             "%s %s (%s)" % (e["component"], e["version"], iec(e["size"])) for e in entries)))
         target = redist_site.prefix_target(prefix, release) if prefix else os.path.join(paths.managed_dir, release)
+        make_dir(paths.managed_dir)  # 0700 whatever the umask: the managed source refuses a dir others may write
         modulefiles = list(redist_site.modulefile_paths(modulefile, release)) if modulefile else []
 
         def build_tree(build, tree):

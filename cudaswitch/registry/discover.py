@@ -1,19 +1,19 @@
 """Discover every toolkit, dedupe by real path, cache the result; resolve requests.
 
-The cache (marshal, in the cache dir) is valid while the same discovery inputs hold: the root
-prefix, the config file and managed dir in use, the environment variables sources read (taken from
-the environment as it was before cudaswitch touched it, so a `use` does not invalidate it), the config
-file's mtime, and the mtime of every directory and file a source looked at, including the places it
-found empty (a package installed later must show up). A corrupt or foreign cache is rebuilt.
+The cache (cudaswitch/cache.py) is valid while the same discovery inputs hold: the root prefix,
+the config file and managed dir in use, the environment variables sources read (taken from the
+environment as it was before cudaswitch touched it, so a `use` does not invalidate it), and the
+identity (safeio.file_identity) of the config file and of every directory and file a source looked
+at, including the places it found empty (a package installed later must show up) and the files a
+version was read from (a toolkit rewritten in place with its mtimes kept shows its new version).
+A damaged or foreign cache is rebuilt.
 """
 
-import marshal
 import os
 
-from cudaswitch import __version__
+from cudaswitch import cache as cachefile
 from cudaswitch import envstate
-from cudaswitch.paths import atomic_write, link_leaving, resolve_in_root
-from cudaswitch.safeio import load_marshal, seal
+from cudaswitch.paths import link_leaving, resolve_in_root
 from cudaswitch.settings import PROBE_TIMEOUT
 from cudaswitch.toolkit import STATUSES, version_tuple
 
@@ -22,10 +22,11 @@ if TYPE_CHECKING:
     from cudaswitch.paths import Paths
     from cudaswitch.toolkit import Env, ToolkitRecord
 
-# 6: sealed, records carry "missing"; 7: "list_json", and the version that wrote it; 8: every record
-# holds every key of toolkit.ToolkitRecord (made by toolkit.new_record)
-CACHE_FORMAT = 8
-CACHE_MAX_BYTES = 64 << 20
+# 8: every record holds every key of toolkit.ToolkitRecord (made by toolkit.new_record); 9: paths
+# are watched by their whole identity, not their mtime
+CACHE_FORMAT = 9
+CACHE_FILE = "registry.marshal"
+VERSION_FILES = ("version.json", "version.txt")  # what a record's version is read from first
 ENV_KEYS = ("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
             "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME")
 RECORD_KEYS = frozenset(("version", "root", "real", "sources", "origins", "nvcc", "status", "problems",
@@ -39,27 +40,13 @@ def cache_key(paths: "Paths", env: "Env") -> tuple:
     return (paths.managed_dir, paths.config_file) + tuple(base.get(k) for k in ENV_KEYS)
 
 
-def _load_cache_file(path):
-    """The unmarshalled cache, or None for anything else: absent, a FIFO or device put in its
-    place, a directory, a truncated or bit-flipped file, a foreign marshal."""
-    return load_marshal(path, CACHE_MAX_BYTES)
-
-
 def read_cache(paths: "Paths", env: "Env") -> "dict | None":
     """The cached registry if every input it depends on is unchanged, else None."""
-    cache = _load_cache_file(paths.registry_cache)
-    if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or cache.get("version") != __version__ \
-            or not _shape_ok(cache):
+    cache = cachefile.load(paths.cache_dir, CACHE_FILE)
+    if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not _shape_ok(cache):
         return None
-    if cache.get("key") != cache_key(paths, env) or cache.get("config_mtime") != paths.config_mtime():
+    if cache.get("key") != cache_key(paths, env) or not cachefile.unchanged(cache["watched"]):
         return None
-    for path, mtime in cache["watched"].items():
-        try:
-            current = os.stat(path).st_mtime_ns
-        except OSError:
-            current = -1
-        if current != mtime:
-            return None
     return cache
 
 
@@ -68,7 +55,7 @@ def _shape_ok(cache):
     records, watched = cache.get("records"), cache.get("watched")
     if not isinstance(watched, dict) or not isinstance(records, list) or not isinstance(cache.get("key"), tuple):
         return False
-    if not all(isinstance(k, str) and type(v) is int for k, v in watched.items()):
+    if not all(isinstance(k, str) and (v is None or isinstance(v, tuple)) for k, v in watched.items()):
         return False
     fragments = cache.get("list_json")
     if not isinstance(fragments, list) or len(fragments) != len(records) or not all(
@@ -98,15 +85,12 @@ def load(paths: "Paths", env: "Env", refresh: bool = False, config: "dict | None
 
         config = configmod.load(paths)
     cache = discover(paths, env, config, _old_probes(paths))
-    try:
-        atomic_write(paths.registry_cache, seal(marshal.dumps(cache)))
-    except OSError:
-        pass  # a read-only cache dir costs speed, not correctness
+    cachefile.store(paths.cache_dir, CACHE_FILE, cache)  # unwritable: speed lost, not correctness
     return cache
 
 
 def _old_probes(paths):
-    cache = _load_cache_file(paths.registry_cache)
+    cache = cachefile.load(paths.cache_dir, CACHE_FILE)
     probes = cache.get("nvcc_probes") if isinstance(cache, dict) else None
     if not isinstance(probes, dict):
         return {}
@@ -134,9 +118,9 @@ def discover(paths: "Paths", env: "Env", config: dict, nvcc_probes: dict) -> dic
     if config.get("default"):
         chosen = select(ToolkitRequest.parse(config["default"]), records, order, system_real)
         default_real = chosen["real"] if chosen else None
+    scan.watch(paths.config_file)
     return {
-        "format": CACHE_FORMAT, "version": __version__, "key": cache_key(paths, env),
-        "config_mtime": paths.config_mtime(), "watched": scan.watched, "records": records,
+        "format": CACHE_FORMAT, "key": cache_key(paths, env), "watched": scan.watched, "records": records,
         "nvcc_probes": nvcc_probes, "system_real": system_real, "default_real": default_real,
         "source_order": order, "default_request": config.get("default"), "list_json": list_json(records),
     }
@@ -193,6 +177,8 @@ def _merge(by_real, candidate, scan, nvcc_probes, layouts, views):
         if record is None:
             record = _describe(candidate, real, error, scan, nvcc_probes, layouts)
             _add_view(record, scan, views)
+            for name in VERSION_FILES:  # rewritten in place (cp -p, rsync -a): the dir's mtime stays
+                scan.watch(os.path.join(real, name))
     if candidate.source not in record["sources"]:
         record["sources"].append(candidate.source)
     record["origins"].setdefault(candidate.source, candidate.origin)

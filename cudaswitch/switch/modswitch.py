@@ -265,7 +265,7 @@ def _with_dir(modulepath, directory):
 
 def _marker_dir(paths, kind):
     """The MODULEPATH dir holding the marker modulefile for this module system, written once."""
-    from cudaswitch.paths import atomic_write
+    from cudaswitch.cache import write_file
 
     directory = os.path.join(paths.cache_dir, "modulefiles-" + kind)
     path = os.path.join(directory, "cuda", MARKER_FILE[kind])
@@ -277,7 +277,7 @@ def _marker_dir(paths, kind):
     except OSError:
         pass
     try:
-        atomic_write(path, text)
+        write_file(path, text)
     except OSError as exc:
         raise CudaSwitchError("cannot write the module marker %s: %s" % (path, exc.strerror)) from None
     return directory

@@ -21,14 +21,14 @@ a clear refusal into failures deep in libstdc++ headers. The ceiling is read fro
 header, never from compat.toml: a toolkit without that header cannot compile anyway, and the host's
 answer wins over a table (verify falls back to the table only to say what it cannot check).
 
-Import-light (os, marshal): it runs inside `use` and the hook. A compiler's version is asked once
+Import-light (os, the cache): it runs inside `use` and the hook. A compiler's version is asked once
 (`gcc -dumpfullversion`) and cached by the binary's path, mtime and size; a warm switch starts no
 process unless a CUDA module is loaded (then the module command runs, as `module load` does).
 """
 
-import marshal
 import os
 
+from cudaswitch import cache
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.paths import Paths
 from cudaswitch.pathsearch import which
@@ -105,7 +105,7 @@ def _modules_swapped(paths: Paths, base: dict, state: "dict | None",
 
 def _loader_path(paths: Paths) -> bool:
     """config's `loader_path`: whether the toolkit's lib dirs go on LD_LIBRARY_PATH."""
-    from cudaswitch.fastconfig import switch_settings
+    from cudaswitch.config import switch_settings
 
     return bool(switch_settings(paths)["loader_path"])
 
@@ -192,13 +192,12 @@ def compiler_version(cache_dir: str, compiler: str, env: dict) -> "str | None":
         key = identity_text(compiler)
     except OSError:
         return None
-    where = os.path.join(cache_dir, VERSIONS_FILE)
-    known = _load_table(where)
+    known = cache.table(cache_dir, VERSIONS_FILE)
     if key in known:
         return known[key]
     version = _ask_version(compiler, env)
     known[key] = version
-    _store_table(where, known)
+    cache.store_table(cache_dir, VERSIONS_FILE, known, MAX_CACHED)
     return version
 
 
@@ -244,11 +243,10 @@ def reads_ccbin_var(cache_dir: str, nvcc: str) -> "bool | None":
         key = "ccbin-var|" + identity_text(nvcc)
     except OSError:
         return None
-    where = os.path.join(cache_dir, VERSIONS_FILE)
-    known = _load_table(where)
+    known = cache.table(cache_dir, VERSIONS_FILE)
     if key not in known:
         known[key] = _names(nvcc, b"NVCC_CCBIN\0")
-        _store_table(where, known)
+        cache.store_table(cache_dir, VERSIONS_FILE, known, MAX_CACHED)
     return known[key]
 
 
@@ -281,25 +279,3 @@ def user_choice(env: dict, reads_var: bool = True) -> bool:
     this nvcc does not read (`reads_var` False: 11.8) picks nothing for it: a profile.d script or
     an earlier switch to 12.x/13.x may have set it for another toolkit."""
     return bool((reads_var and env.get("NVCC_CCBIN")) or env.get("CUDAHOSTCXX") or ccbin_in_flags(env))
-
-
-def _load_table(path: str) -> dict:
-    """The sealed {identity: answer} cache; {} when absent, foreign or corrupt."""
-    from cudaswitch.safeio import load_marshal
-
-    data = load_marshal(path, 16 << 20)
-    return data if isinstance(data, dict) else {}
-
-
-def _store_table(path: str, table: dict) -> None:
-    """Write the cache sealed and atomically, keeping its newest entries; an unwritable cache
-    costs the question again next time, never the switch."""
-    from cudaswitch.paths import atomic_write
-    from cudaswitch.safeio import seal
-
-    if len(table) > MAX_CACHED:
-        table = dict(list(table.items())[-MAX_CACHED:])
-    try:
-        atomic_write(path, seal(marshal.dumps(table)))
-    except (OSError, ValueError):
-        pass

@@ -3,9 +3,8 @@ done once per toolkit identity and remembered, so "verified with nvcc" is litera
 later switch costs no process. A build that did not finish in time is not remembered: it says
 nothing about the toolkit."""
 
-import os
-
-from cudaswitch.verify import cache, nvcc
+from cudaswitch import cache
+from cudaswitch.verify import nvcc
 from cudaswitch.verify.identity import cudaswitch_version, driver_identity, toolkit_identity
 
 TYPE_CHECKING = False
@@ -27,15 +26,14 @@ def cached_build(paths: "Paths", record: "AnyRecord", env: "Env", run: bool, fre
     the old "fails on the GPU" says nothing."""
     ran_on = (driver_identity(paths, env), tuple(sorted(repr(g) for g in gpus))) if run else None
     key = repr((cudaswitch_version(), record["root"], toolkit_identity(record, env), bool(run), ran_on))
-    where = os.path.join(paths.cache_dir, BUILDS_FILE)
-    known = cache.load_table(where)
+    known = cache.table(paths.cache_dir, BUILDS_FILE)
     if not fresh and key in known:
         return dict(known[key], cached=True)
     result = nvcc.compile_smoke(record, env, run=run, timeout=timeout)
     if not result.get("timed_out"):
         known.pop(key, None)
         known[key] = result
-        cache.store_table(where, known, MAX_ENTRIES)
+        cache.store_table(paths.cache_dir, BUILDS_FILE, known, MAX_ENTRIES)
     return dict(result, cached=False)
 
 

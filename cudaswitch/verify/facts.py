@@ -45,12 +45,12 @@ def tables() -> dict:
     whose rules they were checked by): `torch` reads them on every run."""
     import os
 
-    from cudaswitch import datacache
+    from cudaswitch import cache
     from cudaswitch.paths import Paths
 
     data = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
     files = [os.path.join(data, name) for name in DATA_FILES] + [os.path.abspath(__file__)]
-    return datacache.parsed(Paths().cache_dir, "tables.marshal", files, load_tables)
+    return cache.parsed(Paths().cache_dir, "tables.marshal", tuple(files), load_tables)
 
 
 def load() -> dict:

@@ -10,6 +10,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudaswitch.toolkit import AnyRecord, Env
 
+ARCHS_FILE = "nvcc-archs.marshal"
 NVCC_ERROR = re.compile(r"(#error.*|nvcc fatal.*|error:.*|undefined reference.*|cannot find -l.*|not found.*)")
 
 SMOKE_SOURCE = r"""
@@ -38,19 +39,18 @@ def gpu_archs(nvcc: str, env: "Env", timeout: float) -> "list[str] | None":
 def cached_gpu_archs(cache_dir: str, nvcc: str, env: "Env", timeout: float) -> "list[str] | None":
     """gpu_archs, remembered per nvcc binary (its path and safeio.file_identity): `torch` asks on
     every run, and nvcc's answer changes only with nvcc. A timed-out or failed probe is not kept."""
-    from cudaswitch.verify import cache
-    from cudaswitch.verify.identity import _identity, cudaswitch_version
+    from cudaswitch import cache
+    from cudaswitch.verify.identity import _identity
 
-    where = os.path.join(cache_dir, "nvcc-archs.marshal")
-    key = repr((cudaswitch_version(), _identity(nvcc)))
-    known = cache.load_table(where)
+    key = repr(_identity(nvcc))
+    known = cache.table(cache_dir, ARCHS_FILE)
     if isinstance(known.get(key), list):
         return known[key]
     archs = gpu_archs(nvcc, env, timeout)
     if archs:
         known.pop(key, None)
         known[key] = archs
-        cache.store_table(where, known, 32)
+        cache.store_table(cache_dir, ARCHS_FILE, known, 32)
     return archs
 
 

@@ -8,14 +8,16 @@ the torch probe) and stores the result.
 
 import os
 
+from cudaswitch import cache
 from cudaswitch.pathsearch import which  # noqa: F401  (re-exported for the verdict's callers)
-from cudaswitch.verify import cache
 from cudaswitch.verify.identity import _identity, cudaswitch_version, driver_identity, toolkit_identity  # noqa: F401
 
 TYPE_CHECKING = False  # typing is not imported at run time (this module is on use's fast path)
 if TYPE_CHECKING:
     from cudaswitch.paths import Paths
 
+VERDICTS_FILE = "verdicts.marshal"
+MAX_ENTRIES = 32
 ENV_KEYS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONSAFEPATH",
             "NVCC_CCBIN", "CUDA_VISIBLE_DEVICES", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")
 
@@ -23,7 +25,7 @@ ENV_KEYS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "
 def dependency_key(paths: "Paths", record: dict, new_env: dict) -> tuple:
     """Everything the verdict depends on that can be read without starting a process."""
     return (
-        cache.FORMAT, cudaswitch_version(), record["root"], record.get("version"), record.get("status"),
+        cudaswitch_version(), record["root"], record.get("version"), record.get("status"),
         toolkit_identity(record, new_env),
         _identity(which("python3", new_env) or which("python", new_env)),
         _identity(new_env.get("NVCC_CCBIN") or which("gcc", new_env)),
@@ -40,22 +42,24 @@ def verdict_for_use(paths: "Paths", record: dict, new_env: dict, timeout: "float
     timeout None: use's own (settings.USE_TORCH_TIMEOUT, or config's torch_timeout where set), for
     `use` and `kernel install` alike."""
     key = dependency_key(paths, record, new_env)
-    where = cache.cache_file(paths)
-    entries = cache.load(where)
+    entries = cache.table(paths.cache_dir, VERDICTS_FILE)
     hit = entries.get(key)
-    if hit is None or not cache.unchanged(hit["watch"]):
+    if hit is None or not cache.watched_entry(hit, ("level", "line", "again")) or not cache.unchanged(hit["watch"]):
         from cudaswitch.verify.usecheck import use_verdict
 
         level, line, watch, line_again = use_verdict(paths, record, new_env, timeout)
-        hit = {"level": level, "line": line, "again": line_again, "watch": cache.mtimes(watch)}
-        cache.store(where, entries, key, hit)
+        hit = {"level": level, "line": line, "again": line_again, "watch": cache.identities(watch)}
+        entries.pop(key, None)
+        entries[key] = hit
+        cache.store_table(paths.cache_dir, VERDICTS_FILE, entries, MAX_ENTRIES)
     return hit["level"], hit["again"] if again else hit["line"]
+
 
 
 def verdict_to_show(paths: "Paths", record: dict, new_env: dict, strict: bool = False, again: bool = False) -> tuple:
     """(level, line or None) as config's `verdict` setting asks: "all" lines, only "problems", or
     "off" (nothing verified, nothing said; --strict verifies all the same)."""
-    from cudaswitch.fastconfig import switch_settings
+    from cudaswitch.config import switch_settings
 
     mode = switch_settings(paths)["verdict"]
     if mode == "off" and not strict:

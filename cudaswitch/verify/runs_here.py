@@ -9,7 +9,8 @@ marshal here.
 
 import os
 
-from cudaswitch.verify.identity import cudaswitch_version, driver_identity
+from cudaswitch.safeio import file_identity
+from cudaswitch.verify.identity import driver_identity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,39 +27,26 @@ RUNS = WORDS[:3]  # what `list --runnable` keeps
 
 def verdicts(paths: "Paths", env: "Env", records: "list[dict]") -> "dict[str, dict]":
     """{root: {"runs": one of WORDS, "why": text, "json": the `"runs_here": {...}` JSON fragment}}."""
-    from cudaswitch.safeio import load_marshal
+    from cudaswitch import cache
 
-    key = repr((FORMAT, cudaswitch_version(), driver_identity(paths, env),
-                tuple((r["root"], r.get("version"), r.get("status"), _mtime(os.path.join(r["root"], "compat")))
+    key = repr((FORMAT, driver_identity(paths, env),
+                tuple((r["root"], r.get("version"), r.get("status"), _identity(os.path.join(r["root"], "compat")))
                       for r in records)))
-    where = os.path.join(paths.cache_dir, CACHE_FILE)
-    cached = load_marshal(where, 8 << 20)
+    cached = cache.load(paths.cache_dir, CACHE_FILE)
     if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("verdicts"), dict):
         return cached["verdicts"]
     found = _compute(paths, env, records)
-    _store(where, key, found)
+    cache.store(paths.cache_dir, CACHE_FILE, {"key": key, "verdicts": found})
     return found
 
 
-def _mtime(path):
+def _identity(path):
     """A compat/ dir appearing, going or changing: one stat per toolkit (a warm list of 550 toolkits
     cannot afford a realpath each)."""
     try:
-        return os.stat(path).st_mtime_ns
+        return file_identity(path)
     except OSError:
         return None
-
-
-def _store(where, key, found):
-    import marshal
-
-    from cudaswitch.paths import atomic_write
-    from cudaswitch.safeio import seal
-
-    try:
-        atomic_write(where, seal(marshal.dumps({"key": key, "verdicts": found})))
-    except (OSError, ValueError):
-        pass  # a read-only cache dir costs a driver probe next time, not correctness
 
 
 def _compute(paths, env, records):

@@ -28,6 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudaswitch.paths import Paths
 
+PROBES_FILE = "torch-arch.marshal"
 GPU_SM = re.compile(r"^(?:sm_)?(\d+)(\d)$")
 GPU_DOTTED = re.compile(r"^(\d+)\.(\d+)$")
 
@@ -81,14 +82,14 @@ def probe_installed(paths: "Paths", python: str, env: dict, timeout: float) -> d
     """{"torch", "cuda", "arch_flags", "python"} from the user's Python, or {"error": why}. It runs
     from a private empty directory, so no project's torch/ or json.py is imported by accident.
     Importing torch takes seconds: the answer is cached until the Python's site dirs change."""
-    from cudaswitch.verify import cache
+    from cudaswitch import cache
     from cudaswitch.verify.runner import run_framed
 
-    where = os.path.join(paths.cache_dir, "torch-arch.marshal")
-    entries = cache.load(where, _probe_entry_ok)
-    key = "%s|%s|%s" % (python, env.get("PYTHONPATH", ""), cache.mtimes([python]).get(python))
+    entries = cache.table(paths.cache_dir, PROBES_FILE)
+    key = "%s|%s|%s" % (python, env.get("PYTHONPATH", ""), cache.identities([python])[python])
     hit = entries.get(key)
-    if hit is not None and cache.unchanged(hit["watch"]):
+    if hit is not None and cache.watched_entry(hit, ()) and isinstance(hit["payload"], dict) \
+            and cache.unchanged(hit["watch"]):
         return dict(hit["payload"], cached=True)
     import tempfile  # ~7 ms (shutil, random): only when the Python is probed
 
@@ -97,15 +98,10 @@ def probe_installed(paths: "Paths", python: str, env: dict, timeout: float) -> d
     if payload is None:
         return {"error": error, "python": python}
     watch = list(payload.get("site_dirs") or []) + ([payload["torch_dir"]] if payload.get("torch_dir") else [])
-    cache.store(where, entries, key, {"payload": payload, "watch": cache.mtimes(watch)})
+    entries.pop(key, None)
+    entries[key] = {"payload": payload, "watch": cache.identities(watch)}
+    cache.store_table(paths.cache_dir, PROBES_FILE, entries, 32)
     return payload
-
-
-def _probe_entry_ok(entry: object) -> bool:
-    """A stored probe: its payload and the mtimes it holds for (cache.load's default check is a
-    verdict's, which refused every probe: each `torch` started the Python again)."""
-    return (isinstance(entry, dict) and isinstance(entry.get("payload"), dict) and isinstance(entry.get("watch"), dict)
-            and all(isinstance(p, str) and (m is None or type(m) is int) for p, m in entry["watch"].items()))
 
 
 def builds(installed: Optional[dict] = None) -> List[dict]:

@@ -6,6 +6,8 @@ Candidates lazily in its own preference order. The order of sources is data (con
 import os
 from dataclasses import dataclass, field
 
+from cudaswitch.cache import identities
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudaswitch.paths import Paths
@@ -26,7 +28,7 @@ class Candidate:
 @dataclass
 class Scan:
     """What a discovery run sees: the host (through the root prefix), the env, the config; and the
-    paths whose mtimes decide whether the cache is still valid (`watch`)."""
+    paths whose identities decide whether the cache is still valid (`watch`)."""
 
     paths: "Paths"
     env: dict
@@ -38,12 +40,9 @@ class Scan:
         return self.paths.host(path)
 
     def watch(self, path: str) -> None:
-        """Record path -> mtime_ns (or -1 when absent) for cache validation."""
+        """Record path -> its identity (None when absent) for cache validation."""
         if path not in self.watched:
-            try:
-                self.watched[path] = os.stat(path).st_mtime_ns
-            except OSError:
-                self.watched[path] = -1
+            self.watched.update(identities((path,)))
 
     def watch_links(self, hostpath: str) -> None:
         """Watch the directory holding each link on the way from `hostpath` (as seen on the host) to

@@ -2,6 +2,7 @@
 
 import os
 
+from cudaswitch.cache import private_problem, warn
 from cudaswitch.registry.sources import Candidate, Scan
 
 TYPE_CHECKING = False
@@ -14,6 +15,11 @@ DESCRIPTION = "toolkits installed by `cudaswitch install`"
 
 def find(scan: Scan) -> "Iterator[Candidate]":
     base = scan.paths.managed_dir
+    scan.watch(base)  # made private later (chmod changes its identity): listed again
+    problem = private_problem(base)
+    if problem:  # another user could have put a toolkit there, whose nvcc `use` would put first
+        warn("the managed toolkits dir %s is %s: its toolkits are not used" % (base, problem))
+        return
     for name in scan.listdir(base):
         path = os.path.join(base, name)
         if not name.startswith(".") and os.path.isdir(path):

@@ -1,4 +1,4 @@
-"""datacache.parsed: a data table parsed once per state of its files. Mirrors `cudaswitch torch`
+"""cache.parsed: a data table parsed once per state of its files. Mirrors `cudaswitch torch`
 reading torch_builds.toml on every run: the second run takes the parse from the cache, and an
 edited table (another size or mtime) is parsed again, never served stale. Pure unit tests: the
 function runs in-process against files in tmp."""
@@ -6,7 +6,7 @@ function runs in-process against files in tmp."""
 import os
 import tomllib
 
-from cudaswitch import datacache
+from cudaswitch import cache
 
 
 def counting_parser(path, calls):
@@ -23,13 +23,13 @@ def test_second_read_is_cached_and_an_edit_is_seen(tmp_path):
     calls = []
     parse = counting_parser(table, calls)
     (tmp_path / "cache").mkdir()
-    first = datacache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse)
-    again = datacache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse)
+    first = cache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse)
+    again = cache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse)
     assert first == again == {"build": [{"torch": "2.9", "cuda": "13.0"}]} and len(calls) == 1
     table.write_text('[[build]]\ntorch = "2.10"\ncuda = "13.0"\n')
     stamp = os.stat(table).st_mtime_ns
     os.utime(table, ns=(stamp + 10**9, stamp + 10**9))
-    edited = datacache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse)
+    edited = cache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse)
     assert edited["build"][0]["torch"] == "2.10" and len(calls) == 2
 
 
@@ -39,7 +39,7 @@ def test_no_cache_dir_is_made_for_it(tmp_path):
     table.write_text("a = 1\n")
     calls = []
     for _ in range(2):
-        assert datacache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], counting_parser(table, calls)) \
+        assert cache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], counting_parser(table, calls)) \
             == {"a": 1}
     assert len(calls) == 2 and not (tmp_path / "cache").exists()
 
@@ -51,7 +51,7 @@ def test_a_result_marshal_cannot_hold_is_parsed_every_time(tmp_path):
     calls = []
     parse = counting_parser(table, calls)
     for _ in range(2):
-        assert str(datacache.parsed(str(tmp_path / "cache"), "d.marshal", [str(table)], parse)["retrieved"]) == \
+        assert str(cache.parsed(str(tmp_path / "cache"), "d.marshal", [str(table)], parse)["retrieved"]) == \
             "2026-12-01"
     assert len(calls) == 2
 
@@ -62,10 +62,10 @@ def test_a_damaged_cache_or_a_missing_file_is_parsed_again(tmp_path):
     calls = []
     parse = counting_parser(table, calls)
     (tmp_path / "cache").mkdir()
-    datacache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse)
+    cache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse)
     (tmp_path / "cache" / "t.marshal").write_bytes(b"\x00" * 64)
-    assert datacache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse) == {"a": 1}
+    assert cache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table)], parse) == {"a": 1}
     assert len(calls) == 2
     gone = str(tmp_path / "absent.toml")
-    assert datacache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table), gone], parse) == {"a": 1}
+    assert cache.parsed(str(tmp_path / "cache"), "t.marshal", [str(table), gone], parse) == {"a": 1}
     assert len(calls) == 3

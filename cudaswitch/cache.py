@@ -1,0 +1,254 @@
+"""The one cache: every answer cudaswitch keeps between runs (the registry, verdicts, nvcc and
+compiler probes, builds, parsed config and data tables) is one sealed file in one private dir.
+
+Why private: a cached answer decides what `use` puts first on PATH. Whoever can write the cache
+dir or one of its files (a loose umask, a shared group, an XDG_CACHE_HOME on a shared sticky dir
+where another user made `cudaswitch/` first) could make the next `use` run their program. So:
+
+- the dir is made 0700 and its files 0600, whatever the umask;
+- a dir not owned by this user (or a link to one) is never used: one warning, and a private dir
+  beside the temp dir instead; a dir of ours that others may write is made private and emptied
+  (anything in it may have been put there by someone else);
+- a file is read only when it is a regular file of ours that nobody else may write, and only up
+  to MAX_BYTES, and only when its seal (length, CRC-32) holds: a bit flip or a truncation is a
+  miss, never a crash;
+- every payload carries cudaswitch's version, so an upgrade never meets an old answer. The keys
+  of the answers themselves are built from safeio.file_identity of every file they depend on.
+
+Built-in modules only: the fast commands read their caches through here."""
+
+import marshal
+import os
+import stat
+import sys
+
+from cudaswitch import __version__
+from cudaswitch.safeio import Unreadable, file_identity, open_regular, read_fd, replace_regular, seal, unseal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+MAX_BYTES = 64 << 20  # the registry of a host with hundreds of toolkits and envs is a few MiB
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+_checked: "dict[str, str]" = {}  # configured dir -> the dir this process uses (one check, one warning)
+
+
+def usable_dir(configured: str) -> str:
+    """The dir to keep caches in: `configured` when it is ours and private (or absent: made on the
+    first write), else a private one (see the module's docstring). Checked once per process."""
+    if configured not in _checked:
+        _checked[configured] = _choose(configured)
+    return _checked[configured]
+
+
+def _choose(configured):
+    problem = _foreign(configured)
+    if problem is None:
+        return configured
+    if problem == "loose":
+        if _make_private(configured):
+            warn("the cache dir %s was writable by other users: made private and emptied" % configured)
+            return configured
+        problem = "writable by other users"
+    fallback = os.path.join(os.environ.get("TMPDIR") or "/tmp", "cudaswitch-cache-%d" % os.geteuid())
+    if not os.path.isabs(fallback) or _foreign(fallback) is not None:
+        import tempfile
+
+        fallback = tempfile.mkdtemp(prefix="cudaswitch-cache-")
+    warn("the cache dir %s is %s: not used; caches go to %s (set CUDASWITCH_CACHE_DIR to a dir of your own)"
+          % (configured, problem, fallback))
+    return fallback
+
+
+def _foreign(directory):
+    """None for a dir of ours nobody else may write, or none there yet; "loose" for ours but
+    writable by others; else why it is not ours."""
+    parent = unsafe_ancestor(directory)
+    if parent:
+        return "in %s, which other users may change" % parent
+    try:
+        link = os.lstat(directory)
+        st = os.stat(directory)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return "unusable (%s)" % (exc.strerror or type(exc).__name__)
+    if link.st_uid != os.geteuid() or st.st_uid != os.geteuid():
+        return "owned by another user"
+    if not stat.S_ISDIR(st.st_mode):
+        return "not a directory"
+    return "loose" if st.st_mode & 0o022 else None
+
+
+def unsafe_ancestor(path: str) -> "str | None":
+    """The first dir above `path` through which another user could swap what `path` names: one
+    owned by someone else than root or us, or one others may write without the sticky bit (with
+    it, as in /tmp, only an entry's owner may rename it). None when the way down is safe."""
+    me = os.geteuid()
+    parent = os.path.dirname(os.path.abspath(path))
+    while True:
+        try:
+            st = os.stat(parent)
+        except OSError:
+            st = None
+        if st is not None and (st.st_uid not in (0, me) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX)):
+            return parent
+        if parent == os.path.dirname(parent):
+            return None
+        parent = os.path.dirname(parent)
+
+
+def _make_private(directory):
+    """chmod 0700, then remove what is inside: once nobody else can enter, nothing can be added
+    while it goes (shutil.rmtree does not follow links)."""
+    import shutil
+
+    try:
+        os.chmod(directory, DIR_MODE)
+        for entry in os.scandir(directory):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+    except OSError:
+        return False
+    return True
+
+
+def private_problem(directory: str) -> "str | None":
+    """None for a dir of ours that no other user may change (or none there yet), else why not."""
+    problem = _foreign(directory)
+    return "writable by other users" if problem == "loose" else problem
+
+
+def warn(line: str) -> None:
+    """One warning line on stderr (never stdout: `use` prints code for eval there)."""
+    sys.stderr.write("cudaswitch: warning: %s\n" % line)
+
+
+def make_dir(directory: str) -> None:
+    """Make `directory` and any missing parent 0700 (os.makedirs would give the parents 0777 less
+    the umask)."""
+    missing = []
+    while directory and not os.path.isdir(directory):
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, DIR_MODE)
+        except FileExistsError:
+            pass
+        os.chmod(path, DIR_MODE)
+
+
+def read_private(path: str, limit: int = MAX_BYTES) -> "bytes | None":
+    """The bytes of a file of ours that nobody else may write; None for anything else."""
+    try:
+        fd = open_regular(path)
+    except (OSError, Unreadable):
+        return None
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022 or st.st_size > limit:
+            return None
+        return read_fd(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def load(cache_dir: str, name: str) -> object:
+    """What store() put under `name` by this version of cudaswitch, or None."""
+    data = read_private(os.path.join(cache_dir, name))
+    payload = unseal(data) if data else None
+    if payload is None:
+        return None
+    try:
+        stored = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError, MemoryError, RecursionError):
+        return None
+    if isinstance(stored, tuple) and len(stored) == 2 and stored[0] == __version__:
+        return stored[1]
+    return None
+
+
+def store(cache_dir: str, name: str, value: "Any") -> bool:
+    """Keep `value` under `name` (sealed, 0600, replaced atomically); False when it cannot be
+    (a value marshal cannot hold, a read-only or full disk): a miss next time, never an error."""
+    try:
+        write_file(os.path.join(cache_dir, name), seal(marshal.dumps((__version__, value))))
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def write_file(path: str, data: bytes) -> None:
+    """A file of the cache dir (or of another dir of cudaswitch's own), 0600 in a 0700 dir,
+    replaced atomically: readers see the old file or the new one. OSError when it cannot be."""
+    make_dir(os.path.dirname(path))
+    replace_regular(path, data, mode=FILE_MODE, own_file=True)
+
+
+def table(cache_dir: str, name: str) -> dict:
+    """A small {key: answer} cache (probes, builds); {} when absent or damaged."""
+    data = load(cache_dir, name)
+    return data if isinstance(data, dict) else {}
+
+
+def store_table(cache_dir: str, name: str, entries: dict, max_entries: int) -> None:
+    """Write `entries`, keeping the newest `max_entries` (dicts keep insertion order)."""
+    if len(entries) > max_entries:
+        entries = dict(list(entries.items())[-max_entries:])
+    store(cache_dir, name, entries)
+
+
+def file_key(path: str) -> "tuple | None":
+    """What says a file is unchanged, or None when it is not a regular file here."""
+    try:
+        return (path, *file_identity(path)) if os.path.isfile(path) else None
+    except (OSError, ValueError):
+        return None
+
+
+def identities(paths: "list[str] | tuple[str, ...]") -> "dict[str, tuple | None]":
+    """{path: file_identity or None when absent}, for answers that must notice a changed file."""
+    out: "dict[str, tuple | None]" = {}
+    for path in paths:
+        try:
+            out[path] = file_identity(path)
+        except OSError:
+            out[path] = None
+    return out
+
+
+def unchanged(watched: dict) -> bool:
+    """Whether every path still has the identity identities() recorded."""
+    return all(identities((path,))[path] == was for path, was in watched.items())
+
+
+def watched_entry(entry: "Any", texts: "tuple[str, ...]") -> bool:
+    """A cached answer as its caller stored it: `texts` are strings, and "watch" maps paths to
+    what identities() recorded (anything else is damage: a miss)."""
+    return (isinstance(entry, dict) and all(isinstance(entry.get(k), str) for k in texts)
+            and isinstance(entry.get("watch"), dict)
+            and all(isinstance(p, str) and (i is None or isinstance(i, tuple)) for p, i in entry["watch"].items()))
+
+
+def parsed(cache_dir: str, name: str, files: "tuple[str, ...]", parse):
+    """parse() for `files` as they are now: stored under `name` while none of them changed (the
+    caller names its own module's file among them, so a changed parser never meets an old
+    answer). A file that is not a regular file (a zipped install): parsed every time."""
+    keys = tuple(file_key(path) for path in files)
+    if None in keys or not cache_dir:
+        return parse()
+    key = (sys.version_info[:2], keys)
+    stored = load(cache_dir, name)
+    if isinstance(stored, tuple) and len(stored) == 2 and stored[0] == key:
+        return stored[1]
+    value = parse()
+    if os.path.isdir(cache_dir):  # never the first to make it: a command refused in one line leaves no trace
+        store(cache_dir, name, (key, value))
+    return value
