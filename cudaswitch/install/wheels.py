@@ -10,8 +10,10 @@ import email.parser
 import json
 import os
 import re
-import shutil
 import zipfile
+import zlib
+
+from cudaswitch.install import untar
 
 META_PACKAGE = "cuda-toolkit"
 DEFAULT_COMPONENTS = ("nvcc", "cudart", "cccl")
@@ -25,6 +27,11 @@ VERSION_JSON_KEYS = {"cuda-runtime": "cuda_cudart", "nvvm": "libnvvm", "nvtx": "
 VERSION_JSON_NAMES = {"cuda_cudart": "CUDA Runtime (cudart)", "cuda_nvcc": "CUDA NVCC",
                       "cuda_cccl": "CUDA C++ Core Compute Libraries", "cuda_crt": "CUDA CRT headers",
                       "libnvvm": "CUDA NVVM"}
+
+
+# what zipfile raises for a damaged or hostile member: a bad header or CRC, a broken deflate
+# stream, a stream cut short, an encrypted member (RuntimeError)
+UNREADABLE = (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError)
 
 
 class WheelError(Exception):
@@ -90,22 +97,55 @@ def requirements_for(pins, components):
 def unpack(wheel, dest, pause=None):
     """Extract one component wheel into the classic tree at `dest`; returns the file count.
 
+    A wheel gets the budget a redist archive gets (untar.Budget, from its size on disk): what its
+    central directory declares (members, the dirs they need, bytes) is charged before anything is
+    written, so a zip bomb is refused at once; the bytes really written are charged again.
     `pause` (a callable) runs after the first file is written: the test hook that holds an
     install midway (CUDASWITCH_TEST_PAUSE_UNPACK)."""
-    count = 0
+    shown = os.path.basename(wheel)
     try:
-        with zipfile.ZipFile(wheel) as archive:
-            for info in archive.infolist():
-                relative = classic_path(info.filename)
-                if relative is None or info.is_dir():
-                    continue
-                _extract(archive, info, os.path.join(dest, relative))
-                count += 1
+        with open(wheel, "rb") as handle, zipfile.ZipFile(handle) as archive:
+            size = os.fstat(handle.fileno()).st_size
+            plan, dirs = _plan(archive.infolist())
+            _charge_declared(untar.Budget(size), plan, dirs)
+            written = untar.Budget(size)
+            for count, (info, parts) in enumerate(plan, 1):
+                _extract(archive, info, os.path.join(dest, *parts), written)
                 if pause and count == 1:
                     pause()
-    except zipfile.BadZipFile as exc:
-        raise WheelError("%s is not a readable wheel (%s)" % (os.path.basename(wheel), exc)) from None
-    return count
+    except untar.Refused as exc:
+        raise WheelError("%s: %s" % (shown, exc.message)) from None
+    except UNREADABLE as exc:
+        raise WheelError("%s is not a readable wheel (%s)" % (shown, exc)) from None
+    return len(plan)
+
+
+def _plan(infos):
+    """The members that go into the tree, as (info, path parts), and the dirs they need."""
+    plan, dirs = [], set()
+    for info in infos:
+        relative = classic_path(info.filename)
+        if relative is None or info.is_dir():
+            continue
+        parts = tuple(relative.split(os.sep))
+        untar.check_parts(parts, info.filename)
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            # zipfile inflates bzip2 and lzma members without an output bound (all of a read
+            # at once, in memory); NVIDIA's wheels use deflate
+            raise untar.Refused("member %s uses zip compression method %d; refused" % (
+                untar.shown(info.filename), info.compress_type))
+        plan.append((info, parts))
+        dirs.update(parts[:depth] for depth in range(1, len(parts)))
+    return plan, dirs
+
+
+def _charge_declared(budget, plan, dirs):
+    """Members, the dirs made for them and their declared sizes, all before the first write."""
+    for _ in dirs:
+        budget.member()
+    for info, _ in plan:
+        budget.member()
+        budget.write(info.file_size)
 
 
 def classic_path(name):
@@ -125,10 +165,17 @@ def classic_path(name):
     return os.path.join(*rest)
 
 
-def _extract(archive, info, target):
+def _extract(archive, info, target, budget):
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with archive.open(info) as source, open(target, "wb") as sink:
-        shutil.copyfileobj(source, sink, 1 << 20)
+        while True:
+            chunk = source.read(untar.CHUNK)
+            if not chunk:
+                break
+            # zipfile stops a member at its declared size today; what is written is charged
+            # anyway, so a reader that trusts the compressed stream cannot fill the disk
+            budget.write(len(chunk))
+            sink.write(chunk)
     executable = (info.external_attr >> 16) & 0o111
     os.chmod(target, 0o755 if executable else 0o644)
 
