@@ -212,20 +212,17 @@ def merged(before, mine, now, ours, name="PATH"):
 
     The entries cudaswitch removed return in the gap they came from; the user's new entries stay in
     the gap they were put in, ahead of returning ones except at the end (so `export X=new:$X` and
-    `X=$X:new` come out as they would have without cudaswitch)."""
-    old, set_, cur = split(before), split(mine), split(now)
-    added, kept = set_[:ours], set_[ours:]
-    removed = [[] for _ in range(len(kept) + 1)]
-    k = 0
-    for entry in old:
-        if k < len(kept) and entry == kept[k]:
-            k += 1
-        else:
-            removed[k].append(entry)
+    `X=$X:new` come out as they would have without cudaswitch). An empty entry means the current
+    directory: the ones `before` had come back, but the user's edits add none (`X=new:$X` on a list
+    the switch had emptied makes `new:`, which must not become `before` + `new:` + cwd)."""
+    set_, cur = split(mine), split(now)
+    added = set_[:ours]
+    removed = _returning(split(before), set_[ours:])
     out, pending = [], []
     for op, m, c in _align(set_, cur):
         if op == "ins":
-            pending.append(cur[c])
+            if cur[c]:  # an empty entry the edit made goes (see above)
+                pending.append(cur[c])
             continue
         out += pending
         pending = []
@@ -234,10 +231,26 @@ def merged(before, mine, now, ours, name="PATH"):
         out += removed[m - len(added)]
         if op == "keep":
             out.append(cur[c])
-    out += removed[len(kept)] + pending
+    if not set_ and cur[-1:] == [""]:  # `X=new:$X` on the list the switch had emptied: in front
+        out += pending + removed[-1]
+    else:
+        out += removed[-1] + pending
     if out or name == "PATH":
         return os.pathsep.join(out)
     return "" if before == "" else None  # never "" where it was unset: an empty CPATH entry is "."
+
+
+def _returning(old, kept):
+    """The entries of `old` a switch took out, by the gap of `kept` they return to: list i goes
+    before kept[i], the last one after all of kept."""
+    removed = [[] for _ in range(len(kept) + 1)]
+    k = 0
+    for entry in old:
+        if k < len(kept) and entry == kept[k]:
+            k += 1
+        else:
+            removed[k].append(entry)
+    return removed
 
 
 def _align(a, b):

@@ -23,4 +23,6 @@ SLOW_MODULES = frozenset({
     "test_checks_agree",
     # verify against `use` in real bash for each starting state, with real builds
     "test_switch_plan",
+    # use / edit / off in real bash, zsh and fish from empty and unset path lists (~140 cases)
+    "test_restore_empty",
 })

@@ -151,8 +151,17 @@ def diff(old: dict, new: dict) -> dict:
     if before and before.get("unexported"):
         after = read_state(new) or {}
         still = set(after.get("unexported", ()))
-        out["unexport"] = [n for n in before["unexported"] if n not in still and n in new]
+        out["unexport"] = [n for n in before["unexported"]
+                           if n not in still and n in new and _as_switched(before, old, n)]
     return out
+
+
+def _as_switched(state: dict, env: dict, name: str) -> bool:
+    """Does `name` still hold what the switch set? Once the switch exported it, `export PATH=/new:$PATH`
+    and `PATH=/new:$PATH` look the same; a value the user changed stays exported, or an `export`
+    they typed would be undone and their entry would reach no child (and no build)."""
+    entry = state["lists"].get(name) or state["scalars"].get(name)
+    return entry is not None and env.get(name) == entry[1]
 
 
 def applied(env: dict, change: dict) -> dict:
