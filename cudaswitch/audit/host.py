@@ -19,10 +19,9 @@ def switched_env(paths: "Paths", records: "list[dict]", env: dict, record: dict)
     """The environment a build of `record` runs in: the switch plan's, as `use` would give it (the
     host compiler it picks included), so a toolkit audit says compiles is one `use` gives working.
     `records`: every toolkit the audit found, whose entries the switch takes off the paths."""
-    from cudaswitch.switch.plan import plan
-    from cudaswitch.switch.toolkitdirs import known_roots
+    from cudaswitch.switch.decide import switch_plan
 
-    return plan(env, record, "audit", known_roots({"records": records}), paths=paths).env
+    return switch_plan({"records": records}, env, record, "audit", paths=paths).env
 
 
 def host_name(paths: "Paths", root: "str | None") -> str:

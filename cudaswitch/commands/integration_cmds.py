@@ -48,15 +48,14 @@ def kernel_install(request, python=None, name=None):
 
 def _kernel_spec(paths, reg, request, python):
     from cudaswitch.integrations import kernels
-    from cudaswitch.switch.toolkitdirs import known_roots
-    from cudaswitch.switch.plan import plan
+    from cudaswitch.switch.decide import switch_plan
     from cudaswitch.registry.resolve import resolve
     from cudaswitch.verify.quick import verdict_for_use
     from cudaswitch.verify.runner import find_python
 
     env = dict(os.environ)
     record = resolve(reg, request)
-    new_env = plan(env, record, "kernel", known_roots(reg), paths=paths).env  # what `use` would give
+    new_env = switch_plan(reg, env, record, "kernel", paths=paths).env  # what `use` would give
     chosen = find_python(new_env, python)
     if not chosen:
         from cudaswitch.errors import CudaSwitchError
@@ -98,15 +97,14 @@ def kernel_remove(name):
 
 def direnv_use(words):
     """What `use cuda REQUEST` in an .envrc runs: bash code on stdout, the verdict on stderr."""
-    from cudaswitch.switch import envdiff
     from cudaswitch.commands.switch_cmds import _environ, _report_switch
     from cudaswitch.integrations import direnv
     from cudaswitch.paths import Paths
     from cudaswitch.switch.shells import bash
 
     paths, env = Paths(), _environ()
-    record, diff = direnv.switch_for_envrc(paths, env, words)
-    text = bash.render(diff)
-    _report_switch(paths, record, envdiff.applied(env, diff))
+    switch = direnv.switch_for_envrc(paths, env, words)
+    text = bash.render(switch.diff)
+    _report_switch(paths, switch.record, switch.env)
     render.emit_text(text)
     return 0

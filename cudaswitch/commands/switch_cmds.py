@@ -43,20 +43,19 @@ def _renderer(shell):
 
 
 def use(request, shell=None, no_verify=False, strict=False):
-    from cudaswitch.switch import envdiff
-    from cudaswitch.switch import decide as switch
+    from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
     paths, env = _paths(), _environ()
-    reg = switch.load(paths, env)
-    record, diff = switch.use(reg, env, request, driver_runs=_driver_runs(paths, env, reg))
+    reg = decide.load(paths, env)
+    switch = decide.use(reg, env, request, driver_runs=_driver_runs(paths, env, reg))
     again = _rerun_with_path(request, shell, no_verify, strict)
     if again:  # the request is known good; the run that sees the shell's PATH reports the verdict
         render.emit_text(again)
         return 0
-    text = render_diff(diff)
-    _report_switch(paths, record, envdiff.applied(env, diff), no_verify, strict)
-    for note in switch.notes(diff):
+    text = render_diff(switch.diff)
+    _report_switch(paths, switch.record, switch.env, no_verify, strict)
+    for note in decide.notes(switch):
         render.message("cudaswitch: " + note)
     render.emit_text(text)
     return 0
@@ -98,18 +97,17 @@ def off(shell=None):
     from cudaswitch.switch import decide as switch
 
     render_diff = _renderer(shell)
-    diff = switch.off(_environ())
-    if diff is None:
+    back = switch.off(_environ())
+    if back is None:
         render.message("cudaswitch: no toolkit was switched in this shell; nothing to undo")
         return 0
     for note in switch.off_notes(_environ()):
         render.message("cudaswitch: " + note)
-    render.emit_text(render_diff(diff))
+    render.emit_text(render_diff(back.diff))
     return 0
 
 
 def hook_env(shell=None):
-    from cudaswitch.switch import envdiff
     from cudaswitch.switch import decide as switch
 
     render_diff = _renderer(shell)
@@ -120,11 +118,11 @@ def hook_env(shell=None):
         loaded.setdefault("reg", switch.load(paths, env))
         return loaded["reg"]
 
-    record, diff = switch.hook_env(load, env, os.getcwd(), driver_runs=_driver_runs(paths, env, load))
-    if diff:
-        text = render_diff(diff)
+    record, change = switch.hook_env(load, env, os.getcwd(), driver_runs=_driver_runs(paths, env, load))
+    if change:
+        text = render_diff(change.diff)
         if record:  # entering a project is a switch too: the same cached verdict line as `use`
-            _report_switch(paths, record, envdiff.applied(env, diff))
+            _report_switch(paths, record, change.env)
         render.emit_text(text)
     return 0
 
@@ -154,15 +152,13 @@ def _pending_note(info, env):
 
 def exec_(request, cmd):
     """Replace this process with CMD in the switched environment."""
-    from cudaswitch.switch import envdiff
     from cudaswitch.switch import decide as switch
 
     command = cmd[1:] if cmd[:1] == ["--"] else cmd
     if not command:
         raise UsageError("give the command to run: cudaswitch exec REQUEST -- CMD [ARGS...]")
     paths, env = _paths(), _environ()
-    record, diff = switch.use(switch.load(paths, env), env, request)
-    new = envdiff.applied(env, diff)
+    new = switch.use(switch.load(paths, env), env, request).env
     sys.stdout.flush()
     try:
         os.execvpe(command[0], command, new)

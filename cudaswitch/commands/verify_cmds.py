@@ -70,15 +70,14 @@ def verify(request: "str | None" = None, python: "str | None" = None, compile_: 
            timeout: "float | None" = None, as_json: bool = False) -> int:
     """Judge the environment `use REQUEST` would give this shell: the same switch plan, origin
     included, so the report's "environment" is what `use --shell json` prints."""
-    from cudaswitch.switch.plan import plan
-    from cudaswitch.switch.toolkitdirs import known_roots
+    from cudaswitch.switch.decide import switch_plan
     from cudaswitch.verify.report import verify_toolkit
 
     _check_options(python, timeout)
     paths, reg = _context()
     record = _record(reg, request)
     env = dict(os.environ)
-    switch = plan(env, record, "shell", known_roots(reg), paths=paths, load_module=_module_to_load(record, request))
+    switch = switch_plan(reg, env, record, "shell", load_module=_module_to_load(record, request), paths=paths)
     report = verify_toolkit(paths, reg, record, switch.env, python=python, smoke_compile=compile_, timeout=timeout,
                             current_env=env)
     report["environment"] = switch.public()

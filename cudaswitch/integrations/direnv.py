@@ -56,7 +56,7 @@ def _is_path(text):
 
 
 def switch_for_envrc(paths, env: dict, args: list):
-    """(record, diff) for `use cuda REQUEST`, checked before the registry is even loaded. The switch
+    """The SwitchPlan for `use cuda REQUEST`, checked before the registry is even loaded. The switch
     is recorded as this shell's (origin shell), so the bash/zsh hook, if also loaded, leaves it to
     direnv instead of undoing it."""
     from cudaswitch.switch import decide as switch

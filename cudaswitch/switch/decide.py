@@ -1,5 +1,5 @@
-"""Switching: what `use`, `off`, `hook-env` and `current` decide. Returns data (diffs, dicts);
-the switch commands render. Import-light on purpose: runs on every `use` and on entering a project."""
+"""Switching: what `use`, `off`, `hook-env` and `current` decide. Returns data (a SwitchPlan, a
+Restore, dicts); the switch commands render. Import-light on purpose: runs on every `use` and on entering a project."""
 
 from cudaswitch.switch import envdiff
 from cudaswitch.registry import discover as registry
@@ -51,11 +51,11 @@ def _why_passed_over(record: dict, driver_runs: "DriverRuns") -> str:
 
 
 def use(reg: dict, env: dict, request_text: str, origin: str = "shell", source_file: "str | None" = None,
-        driver_runs: "DriverRuns" = None) -> "tuple[dict, dict]":
-    """(record, diff) switching `env` to the toolkit the request selects (see find_record)."""
+        driver_runs: "DriverRuns" = None) -> SwitchPlan:
+    """The switch of `env` to the toolkit the request selects (see find_record)."""
     request = ToolkitRequest.parse(request_text, allow_path=(origin == "shell"))
     record = find_record(reg, request, driver_runs)
-    return record, switch_plan(reg, env, record, origin, source_file, module_to_load(record, request, origin)).diff
+    return switch_plan(reg, env, record, origin, source_file, module_to_load(record, request, origin))
 
 
 def module_to_load(record: dict, request: ToolkitRequest, origin: str) -> "str | None":
@@ -67,17 +67,16 @@ def module_to_load(record: dict, request: ToolkitRequest, origin: str) -> "str |
 
 
 def switch_plan(reg: dict, env: dict, record: dict, origin: str, source_file: "str | None" = None,
-                load_module: "str | None" = None) -> SwitchPlan:
-    """The switch plan (switch/plan.py) of `env` to `record`, with every root the registry knows."""
-    return plan(env, record, origin, known_roots(reg), source_file, load_module=load_module)
+                load_module: "str | None" = None, paths: "Paths | None" = None) -> SwitchPlan:
+    """The switch plan (switch/plan.py) of `env` to `record`, with every root the registry knows:
+    what use, hook-env, exec, verify, kernel install and audit all judge and render."""
+    return plan(env, record, origin, known_roots(reg), source_file, paths, load_module)
 
 
-def notes(diff: dict) -> "list[str]":
+def notes(switch: SwitchPlan) -> "list[str]":
     """One line each for what a switch took away beyond PATH-like entries: the CUDA modules it
     swapped out, the toolkit flags it removed from a conda env's (or a guide's) flag variables."""
-    state = envdiff.read_state(diff["set"]) if envdiff.STATE_VAR in diff["set"] else None
-    if not state:
-        return []
+    state = switch.state
     out = []
     if state.get("modules"):
         from cudaswitch.switch import modswitch
@@ -119,16 +118,26 @@ def off_notes(env: dict) -> "list[str]":
     return [modswitch.off_note(info, env)]
 
 
-def off(env: dict) -> "dict | None":
-    """The diff back to the environment from before cudaswitch (None when nothing is active)."""
+class Restore:
+    """What `off` (or leaving a project) gives: `env`, the environment from before cudaswitch, and
+    `diff`, what a shell applies to get there."""
+
+    __slots__ = ("env", "diff")
+
+    def __init__(self, start: dict, env: dict) -> None:
+        self.env, self.diff = env, envdiff.diff(start, env)
+
+
+def off(env: dict) -> "Restore | None":
+    """The way back to the environment from before cudaswitch (None when nothing is active)."""
     if envdiff.read_state(env) is None:
         return None
-    return envdiff.diff(env, restored(env))
+    return Restore(env, restored(env))
 
 
 def hook_env(reg_loader: "Callable[[], dict]", env: dict, cwd: str,
-             driver_runs: "DriverRuns" = None) -> "tuple[dict | None, dict | None]":
-    """What the hook applies on a project-file change: (record or None, diff or None).
+             driver_runs: "DriverRuns" = None) -> "tuple[dict | None, SwitchPlan | Restore | None]":
+    """What the hook applies on a project-file change: (record or None, the change or None).
 
     An explicit `use` in this shell wins until `off`; otherwise the nearest project file, else the
     global default, else nothing (leaving a project restores what was there before it)."""
@@ -149,12 +158,12 @@ def hook_env(reg_loader: "Callable[[], dict]", env: dict, cwd: str,
             raise
         if state and state["root"] == record["root"] and state.get("file") == path:
             return record, None
-        return record, switch_plan(reg, env, record, "project", path).diff
+        return record, switch_plan(reg, env, record, "project", path)
     reg = reg_loader()
     if reg.get("default_request"):
         default = next((r for r in reg["records"] if r["real"] == reg["default_real"]), None)
         if default and not (state and state["origin"] == "global" and state["root"] == default["root"]):
-            return default, switch_plan(reg, env, default, "global").diff
+            return default, switch_plan(reg, env, default, "global")
         if default:
             return default, None
     return None, off(env)

@@ -40,8 +40,16 @@ def path_entries(record: dict) -> "dict[str, list[str]]":
 def switched(env: dict, record: dict, origin: str, source_file: "str | None" = None,
              known_roots: "list[str] | tuple[str, ...]" = (), base: "dict | None" = None,
              modules: "dict | None" = None, compilers: "dict | None" = None) -> dict:
-    """The full new environment for `record` (a registry record), from any current env: the
-    toolkit's entries first, no other toolkit's entry left, the scalars naming it.
+    """The new environment of switch_env (below), without its state."""
+    return switch_env(env, record, origin, source_file, known_roots, base, modules, compilers)[0]
+
+
+def switch_env(env: dict, record: dict, origin: str, source_file: "str | None" = None,
+               known_roots: "list[str] | tuple[str, ...]" = (), base: "dict | None" = None,
+               modules: "dict | None" = None, compilers: "dict | None" = None) -> "tuple[dict, dict]":
+    """(the full new environment for `record` (a registry record), from any current env: the
+    toolkit's entries first, no other toolkit's entry left, the scalars naming it; the state it
+    keeps in CUDASWITCH_STATE for `off`).
 
     `known_roots`: toolkit roots the registry knows (besides what looks like one on disk);
     `base`: the environment to switch from, when it is not pristine(env) (a module unloaded first);
@@ -68,7 +76,7 @@ def switched(env: dict, record: dict, origin: str, source_file: "str | None" = N
     if unexported:
         state["unexported"] = unexported
     new[STATE_VAR] = encode_state(state)
-    return new
+    return new, state
 
 
 def _unexported(env, changed):

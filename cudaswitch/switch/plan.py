@@ -43,26 +43,24 @@ MAX_CACHED = 64
 
 
 class SwitchPlan:
-    """What a switch to `record` from `start` gives: `env` (the whole new environment), `diff`
-    (envdiff.diff: what a shell applies), `base` (the environment switched from: the previous switch
-    undone, a CUDA module swapped out), `modules` (what the module system swapped out, or None),
-    `compilers` (the host compiler variables chosen, {} when none), `entries` (the dirs put first on
-    PATH and LD_LIBRARY_PATH: the toolkit's own or its view's)."""
+    """What a switch to `record` from `start` gives, computed once and rendered by every command
+    (use, hook-env, exec, verify, kernel install, audit): `env` (the whole new environment), `diff`
+    (envdiff.diff: what a shell applies), `state` (what CUDASWITCH_STATE records for `off`: the
+    values replaced and set, the modules swapped), `base` (the environment switched from: the
+    previous switch undone, a CUDA module swapped out), `modules` (what the module system swapped
+    out, or None), `compilers` (the host compiler variables chosen, {} when none), `entries` (the
+    dirs put first on PATH and LD_LIBRARY_PATH: the toolkit's own or its view's)."""
 
-    __slots__ = ("record", "origin", "source_file", "start", "base", "env", "diff", "modules", "compilers",
-                 "entries")
+    __slots__ = ("record", "origin", "source_file", "start", "base", "env", "state", "diff", "modules",
+                 "compilers", "entries")
 
-    def __init__(self, record: dict, origin: str, source_file: "str | None", start: dict, base: dict, env: dict,
-                 modules: "dict | None", compilers: dict, entries: dict) -> None:
+    def __init__(self, record: dict, origin: str, source_file: "str | None", start: dict, base: dict,
+                 switched: "tuple[dict, dict]", modules: "dict | None", compilers: dict, entries: dict) -> None:
         self.record, self.origin, self.source_file = record, origin, source_file
-        self.start, self.base, self.env = start, base, env
-        self.diff = envdiff.diff(start, env)
+        self.start, self.base = start, base
+        self.env, self.state = switched
+        self.diff = envdiff.diff(start, self.env)
         self.modules, self.compilers, self.entries = modules, compilers, entries
-
-    @property
-    def state(self) -> "dict | None":
-        """What CUDASWITCH_STATE records for `off`: the values replaced and set, the modules swapped."""
-        return envdiff.read_state(self.env)
 
     def public(self) -> dict:
         """{"set": {...}, "unset": [...]}: the change, in the shape `use --shell json` prints."""
@@ -84,8 +82,8 @@ def plan(env: dict, record: dict, origin: str, known_roots: "list[str] | tuple[s
     base, modules = _modules_swapped(paths, envdiff.pristine(env, state), state, load_module)
     compilers = choose_compilers(paths.cache_dir, record, base)
     on_path = record if _loader_path(paths) else dict(record, lib_dirs=[], env_lib=[])
-    new = envdiff.switched(env, on_path, origin, source_file, known_roots, base=base, modules=modules,
-                           compilers=compilers)
+    new = envdiff.switch_env(env, on_path, origin, source_file, known_roots, base=base, modules=modules,
+                             compilers=compilers)
     return SwitchPlan(record, origin, source_file, env, base, new, modules, compilers, envdiff.path_entries(on_path))
 
 
