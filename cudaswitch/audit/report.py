@@ -60,19 +60,19 @@ def run_audit(env, root=None, compile_=False, allow_exec=False, progress=None, r
 
 def _discover(env, root, executes, root_vars=None):
     from cudaswitch import config as configmod
-    from cudaswitch.registry import discover as registry
+    from cudaswitch.registry import discover
 
     if root is None:
         paths = Paths(env)
-        return paths, registry.load(paths, env, refresh=True), env
+        return paths, discover.load(paths, env, refresh=True), env
     used_env = root_env(env, os.path.abspath(root), root_vars)
     paths = Paths(used_env)
     host_config = configmod.load(paths)
     # The user's registered toolkits and default describe their host, not the audited root.
     config = {key: host_config[key] for key in ("source_order", "probe_timeout") if key in host_config}
     config["probe_exec"] = executes
-    # registry.discover, not load: an audit of a root must not replace this host's registry cache.
-    return paths, registry.discover(paths, used_env, config, {}), used_env
+    # discover.discover, not load: an audit of a root must not replace this host's registry cache.
+    return paths, discover.discover(paths, used_env, config, {}), used_env
 
 
 def root_env(env, root, root_vars=None):

@@ -17,14 +17,14 @@ def _size(num):
 def install(request=None, components=(), source=None, mirror=None, extras=(), prefix=None,
             modulefile=None, list_releases=False, as_json=False):
     """Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root)."""
-    from cudaswitch.install import installer as install
+    from cudaswitch.install import installer
     from cudaswitch.paths import Paths
 
     if list_releases:
         return _list_command(source, mirror, as_json)
     if not request:
         raise UsageError("install needs a CUDA release (or --list)", "e.g. cudaswitch install 12.4")
-    result = install.install(Paths(), dict(os.environ), request, _split(components), render.message,
+    result = installer.install(Paths(), dict(os.environ), request, _split(components), render.message,
                              source, mirror, _split(extras), prefix, modulefile)
     if as_json:
         render.emit_json(result)
@@ -85,13 +85,13 @@ def _short(version):
 
 def uninstall(request, force=False):
     """Remove a toolkit that `cudaswitch install` made (never any other)."""
-    from cudaswitch.install import installer as install
-    from cudaswitch.registry import discover as registry
+    from cudaswitch.install import installer
+    from cudaswitch.registry import discover
     from cudaswitch.paths import Paths
 
     paths = Paths()
-    reg = registry.load(paths, dict(os.environ))
-    result = install.uninstall(paths, os.environ, reg, request, force)
+    reg = discover.load(paths, dict(os.environ))
+    result = installer.uninstall(paths, os.environ, reg, request, force)
     render.message("removed CUDA %s from %s" % (result["name"], result["root"]))
     if result["was_active"]:
         from cudaswitch.switch import envdiff

@@ -6,11 +6,11 @@ from cudaswitch import render
 
 
 def _paths_and_loader():
-    from cudaswitch.registry import discover as registry
+    from cudaswitch.registry import discover
     from cudaswitch.paths import Paths
 
     paths = Paths()
-    return paths, lambda: registry.load(paths, dict(os.environ))
+    return paths, lambda: discover.load(paths, dict(os.environ))
 
 
 def torch(request=None, driver=None, gpu=(), python=None, as_json=False):

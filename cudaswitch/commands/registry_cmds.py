@@ -7,11 +7,11 @@ from cudaswitch.errors import UsageError
 
 
 def _context(refresh=False):
-    from cudaswitch.registry import discover as registry
+    from cudaswitch.registry import discover
     from cudaswitch.paths import Paths
 
     paths = Paths()
-    return paths, registry.load(paths, dict(os.environ), refresh=refresh)
+    return paths, discover.load(paths, dict(os.environ), refresh=refresh)
 
 
 def list_(as_json=False, refresh=False, wide=False, runnable=False):

@@ -94,31 +94,31 @@ def _report_switch(paths, record, new_env, no_verify=False, strict=False):
 
 
 def off(shell=None):
-    from cudaswitch.switch import decide as switch
+    from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
-    back = switch.off(_environ())
+    back = decide.off(_environ())
     if back is None:
         render.message("cudaswitch: no toolkit was switched in this shell; nothing to undo")
         return 0
-    for note in switch.off_notes(_environ()):
+    for note in decide.off_notes(_environ()):
         render.message("cudaswitch: " + note)
     render.emit_text(render_diff(back.diff))
     return 0
 
 
 def hook_env(shell=None):
-    from cudaswitch.switch import decide as switch
+    from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
     paths, env = _paths(), _environ()
     loaded = {}
 
     def load():  # the registry once: the driver's verdicts below are over the same records
-        loaded.setdefault("reg", switch.load(paths, env))
+        loaded.setdefault("reg", decide.load(paths, env))
         return loaded["reg"]
 
-    record, change = switch.hook_env(load, env, os.getcwd(), driver_runs=_driver_runs(paths, env, load))
+    record, change = decide.hook_env(load, env, os.getcwd(), driver_runs=_driver_runs(paths, env, load))
     if change:
         text = render_diff(change.diff)
         if record:  # entering a project is a switch too: the same cached verdict line as `use`
@@ -128,10 +128,10 @@ def hook_env(shell=None):
 
 
 def current(as_json=False):
-    from cudaswitch.switch import decide as switch
+    from cudaswitch.switch import decide
 
     paths, env = _paths(), _environ()
-    info = switch.current(lambda: switch.load(paths, env), env, os.getcwd())
+    info = decide.current(lambda: decide.load(paths, env), env, os.getcwd())
     if as_json:
         render.emit_json(info, compact=True)
     else:
@@ -152,13 +152,13 @@ def _pending_note(info, env):
 
 def exec_(request, cmd):
     """Replace this process with CMD in the switched environment."""
-    from cudaswitch.switch import decide as switch
+    from cudaswitch.switch import decide
 
     command = cmd[1:] if cmd[:1] == ["--"] else cmd
     if not command:
         raise UsageError("give the command to run: cudaswitch exec REQUEST -- CMD [ARGS...]")
     paths, env = _paths(), _environ()
-    new = switch.use(switch.load(paths, env), env, request).env
+    new = decide.use(decide.load(paths, env), env, request).env
     sys.stdout.flush()
     try:
         os.execvpe(command[0], command, new)

@@ -10,11 +10,11 @@ if TYPE_CHECKING:
 
 
 def _context() -> "tuple[Paths, dict]":
-    from cudaswitch.registry import discover as registry
+    from cudaswitch.registry import discover
     from cudaswitch.paths import Paths
 
     paths = Paths()
-    return paths, registry.load(paths, dict(os.environ))
+    return paths, discover.load(paths, dict(os.environ))
 
 
 def _record(reg: dict, request: "str | None") -> dict:

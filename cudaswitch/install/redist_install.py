@@ -10,7 +10,7 @@ import os
 import time
 
 from cudaswitch.cache import make_dir
-from cudaswitch.install import steps as installer
+from cudaswitch.install import steps
 from cudaswitch.install import redist
 from cudaswitch.install import redist_tree
 from cudaswitch.errors import CudaSwitchError, UsageError
@@ -73,7 +73,7 @@ def _thirteen_or_newer(text):
 def _parse(text):
     from cudaswitch.request import ToolkitRequest
 
-    installer.index_requirement(text)  # the same refusals as the wheel source (conda:12.4, system, ...)
+    steps.index_requirement(text)  # the same refusals as the wheel source (conda:12.4, system, ...)
     return ToolkitRequest.parse(text)
 
 
@@ -139,7 +139,7 @@ def install(paths, env, request_text, components, progress, base, extras=(), pre
 
     started = time.monotonic()
     progress = _inert(progress)
-    with installer.interruptible(request_text):
+    with steps.interruptible(request_text):
         release, manifest, entries = plan(paths, request_text, base, components or (), extras)
         name = release_name(release, redist.components(manifest).get("cuda_nvcc"))
         progress("CUDA %s from %s: %s" % (name, base, ", ".join(
@@ -153,7 +153,7 @@ def install(paths, env, request_text, components, progress, base, extras=(), pre
             if prefix:
                 redist_site.write_marker(tree, release, "redist", modulefiles)
 
-        installed = installer.install_once(target, build_tree, progress)
+        installed = steps.install_once(target, build_tree, progress)
         if prefix:
             redist_site.link_into_managed(paths.managed_dir, release, target)
         if modulefile:
@@ -162,7 +162,7 @@ def install(paths, env, request_text, components, progress, base, extras=(), pre
               "archives": {e["component"]: e["version"] for e in entries}, "modulefiles": modulefiles}
     if installed:
         result["installed"] = True
-    result.update(installer.describe_tree(target))
+    result.update(steps.describe_tree(target))
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
 
@@ -185,7 +185,7 @@ def fill(build, tree, release, entries, env, progress, cache_dir):
         progress("downloading %s (%s)" % (os.path.basename(dest), iec(entry["size"])))
         redist.download(entry["base"] + entry["relative_path"], dest, entry, DOWNLOAD_TIMEOUT)
         fetched.append((entry, dest))
-    pause = installer.test_pause(env, progress)
+    pause = steps.test_pause(env, progress)
     redist_tree.unpack_all(fetched, tree, os.path.join(build, "unpacked"),
                            pause and (lambda stop: pause(stop.wait)), progress)
     redist_tree.finish(tree, release, entries)
@@ -197,7 +197,7 @@ def _prove(tree, release, env, progress, cache_dir):
     if not os.access(os.path.join(tree, "bin", "nvcc"), os.X_OK):
         raise CudaSwitchError("the cuda_nvcc archive of CUDA %s holds no bin/nvcc, so the toolkit could "
                               "not compile" % release, "nothing was installed")
-    installer.check_nvcc(tree, release)
+    steps.check_nvcc(tree, release)
     compile_env, picked = redist_tree.compile_env(tree, env, cache_dir)
     progress("first compile: building a one-kernel program with CUDA %s%s" % (
         release, " and %s (the default gcc is above its limit)" % picked if picked else ""))

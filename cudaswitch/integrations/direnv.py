@@ -59,7 +59,7 @@ def switch_for_envrc(paths, env: dict, args: list):
     """The SwitchPlan for `use cuda REQUEST`, checked before the registry is even loaded. The switch
     is recorded as this shell's (origin shell), so the bash/zsh hook, if also loaded, leaves it to
     direnv instead of undoing it."""
-    from cudaswitch.switch import decide as switch
+    from cudaswitch.switch import decide
 
     text = request_of(args)
-    return switch.use(switch.load(paths, env), env, text, origin="shell")
+    return decide.use(decide.load(paths, env), env, text, origin="shell")

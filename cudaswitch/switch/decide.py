@@ -2,7 +2,7 @@
 Restore, dicts); the switch commands render. Import-light on purpose: runs on every `use` and on entering a project."""
 
 from cudaswitch.switch import envdiff
-from cudaswitch.registry import discover as registry
+from cudaswitch.registry import discover
 from cudaswitch.switch.plan import SwitchPlan, plan
 from cudaswitch.switch.toolkitdirs import known_roots
 from cudaswitch.errors import CudaSwitchError
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def load(paths: "Paths", env: dict) -> dict:
-    return registry.load(paths, env)
+    return discover.load(paths, env)
 
 
 def find_record(reg: dict, request: ToolkitRequest, driver_runs: "DriverRuns" = None, say: bool = True) -> dict:

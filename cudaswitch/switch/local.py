@@ -20,12 +20,12 @@ def set_local(request: str, unset: bool) -> str:
     if unset:
         return _unset(path)
     from cudaswitch.switch import projectfile
-    from cudaswitch.registry import discover as registry
+    from cudaswitch.registry import discover
     from cudaswitch.registry.resolve import resolve
 
     _refuse_unless_file(path)
     parsed = projectfile.parse_request(path, request)
-    record = resolve(registry.load(Paths(), dict(os.environ)), parsed)
+    record = resolve(discover.load(Paths(), dict(os.environ)), parsed)
     try:
         replace_regular(path, (request.strip() + "\n").encode("utf-8"))
     except OSError as exc:

@@ -24,11 +24,11 @@ def repoint(request: str, dry_run: bool = False) -> str:
     """What `system REQUEST` did (or, with dry_run, would do), in one line; nothing is done when
     /usr/local/cuda already leads to that toolkit (through update-alternatives too: --set would
     turn its automatic mode into a manual one for nothing)."""
-    from cudaswitch.registry import discover as registry
+    from cudaswitch.registry import discover
     from cudaswitch.registry.resolve import resolve
 
     paths = Paths()
-    record = resolve(registry.load(paths, dict(os.environ)), request)
+    record = resolve(discover.load(paths, dict(os.environ)), request)
     link = paths.host(LINK)
     target = paths.unhost(record["root"])
     if os.path.isdir(link) and not os.path.islink(link):
