@@ -18,10 +18,10 @@ class CudaSwitchError(Exception):
         text = "cudaswitch: error: " + self.message
         if self.hint:
             text += " (" + self.hint + ")"
-        return _inert(text)
+        return inert(text)
 
 
-def _inert(text):
+def inert(text):
     """Messages quote paths from cloned repositories, and a directory name can hold a newline or a
     terminal escape: write control characters as escapes, so the error stays one line and inert."""
     return "".join(c if " " <= c != "\x7f" else repr(c)[1:-1] for c in text)

@@ -14,6 +14,7 @@ import os
 import random
 import sys
 import time
+from cudaswitch import envstate
 
 # Where `off` would write them: names that are not identifiers, and identifiers that are code.
 BAD_NAMES = ("a;touch {c};b", "x$(touch {c})", "`touch {c}`", "A B", "A\ntouch {c}", "1A", "", "A=B",
@@ -148,7 +149,7 @@ def check_cases(cases_file, out_dir, cwd):
     Writes failures.json and, per shell, one file of all rendered texts for a real shell."""
     from cudaswitch.errors import CudaSwitchError
     from cudaswitch.paths import Paths
-    from cudaswitch.switch import active, decide, envdiff, shells
+    from cudaswitch.switch import active, decide, shells
 
     cases = json.load(open(cases_file))
     base = dict(os.environ)
@@ -159,7 +160,7 @@ def check_cases(cases_file, out_dir, cwd):
         start = time.monotonic()
         try:
             diffs = [decide.off(env), decide.use(reg, env, "13.0")[1], decide.hook_env(lambda: reg, env, cwd)[1]]
-            envdiff.before_switch(env)
+            envstate.before_switch(env)
             active.describe(reg, env)
             decide.notes(diffs[1])
             decide.off_notes(env)

@@ -20,6 +20,7 @@ from cudaswitch.paths import Paths
 from cudaswitch.switch import envdiff
 from cudaswitch.switch.envdiff import applied as apply  # what a shell's eval of the diff does
 from cudaswitch.switch.plan import plan
+from cudaswitch import envstate
 
 KITS = [
     {"root": "/usr/local/cuda-%s" % v, "version": v + ".0", "nvcc": "/usr/local/cuda-%s/bin/nvcc" % v,
@@ -77,8 +78,8 @@ scalar_value = st.one_of(st.none(), st.just(""), text, st.sampled_from(TOOLKIT_R
 operation = st.one_of(
     st.tuples(st.just("use"), st.integers(0, len(KITS) - 1)),
     st.tuples(st.just("off"), st.none()),
-    st.tuples(st.sampled_from(["prepend", "append"]), st.tuples(st.sampled_from(envdiff.LISTS), user_entry)),
-    st.tuples(st.just("set"), st.tuples(st.sampled_from(envdiff.SCALARS), text.map(lambda t: "/u/" + t))),
+    st.tuples(st.sampled_from(["prepend", "append"]), st.tuples(st.sampled_from(envstate.LISTS), user_entry)),
+    st.tuples(st.just("set"), st.tuples(st.sampled_from(envstate.SCALARS), text.map(lambda t: "/u/" + t))),
 )
 
 
@@ -95,17 +96,17 @@ def check_only(env, kit):
     """After `use kit`: its entries first, nothing of another toolkit anywhere, scalars name it."""
     assert env["PATH"].split(":")[0] == kit["bin_dirs"][0]
     ours = set(kit["bin_dirs"] + kit["lib_dirs"])
-    for name in envdiff.LISTS:
+    for name in envstate.LISTS:
         foreign = [e for e in (env.get(name) or "").split(":") if belongs(e) and e not in ours]
         assert not foreign, (name, foreign)
-    for name in envdiff.SCALARS:
+    for name in envstate.SCALARS:
         assert env.get(name) in (None, kit["root"], kit["nvcc"]), (name, env.get(name))
     assert env["CUDA_HOME"] == kit["root"]
 
 
 @settings(max_examples=500, deadline=None)
-@given(lists=st.fixed_dictionaries({n: list_value for n in envdiff.LISTS}),
-       scalars=st.fixed_dictionaries({n: scalar_value for n in envdiff.SCALARS}),
+@given(lists=st.fixed_dictionaries({n: list_value for n in envstate.LISTS}),
+       scalars=st.fixed_dictionaries({n: scalar_value for n in envstate.SCALARS}),
        ops=st.lists(operation, max_size=10))
 def test_use_replaces_every_toolkit_and_off_restores_start_keeping_user_edits(lists, scalars, ops):
     start = {"HOME": "/home/u"}
@@ -118,19 +119,19 @@ def test_use_replaces_every_toolkit_and_off_restores_start_keeping_user_edits(li
             env = switch.env
             check_only(env, KITS[arg])
         elif op == "off":
-            if envdiff.read_state(env) is not None:
-                env = apply(env, envdiff.diff(env, envdiff.pristine(env)))
+            if envstate.read_state(env) is not None:
+                env = apply(env, envdiff.diff(env, envstate.pristine(env)))
         else:
             name, value = arg
             env = user_edit(env, op, name, value)
             expected = user_edit(expected, op, name, value)
             touched.setdefault(name, []).append(value)
-    final = envdiff.pristine(env)
-    assert envdiff.STATE_VAR not in final
+    final = envstate.pristine(env)
+    assert envstate.STATE_VAR not in final
     for name in set(start) | set(final) | set(expected):
         if name not in touched:
             assert final.get(name) == start.get(name), name  # byte-exact: "" stays "", unset stays unset
-        elif name in envdiff.SCALARS:
+        elif name in envstate.SCALARS:
             assert final.get(name) == expected[name]
         else:
             entries = final[name].split(":")
@@ -147,9 +148,9 @@ def test_a_switch_with_nothing_to_replace_changes_only_its_own_variables():
     env = envdiff.switched(start, KITS[2], "shell", known_roots=KNOWN)
     changed = {n for n in env if env.get(n) != start.get(n)}
     assert changed == {"PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDAToolkit_ROOT",
-                       envdiff.STATE_VAR}
+                       envstate.STATE_VAR}
     assert env["PATH"] == "/usr/local/cuda-13.1/bin:/usr/bin:/bin"
-    assert envdiff.pristine(env) == start
+    assert envstate.pristine(env) == start
 
 
 def test_prepend_and_append_by_the_user_land_where_they_would_have():
@@ -160,7 +161,7 @@ def test_prepend_and_append_by_the_user_land_where_they_would_have():
     assert env["PATH"] == "/usr/local/cuda-13.1/bin:/usr/bin" and env["CPATH"] == "/s/inc"
     env["PATH"] = "/u/new:" + env["PATH"] + ":/u/end"
     env["CPATH"] = env["CPATH"] + ":/u/inc"
-    back = envdiff.pristine(env)
+    back = envstate.pristine(env)
     assert back["PATH"] == "/u/new:/usr/local/cuda-12.4/bin:/usr/bin:/u/end"
     assert back["CPATH"] == "/s/inc:" + UNKNOWN[0] + "/include:/u/inc"
 
@@ -171,7 +172,7 @@ def test_a_list_emptied_by_the_switch_is_unset_not_empty():
     start = {"PATH": "/usr/bin", "CPATH": "/usr/local/cuda-12.4/include"}
     env = envdiff.switched(start, KITS[2], "shell", known_roots=KNOWN)
     assert "CPATH" not in env
-    assert envdiff.pristine(env) == start
+    assert envstate.pristine(env) == start
 
 
 def test_toolkit_dirs_leave_flag_variables_in_every_spelling():
@@ -185,7 +186,7 @@ def test_toolkit_dirs_leave_flag_variables_in_every_spelling():
     assert env["NVCC_APPEND_FLAGS"] == "-DX"
     assert env["LDFLAGS"] == "-L/usr/lib -lfoo"
     env["LDFLAGS"] += " -L/u/mine"  # the user's own change while switched stays
-    back = envdiff.pristine(env)
+    back = envstate.pristine(env)
     assert back["CXXFLAGS"] == start["CXXFLAGS"] and back["NVCC_APPEND_FLAGS"] == start["NVCC_APPEND_FLAGS"]
     assert back["LDFLAGS"] == "-L/usr/lib -lfoo -L/u/mine"
 
@@ -197,13 +198,13 @@ def test_a_foreign_or_mangled_state_is_ignored_not_fatal():
     import marshal
 
     good = envdiff.switched({"PATH": "/usr/bin"}, KITS[0], "shell", known_roots=KNOWN)
-    state = envdiff.read_state(good)
+    state = envstate.read_state(good)
     for bad in ({**state, "lists": {"PATH": ("/usr/bin",)}}, {**state, "scalars": {"CUDA_HOME": "x"}},
                 {**state, "root": None}, {**state, "v": 1}, [1, 2]):
         raw = binascii.b2a_base64(marshal.dumps(bad), newline=False).decode()
-        env = {**good, envdiff.STATE_VAR: raw}
-        assert envdiff.read_state(env) is None
-        assert envdiff.pristine(env) == {k: v for k, v in good.items() if k != envdiff.STATE_VAR}
+        env = {**good, envstate.STATE_VAR: raw}
+        assert envstate.read_state(env) is None
+        assert envstate.pristine(env) == {k: v for k, v in good.items() if k != envstate.STATE_VAR}
 
 
 def test_a_shell_switched_by_the_previous_version_is_undone_as_that_version_would():
@@ -221,6 +222,6 @@ def test_a_shell_switched_by_the_previous_version_is_undone_as_that_version_woul
     env = {"PATH": kit["bin_dirs"][0] + ":/usr/bin:/bin", "LD_LIBRARY_PATH": kit["lib_dirs"][0],
            "CUDA_HOME": kit["root"], "CUDA_PATH": kit["root"], "CUDACXX": kit["nvcc"],
            "CUDAToolkit_ROOT": kit["root"],
-           envdiff.STATE_VAR: binascii.b2a_base64(marshal.dumps(v1), newline=False).decode()}
-    assert envdiff.read_state(env)["root"] == kit["root"]
-    assert envdiff.pristine(env) == start
+           envstate.STATE_VAR: binascii.b2a_base64(marshal.dumps(v1), newline=False).decode()}
+    assert envstate.read_state(env)["root"] == kit["root"]
+    assert envstate.pristine(env) == start

@@ -6,10 +6,10 @@ import subprocess
 
 import pytest
 
-from cudaswitch.switch import envdiff
 from cudaswitch.switch import projectfile
 from cudaswitch.switch import shells
 from tests.shellrun import shell_path
+from cudaswitch import envstate
 
 CHECK = {"bash": ["-n"], "zsh": ["-n"], "fish": ["--no-execute"]}
 
@@ -22,7 +22,7 @@ def test_generated_hook_names_every_project_file_and_parses(shell, tmp_path):
         assert "/%s" % name in text and ("*%s*" % word in text if word else True)
     assert str(projectfile.MAX_BYTES + 1) in text
     if shell != "fish":
-        assert all(v in text for v in envdiff.SCALARS + envdiff.LISTS)
+        assert all(v in text for v in envstate.SCALARS + envstate.LISTS)
     path = tmp_path / ("hook." + shell)
     path.write_text(text)
     proc = subprocess.run([shell_path(shell)] + CHECK[shell] + [str(path)], capture_output=True, text=True, timeout=60)

@@ -21,6 +21,7 @@ import pytest
 from tests import hostile_states
 from tests.conftest import CUDASWITCH
 from tests.shellrun import Interactive, script
+from cudaswitch import envstate
 
 MEMORY_CAP_KB = 3 << 20  # `ulimit -v` for each command: a decoder asking for gigabytes fails, visibly
 CASE_SECONDS = 20
@@ -366,11 +367,10 @@ def test_off_merging_a_huge_state_list_with_a_huge_path_stays_bounded():
     linear time when the table would be big, and still keeps the user's entries."""
     import time
 
-    from cudaswitch.switch import envdiff
 
     mine = ":".join("/s%d" % i for i in range(40000))
     now = ":".join("/u%d" % i for i in range(40000))
     start = time.monotonic()
-    merged = envdiff.merged("/before", "/ours:" + mine, now, 1)
+    merged = envstate.merged("/before", "/ours:" + mine, now, 1)
     assert time.monotonic() - start < 5
     assert merged.split(":") == ["/before"] + now.split(":")  # the entry the switch took out comes back

@@ -140,9 +140,9 @@ def test_users_own_ccbin_flag_stands_and_is_not_overridden(installed, tmp_path, 
 def test_the_compiler_judged_is_the_last_ccbin_nvcc_sees():
     """nvcc reads NVCC_PREPEND_FLAGS, its command line, then NVCC_APPEND_FLAGS, and the last -ccbin
     wins (seen with 11.8 and 13.0): a build script appending its own -ccbin changes the compiler."""
-    from cudaswitch.verify import hostcc
+    from cudaswitch.switch import plan
 
     env = {"NVCC_PREPEND_FLAGS": "-ccbin /usr/bin/g++-11 -O2 --compiler-bindir=/opt/c/bin/c++",
            "NVCC_APPEND_FLAGS": "-lineinfo"}
-    assert hostcc.ccbin_in_flags(env) == "/opt/c/bin/c++"
-    assert hostcc.ccbin_in_flags(dict(env, NVCC_APPEND_FLAGS="-ccbin /usr/bin/g++-10")) == "/usr/bin/g++-10"
+    assert plan.ccbin_in_flags(env) == "/opt/c/bin/c++"
+    assert plan.ccbin_in_flags(dict(env, NVCC_APPEND_FLAGS="-ccbin /usr/bin/g++-10")) == "/usr/bin/g++-10"

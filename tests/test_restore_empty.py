@@ -17,6 +17,7 @@ import sys
 from cudaswitch.switch import envdiff
 from tests.conftest import CUDASWITCH
 from tests.shellrun import INIT, SHELLS, script
+from cudaswitch import envstate
 
 NEW = "/u/my bin"  # the user's own entry (a space: quoting is part of keeping it)
 VARS = ("PATH", "LD_LIBRARY_PATH")
@@ -178,4 +179,4 @@ def test_an_edit_to_a_list_the_switch_emptied_adds_no_empty_entry():
     assert "CPATH" not in switched
     for edited, back in ((":/u/inc", "/usr/local/cuda-12.4/include:/u/inc"),
                          ("/u/inc:", "/u/inc:/usr/local/cuda-12.4/include")):
-        assert envdiff.pristine({**switched, "CPATH": edited})["CPATH"] == back
+        assert envstate.pristine({**switched, "CPATH": edited})["CPATH"] == back

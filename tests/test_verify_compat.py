@@ -39,11 +39,12 @@ def test_torch_build_rows_agree_with_the_real_cuda_wheel():
 
 @pytest.mark.parametrize("minor", ["13.0", "13.1"])
 def test_gcc_ceiling_table_agrees_with_the_real_host_config(minor, tmp_path):
-    from cudaswitch.verify import facts, hostcc
+    from cudaswitch.switch import plan
+    from cudaswitch.verify import facts
 
     root = kits.install_classic(kits.cuda13(minor), tmp_path / ("cuda-" + minor), minor)
     record = {"root": str(root), "lib_dirs": [str(root / "lib64")]}
-    from_host, path = hostcc.gcc_ceiling(record)
+    from_host, path = plan.gcc_ceiling(record)
     assert path and from_host == facts.gcc_ceiling(minor + ".0")[0] == 15
 
 

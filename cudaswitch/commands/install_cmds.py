@@ -4,6 +4,7 @@ import os
 
 from cudaswitch import render
 from cudaswitch.errors import UsageError
+from cudaswitch import envstate
 
 
 def _split(values):
@@ -94,8 +95,7 @@ def uninstall(request, force=False):
     result = installer.uninstall(paths, os.environ, reg, request, force)
     render.message("removed CUDA %s from %s" % (result["name"], result["root"]))
     if result["was_active"]:
-        from cudaswitch.switch import envdiff
         from cudaswitch.switch.shells import hints
 
-        render.message(hints.after_removing_active(os.environ, envdiff.read_state(os.environ), os.getcwd()))
+        render.message(hints.after_removing_active(os.environ, envstate.read_state(os.environ), os.getcwd()))
     return 0

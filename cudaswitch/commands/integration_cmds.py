@@ -16,10 +16,10 @@ def _paths_and_loader():
 def torch(request=None, driver=None, gpu=(), python=None, as_json=False):
     """Which PyTorch CUDA builds run here (driver, every GPU's arch, the toolkit), newest first, and
     the pip / uv / conda line for the one to install. Exit 1 when the facts are known and none fits."""
-    from cudaswitch.commands.verify_cmds import _check_options
+    from cudaswitch.commands.verify_cmds import check_options
     from cudaswitch.verify import torchplan
 
-    _check_options(python)
+    check_options(python)
     paths, load_registry = _paths_and_loader()
     result = torchplan.gather(paths, load_registry, dict(os.environ), request, driver, gpu, python)
     if as_json:
@@ -32,10 +32,10 @@ def torch(request=None, driver=None, gpu=(), python=None, as_json=False):
 
 def kernel_install(request, python=None, name=None):
     """Write a kernelspec whose env is the switched environment of REQUEST."""
-    from cudaswitch.commands.verify_cmds import _check_options
+    from cudaswitch.commands.verify_cmds import check_options
     from cudaswitch.integrations import kernels
 
-    _check_options(python)
+    check_options(python)
     if name is not None:  # refused before any toolkit or Python is asked
         kernels.check_name(name)
     paths, load_registry = _paths_and_loader()
@@ -97,14 +97,14 @@ def kernel_remove(name):
 
 def direnv_use(words):
     """What `use cuda REQUEST` in an .envrc runs: bash code on stdout, the verdict on stderr."""
-    from cudaswitch.commands.switch_cmds import _environ, _report_switch
+    from cudaswitch.commands.switch_cmds import environ, report_switch
     from cudaswitch.integrations import direnv
     from cudaswitch.paths import Paths
     from cudaswitch.switch.shells import bash
 
-    paths, env = Paths(), _environ()
+    paths, env = Paths(), environ()
     switch = direnv.switch_for_envrc(paths, env, words)
     text = bash.render(switch.diff)
-    _report_switch(paths, switch.record, switch.env)
+    report_switch(paths, switch.record, switch.env)
     render.emit_text(text)
     return 0

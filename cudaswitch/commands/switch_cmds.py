@@ -13,7 +13,7 @@ def _paths():
     return Paths()
 
 
-def _environ():
+def environ():
     """os.environ as it is: a missing or empty PATH is recorded as such, so `off` gives back exactly
     that (envdiff still puts /bin:/usr/bin after the toolkit's bin while switched)."""
     return dict(os.environ)
@@ -46,7 +46,7 @@ def use(request, shell=None, no_verify=False, strict=False):
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
-    paths, env = _paths(), _environ()
+    paths, env = _paths(), environ()
     reg = decide.load(paths, env)
     switch = decide.use(reg, env, request, driver_runs=_driver_runs(paths, env, reg))
     again = _rerun_with_path(request, shell, no_verify, strict)
@@ -54,7 +54,7 @@ def use(request, shell=None, no_verify=False, strict=False):
         render.emit_text(again)
         return 0
     text = render_diff(switch.diff)
-    _report_switch(paths, switch.record, switch.env, no_verify, strict)
+    report_switch(paths, switch.record, switch.env, no_verify, strict)
     for note in decide.notes(switch):
         render.message("cudaswitch: " + note)
     render.emit_text(text)
@@ -78,7 +78,7 @@ def _driver_runs(paths, env, reg):
     return driver_runs
 
 
-def _report_switch(paths, record, new_env, no_verify=False, strict=False):
+def report_switch(paths, record, new_env, no_verify=False, strict=False):
     """One short line on stderr: the cached verdict of nvcc, driver and torch for this switch.
     With --strict an error verdict refuses the switch (raised before anything reaches stdout)."""
     if no_verify:
@@ -97,11 +97,11 @@ def off(shell=None):
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
-    back = decide.off(_environ())
+    back = decide.off(environ())
     if back is None:
         render.message("cudaswitch: no toolkit was switched in this shell; nothing to undo")
         return 0
-    for note in decide.off_notes(_environ()):
+    for note in decide.off_notes(environ()):
         render.message("cudaswitch: " + note)
     render.emit_text(render_diff(back.diff))
     return 0
@@ -111,7 +111,7 @@ def hook_env(shell=None):
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
-    paths, env = _paths(), _environ()
+    paths, env = _paths(), environ()
     loaded = {}
 
     def load():  # the registry once: the driver's verdicts below are over the same records
@@ -122,7 +122,7 @@ def hook_env(shell=None):
     if change:
         text = render_diff(change.diff)
         if record:  # entering a project is a switch too: the same cached verdict line as `use`
-            _report_switch(paths, record, change.env)
+            report_switch(paths, record, change.env)
         render.emit_text(text)
     return 0
 
@@ -130,7 +130,7 @@ def hook_env(shell=None):
 def current(as_json=False):
     from cudaswitch.switch import decide
 
-    paths, env = _paths(), _environ()
+    paths, env = _paths(), environ()
     info = decide.current(lambda: decide.load(paths, env), env, os.getcwd())
     if as_json:
         render.emit_json(info, compact=True)
@@ -157,7 +157,7 @@ def exec_(request, cmd):
     command = cmd[1:] if cmd[:1] == ["--"] else cmd
     if not command:
         raise UsageError("give the command to run: cudaswitch exec REQUEST -- CMD [ARGS...]")
-    paths, env = _paths(), _environ()
+    paths, env = _paths(), environ()
     new = decide.use(decide.load(paths, env), env, request).env
     sys.stdout.flush()
     try:

@@ -36,7 +36,7 @@ def _module_to_load(record: dict, request: "str | None") -> "str | None":
     return module_to_load(record, ToolkitRequest.parse(request, allow_path=True), "shell")
 
 
-def _check_options(python: "str | None" = None, timeout: "float | None" = None) -> None:
+def check_options(python: "str | None" = None, timeout: "float | None" = None) -> None:
     """Bad options are one line and exit 2, before anything runs."""
     from cudaswitch.errors import UsageError
 
@@ -50,7 +50,7 @@ def _executable(program: str) -> bool:
     """A path that can be executed, or a bare name found on PATH (as the probe will run it)."""
     if "/" in program:
         return os.path.isfile(program) and os.access(program, os.X_OK)
-    from cudaswitch.verify.runner import which
+    from cudaswitch.pathsearch import which
 
     return which(program, os.environ) is not None
 
@@ -73,7 +73,7 @@ def verify(request: "str | None" = None, python: "str | None" = None, compile_: 
     from cudaswitch.switch.decide import switch_plan
     from cudaswitch.verify.report import verify_toolkit
 
-    _check_options(python, timeout)
+    check_options(python, timeout)
     paths, reg = _context()
     record = _record(reg, request)
     env = dict(os.environ)
@@ -88,7 +88,7 @@ def verify(request: "str | None" = None, python: "str | None" = None, compile_: 
 def doctor(as_json: bool = False, python: "str | None" = None, timeout: "float | None" = None) -> int:
     from cudaswitch.verify.doctor import doctor as run_doctor
 
-    _check_options(python, timeout)
+    check_options(python, timeout)
     paths, reg = _context()
     report = run_doctor(paths, reg, dict(os.environ), python=python, timeout=timeout)
     _emit(report, as_json, group_key="layer")
@@ -106,7 +106,7 @@ def explain(text: str, as_json: bool = False, python: "str | None" = None, timeo
     from cudaswitch.verify import present
     from cudaswitch.verify.explain import explain as run_explain
 
-    _check_options(python, timeout)
+    check_options(python, timeout)
     if not text.strip():
         raise UsageError("give the error message to explain, in quotes")
     paths, reg = _context()

@@ -27,12 +27,13 @@ from cudaswitch.install import pipindex
 from cudaswitch.install import wheels
 from cudaswitch.errors import CudaSwitchError, ToolkitNotFound, UsageError
 from cudaswitch.toolkit import version_tuple
-from cudaswitch.install.steps import (  # noqa: F401  (re-exported: tests and callers use install.X)
-    InstallInterrupted, _quiet, _signals_ignored, check_nvcc, clean_stale, describe_tree, index_requirement,
-    install_once, interruptible, make_scratch, minor_ranges, no_nvcc_note, test_pause, version_lock)
+from cudaswitch import envstate
+from cudaswitch.install.steps import (
+    quiet, signals_ignored, check_nvcc, describe_tree, index_requirement,
+    install_once, interruptible, make_scratch, minor_ranges, test_pause, version_lock)
 
 
-def install(paths, env, request, components=None, progress=_quiet, source=None, mirror=None, extras=(),
+def install(paths, env, request, components=None, progress=quiet, source=None, mirror=None, extras=(),
             prefix=None, modulefile=None):
     """Install the newest release matching `request`; returns what was installed (a dict).
 
@@ -75,7 +76,7 @@ def _resolve(requirement, components, env, request):
     """(release, component requirements) from the newest metapackage pip finds for `requirement`."""
     with tempfile.TemporaryDirectory(prefix="cudaswitch-resolve-") as scratch:
         # quiet: a failed lookup is then exactly one line (the error); it takes about a second
-        meta = _fetch(pipindex.RESOLVE_TIMEOUT, [requirement], scratch, env, request, _quiet)[0]
+        meta = _fetch(pipindex.RESOLVE_TIMEOUT, [requirement], scratch, env, request, quiet)[0]
         try:
             release, pins = release_of(meta), wheels.component_pins(meta)
         except wheels.WheelError as exc:
@@ -196,12 +197,11 @@ def uninstall(paths, env, registry, request, force=False):
     root = record["root"]
     was_active = Registry(registry, env).is_active(record)
     if was_active and not force:
-        from cudaswitch.switch import envdiff
         from cudaswitch.switch.shells import hints
 
         raise CudaSwitchError("CUDA %s at %s is active in this shell" % (record["version"], root),
                               "%s first, or pass --force"
-                              % hints.leave_active(env, envdiff.read_state(env), os.getcwd()))
+                              % hints.leave_active(env, envstate.read_state(env), os.getcwd()))
     from cudaswitch.install import redist_site
     from cudaswitch.install.redist_install import release_name
 
@@ -231,7 +231,7 @@ def _remove_tree(root):
         except OSError as exc:
             raise CudaSwitchError("cannot remove %s: %s" % (root, exc.strerror or exc),
                                   "nothing was removed") from None
-        with _signals_ignored():
+        with signals_ignored():
             shutil.rmtree(trash, ignore_errors=True)
 
 

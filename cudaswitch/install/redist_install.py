@@ -138,7 +138,7 @@ def install(paths, env, request_text, components, progress, base, extras=(), pre
     from cudaswitch.install import redist_site
 
     started = time.monotonic()
-    progress = _inert(progress)
+    progress = _escaped_progress(progress)
     with steps.interruptible(request_text):
         release, manifest, entries = plan(paths, request_text, base, components or (), extras)
         name = release_name(release, redist.components(manifest).get("cuda_nvcc"))
@@ -167,12 +167,12 @@ def install(paths, env, request_text, components, progress, base, extras=(), pre
     return result
 
 
-def _inert(progress):
+def _escaped_progress(progress):
     """Progress lines name manifest values and mirror paths: shown with control characters escaped
     (the error boundary does the same for errors), so a mirror cannot write terminal escapes."""
-    from cudaswitch.errors import _inert as escaped
+    from cudaswitch.errors import inert
 
-    return lambda text: progress(escaped(text))
+    return lambda text: progress(inert(text))
 
 
 def fill(build, tree, release, entries, env, progress, cache_dir):
@@ -209,9 +209,9 @@ def _prove(tree, release, env, progress, cache_dir):
 
 def _compile_hint(tree, error):
     """What to do: a missing supported gcc is named; anything else is the toolkit's own fault."""
-    from cudaswitch.verify import hostcc
+    from cudaswitch.switch.plan import gcc_ceiling
 
-    ceiling = hostcc.gcc_ceiling({"root": tree, "lib_dirs": []})[0]
+    ceiling = gcc_ceiling({"root": tree, "lib_dirs": []})[0]
     if ceiling is not None and "unsupported GNU version" in error:
         return "nothing was installed; install gcc-%d and g++-%d (or older), which this CUDA accepts" % (
             ceiling, ceiling)

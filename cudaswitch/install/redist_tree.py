@@ -19,6 +19,7 @@ import tempfile
 import threading
 import zlib
 
+from cudaswitch.switch import plan
 from cudaswitch.install import untar, wheels
 from cudaswitch.errors import CudaSwitchError
 
@@ -174,13 +175,12 @@ def compile_env(tree, env, cache_dir):
     only absolute entries (nothing in the temp dir can stand in for gcc), and the supported g++-N
     `use` would pick when the default gcc is above the tree's ceiling (11.8 takes gcc 11 at most)."""
     from cudaswitch.switch.envdiff import pristine
-    from cudaswitch.verify import hostcc
 
     env = pristine(env)  # not the compilers an active switch chose for another toolkit
     env = dict(env, PATH=os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if os.path.isabs(p)))
     record = {"root": tree, "nvcc": os.path.join(tree, "bin", "nvcc"), "lib_dirs": [os.path.join(tree, "lib64")]}
-    chosen = hostcc.choose(cache_dir, record, env)
-    return hostcc.with_compilers(env, chosen), chosen.get("CUDAHOSTCXX")
+    chosen = plan.choose_compilers(cache_dir, record, env)
+    return plan.with_compilers(env, chosen), chosen.get("CUDAHOSTCXX")
 
 
 def first_compile(tree, env, timeout=COMPILE_TIMEOUT):

@@ -24,7 +24,7 @@ class InstallInterrupted(CudaSwitchError):
     exit_code = 130
 
 
-def _quiet(text):
+def quiet(text):
     pass
 
 
@@ -87,7 +87,7 @@ def minor_ranges(versions):
 
 
 @contextlib.contextmanager
-def version_lock(managed_dir, name, progress=_quiet):
+def version_lock(managed_dir, name, progress=quiet):
     """An exclusive fcntl lock on `.lock-<name>`; says so when it has to wait for another process."""
     path = os.path.join(managed_dir, ".lock-" + name)
     handle = open(path, "a+b")
@@ -175,7 +175,7 @@ def _build(target, fill):
             name, exc.strerror or exc, exc.filename or parent), "nothing was installed") from None
     finally:
         if made:
-            with _signals_ignored():
+            with signals_ignored():
                 shutil.rmtree(build, ignore_errors=True)
 
 
@@ -218,7 +218,7 @@ def _signals_raise():
 
 
 @contextlib.contextmanager
-def _signals_ignored():
+def signals_ignored():
     """A second Ctrl-C must not cut the cleanup short."""
     old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:

@@ -7,6 +7,7 @@ from cudaswitch.switch.plan import SwitchPlan, plan
 from cudaswitch.switch.toolkitdirs import known_roots
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.request import ToolkitRequest, choose
+from cudaswitch import envstate
 
 TYPE_CHECKING = False  # typing's own costs an import on every `use`; mypy reads this name the same
 if TYPE_CHECKING:
@@ -34,9 +35,9 @@ def find_record(reg: dict, request: ToolkitRequest, driver_runs: "DriverRuns" = 
     for record in passed_over if say else ():
         from cudaswitch import render
 
-        from cudaswitch.errors import _inert  # versions and roots are read from the host's files
+        from cudaswitch.errors import inert  # versions and roots are read from the host's files
 
-        render.message(_inert("cudaswitch: %s is newer but %s; chose %s (`use %s` selects it anyway)"
+        render.message(inert("cudaswitch: %s is newer but %s; chose %s (`use %s` selects it anyway)"
                               % (record["version"], _why_passed_over(record, driver_runs), found["version"],
                                  record["root"])))
     return found
@@ -82,7 +83,7 @@ def notes(switch: SwitchPlan) -> "list[str]":
         from cudaswitch.switch import modswitch
 
         out.append(modswitch.swap_note(state["modules"]))
-    flags = [n for n in envdiff.FLAG_VARS if n in state["scalars"] and _took_dirs(*state["scalars"][n])]
+    flags = [n for n in envstate.FLAG_VARS if n in state["scalars"] and _took_dirs(*state["scalars"][n])]
     if flags:
         out.append("took other toolkits' -I/-L dirs out of %s (`off` puts them back)" % ", ".join(flags))
     return out
@@ -90,14 +91,14 @@ def notes(switch: SwitchPlan) -> "list[str]":
 
 def _took_dirs(before: "str | None", value: str) -> bool:
     """Did the switch take words out of a flag variable (not only put a -ccbin word in front)?"""
-    return (envdiff.without_added_ccbin(before, value, value) or "") != (before or "")
+    return (envstate.without_added_ccbin(before, value, value) or "") != (before or "")
 
 
 def restored(env: dict) -> dict:
     """The environment from before cudaswitch, the modules it swapped out loaded again unless the
     user unloaded, purged or replaced them meanwhile."""
-    state = envdiff.read_state(env)
-    base = envdiff.pristine(env, state)
+    state = envstate.read_state(env)
+    base = envstate.pristine(env, state)
     if state and state.get("modules"):
         from cudaswitch.switch import modswitch
 
@@ -107,7 +108,7 @@ def restored(env: dict) -> dict:
 
 def off_notes(env: dict) -> "list[str]":
     """What `off` does with the modules `use` swapped out: loads them again, or says why not."""
-    state = envdiff.read_state(env)
+    state = envstate.read_state(env)
     if not (state and state.get("modules")):
         return []
     from cudaswitch.switch import modswitch
@@ -130,7 +131,7 @@ class Restore:
 
 def off(env: dict) -> "Restore | None":
     """The way back to the environment from before cudaswitch (None when nothing is active)."""
-    if envdiff.read_state(env) is None:
+    if envstate.read_state(env) is None:
         return None
     return Restore(env, restored(env))
 
@@ -143,7 +144,7 @@ def hook_env(reg_loader: "Callable[[], dict]", env: dict, cwd: str,
     global default, else nothing (leaving a project restores what was there before it)."""
     from cudaswitch.switch import projectfile
 
-    state = envdiff.read_state(env)
+    state = envstate.read_state(env)
     if state and state["origin"] == "shell":
         return None, None
     found = projectfile.find(cwd)
@@ -176,7 +177,7 @@ def current(reg_loader: "Callable[[], dict]", env: dict, cwd: str) -> dict:
 
     reg = reg_loader()
     info = active.describe(reg, env)
-    state = envdiff.read_state(env)
+    state = envstate.read_state(env)
     # An explicit `use` wins over project files and the default until `off`: nothing is pending.
     pin = None if state and state["origin"] == "shell" else _pin(reg, cwd)
     applied = pin and state and state["origin"] == pin["kind"] and state.get("file") == pin["file"]

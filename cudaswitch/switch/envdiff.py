@@ -14,11 +14,9 @@ had removed come back at their old place.
 
 import os
 
-# The state and the environment before a switch are read in the base layer (discovery needs them
-# too); the switch's modules and its callers keep reaching them here.
-from cudaswitch.envstate import (  # noqa: F401
-    FLAG_VARS, LISTS, ORIGINS, SCALARS, STATE_VAR, STATE_VERSION, _assign, added_ccbin, before_switch,
-    encode_state, in_front, leads, merged, pristine, read_state, split as _split, without_added_ccbin,
+from cudaswitch.envstate import (
+    FLAG_VARS, LISTS, SCALARS, STATE_VAR, STATE_VERSION, _assign, encode_state, in_front, pristine, read_state,
+    split as _split,
 )
 from cudaswitch.switch.toolkitdirs import Owner
 

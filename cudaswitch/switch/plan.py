@@ -1,7 +1,7 @@
 """The switch plan: the one computation of the environment a switch to a toolkit gives.
 
 `plan(env, record, origin, ...)` goes from a registry record and a starting environment to the
-switched environment and its diff, in this order: the previous switch undone (envdiff.pristine),
+switched environment and its diff, in this order: the previous switch undone (envstate.pristine),
 a loaded CUDA module swapped out through the module system (modswitch: the plan's one call into
 module swapping), the host compiler chosen for the toolkit, the loader-path setting applied, and
 then every other toolkit replaced by this one (envdiff.switched: the toolkit's dirs or its view's
@@ -34,6 +34,7 @@ from cudaswitch.paths import Paths
 from cudaswitch.pathsearch import which
 from cudaswitch.safeio import identity_text
 from cudaswitch.switch import envdiff
+from cudaswitch import envstate
 
 VERSIONS_FILE = "compilers.marshal"
 VERSION_TIMEOUT = 10.0
@@ -71,15 +72,15 @@ def plan(env: dict, record: dict, origin: str, known_roots: "list[str] | tuple[s
          source_file: "str | None" = None, paths: "Paths | None" = None,
          load_module: "str | None" = None) -> SwitchPlan:
     """The switch of `env` to `record` (see the module's docstring). `origin` is who switches
-    (envdiff.ORIGINS); `known_roots`: the roots the registry knows (toolkitdirs.known_roots), taken
+    (envstate.ORIGINS); `known_roots`: the roots the registry knows (toolkitdirs.known_roots), taken
     off the paths whole; `source_file`: the project file that asked, for the hook; `load_module`:
     the module `use module:X` loads through the module system (see modswitch)."""
     entries = envdiff.path_entries(record)
     if any(os.pathsep in d for d in entries["PATH"] + entries["LD_LIBRARY_PATH"]):
         raise CudaSwitchError("%s cannot go on PATH: its path holds %r" % (record["root"], os.pathsep))
     paths = Paths(env) if paths is None else paths
-    state = envdiff.read_state(env)
-    base, modules = _modules_swapped(paths, envdiff.pristine(env, state), state, load_module)
+    state = envstate.read_state(env)
+    base, modules = _modules_swapped(paths, envstate.pristine(env, state), state, load_module)
     compilers = choose_compilers(paths.cache_dir, record, base)
     on_path = record if _loader_path(paths) else dict(record, lib_dirs=[], env_lib=[])
     new = envdiff.switch_env(env, on_path, origin, source_file, known_roots, base=base, modules=modules,
@@ -142,7 +143,7 @@ def with_compilers(env: dict, chosen: dict) -> dict:
     """env with choose_compilers()'s answer applied: a -ccbin word in front of the user's NVCC_PREPEND_FLAGS."""
     out = dict(env, **chosen)
     if chosen.get("NVCC_PREPEND_FLAGS"):
-        out["NVCC_PREPEND_FLAGS"] = envdiff.in_front(chosen["NVCC_PREPEND_FLAGS"], env.get("NVCC_PREPEND_FLAGS"))
+        out["NVCC_PREPEND_FLAGS"] = envstate.in_front(chosen["NVCC_PREPEND_FLAGS"], env.get("NVCC_PREPEND_FLAGS"))
     return out
 
 

@@ -213,7 +213,7 @@ def toolkit_root_of(path: str) -> str:
 
 def three_toolkits(env: dict, probe: dict) -> dict:
     """nvcc on PATH, the CUDA_HOME torch would take and the libcudart torch mapped: one toolkit?"""
-    from cudaswitch.verify.runner import which
+    from cudaswitch.pathsearch import which
 
     places = {}
     nvcc = which("nvcc", env)

@@ -67,7 +67,7 @@ def _minor_version_compatible(driver, have, want):
 def torch_home(env: dict, fallback: str = "/usr/local/cuda") -> tuple:
     """(CUDA_HOME torch's cpp_extension would take, how): $CUDA_HOME, $CUDA_PATH, which nvcc's parent
     (symlinks NOT resolved), then /usr/local/cuda (`fallback`: that path under a root prefix)."""
-    from cudaswitch.verify.runner import which
+    from cudaswitch.pathsearch import which
 
     for name in ("CUDA_HOME", "CUDA_PATH"):
         if env.get(name):

@@ -15,7 +15,8 @@ import sys
 from cudaswitch.safeio import read_or_none
 from cudaswitch.settings import DRIVER_TIMEOUT
 
-from cudaswitch.verify.runner import PROBE_LOG, run_bounded, run_framed, which
+from cudaswitch.pathsearch import which
+from cudaswitch.verify.runner import PROBE_LOG, run_bounded, run_framed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

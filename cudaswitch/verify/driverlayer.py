@@ -10,7 +10,8 @@ import re
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.identity import LIBCUDA_DIRS
 from cudaswitch.verify.registry import Ask, registered
-from cudaswitch.verify.runner import run_bounded, which
+from cudaswitch.pathsearch import which
+from cudaswitch.verify.runner import run_bounded
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:

@@ -5,6 +5,7 @@ and `audit` all read them from here, so a check written once sees the same facts
 
 import functools
 
+from cudaswitch.switch import plan
 from cudaswitch import settings as defaults
 from cudaswitch.toolkit import short_version
 from cudaswitch.verify import driver as drivermod, hostcc, nvcc as nvccmod
@@ -97,16 +98,16 @@ class Host:
         """Does the toolkit's nvcc read NVCC_CCBIN (13.x does, 11.8 does not)? True without one,
         and where its binary cannot tell (a wrapper script): only a known "no" is acted on."""
         nvcc = self.record.get("nvcc") if self.record else None
-        return not nvcc or hostcc.reads_ccbin_var(self.paths.cache_dir, nvcc) is not False
+        return not nvcc or plan.reads_ccbin_var(self.paths.cache_dir, nvcc) is not False
 
     @functools.cached_property
     def compiler_version(self) -> "str | None":
-        return hostcc.compiler_version(self.paths.cache_dir, self.compiler, self.env) if self.compiler else None
+        return plan.compiler_version(self.paths.cache_dir, self.compiler, self.env) if self.compiler else None
 
     @functools.cached_property
     def gcc_ceiling(self) -> tuple:
         """(newest gcc major, where that comes from): the toolkit's host_config.h, else compat.toml."""
-        ceiling, source = hostcc.gcc_ceiling(self.record)
+        ceiling, source = plan.gcc_ceiling(self.record)
         if ceiling is None and self.record.get("version"):
             from cudaswitch.verify import facts as table
 

@@ -1,18 +1,16 @@
 """The host compiler as verify judges it. The choice a switch makes, and the compiler facts it
 reads (the toolkit's gcc ceiling from crt/host_config.h, a compiler's version, whether an nvcc
 reads NVCC_CCBIN), live in the switch plan (cudaswitch/switch/plan.py), one layer down, so `use`
-never imports verify; they are named here too for the checks, explain and install.
+never imports verify.
 """
 
 import os
 
 from cudaswitch.pathsearch import which
-from cudaswitch.switch import envdiff
-from cudaswitch.switch.plan import (  # noqa: F401  (re-exported: the facts verify judges by)
-    ccbin_in_flags, ceiling_from_header, compiler_version, gcc_ceiling, host_config_files, major, reads_ccbin_var,
-    supported_compilers, user_choice, with_compilers,
+from cudaswitch.switch.plan import (
+    ccbin_in_flags,
 )
-from cudaswitch.switch.plan import choose_compilers as choose  # noqa: F401  (install's own builds)
+from cudaswitch import envstate
 
 
 def host_compiler(env: dict, reads_var: bool = True) -> "str | None":
@@ -29,7 +27,7 @@ def host_compiler(env: dict, reads_var: bool = True) -> "str | None":
 
 def chosen_by_switch(env: dict) -> dict:
     """The compilers the active switch set (its state remembers what they replaced), or {}."""
-    state = envdiff.read_state(env)
+    state = envstate.read_state(env)
     if not state:
         return {}
     chosen = {name: env.get(name) for name in ("NVCC_CCBIN", "CUDAHOSTCXX")
@@ -37,6 +35,6 @@ def chosen_by_switch(env: dict) -> dict:
     if "NVCC_PREPEND_FLAGS" in state["scalars"]:
         before, mine = state["scalars"]["NVCC_PREPEND_FLAGS"]
         # the user's own -ccbin there is theirs, not the switch's
-        if envdiff.leads(envdiff.added_ccbin(before, mine), env.get("NVCC_PREPEND_FLAGS")):
+        if envstate.leads(envstate.added_ccbin(before, mine), env.get("NVCC_PREPEND_FLAGS")):
             chosen["NVCC_PREPEND_FLAGS"] = env["NVCC_PREPEND_FLAGS"]
     return chosen

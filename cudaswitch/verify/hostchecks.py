@@ -12,7 +12,7 @@ from cudaswitch.verify import driver as drivermod
 from cudaswitch.verify.checks import compat_libcuda_dirs
 from cudaswitch.verify.compat import check, looks_like_toolkit, nvcc_target, torch_home
 from cudaswitch.verify.registry import Ask, registered
-from cudaswitch.verify.runner import which
+from cudaswitch.pathsearch import which
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 LIBCUDA_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64")
 
 
-def _identity(path):
+def path_identity(path):
     """(path, *safeio.file_identity) of a file, (path, None) when it is absent, None for no path:
     a rebuilt or replaced binary changes it."""
     if not path:
@@ -40,7 +40,7 @@ def toolkit_identity(record: "AnyRecord", env: "Env") -> tuple:
     for lib in record.get("lib_dirs") or []:
         files.append(os.path.join(lib, "libcudart.so"))
         files.append(os.path.join(os.path.dirname(lib), "include", "crt", "host_config.h"))
-    return (tuple(_identity(f) for f in files), _identity(env.get("NVCC_CCBIN") or which("gcc", env)),
+    return (tuple(path_identity(f) for f in files), path_identity(env.get("NVCC_CCBIN") or which("gcc", env)),
             tuple(env.get(k) for k in BUILD_ENV))
 
 
@@ -50,14 +50,14 @@ def driver_identity(paths: "Paths", env: "Env") -> tuple:
     upgrade without reboot changes the libraries before /proc), and WSL's libcuda."""
     override = env.get("CUDASWITCH_LIBCUDA")
     if override:
-        return ("override", _identity(override))
+        return ("override", path_identity(override))
     from cudaswitch.safeio import read_or_none
 
     text = read_or_none(paths.host("/proc/driver/nvidia/version"), 4096)
     dirs = [d for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if os.path.isabs(d)]
-    libs = tuple(_identity(os.path.join(d, "libcuda.so.1")) for d in dirs + [paths.host(d) for d in LIBCUDA_DIRS])
-    return ("proc", text, _identity(paths.host("/etc/ld.so.cache")), libs,
-            _identity(paths.host("/usr/lib/wsl/lib/libcuda.so.1")))
+    libs = tuple(path_identity(os.path.join(d, "libcuda.so.1")) for d in dirs + [paths.host(d) for d in LIBCUDA_DIRS])
+    return ("proc", text, path_identity(paths.host("/etc/ld.so.cache")), libs,
+            path_identity(paths.host("/usr/lib/wsl/lib/libcuda.so.1")))
 
 
 def cudaswitch_version() -> str:

@@ -5,12 +5,14 @@ architecture, a gcc ceiling) or a fact only that message makes worth gathering (
 import os
 import re
 
+from cudaswitch.switch import plan
 from cudaswitch.toolkit import short_version, version_tuple
-from cudaswitch.verify import facts as table, hostcc
+from cudaswitch.verify import facts as table
 from cudaswitch.verify.checks import compat_libcuda_dirs
 from cudaswitch.verify.compat import check, torch_home
 from cudaswitch.verify.registry import Ask, registered
-from cudaswitch.verify.runner import run_bounded, which
+from cudaswitch.pathsearch import which
+from cudaswitch.verify.runner import run_bounded
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -125,7 +127,7 @@ def gcc_in_message(host: "Host", ask: Ask = PLAIN) -> list:
         ceiling = int(said.group(1) or said.group(2))
         above = version_tuple(version)[0] > ceiling
         refusing = [r["version"] for r in host.registry["records"] if r.get("version")
-                    and hostcc.gcc_ceiling(r)[0] == ceiling]
+                    and plan.gcc_ceiling(r)[0] == ceiling]
         out.append(check("gcc.message", "warning" if above else "info", "the message's toolkit accepts gcc %d at most; "
                          "the host gcc is %s%s; toolkits here with that ceiling: %s" % (ceiling, version,
                          " (above it)" if above else "", ", ".join(refusing) or "none"),

@@ -40,9 +40,9 @@ def cached_gpu_archs(cache_dir: str, nvcc: str, env: "Env", timeout: float) -> "
     """gpu_archs, remembered per nvcc binary (its path and safeio.file_identity): `torch` asks on
     every run, and nvcc's answer changes only with nvcc. A timed-out or failed probe is not kept."""
     from cudaswitch import cache
-    from cudaswitch.verify.identity import _identity
+    from cudaswitch.verify.identity import path_identity
 
-    key = repr(_identity(nvcc))
+    key = repr(path_identity(nvcc))
     known = cache.table(cache_dir, ARCHS_FILE)
     if isinstance(known.get(key), list):
         return known[key]

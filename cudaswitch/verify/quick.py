@@ -9,8 +9,8 @@ the torch probe) and stores the result.
 import os
 
 from cudaswitch import cache
-from cudaswitch.pathsearch import which  # noqa: F401  (re-exported for the verdict's callers)
-from cudaswitch.verify.identity import _identity, cudaswitch_version, driver_identity, toolkit_identity  # noqa: F401
+from cudaswitch.pathsearch import which
+from cudaswitch.verify.identity import path_identity, cudaswitch_version, driver_identity, toolkit_identity
 
 TYPE_CHECKING = False  # typing is not imported at run time (this module is on use's fast path)
 if TYPE_CHECKING:
@@ -27,10 +27,10 @@ def dependency_key(paths: "Paths", record: dict, new_env: dict) -> tuple:
     return (
         cudaswitch_version(), record["root"], record.get("version"), record.get("status"),
         toolkit_identity(record, new_env),
-        _identity(which("python3", new_env) or which("python", new_env)),
-        _identity(new_env.get("NVCC_CCBIN") or which("gcc", new_env)),
+        path_identity(which("python3", new_env) or which("python", new_env)),
+        path_identity(new_env.get("NVCC_CCBIN") or which("gcc", new_env)),
         driver_identity(paths, new_env),
-        _identity(os.path.join(paths.config_dir, "config.toml")),
+        path_identity(os.path.join(paths.config_dir, "config.toml")),
         tuple(new_env.get(k) for k in ENV_KEYS),
     )
 

@@ -3,7 +3,7 @@ in the environment the user will have after switching to it."""
 
 from cudaswitch.switch.registry import Registry
 from cudaswitch.verify import checkset
-from cudaswitch.verify.host import Host, current_or_none  # noqa: F401  (re-exported)
+from cudaswitch.verify.host import Host
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ marker; whatever else the process prints (torch warnings, banners) is ignored.
 
 import os
 
-from cudaswitch.pathsearch import which  # noqa: F401  (re-exported: the one PATH lookup)
+from cudaswitch.pathsearch import which
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

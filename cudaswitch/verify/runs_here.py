@@ -30,7 +30,7 @@ def verdicts(paths: "Paths", env: "Env", records: "list[dict]") -> "dict[str, di
     from cudaswitch import cache
 
     key = repr((FORMAT, driver_identity(paths, env),
-                tuple((r["root"], r.get("version"), r.get("status"), _identity(os.path.join(r["root"], "compat")))
+                tuple((r["root"], r.get("version"), r.get("status"), path_identity(os.path.join(r["root"], "compat")))
                       for r in records)))
     cached = cache.load(paths.cache_dir, CACHE_FILE)
     if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("verdicts"), dict):
@@ -40,7 +40,7 @@ def verdicts(paths: "Paths", env: "Env", records: "list[dict]") -> "dict[str, di
     return found
 
 
-def _identity(path):
+def path_identity(path):
     """A compat/ dir appearing, going or changing: one stat per toolkit (a warm list of 550 toolkits
     cannot afford a realpath each)."""
     try:

@@ -22,7 +22,7 @@ from cudaswitch.verify import torchdriver
 from cudaswitch.verify.checks import arch_in_build
 from cudaswitch.verify.compat import check, driver_supports
 from cudaswitch.verify.registry import registered
-from cudaswitch.verify.torchdriver import parse_driver  # noqa: F401 - the command's entry point
+from cudaswitch.verify.torchdriver import parse_driver
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ eval."""
 import os
 from typing import Protocol
 
-from cudaswitch.switch import envdiff
 from cudaswitch.switch import projectfile
+from cudaswitch import envstate
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 END_MARK = "# @FINGERPRINT_END@"
@@ -57,7 +57,7 @@ def _read(file_name):
 
 def _fills(shell):
     names = [rule[0] for rule in projectfile.HOOK_RULES]
-    variables = sorted(set(envdiff.SCALARS) | set(envdiff.LISTS) | {envdiff.STATE_VAR})
+    variables = sorted(set(envstate.SCALARS) | set(envstate.LISTS) | {envstate.STATE_VAR})
     functions, end = _shared(shell)
     return {"WRAPPER": functions, "FINGERPRINT_END": end,
             "FILES": " ".join(shell.project_file % name for name in names), "RULES": _rules(shell),

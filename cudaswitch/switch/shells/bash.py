@@ -10,18 +10,18 @@ from cudaswitch.statecodec import is_name
 
 def quote(value: str) -> str:
     if "\0" in value:  # a shell variable cannot hold one; it would cut the value short
-        _refuse("a value holds a NUL byte")
+        refuse("a value holds a NUL byte")
     return "'" + value.replace("'", "'\\''") + "'"
 
 
 def name(text: str) -> str:
     """`text`, checked to be a variable name; otherwise a one-line error, nothing printed."""
     if not is_name(text):
-        _refuse("%r is not a variable name" % (text[:40],))
+        refuse("%r is not a variable name" % (text[:40],))
     return text
 
 
-def _refuse(why: str) -> None:
+def refuse(why: str) -> None:
     from cudaswitch.errors import CudaSwitchError
 
     raise CudaSwitchError("refusing to write shell code: " + why)

@@ -8,9 +8,9 @@ from cudaswitch.switch.shells.bash import name
 
 def quote(value: str) -> str:
     if "\0" in value:
-        from cudaswitch.switch.shells.bash import _refuse
+        from cudaswitch.switch.shells.bash import refuse
 
-        _refuse("a value holds a NUL byte")
+        refuse("a value holds a NUL byte")
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
