@@ -24,4 +24,6 @@ SLOW_MODULES = frozenset({
     "test_switch_plan",
     # plain installs copied and their launchers run against damaged and hostile module files
     "test_codebundle",
+    # small hostile images built by skopeo (writing them costs more than refusing them)
+    "test_hostile_images",
 })
