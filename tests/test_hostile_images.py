@@ -9,10 +9,11 @@ import json
 
 import pytest
 
-from cudaswitch.audit import layers
 from tests import hostile_images as hostile
 
 TRANSPORTS = ("oci-archive", "docker-archive")
+# the budget a user meets (cudaswitch/audit/layers.py BUDGET), as its refusals state it
+EXPANDED, LINKS, DIRS = 64 << 30, 100_000, 200_000
 
 
 def audit(host, ref, timeout=60):
@@ -39,12 +40,12 @@ def built(tmp_path_factory):
     cases = {"pax-256KiB": [tool], "pax-60k-digits": [tool],
              "one-blob-512-times": [tool, hostile.zeros_layer(64)],
              "one-blob-past-the-budget": [tool, hostile.zeros_layer(200)],
-             "links": [tool, hostile.links_layer(layers.BUDGET["links"] + 1000)],
-             "dirs": [tool, hostile.dirs_layer(layers.BUDGET["dirs"] // 127 + 100)]}
+             "links": [tool, hostile.links_layer(LINKS + 1000)],
+             "dirs": [tool, hostile.dirs_layer(DIRS // 127 + 100)]}
     refs = {case: hostile.archives(base / case, listed) for case, listed in cases.items()}
     for transport in TRANSPORTS:
         hostile.relist(refs["one-blob-512-times"][transport], 511)
-        hostile.relist(refs["one-blob-past-the-budget"][transport], layers.BUDGET["expanded bytes"] // (200 << 20) + 1)
+        hostile.relist(refs["one-blob-past-the-budget"][transport], EXPANDED // (200 << 20) + 1)
         hostile.with_pax_header(refs["pax-256KiB"][transport], 256 << 10)
         hostile.with_pax_header(refs["pax-60k-digits"][transport], 60_000)
     return refs
