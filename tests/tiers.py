@@ -25,4 +25,6 @@ SLOW_MODULES = frozenset({
     "test_switch_plan",
     # use / edit / off in real bash, zsh and fish from empty and unset path lists (~140 cases)
     "test_restore_empty",
+    # small hostile images built by skopeo (writing them costs more than refusing them)
+    "test_hostile_images",
 })

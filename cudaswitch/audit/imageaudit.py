@@ -51,10 +51,7 @@ def read_image(text, progress=None):
     store, image = oci.open_image(ref)
     try:
         tree = layers.Tree()
-        for number, layer in enumerate(image["layers"], 1):
-            progress("reading layers", number - 1, len(image["layers"]))
-            layers.apply_layer(tree, layer, number)
-        progress("reading layers", len(image["layers"]), len(image["layers"]))
+        layers.apply_layers(tree, image["layers"], progress)
     finally:
         store.close()
     return ref, image, tree

@@ -12,6 +12,7 @@ every link is rewritten to the path it resolves to inside the image, relative, s
 following it stays in the view; nothing in the view is ever run.
 """
 
+import collections
 import hashlib
 import tarfile
 import zlib
@@ -20,10 +21,20 @@ from cudaswitch import tarsafe
 from cudaswitch.audit import viewrules
 from cudaswitch.audit.oci import ImageError
 
-MAX_MEMBERS = 2_000_000
+# The whole image's budget, counted over every layer as applied (a layer listed twice counts
+# twice, though its bytes are read once). A real CUDA image is far below each: nvidia/cuda 12.x
+# cudnn-devel has ~15 layers, ~10 GiB expanded, ~100,000 members, ~10,000 dirs and ~5,000 links;
+# NGC's PyTorch images ~30 GiB and a few hundred thousand members. Beyond that, a small image
+# costs what it is made to: a million links or dirs held in memory (and links written to the
+# view) took 600-700 MiB and minutes. Reaching any limit costs under 10 s and 200 MiB
+# (bench/hostile_images.py), so a hostile image is refused before it is expensive.
+BUDGET = {"expanded bytes": 64 << 30, "members": 1_000_000, "dirs": 200_000, "links": 100_000,
+          "name bytes": 64 << 20}  # names are most of the tree's memory (real images: ~10 MiB)
+OVER_BUDGET = {"expanded bytes": "expands to more than %s", "members": "has more than %s files",
+               "dirs": "has more than %s directories", "links": "has more than %s links",
+               "name bytes": "has more than %s of file names"}
 MAX_DEPTH = 128
 MAX_KEPT = 128 << 20  # bytes of content the view may hold in all
-MAX_NAME_BYTES = 128 << 20  # bytes of the names the tree holds (real images: tens of MiB at most)
 EXPAND_FLOOR = 256 << 20  # a compressed layer may always expand this far...
 EXPAND_RATIO = 200  # ...and beyond it at most 200 times its compressed size (real layers: 2-10)
 OPAQUE = ".wh..wh..opq"
@@ -46,15 +57,25 @@ class Tree:
 
     def __init__(self):
         self.root = Node("dir", -1)
-        self.members = 0
+        self.spent = dict.fromkeys(BUDGET, 0)
         self.kept_bytes = 0
-        self.name_bytes = 0
+
+    def charge(self, what, amount=1):
+        """Counts `amount` against the image's budget (BUDGET); past it, the image is refused."""
+        self.spent[what] += amount
+        if self.spent[what] > BUDGET[what]:
+            limit = BUDGET[what]
+            size = "%d GiB" % (limit >> 30) if limit >= 1 << 30 else "%d MiB" % (limit >> 20)
+            raise ImageError("the image %s (a real CUDA image has far fewer): refused" % (
+                OVER_BUDGET[what] % (size if what.endswith("bytes") else "{:,}".format(limit))))
 
     def charge_name(self, name):
         """A name the tree is about to hold: the tree lives in memory, names are most of it."""
-        self.name_bytes += len(name)
-        if self.name_bytes > MAX_NAME_BYTES:
-            raise ImageError("the image's file names exceed %d MiB in all: not read" % (MAX_NAME_BYTES >> 20))
+        self.charge("name bytes", len(name))
+
+    def new_dir(self, layer):
+        self.charge("dirs")
+        return Node("dir", layer)
 
     def parent_of(self, parts, what, layer):
         """The dir node holding parts[-1]; missing parents are made (as tar does), a symlink on the
@@ -64,12 +85,12 @@ class Tree:
             child = node.children.get(name)
             if child is None:
                 self.charge_name(name)
-                child = node.children[name] = Node("dir", layer)
+                child = node.children[name] = self.new_dir(layer)
             elif child.kind == "link":
                 raise ImageError("%s: %s is written through the link /%s" % (what, "/".join(parts),
                                                                               "/".join(parts[:index + 1])))
             elif child.kind != "dir":
-                child = node.children[name] = Node("dir", layer)
+                child = node.children[name] = self.new_dir(layer)
             node = child
         return node
 
@@ -89,6 +110,8 @@ class Tree:
         if node.kind == "dir" and old is not None and old.kind == "dir":
             old.mode, old.layer = node.mode, node.layer  # a directory entry again: contents merge
             return
+        if node.kind == "dir":
+            self.charge("dirs")
         parent.children[parts[-1]] = node
 
     def whiteout(self, parts, layer, what):
@@ -177,8 +200,8 @@ class Expanded:
     """The tar inside a layer: gunzipped when it is gzip, hashed when the digest is over the tar,
     and stopped once it expands past what any real layer does."""
 
-    def __init__(self, stored, digest, over, label):
-        self.stored, self.label, self.count, self.buffer = stored, label, 0, b""
+    def __init__(self, stored, digest, over, label, tree):
+        self.stored, self.label, self.count, self.buffer, self.tree = stored, label, 0, b"", tree
         self.hash = hashlib.new(digest.split(":")[0]) if over == "uncompressed" else None
         head = stored.read(4)
         if head[:4] == b"\x28\xb5\x2f\xfd":
@@ -193,6 +216,7 @@ class Expanded:
             self._fill(n)
         data, self.buffer = self.buffer[:n], self.buffer[n:]
         self.count += len(data)
+        self.tree.charge("expanded bytes", len(data))
         if self.count > EXPAND_FLOOR and self.inflate is not None and self.count > EXPAND_RATIO * self.stored.count:
             raise ImageError("%s expands more than %d times its size: a compression bomb, not a layer"
                              % (self.label, EXPAND_RATIO))
@@ -229,19 +253,41 @@ class Expanded:
             pass
 
 
-def apply_layer(tree, layer, number):
-    """Apply one layer (oci.Layer) to the tree; its digest is checked when it has been read. A
-    layer that fails to parse is first checked against its digest: an altered blob is named so."""
+def apply_layers(tree, listed, progress):
+    """Every layer (oci.Layer) applied in order. A blob listed again (same digest and size) is not
+    read again: what its first reading did to the tree is done again at its new place (a small
+    image listing one gzip blob 512 times was 512 inflations)."""
+    keys = [(layer.digest, layer.size, layer.over) for layer in listed]
+    again = {key for key, count in collections.Counter(keys).items() if count > 1}
+    done = {}
+    for number, (layer, key) in enumerate(zip(listed, keys), 1):
+        progress("reading layers", number - 1, len(listed))
+        if key in done:
+            ops, expanded = done[key]
+            tree.charge("expanded bytes", expanded)
+            for op in ops:
+                tree.charge("members")
+                apply_op(tree, op, number, layer.label)
+        else:
+            ops = [] if key in again else None
+            done[key] = (ops, apply_layer(tree, layer, number, ops))
+    progress("reading layers", len(listed), len(listed))
+
+
+def apply_layer(tree, layer, number, ops=None):
+    """Apply one layer (oci.Layer) to the tree, appending what it did to `ops` when given; its
+    digest is checked when it has been read; the bytes it expanded to. A layer that fails to
+    parse is first checked against its digest: an altered blob is named so."""
     try:
         raw = layer.open()
     except OSError as exc:
         raise ImageError("%s cannot be read (%s)" % (layer.label, exc.strerror or exc)) from None
     try:
         stored = Reader(raw, layer.digest, layer.size, layer.over, layer.label)
-        expanded = Expanded(stored, layer.digest, layer.over, layer.label)
+        expanded = Expanded(stored, layer.digest, layer.over, layer.label, tree)
         try:
             tar = tarfile.open(fileobj=expanded, mode="r|", bufsize=1 << 20, tarinfo=tarsafe.BoundedInfo)
-            _members(tree, tar, layer.label, number)
+            _members(tree, tar, layer.label, number, ops)
             expanded.drain()
         except (tarfile.TarError, EOFError, zlib.error, ImageError, tarsafe.HeaderRefused) as exc:
             _digest_first(layer, stored)
@@ -258,6 +304,7 @@ def apply_layer(tree, layer, number):
     finally:
         raw.close()
     _check_digest(layer, stored, expanded)
+    return expanded.count
 
 
 def _digest_first(layer, stored):
@@ -282,39 +329,58 @@ def _check_digest(layer, stored, expanded):
         raise ImageError("%s does not match its digest (a damaged or altered blob)" % layer.label)
 
 
-def _members(tree, tar, label, number):
+def _members(tree, tar, label, number, ops):
     while True:
         member = tar.next()
         if member is None:
             return
         tar.members = []  # tarfile keeps every header it read; the tree is what we keep
-        tree.members += 1
-        if tree.members > MAX_MEMBERS:
-            raise ImageError("the image has more than %d files: not read" % MAX_MEMBERS)
+        tree.charge("members")
         parts = member_parts(member.name, label)
         if parts:
-            _member(tree, tar, member, parts, label, number)
+            op = _op(tree, tar, member, parts, label, number)
+            if ops is not None:
+                ops.append(op)
+            apply_op(tree, op, number, label)
 
 
-def _member(tree, tar, member, parts, label, number):
+def _op(tree, tar, member, parts, label, number):
+    """What a member does to the tree, checked, as a tuple apply_op does (again, for a layer
+    listed twice): (kind, parts, ...)."""
     if parts[-1].startswith(WHITEOUT):
-        tree.whiteout(parts, number, label)
-    elif member.isdir():
-        tree.put(parts, Node("dir", number), label)
-    elif member.issym():
+        return ("whiteout", parts)
+    if member.isdir():
+        return ("dir", parts)
+    if member.issym():
         link_target_parts(parts, member.linkname, label)
-        tree.put(parts, Node("link", number, target=member.linkname), label)
-    elif member.islnk():
-        source = tree.lookup(member_parts(member.linkname, label))
+        return ("link", parts, member.linkname)
+    if member.islnk():
+        return ("hardlink", parts, member_parts(member.linkname, label))
+    if member.issparse():
+        raise ImageError("%s: member /%s is a sparse file" % (label, shown("/".join(parts))))
+    if member.isreg():
+        node = _file_node(tree, tar, member, parts, label, number)
+        return ("file", parts, node.mode, node.size, node.data)
+    raise ImageError("%s: member /%s is a device, FIFO or other special file" % (label, shown("/".join(parts))))
+
+
+def apply_op(tree, op, number, label):
+    kind, parts = op[0], op[1]
+    if kind == "whiteout":
+        tree.whiteout(parts, number, label)
+    elif kind == "dir":
+        tree.put(parts, Node("dir", number), label)
+    elif kind == "link":
+        tree.charge("links")
+        tree.put(parts, Node("link", number, target=op[2]), label)
+    elif kind == "hardlink":
+        tree.charge("links")
+        source = tree.lookup(op[2])
         if source is None or source.kind != "file":
             raise ImageError("%s: hardlink /%s points at no file" % (label, shown("/".join(parts))))
         tree.put(parts, Node("file", number, source.mode, 0, source.data), label)  # one inode: counted once
-    elif member.issparse():
-        raise ImageError("%s: member /%s is a sparse file" % (label, shown("/".join(parts))))
-    elif member.isreg():
-        tree.put(parts, _file_node(tree, tar, member, parts, label, number), label)
     else:
-        raise ImageError("%s: member /%s is a device, FIFO or other special file" % (label, shown("/".join(parts))))
+        tree.put(parts, Node("file", number, *op[2:]), label)
 
 
 def _file_node(tree, tar, member, parts, label, number):
