@@ -17,7 +17,7 @@ from tests import kits
 from tests.conftest import SCRIPTS
 from tests.verify_support import build_libcuda, write_proc_version
 
-from cudaswitch.audit import imageaudit, imagecheck, report  # noqa: F401  (they register audit's checks)
+from cudaswitch.audit import imageaudit, imagecheck, inventory  # noqa: F401  (they register audit's checks)
 from cudaswitch.verify import checkset, registry  # noqa: F401  (checkset fills the registry)
 
 CUDA_HOME_UNSET = "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root."

@@ -3,7 +3,7 @@ on the driver and GPUs given), and `audit merge --image`: on which nodes it star
 
 The image's layers are applied in memory (audit/layers.py), the few files the audit reads are
 written to a private temporary view (audit/view.py), and the audit of an unpacked root
-(audit/report.py) runs on that view with the image's own PATH and toolkit variables; nothing from
+(audit/inventory.py) runs on that view with the image's own PATH and toolkit variables; nothing from
 the image is run. The view is removed before the report is returned; paths in the report are the
 image's own.
 """
@@ -85,7 +85,7 @@ def image_facts(ref, image, torches, shape=None):
 
 def _audit_view(env, ref, image, tree, progress):
     """run_audit on a fresh view of the tree, which is removed before this returns."""
-    from cudaswitch.audit.report import run_audit
+    from cudaswitch.audit.inventory import run_audit
 
     work = tempfile.mkdtemp(prefix="cudaswitch-image-")
     try:
@@ -173,7 +173,7 @@ def rejudged_ids() -> set:
     """Checks of the view's own audit the image's report does not keep: the driver layer (judged
     again below, against the host or the --driver given, not the view) and those `audit --image`
     does not show (the audit of a root's "nothing was run" becomes image.no_exec)."""
-    from cudaswitch.audit import report  # noqa: F401  (registers the audit's own checks)
+    from cudaswitch.audit import inventory  # noqa: F401  (registers the audit's own checks)
     from cudaswitch.verify import checkset  # noqa: F401  (registers verify's)
 
     audit = registry.ids_for("audit")
@@ -183,7 +183,7 @@ def rejudged_ids() -> set:
 @registered("image.no_exec", layer="toolkit", shown_by=("image",))
 def _rejudge(report, driver, gpus):
     """The image's toolkits against the judged driver, which is the host's, not the view's."""
-    from cudaswitch.audit.host import driver_verdict
+    from cudaswitch.audit.hostfacts import driver_verdict
 
     report["driver"], report["gpus"] = (driver if driver.get("present") else None), gpus
     dropped = rejudged_ids()

@@ -5,7 +5,7 @@ not parsed)."""
 
 import re
 
-from cudaswitch.audit.report import REPORT_FORMAT, REPORT_KIND
+from cudaswitch.audit.inventory import REPORT_FORMAT, REPORT_KIND
 from cudaswitch.toolkit import STATUSES
 
 VERSION = re.compile(r"[0-9]{1,9}(\.[0-9]{1,9}){0,4}")

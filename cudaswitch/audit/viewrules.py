@@ -6,7 +6,7 @@ placeholders; nvcc as the version banner read from its bytes. Everything else st
 
 import re
 
-from cudaswitch.audit.image import NVCC_BANNER
+from cudaswitch.audit.toolkitfiles import NVCC_BANNER
 
 KiB, MiB = 1 << 10, 1 << 20
 # name -> the most a real one holds; a larger one is refused (a 1 GiB version.json is an attack)

@@ -13,7 +13,7 @@ def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=Fa
           image=None, driver=None, gpu=()):
     """Which toolkits this host (or image) has, which work, and which the driver supports."""
     from cudaswitch.audit import render as audit_render
-    from cudaswitch.audit.report import run_audit
+    from cudaswitch.audit.inventory import run_audit
 
     show = sys.stderr.isatty() if progress is None else progress
     if image is not None:

@@ -71,7 +71,7 @@ def verify(request: "str | None" = None, python: "str | None" = None, compile_: 
     """Judge the environment `use REQUEST` would give this shell: the same switch plan, origin
     included, so the report's "environment" is what `use --shell json` prints."""
     from cudaswitch.switch.decide import switch_plan
-    from cudaswitch.verify.report import verify_toolkit
+    from cudaswitch.verify.toolkitreport import verify_toolkit
 
     check_options(python, timeout)
     paths, reg = _context()

@@ -231,7 +231,7 @@ def signals_ignored():
 def describe_tree(root):
     """What a user wants to know about an installed tree: nvcc, components, size, and notes."""
     from cudaswitch.registry import nvcc_probe as probe
-    from cudaswitch.audit.image import tree_size
+    from cudaswitch.audit.toolkitfiles import tree_size
     from cudaswitch.toolkit import list_components
 
     _, components, _ = probe.read_version_json(root)

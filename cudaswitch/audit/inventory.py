@@ -11,8 +11,8 @@ Discovery then reads nvcc's version from its binary instead of running it (regis
 import os
 
 from cudaswitch import __version__
-from cudaswitch.audit import image as audit_probe
-from cudaswitch.audit.host import driver_verdict, host_driver, host_name, read_gpus
+from cudaswitch.audit import toolkitfiles
+from cudaswitch.audit.hostfacts import driver_verdict, host_driver, host_name, read_gpus
 from cudaswitch.errors import UsageError
 from cudaswitch.paths import Paths
 from cudaswitch.toolkit import version_tuple
@@ -101,12 +101,12 @@ def _toolkit_entry(record, registry, env, executes):
     entry["real"] = record["real"] if not record["real"].startswith("dangling:") else None
     nvcc_ran = _nvcc_probe(registry, record) if executes else None
     if record.get("outside_root") or record["real"].startswith("dangling:"):  # nothing of it is the image's
-        entry["components"], entry["component_sources"] = dict.fromkeys(audit_probe.COMPONENTS), {}
+        entry["components"], entry["component_sources"] = dict.fromkeys(toolkitfiles.COMPONENTS), {}
     else:
-        entry["components"], entry["component_sources"] = audit_probe.components(record, nvcc_ran)
+        entry["components"], entry["component_sources"] = toolkitfiles.components(record, nvcc_ran)
     entry["version_json"] = {k: v for k, v in record.get("components", {}).items() if k != "cudart_soname"}
     _check_nvcc_agrees(entry, nvcc_ran)
-    entry["size_bytes"] = audit_probe.tree_size(entry["real"] or record["root"])
+    entry["size_bytes"] = toolkitfiles.tree_size(entry["real"] or record["root"])
     entry["compiles"] = None
     return entry
 
@@ -176,7 +176,7 @@ def _some(items, shown=4):
 def _compile_all(paths, records, env, toolkits, progress):
     """The one-kernel build of verify/build.py, remembered with the builds `use` and `verify` made,
     in the environment the switch plan gives (audit/host.switched_env): what `use` would give."""
-    from cudaswitch.audit.host import switched_env
+    from cudaswitch.audit.hostfacts import switched_env
     from cudaswitch.verify.build import cached_build
 
     by_root = {r["root"]: r for r in records}
