@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 LIBCUDA_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/lib64")
 
 
-def path_identity(path):
+def path_identity(path: "str | None") -> "tuple | None":
     """(path, *safeio.file_identity) of a file, (path, None) when it is absent, None for no path:
     a rebuilt or replaced binary changes it."""
     if not path:

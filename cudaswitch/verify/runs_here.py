@@ -9,8 +9,7 @@ marshal here.
 
 import os
 
-from cudaswitch.safeio import file_identity
-from cudaswitch.verify.identity import driver_identity
+from cudaswitch.verify.identity import driver_identity, path_identity
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,15 +37,6 @@ def verdicts(paths: "Paths", env: "Env", records: "list[dict]") -> "dict[str, di
     found = _compute(paths, env, records)
     cache.store(paths.cache_dir, CACHE_FILE, {"key": key, "verdicts": found})
     return found
-
-
-def path_identity(path):
-    """A compat/ dir appearing, going or changing: one stat per toolkit (a warm list of 550 toolkits
-    cannot afford a realpath each)."""
-    try:
-        return file_identity(path)
-    except OSError:
-        return None
 
 
 def _compute(paths, env, records):
