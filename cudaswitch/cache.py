@@ -185,11 +185,12 @@ def store(cache_dir: str, name: str, value: "Any") -> bool:
     return True
 
 
-def write_file(path: str, data: bytes) -> None:
-    """A file of the cache dir (or of another dir of cudaswitch's own), 0600 in a 0700 dir,
-    replaced atomically: readers see the old file or the new one. OSError when it cannot be."""
+def write_file(path: str, data: bytes, mode: int = FILE_MODE) -> None:
+    """A file of the cache dir (or of another dir of cudaswitch's own), 0600 (or `mode`, never
+    more than the user's own bits) in a 0700 dir, replaced atomically: readers see the old file or
+    the new one. OSError when it cannot be."""
     make_dir(os.path.dirname(path))
-    replace_regular(path, data, mode=FILE_MODE, own_file=True)
+    replace_regular(path, data, mode=mode & 0o700, own_file=True)
 
 
 def table(cache_dir: str, name: str) -> dict:

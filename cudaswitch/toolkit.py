@@ -37,6 +37,12 @@ if TYPE_CHECKING:
     AnyRecord = ToolkitRecord | dict
 
 STATUSES = ("ok", "incomplete", "broken")
+# The programs a toolkit's bin dir may hold: what a conda view links and a switch never leaves
+# reachable from another toolkit (switch/standins.py).
+CUDA_TOOLS = (
+    "nvcc", "ptxas", "nvlink", "fatbinary", "cudafe++", "bin2c", "cuobjdump", "nvdisasm", "nvprune",
+    "cu++filt", "cuda-gdb", "compute-sanitizer", "nvprof", "ncu", "nsys", "__nvcc_device_query",
+)
 
 # Keys of the public JSON shape of `list --json` (stable; see the README); other record keys are internal.
 PUBLIC_KEYS = ("version", "short", "root", "sources", "nvcc", "status", "problems")

@@ -11,14 +11,12 @@ import shutil
 import tempfile
 import time
 
+from cudaswitch.toolkit import CUDA_TOOLS
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cudaswitch.toolkit import AnyRecord
 
-CUDA_TOOLS = (
-    "nvcc", "ptxas", "nvlink", "fatbinary", "cudafe++", "bin2c", "cuobjdump", "nvdisasm", "nvprune",
-    "cu++filt", "cuda-gdb", "compute-sanitizer", "nvprof", "ncu", "nsys", "__nvcc_device_query",
-)
 CUDA_LIB_PREFIXES = (
     "libcudart", "libcublas", "libcufft", "libcurand", "libcusolver", "libcusparse", "libcupti",
     "libcudnn", "libcufile", "libnpp", "libnvrtc", "libnvJitLink", "libnvjitlink", "libnvvm",

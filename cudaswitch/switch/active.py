@@ -6,6 +6,7 @@ same facts. Stats and one registry read; no process, no heavy import (it is a fa
 
 import os
 
+from cudaswitch.switch.standins import is_stand_in
 from cudaswitch import envstate
 from cudaswitch.pathsearch import which
 from cudaswitch.switch.toolkitdirs import Owner, known_roots
@@ -21,8 +22,10 @@ SYSTEM_BIN_DIRS = ("/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/usr/loca
 
 def first_nvcc(env: "Env") -> "str | None":
     """The first executable nvcc on PATH (relative and empty entries never count: they are
-    whatever directory the shell happens to be in)."""
-    return which("nvcc", env)
+    whatever directory the shell happens to be in); None when it is a switch's stand-in for the
+    nvcc its toolkit lacks (switch/standins.py)."""
+    found = which("nvcc", env)
+    return None if is_stand_in(found) else found
 
 
 def wrapped_nvcc(path: str) -> str:

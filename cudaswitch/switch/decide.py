@@ -79,6 +79,10 @@ def notes(switch: SwitchPlan) -> "list[str]":
     swapped out, the toolkit flags it removed from a conda env's (or a guide's) flag variables."""
     state = switch.state
     out = []
+    if switch.stand_ins:
+        out.append("CUDA %s has no %s: another toolkit's copies on PATH stay unused (a stand-in says so); a "
+                   "complete %s: `cudaswitch install %s`" % (switch.record["version"], ", ".join(switch.stand_ins),
+                                                            _short(switch.record), _short(switch.record)))
     if state.get("modules"):
         from cudaswitch.switch import modswitch
 
@@ -87,6 +91,10 @@ def notes(switch: SwitchPlan) -> "list[str]":
     if flags:
         out.append("took other toolkits' -I/-L dirs out of %s (`off` puts them back)" % ", ".join(flags))
     return out
+
+
+def _short(record: dict) -> str:
+    return ".".join((record.get("version") or "?").split(".")[:2])
 
 
 def _took_dirs(before: "str | None", value: str) -> bool:

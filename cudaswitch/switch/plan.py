@@ -33,7 +33,8 @@ from cudaswitch.errors import CudaSwitchError
 from cudaswitch.paths import Paths
 from cudaswitch.pathsearch import which
 from cudaswitch.safeio import identity_text
-from cudaswitch.switch import envdiff
+from cudaswitch.switch import envdiff, standins
+from cudaswitch.switch.toolkitdirs import Owner
 from cudaswitch import envstate
 
 VERSIONS_FILE = "compilers.marshal"
@@ -50,18 +51,20 @@ class SwitchPlan:
     values replaced and set, the modules swapped), `base` (the environment switched from: the
     previous switch undone, a CUDA module swapped out), `modules` (what the module system swapped
     out, or None), `compilers` (the host compiler variables chosen, {} when none), `entries` (the
-    dirs put first on PATH and LD_LIBRARY_PATH: the toolkit's own or its view's)."""
+    dirs put first on PATH and LD_LIBRARY_PATH: the toolkit's own or its view's), `stand_ins` (the
+    CUDA tools it lacks that another toolkit would have answered: switch/standins.py)."""
 
     __slots__ = ("record", "origin", "source_file", "start", "base", "env", "state", "diff", "modules",
-                 "compilers", "entries")
+                 "compilers", "entries", "stand_ins")
 
     def __init__(self, record: dict, origin: str, source_file: "str | None", start: dict, base: dict,
-                 switched: "tuple[dict, dict]", modules: "dict | None", compilers: dict, entries: dict) -> None:
+                 switched: "tuple[dict, dict]", modules: "dict | None", compilers: dict, entries: dict,
+                 stand_ins: "list[str]") -> None:
         self.record, self.origin, self.source_file = record, origin, source_file
         self.start, self.base = start, base
         self.env, self.state = switched
         self.diff = envdiff.diff(start, self.env)
-        self.modules, self.compilers, self.entries = modules, compilers, entries
+        self.modules, self.compilers, self.entries, self.stand_ins = modules, compilers, entries, stand_ins
 
     def public(self) -> dict:
         """{"set": {...}, "unset": [...]}: the change, in the shape `use --shell json` prints."""
@@ -85,7 +88,14 @@ def plan(env: dict, record: dict, origin: str, known_roots: "list[str] | tuple[s
     on_path = record if _loader_path(paths) else dict(record, lib_dirs=[], env_lib=[])
     new = envdiff.switch_env(env, on_path, origin, source_file, known_roots, base=base, modules=modules,
                              compilers=compilers)
-    return SwitchPlan(record, origin, source_file, env, base, new, modules, compilers, envdiff.path_entries(on_path))
+    tools = standins.foreign_tools(record, new[0], Owner(list(known_roots) + [record["root"]], base))
+    if tools:  # in front of whatever else holds them: nothing of another toolkit answers for this one
+        stand_in = standins.stand_in_dir(paths.cache_dir, tools)
+        on_path = dict(on_path, env_bin=envdiff.path_entries(on_path)["PATH"] + [stand_in])
+        new = envdiff.switch_env(env, on_path, origin, source_file, known_roots, base=base, modules=modules,
+                                 compilers=compilers)
+    return SwitchPlan(record, origin, source_file, env, base, new, modules, compilers, envdiff.path_entries(on_path),
+                      tools)
 
 
 def _modules_swapped(paths: Paths, base: dict, state: "dict | None",

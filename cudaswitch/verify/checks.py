@@ -213,10 +213,10 @@ def toolkit_root_of(path: str) -> str:
 
 def three_toolkits(env: dict, probe: dict) -> dict:
     """nvcc on PATH, the CUDA_HOME torch would take and the libcudart torch mapped: one toolkit?"""
-    from cudaswitch.pathsearch import which
+    from cudaswitch.switch.active import first_nvcc
 
     places = {}
-    nvcc = which("nvcc", env)
+    nvcc = first_nvcc(env)
     if nvcc:
         places["nvcc on PATH"] = toolkit_root_of(nvcc_target(nvcc))
     home, how = torch_home(env)

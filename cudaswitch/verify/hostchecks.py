@@ -5,6 +5,7 @@ toolkit is judged, the project's dependencies and the shell's environment. Each 
 import os
 import re
 
+from cudaswitch.switch.standins import is_stand_in
 from cudaswitch.render import counted
 from cudaswitch.switch.registry import Registry
 from cudaswitch.toolkit import short_version
@@ -160,6 +161,9 @@ def nvcc_on_path(host: "Host", ask: Ask = PLAIN) -> list:
 
 def several_nvcc(env: dict) -> dict:
     entries = [d for d in (env.get("PATH") or "").split(":") if d and os.access(os.path.join(d, "nvcc"), os.X_OK)]
+    if entries and is_stand_in(os.path.join(entries[0], "nvcc")):  # the switched toolkit has none; it hides the rest
+        return check("env.several_nvcc", "ok", "no nvcc in use: the toolkit switched to has none, and a stand-in "
+                     "keeps the %d other one(s) on PATH from running in its place" % (len(entries) - 1))
     places = {d: nvcc_target(os.path.join(d, "nvcc")) for d in dict.fromkeys(entries)}
     roots = sorted({os.path.dirname(os.path.dirname(t)) for t in places.values()})
     if len(roots) > 1:

@@ -35,6 +35,9 @@ def toolkit_status(host: "Host", ask: Ask = PLAIN) -> list:
     hint = {"ok": None, "warning": "see `cudaswitch list`",
             "error": "reinstall the toolkit, or install the missing parts (e.g. the nvvm package for cicc)"}[level]
     line = "cannot compile, missing: " + ", ".join(record["missing"]) if record.get("missing") else None
+    if not record.get("nvcc") and record["status"] == "incomplete":  # NVIDIA's 12.x wheels, a runtime package
+        line = "no nvcc: cannot build .cu files (`cudaswitch install %s` has one)" % ".".join(
+            (record.get("version") or "VERSION").split(".")[:2])
     return [check("toolkit.status", level, text + (": " + problems if problems else " can compile (all parts of "
                   "the compile pipeline are there)"), hint, status=record["status"], root=record["root"],
                   missing=record.get("missing") or [], line=line)]
