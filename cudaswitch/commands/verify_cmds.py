@@ -101,18 +101,20 @@ def _exit_code(report: dict) -> int:
     return 1 if any(c["level"] == "error" for c in report["checks"]) else 0
 
 
-def explain(text: str, as_json: bool = False, python: "str | None" = None, timeout: "float | None" = None) -> int:
-    from cudaswitch.errors import UsageError
+def explain(text: "str | None" = None, as_json: bool = False, python: "str | None" = None,
+            timeout: "float | None" = None) -> int:
+    """TEXT, or with `-` or no TEXT the error text piped to stdin (its last MiB: a traceback's end)."""
+    import sys
+
     from cudaswitch.verify import present
-    from cudaswitch.verify.explain import explain as run_explain
+    from cudaswitch.verify.explain import explain as run_explain, text_to_explain, version_notes
 
     check_options(python, timeout)
-    if not text.strip():
-        raise UsageError("give the error message to explain, in quotes")
+    text = text_to_explain(text, sys.stdin, render.message)
     paths, reg = _context()
     result = run_explain(text, paths, reg, dict(os.environ), python=python, timeout=timeout)
     if as_json:
         render.emit_json(result)
     else:
-        render.emit_prose(present.explain_lines(result))
+        render.emit_prose(present.explain_lines(result) + version_notes(result))
     return 0 if result["matches"] else 1

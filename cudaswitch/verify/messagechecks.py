@@ -7,7 +7,10 @@ import re
 
 from cudaswitch.switch import plan
 from cudaswitch.toolkit import short_version, version_tuple
-from cudaswitch.verify import facts as table
+from cudaswitch.verify import facts as table, loaderdirs
+# The checks of the layers a message names (NCCL, cuDNN's sub-libraries, libcuda, the Python,
+# CMake) live in their own modules; importing them here registers them wherever explain's are.
+from cudaswitch.verify import layerchecks, ncclchecks  # noqa: F401 (registers)
 from cudaswitch.verify.checks import compat_libcuda_dirs
 from cudaswitch.verify.compat import check, torch_home
 from cudaswitch.verify.registry import Ask, registered
@@ -62,11 +65,10 @@ def cuda_home_major(host: "Host", ask: Ask = PLAIN) -> list:
 def loader_path(host: "Host", ask: Ask = PLAIN) -> list:
     """The library the message names (else libcudart.so): on the loader path, in the loader cache,
     in a toolkit or in the Python's NVIDIA wheels?"""
-    wanted = re.search(r"(lib[A-Za-z_-]+\.so(?:\.[\d.]*\d)?)", ask.text)
-    name = wanted.group(1) if wanted else "libcudart.so"
+    name = named_library(ask.text) or "libcudart.so"
     dirs = [d for d in (host.env.get("LD_LIBRARY_PATH") or "").split(":") if d]
     on_path = [d for d in dirs if os.path.exists(os.path.join(d, name))]
-    cached = _ldconfig_has(name, host.env) if host.paths.root == "/" else None
+    cached = loaderdirs.ldconfig_has(name, host.env) if host.paths.root == "/" else None
     kits = [r["version"] for r in host.registry["records"]
             if any(os.path.exists(os.path.join(d, name)) for d in r.get("lib_dirs") or [])]
     wheels = _wheel_copies(host, name)
@@ -82,38 +84,23 @@ def loader_path(host: "Host", ask: Ask = PLAIN) -> list:
                   library=name, on_path=on_path, ldconfig=cached, toolkits=kits, wheels=wheels)]
 
 
+def named_library(text: str) -> "str | None":
+    """The library a message says could not be opened (the last such in a traceback: the real
+    error), else the first library it names: `/x/libtorch_cuda.so: libnccl.so.2: cannot open`
+    is about libnccl.so.2."""
+    missing = re.findall(r"(lib[A-Za-z0-9_-]+\.so(?:\.[\d.]*\d)?)'?: cannot open shared object file", text)
+    if missing:
+        return missing[-1]
+    wanted = re.search(r"(lib[A-Za-z0-9_-]+\.so(?:\.[\d.]*\d)?)", text)
+    return wanted.group(1) if wanted else None
+
+
 def _wheel_copies(host, name):
     """Copies in the user's Python's NVIDIA wheels (site-packages/nvidia/*/lib), where torch's live."""
     import glob
 
     return sorted(p for d in host.torch.get("site_dirs") or [] if isinstance(d, str) and os.path.isabs(d)
                   for p in glob.glob(os.path.join(glob.escape(d), "nvidia", "*", "lib", glob.escape(name))))
-
-
-def _ldconfig_has(name, env):
-    """Is `name` in the loader cache (`ldconfig -p`)? None when ldconfig cannot say."""
-    ldconfig = which("ldconfig", env) or "/sbin/ldconfig"  # a user's PATH often lacks /sbin
-    code, out, _ = run_bounded([ldconfig, "-p"], env, 10.0)
-    if code != 0:
-        return None
-    return (" " + name + " ").encode() in out or (name + " (").encode() in out
-
-
-@registered("nccl.shm", "nccl.interface", layer="env", shown_by=("explain",))
-def nccl_system(host: "Host", ask: Ask = PLAIN) -> list:
-    """What NCCL's "unhandled system error" usually is: a small /dev/shm, or no usable interface."""
-    try:
-        st = os.statvfs("/dev/shm")
-        shm = st.f_frsize * st.f_blocks
-    except OSError:
-        shm = None
-    small = shm is not None and shm < 512 * 1024 * 1024
-    ifname = host.env.get("NCCL_SOCKET_IFNAME")
-    text_ = "/dev/shm is %s" % ("%d MiB" % (shm // (1024 * 1024)) if shm is not None else "missing")
-    return [check("nccl.shm", "warning" if small or shm is None else "ok", text_ + ("; too small for NCCL"
-                  if small else ""), "docker run --shm-size=1g (or --ipc=host)" if small else None, shm_bytes=shm),
-            check("nccl.interface", "info", "NCCL_SOCKET_IFNAME is %s" % (ifname or "unset (NCCL picks one)"),
-                  "run with NCCL_DEBUG=INFO to see the failing call", ifname=ifname)]
 
 
 @registered("gcc.message", layer="compiler", shown_by=("explain",))

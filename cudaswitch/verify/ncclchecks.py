@@ -1,0 +1,123 @@
+"""NCCL as a layer of its own, for the messages that name it: which libnccl a process would load
+before torch's own (LD_PRELOAD, LD_LIBRARY_PATH), the network interfaces NCCL_SOCKET_IFNAME
+leaves it, and /dev/shm. Registered (verify/registry.py) like every check; compat.toml's rules
+name their ids. Host files (/sys/class/net) are read under the root prefix."""
+
+import os
+
+from cudaswitch.verify import loaderdirs
+from cudaswitch.verify.compat import check
+from cudaswitch.verify.registry import Ask, registered
+
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from cudaswitch.verify.host import Host
+
+PLAIN = Ask("explain")
+# NCCL's default NCCL_SOCKET_IFNAME is "^docker,lo": these prefixes are skipped unless named.
+SKIPPED_BY_DEFAULT = ("docker", "lo")
+
+
+@registered("nccl.shm", layer="env", shown_by=("explain",))
+def nccl_shm(host: "Host", ask: Ask = PLAIN) -> list:
+    """What NCCL's "unhandled system error" often is in a container: a small /dev/shm."""
+    try:
+        st = os.statvfs("/dev/shm")
+        shm = st.f_frsize * st.f_blocks
+    except OSError:
+        shm = None
+    small = shm is not None and shm < 512 * 1024 * 1024
+    text = "/dev/shm is %s" % ("%d MiB" % (shm // (1024 * 1024)) if shm is not None else "missing")
+    return [check("nccl.shm", "warning" if small or shm is None else "ok", text + ("; too small for NCCL"
+                  if small else ""), "docker run --shm-size=1g (or --ipc=host)" if small else None, shm_bytes=shm)]
+
+
+@registered("nccl.interface", layer="env", shown_by=("explain",))
+def nccl_interface(host: "Host", ask: Ask = PLAIN) -> list:
+    """The interfaces NCCL may bootstrap over: the host's (/sys/class/net) filtered by
+    NCCL_SOCKET_IFNAME as NCCL reads it (prefixes; `^` excludes; `=` exact names)."""
+    spec = host.env.get("NCCL_SOCKET_IFNAME")
+    hint = "run with NCCL_DEBUG=INFO (every rank) to see the interface NCCL picked and the failing call"
+    net = host.paths.host("/sys/class/net")
+    try:
+        names = sorted(os.listdir(net))
+    except OSError as exc:
+        return [check("nccl.interface", "info", "cannot check network interfaces because %s cannot be read (%s); "
+                      "NCCL_SOCKET_IFNAME is %s" % (net, exc.strerror, spec or "unset"), hint, ifname=spec)]
+    usable = interface_matches(spec, names)
+    facts = {"ifname": spec, "interfaces": names, "usable": usable}
+    if not usable:
+        said = "NCCL_SOCKET_IFNAME=%s matches" % spec if spec else "with NCCL_SOCKET_IFNAME unset NCCL finds"
+        return [check("nccl.interface", "error", "%s no interface here (interfaces: %s)" % (said, ", ".join(names)
+                      or "none"), "set NCCL_SOCKET_IFNAME to the interface that reaches the other nodes (`ip -br "
+                      "addr`); " + hint, **facts)]
+    return [check("nccl.interface", "ok", "NCCL may use %s here (NCCL_SOCKET_IFNAME %s; all interfaces: %s)"
+                  % (", ".join(usable), spec or "unset", ", ".join(names)), hint, **facts)]
+
+
+def interface_matches(spec: "str | None", names: list) -> list:
+    """The interface names NCCL_SOCKET_IFNAME=`spec` selects among `names`."""
+    if not spec:
+        return [n for n in names if not n.startswith(SKIPPED_BY_DEFAULT)]
+    exclude = spec.startswith("^")
+    body = spec[1:] if exclude else spec
+    exact = body.startswith("=")
+    wanted = [w for w in (body[1:] if exact else body).split(",") if w]
+
+    def hit(name):
+        return any(name == w if exact else name.startswith(w) for w in wanted)
+
+    return [n for n in names if hit(n) != exclude]
+
+
+@registered("nccl.foreign", layer="env", shown_by=("explain",))
+def nccl_foreign(host: "Host", ask: Ask = PLAIN) -> list:
+    """A libnccl loaded before torch's own: LD_PRELOAD entries and LD_LIBRARY_PATH directories
+    holding a libnccl.so* that is not the copy torch's nvidia-nccl wheel ships."""
+    own_dir, own_version = _torch_nccl(host.torch)
+    own_real = os.path.realpath(own_dir) if own_dir else None
+    found = []
+    for where, path in _candidates(host.env, host.paths):
+        if own_real and os.path.realpath(os.path.dirname(path)) == own_real:
+            continue
+        found.append({"via": where, "path": path, "version": loaderdirs.file_version(path, "libnccl")})
+    ours = "torch's own: %s" % ("nvidia-nccl %s in %s" % (own_version or "?", own_dir) if own_dir else
+                                "not found (%s)" % (host.torch.get("torch") and "torch has no nvidia-nccl wheel"
+                                                    or host.torch.get("torch_error") or host.torch.get("error")
+                                                    or "no torch in %s" % host.python))
+    facts = {"foreign": found, "torch_nccl": own_dir, "torch_nccl_version": own_version}
+    if not found:
+        return [check("nccl.foreign", "ok", "no libnccl on LD_PRELOAD or LD_LIBRARY_PATH; " + ours, None, **facts)]
+    text = "; ".join("%s %s (%s)" % (f["via"], f["path"], f["version"] or "version not in its name") for f in found)
+    return [check("nccl.foreign", "error", "a libnccl comes before torch's own: %s; %s" % (text, ours),
+                  "use the NCCL PyTorch ships: %s" % _removal(found), **facts)]
+
+
+def _candidates(env, paths):
+    """(how it is reached, path) of every libnccl the environment puts before torch's RUNPATH."""
+    out = [("LD_PRELOAD", p) for p in loaderdirs.preloads(env, paths) if os.path.basename(p).startswith("libnccl.so")]
+    for directory in loaderdirs.library_path(env, paths):
+        out += [("LD_LIBRARY_PATH", p) for p in loaderdirs.files_named(directory, "libnccl.so*")[:1]]
+    return out
+
+
+def _removal(found):
+    vias = sorted({f["via"] for f in found})
+    parts = []
+    if "LD_PRELOAD" in vias:
+        parts.append("drop %s from LD_PRELOAD" % ", ".join(f["path"] for f in found if f["via"] == "LD_PRELOAD"))
+    if "LD_LIBRARY_PATH" in vias:
+        parts.append("drop %s from LD_LIBRARY_PATH for torch" % ", ".join(
+            os.path.dirname(f["path"]) for f in found if f["via"] == "LD_LIBRARY_PATH"))
+    return " and ".join(parts)
+
+
+def _torch_nccl(probe):
+    """(site-packages/nvidia/nccl/lib, its wheel version) of the user's torch, or (None, None)."""
+    torch_dir = probe.get("torch_dir")
+    if not torch_dir:
+        return None, None
+    lib = os.path.join(os.path.dirname(torch_dir), "nvidia", "nccl", "lib")
+    versions = [d["version"] for d in probe.get("distributions") or [] if str(d.get("name", "")).startswith(
+        "nvidia-nccl")]
+    return (lib if os.path.isdir(lib) else None), (versions[0] if versions else None)
