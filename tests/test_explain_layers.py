@@ -107,12 +107,14 @@ def nccl_install(host, where, version):
 
 
 def test_a_foreign_nccl_before_torchs_own(host):
-    """An NGC-style image whose libnccl2 2.15.5 sits in /usr/lib/x86_64-linux-gnu, put on
-    LD_LIBRARY_PATH by a Dockerfile, and a Horovod-era LD_PRELOAD of an older NCCL; then both gone."""
-    nccl_install(host, "/usr/lib/x86_64-linux-gnu", "2.15.5")
+    """An NGC-style image whose libnccl2 2.15.5 sits in /opt/ngc/lib, put on LD_LIBRARY_PATH by a
+    Dockerfile, and a Horovod-era LD_PRELOAD of an older NCCL; then both gone. (Not the image's
+    /usr/lib/x86_64-linux-gnu: the test's own cudaswitch process loads with this LD_LIBRARY_PATH,
+    and a distribution's libpython there would replace its interpreter's own.)"""
+    nccl_install(host, "/opt/ngc/lib", "2.15.5")
     old = nccl_install(host, "/opt/nccl-2.7.8/lib", "2.7.8")
     text = "ImportError: /usr/lib/python3/dist-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclRecv"
-    env = {"LD_LIBRARY_PATH": "/usr/lib/x86_64-linux-gnu", "LD_PRELOAD": str(old / "libnccl.so.2")}
+    env = {"LD_LIBRARY_PATH": "/opt/ngc/lib", "LD_PRELOAD": str(old / "libnccl.so.2")}
     foreign = checks_of(explained(host, text, env), "nccl_symbol")["nccl.foreign"]
     assert foreign["level"] == "error" and "2.15.5" in foreign["message"] and "2.7.8" in foreign["message"]
     assert "LD_PRELOAD" in foreign["message"] and "LD_LIBRARY_PATH" in foreign["message"]
