@@ -12,7 +12,7 @@ import os
 import pytest
 
 from tests import kits, shellrun
-from tests.conftest import HOME, Host
+from tests.conftest import HOME, SCRIPTS, Host
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +66,18 @@ def test_current_and_doctor_read_the_stand_in_as_no_nvcc(mixed_host):
     assert current["version"].startswith("12.4"), current
     levels = {c["id"]: c["level"] for c in doctor["checks"]}
     assert levels["env.several_nvcc"] == "ok" and levels["env.one_toolkit"] == "ok", levels
+
+
+def test_doctor_names_an_entry_of_another_toolkit(standard_host):
+    """nvcc and CUDA_HOME of 13.0, and an LD_LIBRARY_PATH an old rc file left pointing at 13.1's
+    lib64: doctor names the 13.1 entry (it used to say "one toolkit in use"); after `use 13.0`
+    in bash nothing of 13.1 is left, and doctor says so."""
+    cuda13_0, cuda13_1 = standard_host.path("/usr/local/cuda-13.0"), standard_host.path("/usr/local/cuda-13.1")
+    env = dict(standard_host.env, PATH="%s/bin:%s:/usr/bin:/bin" % (cuda13_0, SCRIPTS), CUDA_HOME=str(cuda13_0),
+               LD_LIBRARY_PATH="%s/lib64" % cuda13_1)
+    proc = shellrun.script("bash", ["cudaswitch doctor --json", 'eval "$(cudaswitch use 13.0 --shell bash)" 2>/dev/null',
+                                    "cudaswitch doctor --json"], env, timeout=300)
+    before, after = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")][:2]
+    named = {c["id"]: c for c in before["checks"]}["env.other_toolkit_entries"]
+    assert named["level"] == "warning" and "LD_LIBRARY_PATH %s/lib64 (CUDA 13.1" % cuda13_1 in named["message"], named
+    assert {c["id"]: c for c in after["checks"]}["env.other_toolkit_entries"]["level"] == "ok"

@@ -6,6 +6,7 @@ import os
 import re
 
 from cudaswitch.switch.standins import is_stand_in
+from cudaswitch.switch.toolkitdirs import Owner, known_roots
 from cudaswitch.render import counted
 from cudaswitch.switch.registry import Registry
 from cudaswitch.toolkit import short_version
@@ -213,3 +214,50 @@ def compat_on_loader_path(host: "Host", ask: Ask = PLAIN) -> list:
     return [check("env.compat_libcuda", "warning", "a cuda-compat libcuda is on LD_LIBRARY_PATH: %s"
                   % ", ".join(compat), "only for forward compatibility on data-center GPUs; it causes "
                   "CUDA error 803/804 elsewhere", dirs=compat)]
+
+
+ENTRY_VARS = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD")
+DIR_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDACXX")
+
+
+@registered("env.other_toolkit_entries", layer="env", shown_by=("verify", "doctor"))
+def other_toolkit_entries(host: "Host", ask: Ask = PLAIN) -> list:
+    """Every entry of PATH, LD_LIBRARY_PATH, LD_PRELOAD and CUDA_HOME/CUDA_PATH/CUDACXX that belongs
+    to another toolkit than the one in use: a stale LD_LIBRARY_PATH from an rc file loads another
+    toolkit's libraries while nvcc and CUDA_HOME agree."""
+    record = host.record
+    if not record:
+        return [check("env.other_toolkit_entries", "info", "cannot tell which entries belong to another toolkit: "
+                      "no toolkit is in use")]
+    own = {record["root"], record.get("real")} | set(record.get("env_bin") or ()) | set(record.get("env_lib") or ())
+    owner = Owner(known_roots(host.registry), host.env)
+    versions = {r[key]: r.get("version") for r in host.registry["records"] for key in ("root", "real") if r.get(key)}
+    found = []
+    for name, entry in _cuda_entries(host.env):
+        root = owner(entry)
+        if root and root not in own and os.path.realpath(root) not in own:
+            found.append("%s %s (CUDA %s)" % (name, entry, versions.get(root) or versions.get(os.path.realpath(root))
+                                               or "?"))
+    version = record.get("version") or "?"
+    if not found:
+        return [check("env.other_toolkit_entries", "ok", "every CUDA entry on PATH, LD_LIBRARY_PATH, LD_PRELOAD "
+                      "and in CUDA_HOME, CUDA_PATH, CUDACXX is CUDA %s's or no toolkit's" % version)]
+    return [check("env.other_toolkit_entries", "warning", "CUDA %s is in use, but %s" % (version, "; ".join(found)),
+                  "`cudaswitch use %s` takes them off; drop them from your shell rc files" % short_version(version),
+                  entries=found)]
+
+
+def _cuda_entries(env: dict) -> "list[tuple[str, str]]":
+    """(variable, dir) for each entry a toolkit could own: path-list entries, a preloaded
+    library's dir, CUDA_HOME/CUDA_PATH and CUDACXX's dir."""
+    out = []
+    for name in ENTRY_VARS:
+        separators = r"[: ]" if name == "LD_PRELOAD" else ":"  # ld.so takes either in LD_PRELOAD
+        for entry in re.split(separators, env.get(name) or ""):
+            if entry.startswith("/"):
+                out.append((name, os.path.dirname(entry) if name == "LD_PRELOAD" else entry))
+    for name in DIR_VARS:
+        value = env.get(name) or ""
+        if value.startswith("/"):
+            out.append((name, os.path.dirname(value) if name == "CUDACXX" else value))
+    return out
