@@ -33,10 +33,43 @@ RECORD_KEYS = frozenset(("version", "root", "real", "sources", "origins", "nvcc"
 
 
 def cache_key(paths: "Paths", env: "Env") -> tuple:
+    """The key of the registry built from the environment before the switch (the state's record of
+    it): a `use` leaves the registry built before it valid."""
+    return _key_of(paths, envstate.before_switch(env))
+
+
+def _key_of(paths, base):
     """Two data dirs (CUDASWITCH_DATA_DIR, XDG_DATA_HOME) can share one cache dir: the managed
     toolkits and the config file in use are part of what a cache was built from."""
-    base = envstate.before_switch(env)
     return (paths.managed_dir, paths.config_file) + tuple(base.get(k) for k in ENV_KEYS)
+
+
+def _cache_keys(paths, env):
+    """The keys a cached registry may have for this shell: the one before the switch, or the one of
+    the environment as it is (what discovery reads when the state's record is not one it used)."""
+    return cache_key(paths, env), _key_of(paths, env)
+
+
+def scanned_env(paths: "Paths", env: "Env") -> "Env":
+    """The environment discovery reads. CUDASWITCH_STATE is data anyone who can set a variable
+    chooses, so its record of the environment before the switch (the values its scalars, lists and
+    module record restore) may only select a registry cudaswitch built: it is read where it is
+    exactly the key of the registry cache on disk, whose values discovery has already read; else
+    discovery reads the environment as it is, and nothing the state names is probed or run."""
+    base = envstate.before_switch(env)
+    claimed = _key_of(paths, base)
+    if claimed == _key_of(paths, env):
+        return env
+    cache = _load_cache_file(paths.registry_cache)
+    if not isinstance(cache, dict) or cache.get("key") != claimed:
+        return env
+    out = dict(env)  # only the inputs the key holds: LD_LIBRARY_PATH & co. stay as they are
+    for name in ENV_KEYS:
+        if base.get(name) is None:
+            out.pop(name, None)
+        else:
+            out[name] = base[name]
+    return out
 
 
 def _load_cache_file(path):
@@ -51,7 +84,7 @@ def read_cache(paths: "Paths", env: "Env") -> "dict | None":
     if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or cache.get("version") != __version__ \
             or not _shape_ok(cache):
         return None
-    if cache.get("key") != cache_key(paths, env) or cache.get("config_mtime") != paths.config_mtime():
+    if cache.get("key") not in _cache_keys(paths, env) or cache.get("config_mtime") != paths.config_mtime():
         return None
     for path, mtime in cache["watched"].items():
         try:
@@ -120,7 +153,8 @@ def discover(paths: "Paths", env: "Env", config: dict, nvcc_probes: dict) -> dic
     from cudaswitch.registry.sources import Scan, source_modules, system
 
     probe_timeout = float(config.get("probe_timeout", PROBE_TIMEOUT))
-    scan = Scan(paths, absolute_only(envstate.before_switch(env)), config, probe_timeout)
+    base = scanned_env(paths, env)
+    scan = Scan(paths, absolute_only(base), config, probe_timeout)
     order = [s for s in config.get("source_order", SOURCES) if s in SOURCES]
     order += [s for s in SOURCES if s not in order]
     by_real: "dict[str, ToolkitRecord]" = {}
@@ -135,7 +169,7 @@ def discover(paths: "Paths", env: "Env", config: dict, nvcc_probes: dict) -> dic
         chosen = select(ToolkitRequest.parse(config["default"]), records, order, system_real)
         default_real = chosen["real"] if chosen else None
     return {
-        "format": CACHE_FORMAT, "version": __version__, "key": cache_key(paths, env),
+        "format": CACHE_FORMAT, "version": __version__, "key": _key_of(paths, base),
         "config_mtime": paths.config_mtime(), "watched": scan.watched, "records": records,
         "nvcc_probes": nvcc_probes, "system_real": system_real, "default_real": default_real,
         "source_order": order, "default_request": config.get("default"), "list_json": list_json(records),

@@ -1,0 +1,116 @@
+"""A crafted CUDASWITCH_STATE names directories; cudaswitch probes and runs nothing there.
+
+The state is data anyone who can set a variable chooses. Its record of the environment before the
+switch (the module record's `outer`, and the values its scalars give back) went to discovery, which
+made a toolkit of a CUDA_HOME, PATH or MODULEPATH the state named and ran its nvcc (or, through
+Lmod's spider, its modulefile's Lua) in `list`, `current`, `use`, `doctor` and `audit`. Here a
+planted nvcc and a planted modulefile write a marker when run; the real commands run in real bash
+(what `use` and `off` print is evaluated), and the marker stays absent, MODULEPATH gains no dir.
+The legitimate record still keys the registry built before the switch (no rediscovery)."""
+
+import json
+import os
+import shlex
+
+import pytest
+
+from tests import hostile_states
+from tests.conftest import CUDASWITCH
+from tests.shellrun import script
+
+NVCC = "#!/bin/sh\necho \"nvcc $0\" >> {marker}\necho 'Cuda compilation tools, release 99.0, V99.0.1'\n"
+LUA = 'local f = io.open("{marker}", "a"); if f then f:write("lua\\n"); f:close() end\n' \
+      'prepend_path("PATH", "{root}/bin")\n'
+SPIDER = "#!/bin/sh\necho \"spider $0\" >> {marker}\necho '{{}}'\n"
+COMMANDS = ("list", "current", "use 13.0", "doctor", "audit", "off")
+
+
+def plant(host, base, marker):
+    """Directories only a crafted state names: a toolkit-looking root under the host root with an
+    nvcc that leaves a mark, a MODULEPATH dir whose cuda modulefile leaves one when evaluated, and
+    an Lmod whose spider leaves one. {name: the path the state names}."""
+    names = {}
+    for name in ("evil-home", "evil-path", "evil-module"):
+        root = host.path("/opt/" + name)
+        (root / "bin").mkdir(parents=True, exist_ok=True)
+        (root / "include").mkdir(exist_ok=True)
+        nvcc = root / "bin" / "nvcc"
+        nvcc.write_text(NVCC.format(marker=marker))
+        nvcc.chmod(0o755)
+        names[name] = "/opt/" + name
+    modules = base / "evil-modules" / "cuda"
+    modules.mkdir(parents=True, exist_ok=True)
+    (modules / "99.0.lua").write_text(LUA.format(marker=marker, root=host.path("/opt/evil-module")))
+    lmod = base / "evil-lmod"
+    lmod.mkdir(exist_ok=True)
+    (lmod / "spider").write_text(SPIDER.format(marker=marker))
+    (lmod / "spider").chmod(0o755)
+    names.update(modules=str(base / "evil-modules"), lmod=str(lmod))
+    return names
+
+
+def crafted(good, names, route):
+    """The state `use 13.0` wrote, with one record of the environment before it rewritten."""
+    outer = {"PATH": "/usr/bin", "CUDA_HOME": None}
+    scalars = dict(good["scalars"])
+    if route == "outer CUDA_HOME":
+        outer["CUDA_HOME"] = names["evil-home"]
+    elif route == "outer PATH":
+        outer["PATH"] = names["evil-path"] + "/bin:/usr/bin"
+    elif route == "outer MODULEPATH":
+        outer["MODULEPATH"] = names["modules"]
+    elif route == "outer LMOD_DIR":
+        outer.update(LMOD_DIR=names["lmod"], LMOD_CMD=names["lmod"] + "/lmod")
+    elif route == "scalar CUDA_HOME":
+        scalars["CUDA_HOME"] = (names["evil-home"], None)  # restored where CUDA_HOME is unset
+    modules = {"kind": "lmod", "unloaded": ["cuda/13.1"], "dir": "/nonexistent/modulefiles", "outer": outer}
+    return hostile_states.encode(dict(good, scalars=scalars, modules=modules, origin="shell"))
+
+
+def sequence(value, err):
+    """bash lines: every command with the state set, `use` and `off` evaluated, as a user would."""
+    lines = ["export CUDASWITCH_STATE=%s" % shlex.quote(value), 'before_mp="$MODULEPATH"']
+    for cmd in COMMANDS:
+        if cmd.startswith(("use", "off")):
+            lines.append('out=$(%s %s --shell bash 2>>%s) && eval "$out"' % (CUDASWITCH, cmd, err))
+        else:
+            lines.append("%s %s >/dev/null 2>>%s" % (CUDASWITCH, cmd, err))
+    lines.append('echo "MP<$before_mp><$MODULEPATH>"')
+    return lines
+
+
+@pytest.fixture(scope="module")
+def good_state(standard_host):
+    proc = standard_host.run("use", "13.0", "--shell", "json", check=True)
+    return hostile_states.decode(json.loads(proc.stdout)["set"]["CUDASWITCH_STATE"])
+
+
+ROUTES = ("outer CUDA_HOME", "outer PATH", "outer MODULEPATH", "outer LMOD_DIR", "scalar CUDA_HOME")
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_crafted_state_runs_nothing_it_names(standard_host, good_state, tmp_path, route):
+    marker = tmp_path / "marker"
+    names = plant(standard_host, tmp_path, marker)
+    err = tmp_path / "stderr"
+    proc = script("bash", sequence(crafted(good_state, names, route), err) + ["echo DONE"],
+                  dict(standard_host.env), cwd=str(tmp_path), timeout=600)
+    stderr = err.read_text()
+    assert "DONE" in proc.stdout and "Traceback" not in stderr, stderr[-1500:]
+    assert not marker.exists(), "ran what the state named: " + marker.read_text()
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("MP<"))
+    before, after = line[3:-1].split("><")
+    assert set(filter(None, after.split(":"))) <= set(filter(None, before.split(":"))), line
+
+
+def test_the_record_of_a_real_use_keeps_the_registry_built_before_it(standard_host, tmp_path):
+    """`use` then `list`: the registry cache is the one built before the switch, not rebuilt (its
+    file is untouched), since the state's record is exactly that registry's key."""
+    env = dict(standard_host.env, CUDASWITCH_CACHE_DIR=str(tmp_path / "cache"))
+    standard_host.run("list", env=env, check=True)
+    cache = tmp_path / "cache" / "registry.marshal"
+    stamp = os.stat(cache).st_mtime_ns, os.stat(cache).st_ino
+    switched = json.loads(standard_host.run("use", "13.1", "--shell", "json", env=env, check=True).stdout)["set"]
+    listed = standard_host.run("list", "--json", env={**env, **switched}, check=True)
+    assert (os.stat(cache).st_mtime_ns, os.stat(cache).st_ino) == stamp
+    assert any(item["active"] and item["short"] == "13.1" for item in json.loads(listed.stdout))
