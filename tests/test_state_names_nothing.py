@@ -17,6 +17,7 @@ import pytest
 from tests import hostile_states
 from tests.conftest import CUDASWITCH
 from tests.shellrun import script
+from tests.test_coexist_modules import USE, run, site  # noqa: F401 (site: the fixture)
 
 NVCC = "#!/bin/sh\necho \"nvcc $0\" >> {marker}\necho 'Cuda compilation tools, release 99.0, V99.0.1'\n"
 LUA = 'local f = io.open("{marker}", "a"); if f then f:write("lua\\n"); f:close() end\n' \
@@ -114,3 +115,38 @@ def test_the_record_of_a_real_use_keeps_the_registry_built_before_it(standard_ho
     listed = standard_host.run("list", "--json", env={**env, **switched}, check=True)
     assert (os.stat(cache).st_mtime_ns, os.stat(cache).st_ino) == stamp
     assert any(item["active"] and item["short"] == "13.1" for item in json.loads(listed.stdout))
+
+
+CRAFT = """import os, sys
+sys.path.insert(0, {repo!r})
+from tests import hostile_states
+state = hostile_states.decode(os.environ["CUDASWITCH_STATE"])
+account = state["modules"]["account"]
+before, after = account["MODULEPATH"]
+account["MODULEPATH"] = [{evil!r} + ":" + before, after]
+print(hostile_states.encode(state))
+"""
+
+
+@pytest.mark.parametrize("system", ["lmod", "envmodules"])
+def test_off_exports_no_modulepath_dir_a_crafted_module_account_names(site, system, tmp_path):  # noqa: F811
+    """After a real `use` swapped cuda/13.0 out, the state's module account is rewritten so the
+    MODULEPATH it restores starts with a dir of the attacker's, whose cuda/99.0 leaves a mark when
+    loaded. `off` gives the module system's own MODULEPATH (cuda/13.0 loaded again, no new dir),
+    and `module load cuda/99.0` finds nothing to run."""
+    marker = tmp_path / "marker"
+    evil = tmp_path / "evil-modules"
+    (evil / "cuda").mkdir(parents=True)
+    (evil / "cuda" / "99.0.lua").write_text(LUA.format(marker=marker, root="/nonexistent"))
+    (evil / "cuda" / "99.0").write_text("#%%Module1.0\nputs stderr [exec touch %s]\n" % marker)
+    craft = tmp_path / "craft.py"
+    craft.write_text(CRAFT.format(repo=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), evil=str(evil)))
+    *_, proc = run(site, system, [
+        "module load cuda/13.0", 'before="$MODULEPATH"', USE % "use 13.1",
+        'export CUDASWITCH_STATE="$(python3 %s)"' % craft, USE % "off",
+        'echo "MP<$before><$MODULEPATH>"', "echo LOADED=$LOADEDMODULES", "module load cuda/99.0 2>/dev/null; true"])
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("MP<"))
+    before, after = line[3:-1].split("><")
+    assert str(evil) not in after and set(after.split(":")) <= set(before.split(":")), line
+    assert "LOADED=cuda/13.0" in proc.stdout, proc.stdout + proc.stderr[-800:]
+    assert not marker.exists() and "Traceback" not in proc.stderr, proc.stderr[-800:]

@@ -71,6 +71,7 @@ def swap(paths: Paths, base: dict, recorded: object, load: "str | None" = None) 
         base, modules = away(paths, base, load)
         if modules is not None:
             modules["outer"] = outer
+            modules["seal"] = seal_of(paths, modules)
     return base, modules
 
 
@@ -178,7 +179,7 @@ def back(env: dict, info: object) -> dict:
         entries = [d for d in (new.get("MODULEPATH") or "").split(":") if d != info["dir"]]
         if entries or new.get("MODULEPATH") is not None:
             new["MODULEPATH"] = ":".join(entries)
-    if reloaded and info.get("account"):
+    if reloaded and info.get("account") and seal_of(Paths(env), info, create=False) == info.get("seal"):
         new = _account_restored(env, new, info["account"])
     return new
 
@@ -229,6 +230,11 @@ def _account_restored(at_off, new, account):
     loaded = account.get("LOADEDMODULES", [at_off.get("LOADEDMODULES")])[0]
     if not untouched or (new.get("LOADEDMODULES") or "") != (loaded or ""):
         return new
+    # The next `module load` reads MODULEPATH's Lua: the byte-exact value may order and repeat what
+    # the shell had and the reload gave, never add a dir (whatever a record says).
+    have = set(_dirs(at_off.get("MODULEPATH"))) | set(_dirs(new.get("MODULEPATH")))
+    if not set(_dirs(account.get("MODULEPATH", [None])[0])) <= have:
+        return new
     restored = dict(new)
     for name in account_names(at_off, new):
         value = account[name][0] if name in account else at_off.get(name)
@@ -258,8 +264,12 @@ def _apply(env, changes):
     return new
 
 
+def _dirs(modulepath):
+    return [d for d in (modulepath or "").split(":") if d]
+
+
 def _with_dir(modulepath, directory):
-    entries = [d for d in (modulepath or "").split(":") if d]
+    entries = _dirs(modulepath)
     return ":".join(entries + ([directory] if directory not in entries else []))
 
 
@@ -281,3 +291,86 @@ def _marker_dir(paths, kind):
     except OSError as exc:
         raise CudaSwitchError("cannot write the module marker %s: %s" % (path, exc.strerror)) from None
     return directory
+
+
+# The module record's seal. `off` gives the module system's variables back byte for byte from the
+# record (Lmod's _ModuleTable00N_ is Lua it runs; _LMFILES_ and MODULEPATH name the files the next
+# module command evaluates), and the record lives in CUDASWITCH_STATE, which anyone who can set a
+# variable chooses. So the record carries a keyed digest; the key, private to this user, lives in the
+# cache dir beside the marker. A record without a good seal (crafted, edited, from another user, from
+# a release before this one, or one whose key was cleaned away) still reloads the modules it names,
+# by the module system, which then keeps its own account.
+KEY_FILE = "module-record.key"
+KEY_BYTES = 32
+
+
+def seal_of(paths: Paths, info: dict, create: bool = True) -> "str | None":
+    """The seal of a module record (every key but "seal"), or None without a usable key."""
+    key = _key(os.path.join(paths.cache_dir, KEY_FILE), create)
+    if key is None:
+        return None
+    import hashlib
+
+    body = repr(_canonical({k: v for k, v in info.items() if k != "seal"}))
+    return hashlib.blake2b(body.encode("utf-8", "surrogatepass"), key=key, digest_size=32).hexdigest()
+
+
+def _canonical(value):
+    """The record with its dicts sorted: the same text whatever order a reader rebuilt them in."""
+    if isinstance(value, dict):
+        return sorted((str(k), _canonical(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def _key(path, create):
+    key = _read_key(path)
+    if key is None and create:
+        try:
+            _new_key(path)
+        except OSError:
+            return None  # no seal: `off` then reloads the modules without restoring the account
+        key = _read_key(path)
+    return key
+
+
+def _read_key(path):
+    """The key, if the file is this user's own regular file that nobody else may read or write."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            return None
+        key = os.read(fd, KEY_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return key if len(key) == KEY_BYTES else None
+
+
+def _new_key(path):
+    """A fresh key, published with link() so that two first switches at once agree on one (the
+    first made wins); a key file that is not usable is replaced."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    tmp = "%s.%s.tmp" % (path, os.urandom(6).hex())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            os.write(fd, os.urandom(KEY_BYTES))
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            if _read_key(path) is None:
+                os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
