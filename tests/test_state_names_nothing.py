@@ -19,35 +19,7 @@ from tests.conftest import CUDASWITCH
 from tests.shellrun import script
 from tests.test_coexist_modules import USE, run, site  # noqa: F401 (site: the fixture)
 
-NVCC = "#!/bin/sh\necho \"nvcc $0\" >> {marker}\necho 'Cuda compilation tools, release 99.0, V99.0.1'\n"
-LUA = 'local f = io.open("{marker}", "a"); if f then f:write("lua\\n"); f:close() end\n' \
-      'prepend_path("PATH", "{root}/bin")\n'
-SPIDER = "#!/bin/sh\necho \"spider $0\" >> {marker}\necho '{{}}'\n"
 COMMANDS = ("list", "current", "use 13.0", "doctor", "audit", "off")
-
-
-def plant(host, base, marker):
-    """Directories only a crafted state names: a toolkit-looking root under the host root with an
-    nvcc that leaves a mark, a MODULEPATH dir whose cuda modulefile leaves one when evaluated, and
-    an Lmod whose spider leaves one. {name: the path the state names}."""
-    names = {}
-    for name in ("evil-home", "evil-path", "evil-module"):
-        root = host.path("/opt/" + name)
-        (root / "bin").mkdir(parents=True, exist_ok=True)
-        (root / "include").mkdir(exist_ok=True)
-        nvcc = root / "bin" / "nvcc"
-        nvcc.write_text(NVCC.format(marker=marker))
-        nvcc.chmod(0o755)
-        names[name] = "/opt/" + name
-    modules = base / "evil-modules" / "cuda"
-    modules.mkdir(parents=True, exist_ok=True)
-    (modules / "99.0.lua").write_text(LUA.format(marker=marker, root=host.path("/opt/evil-module")))
-    lmod = base / "evil-lmod"
-    lmod.mkdir(exist_ok=True)
-    (lmod / "spider").write_text(SPIDER.format(marker=marker))
-    (lmod / "spider").chmod(0o755)
-    names.update(modules=str(base / "evil-modules"), lmod=str(lmod))
-    return names
 
 
 def crafted(good, names, route):
@@ -61,7 +33,7 @@ def crafted(good, names, route):
     elif route == "outer MODULEPATH":
         outer["MODULEPATH"] = names["modules"]
     elif route == "outer LMOD_DIR":
-        outer.update(LMOD_DIR=names["lmod"], LMOD_CMD=names["lmod"] + "/lmod")
+        outer.update(LMOD_DIR=names["tools"], LMOD_CMD=names["tools"] + "/lmod")
     elif route == "scalar CUDA_HOME":
         scalars["CUDA_HOME"] = (names["evil-home"], None)  # restored where CUDA_HOME is unset
     modules = {"kind": "lmod", "unloaded": ["cuda/13.1"], "dir": "/nonexistent/modulefiles", "outer": outer}
@@ -92,7 +64,7 @@ ROUTES = ("outer CUDA_HOME", "outer PATH", "outer MODULEPATH", "outer LMOD_DIR",
 @pytest.mark.parametrize("route", ROUTES)
 def test_a_crafted_state_runs_nothing_it_names(standard_host, good_state, tmp_path, route):
     marker = tmp_path / "marker"
-    names = plant(standard_host, tmp_path, marker)
+    names = hostile_states.plant(standard_host, tmp_path, marker)
     err = tmp_path / "stderr"
     proc = script("bash", sequence(crafted(good_state, names, route), err) + ["echo DONE"],
                   dict(standard_host.env), cwd=str(tmp_path), timeout=600)
@@ -137,7 +109,7 @@ def test_off_exports_no_modulepath_dir_a_crafted_module_account_names(site, syst
     marker = tmp_path / "marker"
     evil = tmp_path / "evil-modules"
     (evil / "cuda").mkdir(parents=True)
-    (evil / "cuda" / "99.0.lua").write_text(LUA.format(marker=marker, root="/nonexistent"))
+    (evil / "cuda" / "99.0.lua").write_text(hostile_states.LUA.format(marker=marker, root="/nonexistent"))
     (evil / "cuda" / "99.0").write_text("#%%Module1.0\nputs stderr [exec touch %s]\n" % marker)
     craft = tmp_path / "craft.py"
     craft.write_text(CRAFT.format(repo=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), evil=str(evil)))
