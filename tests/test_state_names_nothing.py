@@ -122,3 +122,33 @@ def test_off_exports_no_modulepath_dir_a_crafted_module_account_names(site, syst
     assert str(evil) not in after and set(after.split(":")) <= set(before.split(":")), line
     assert "LOADED=cuda/13.0" in proc.stdout, proc.stdout + proc.stderr[-800:]
     assert not marker.exists() and "Traceback" not in proc.stderr, proc.stderr[-800:]
+
+
+def test_the_seal_holds_only_for_the_record_as_sealed_and_its_key_is_private(tmp_path):
+    """In process: a record's seal checks out with the key cudaswitch made (0600, its own), not
+    after any change to the record, and not under another user's key (another cache dir)."""
+    from cudaswitch.paths import Paths
+    from cudaswitch.switch import modswitch
+
+    paths = Paths({"CUDASWITCH_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path)})
+    record = {"kind": "lmod", "unloaded": ["cuda/13.0"], "dir": "/d", "outer": {"PATH": "/usr/bin", "HOME": None},
+              "account": {"MODULEPATH": ["/a", "/a:/d"]}}
+    record["seal"] = modswitch.seal_of(paths, record)
+    key = tmp_path / "cache" / modswitch.KEY_FILE
+    assert oct(key.stat().st_mode & 0o777) == "0o600" and len(key.read_bytes()) == 32
+    assert modswitch.seal_of(paths, dict(reversed(list(record.items()))), create=False) == record["seal"]
+    changed = dict(record, account={"MODULEPATH": ["/evil:/a", "/a:/d"]})
+    assert modswitch.seal_of(paths, changed, create=False) != record["seal"]
+    other = Paths({"CUDASWITCH_CACHE_DIR": str(tmp_path / "other"), "HOME": str(tmp_path)})
+    assert modswitch.seal_of(other, record, create=False) is None
+    key.chmod(0o644)  # a key others could read is no key
+    assert modswitch.seal_of(paths, record, create=False) is None
+
+
+def test_a_module_name_with_control_characters_makes_the_state_foreign():
+    from cudaswitch import envstate
+
+    for name in ("cuda/13.0\x1b[2J", "cuda\x07", "cuda/\u202e31"):
+        state = {"v": envstate.STATE_VERSION, "root": "/r", "version": "13.0", "origin": "shell", "file": None,
+                 "scalars": {}, "lists": {}, "modules": {"kind": "lmod", "unloaded": [name], "dir": "/d"}}
+        assert envstate.read_state({envstate.STATE_VAR: hostile_states.encode(state)}) is None, name

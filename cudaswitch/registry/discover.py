@@ -2,7 +2,8 @@
 
 The cache (marshal, in the cache dir) is valid while the same discovery inputs hold: the root
 prefix, the config file and managed dir in use, the environment variables sources read (taken from
-the environment as it was before cudaswitch touched it, so a `use` does not invalidate it), the config
+the environment as it was before cudaswitch touched it, so a `use` does not invalidate it; see
+scanned_env for when the state's record of it is believed), the config
 file's mtime, and the mtime of every directory and file a source looked at, including the places it
 found empty (a package installed later must show up). A corrupt or foreign cache is rebuilt.
 """

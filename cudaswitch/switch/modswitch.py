@@ -15,7 +15,9 @@ swap there and back leaves that account different though the same modules are lo
 dir stays in Lmod's recorded MODULEPATH). So the swap also records each of those variables it
 changed, before and after; when `off` finds them as the swap left them (no module command since)
 and the reload gives back the modules that were loaded, they get their recorded values, byte for
-byte. After any module command of the user's in between, the module system's own answer stands.
+byte, if the record carries cudaswitch's seal (see seal_of) and adds no MODULEPATH dir. After any
+module command of the user's in between, or for a record it did not seal, the module system's own
+answer stands.
 
 Only this case starts a process (the module command, as a `module load` itself does); a shell
 with no CUDA module loaded pays nothing.
