@@ -124,7 +124,8 @@ def _modules_ok(info):
 
 def _module_name(name):
     """A loaded module's name as LOADEDMODULES gives it: never an option to the module command."""
-    return _text(name, False) and bool(name) and not name.startswith("-") and not any(c.isspace() for c in name)
+    return (_text(name, False) and bool(name) and not name.startswith("-") and name.isprintable()
+            and not any(c.isspace() for c in name))  # printable: it is quoted in notes on a terminal
 
 
 def encode_state(state):
@@ -190,7 +191,9 @@ def without_added_ccbin(before, mine, now):
 
 def before_switch(env):
     """pristine(env), and where `use` swapped a module out, the variables discovery reads as they
-    were before that swap: the registry cache built before a `use` stays valid after it."""
+    were before that swap: the registry cache built before a `use` stays valid after it. This is
+    the state's claim, chosen by whoever set the variable: discovery reads it only where it is the
+    key of the registry cudaswitch built (registry.discover.scanned_env)."""
     state = read_state(env)
     out = pristine(env, state)
     for name, value in ((state or {}).get("modules") or {}).get("outer", {}).items():

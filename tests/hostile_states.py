@@ -35,6 +35,11 @@ def encode(obj):
     return binascii.b2a_base64(marshal.dumps(obj), newline=False).decode("ascii")
 
 
+def decode(value):
+    """A state our own `use` wrote (trusted here: the test asked for it) as the object it holds."""
+    return marshal.loads(binascii.a2b_base64(value))
+
+
 def raw(data):
     return binascii.b2a_base64(data, newline=False).decode("ascii")
 
@@ -141,6 +146,127 @@ def states(good, canary, seed=22):
     cases += list(bomb_cases()) + list(mangled_cases(good, rng)) + list(garbage_cases(rng, canary))
     padded = dict(good, scalars=dict(good["scalars"], CUDA_DIR=(None, "x" * (80 << 10))))
     return [(label, value if value is not None else encode(padded)) for label, value in cases]
+
+
+# ---- states that name directories: what a crafted record of "the environment before" points at
+
+NVCC = "#!/bin/sh\necho \"nvcc $0\" >> '{marker}'\necho 'Cuda compilation tools, release 99.0, V99.0.1'\n"
+LUA = 'local f = io.open("{marker}", "a"); if f then f:write("lua\\n"); f:close() end\n' \
+      'prepend_path("PATH", "{root}/bin")\n'
+TCL = "#%Module1.0\nputs stderr [exec sh -c {{echo tcl >> '{marker}'}}]\nprepend-path PATH {root}/bin\n"
+RUNS = "#!/bin/sh\necho \"$0 $*\" >> '{marker}'\necho '{{}}'\n"
+
+
+def _executable(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+def _toolkit(root, marker):
+    """A root that looks like a toolkit (bin/nvcc beside nvvm/, include/cuda_runtime.h) whose nvcc
+    leaves a mark."""
+    _executable(root / "bin" / "nvcc", NVCC.format(marker=marker))
+    (root / "nvvm").mkdir(exist_ok=True)
+    (root / "include").mkdir(exist_ok=True)
+    (root / "include" / "cuda_runtime.h").write_text("/* planted */\n")
+
+
+def plant(host, base, marker):
+    """Directories only a crafted state names, each leaving a line in `marker` when anything in it
+    runs: toolkit roots under the host root (also one with a space, one reached by a link, a conda
+    env), a MODULEPATH dir whose cuda modulefiles (Lua and Tcl) write when evaluated, an Lmod and a
+    modulecmd.tcl, a HOME whose conda envs list names a toolkit, another root prefix holding a
+    toolkit. {name: the path a state names}."""
+    names = {}
+    for name in ("evil-home", "evil-path", "evil-module", "evil space", "evil-conda"):
+        _toolkit(host.path("/opt/" + name), marker)
+        names[name] = "/opt/" + name
+    (host.path("/opt/evil-conda") / "conda-meta").mkdir(exist_ok=True)
+    link = host.path("/opt/evil-link")
+    if not os.path.lexists(link):
+        os.symlink("evil-home", link)
+    names["evil-link"] = "/opt/evil-link"
+    modules = base / "evil-modules" / "cuda"
+    modules.mkdir(parents=True, exist_ok=True)
+    (modules / "99.0.lua").write_text(LUA.format(marker=marker, root=host.path("/opt/evil-module")))
+    (modules / "98.0").write_text(TCL.format(marker=marker, root=host.path("/opt/evil-module")))
+    for tool in ("spider", "lmod", "modulecmd.tcl", "conda", "libexec/modulecmd.tcl"):
+        _executable(base / "evil-tools" / tool, RUNS.format(marker=marker))
+    home = base / "evil-user"
+    (home / ".conda").mkdir(parents=True, exist_ok=True)
+    (home / ".conda" / "environments.txt").write_text("/opt/evil-conda\n")
+    _toolkit(base / "evil-root" / "usr" / "local" / "cuda-99.0", marker)
+    names.update(modules=str(base / "evil-modules"), tools=str(base / "evil-tools"), user=str(home),
+                 prefix=str(base / "evil-root"))
+    return names
+
+
+def _spellings(path):
+    """One path as a state may spell it."""
+    return (path, path + "/", "/" + path, path.replace("/", "//"), path + "/.", path + "/../" + path.rpartition("/")[2],
+            path.lstrip("/"), path + "\n", " " + path)
+
+
+def _outer_value(rng, names, name):
+    dirs = [names[k] for k in ("evil-home", "evil-path", "evil-module", "evil space", "evil-conda", "evil-link")]
+    spelled = rng.choice(_spellings(rng.choice(dirs)))
+    if name == "PATH":
+        return ":".join([spelled + "/bin", "/usr/bin", rng.choice(dirs) + "/bin"][:rng.randrange(1, 4)])
+    if name == "MODULEPATH":
+        return ":".join(rng.sample([names["modules"], names["modules"] + "/", "/nonexistent", ""], rng.randrange(1, 4)))
+    if name in ("LMOD_CMD", "MODULES_CMD", "CONDA_EXE"):
+        return names["tools"] + "/" + {"LMOD_CMD": "lmod", "MODULES_CMD": "modulecmd.tcl"}.get(name, "conda")
+    if name in ("LMOD_DIR", "MODULESHOME"):
+        return names["tools"]
+    return {"HOME": names["user"], "CUDASWITCH_ROOT": names["prefix"]}.get(name, spelled)
+
+
+OUTER_KEYS = ("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
+              "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME")
+MODULE_NAMES = ("cuda/13.1", "cuda/99.0", "cuda/98.0", "cuda", "cuda/cudaswitch", "python/3", "cuda/13.1:cuda/99.0")
+
+
+def _module_record(rng, names, now):
+    """A module record as away() writes one, its parts varied: which system, what it unloaded or
+    loaded, the marker dir, an account restoring MODULEPATH and Lmod's table to the attacker's, the
+    outer values, a seal that is absent, garbage, or copied."""
+    record = {"kind": rng.choice(("lmod", "modules")), "unloaded": rng.sample(MODULE_NAMES, rng.randrange(0, 3)),
+              "dir": rng.choice(("", names["modules"], "/nonexistent/modulefiles"))}
+    if not record["unloaded"] or rng.random() < 0.3:
+        record["loaded"] = [rng.choice(MODULE_NAMES)]
+    outer = {name: _outer_value(rng, names, name) for name in rng.sample(OUTER_KEYS, rng.randrange(1, 6))}
+    if rng.random() < 0.2:
+        outer = {name: None for name in rng.sample(OUTER_KEYS, 3)} | outer
+    record["outer"] = outer
+    if rng.random() < 0.6:  # "after": the shell's values now, so `off` finds the account untouched
+        evil = names["modules"]
+        before = {"MODULEPATH": rng.choice((evil, evil + ":" + (now.get("MODULEPATH") or ""), "")),
+                  "_ModuleTable001_": "X19tdCA9IHsgfQ==", "_LMFILES_": evil + "/cuda/99.0.lua",
+                  "LOADEDMODULES": rng.choice(MODULE_NAMES)}
+        record["account"] = {name: [value, now.get(name)] for name, value in before.items()}
+    if rng.random() < 0.5:
+        record["seal"] = rng.choice(("0" * 64, "", "f" * 63, 5))
+    return record
+
+
+def named_states(good, names, now, count=500, seed=11):
+    """`count` seeded states that name the planted directories: [(label, value, LOADEDMODULES)];
+    `now`: the shell's environment the states are tried in.
+    Each rewrites the state `use` wrote with a module record, and sometimes scalars that give a
+    CUDA_HOME or CUDA_PATH back; LOADEDMODULES is sometimes the marker or the module it names, so
+    `off` and `use` reach the account and the module commands."""
+    rng = random.Random(seed)
+    cases = []
+    for n in range(count):
+        state = dict(good, origin=rng.choice(("shell", "project", "global")), modules=_module_record(rng, names, now))
+        if rng.random() < 0.4:
+            dirs = [names["evil-home"], names["evil space"], names["evil-link"]]
+            given = {rng.choice(("CUDA_HOME", "CUDA_PATH")): (rng.choice(dirs), None)}
+            state["scalars"] = dict(good["scalars"], **given)
+        loaded = rng.choice(("", "", "cuda/cudaswitch", (state["modules"].get("loaded") or ["cuda/13.1"])[0]))
+        cases.append(("named %d" % n, encode(state), loaded))
+    return cases
 
 
 def check_cases(cases_file, out_dir, cwd):

@@ -75,8 +75,9 @@ def test_doctor_names_an_entry_of_another_toolkit(standard_host):
     cuda13_0, cuda13_1 = standard_host.path("/usr/local/cuda-13.0"), standard_host.path("/usr/local/cuda-13.1")
     env = dict(standard_host.env, PATH="%s/bin:%s:/usr/bin:/bin" % (cuda13_0, SCRIPTS), CUDA_HOME=str(cuda13_0),
                LD_LIBRARY_PATH="%s/lib64" % cuda13_1)
-    proc = shellrun.script("bash", ["cudaswitch doctor --json", 'eval "$(cudaswitch use 13.0 --shell bash)" 2>/dev/null',
-                                    "cudaswitch doctor --json"], env, timeout=300)
+    lines = ["cudaswitch doctor --json", 'eval "$(cudaswitch use 13.0 --shell bash)" 2>/dev/null',
+             "cudaswitch doctor --json"]
+    proc = shellrun.script("bash", lines, env, timeout=300)
     before, after = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")][:2]
     named = {c["id"]: c for c in before["checks"]}["env.other_toolkit_entries"]
     assert named["level"] == "warning" and "LD_LIBRARY_PATH %s/lib64 (CUDA 13.1" % cuda13_1 in named["message"], named

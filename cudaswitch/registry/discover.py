@@ -2,7 +2,8 @@
 
 The cache (cudaswitch/cache.py) is valid while the same discovery inputs hold: the root prefix,
 the config file and managed dir in use, the environment variables sources read (taken from the
-environment as it was before cudaswitch touched it, so a `use` does not invalidate it), and the
+environment as it was before cudaswitch touched it, so a `use` does not invalidate it; see
+scanned_env for when the state's record of it is believed), and the
 identity (safeio.file_identity) of the config file and of every directory and file a source looked
 at, including the places it found empty (a package installed later must show up) and the files a
 version was read from (a toolkit rewritten in place with its mtimes kept shows its new version).
@@ -34,10 +35,43 @@ RECORD_KEYS = frozenset(("version", "root", "real", "sources", "origins", "nvcc"
 
 
 def cache_key(paths: "Paths", env: "Env") -> tuple:
+    """The key of the registry built from the environment before the switch (the state's record of
+    it): a `use` leaves the registry built before it valid."""
+    return _key_of(paths, envstate.before_switch(env))
+
+
+def _key_of(paths, base):
     """Two data dirs (CUDASWITCH_DATA_DIR, XDG_DATA_HOME) can share one cache dir: the managed
     toolkits and the config file in use are part of what a cache was built from."""
-    base = envstate.before_switch(env)
     return (paths.managed_dir, paths.config_file) + tuple(base.get(k) for k in ENV_KEYS)
+
+
+def _cache_keys(paths, env):
+    """The keys a cached registry may have for this shell: the one before the switch, or the one of
+    the environment as it is (what discovery reads when the state's record is not one it used)."""
+    return cache_key(paths, env), _key_of(paths, env)
+
+
+def scanned_env(paths: "Paths", env: "Env") -> "Env":
+    """The environment discovery reads. CUDASWITCH_STATE is data anyone who can set a variable
+    chooses, so its record of the environment before the switch (the values its scalars, lists and
+    module record restore) may only select a registry cudaswitch built: it is read where it is
+    exactly the key of the registry cache on disk, whose values discovery has already read; else
+    discovery reads the environment as it is, and nothing the state names is probed or run."""
+    base = envstate.before_switch(env)
+    claimed = _key_of(paths, base)
+    if claimed == _key_of(paths, env):
+        return env
+    cache = cachefile.load(paths.cache_dir, CACHE_FILE)
+    if not isinstance(cache, dict) or cache.get("key") != claimed:
+        return env
+    out = dict(env)  # only the inputs the key holds: LD_LIBRARY_PATH & co. stay as they are
+    for name in ENV_KEYS:
+        if base.get(name) is None:
+            out.pop(name, None)
+        else:
+            out[name] = base[name]
+    return out
 
 
 def read_cache(paths: "Paths", env: "Env") -> "dict | None":
@@ -45,7 +79,7 @@ def read_cache(paths: "Paths", env: "Env") -> "dict | None":
     cache = cachefile.load(paths.cache_dir, CACHE_FILE)
     if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not _shape_ok(cache):
         return None
-    if cache.get("key") != cache_key(paths, env) or not cachefile.unchanged(cache["watched"]):
+    if cache.get("key") not in _cache_keys(paths, env) or not cachefile.unchanged(cache["watched"]):
         return None
     return cache
 
@@ -104,7 +138,8 @@ def discover(paths: "Paths", env: "Env", config: dict, nvcc_probes: dict) -> dic
     from cudaswitch.registry.sources import Scan, source_modules, system
 
     probe_timeout = float(config.get("probe_timeout", PROBE_TIMEOUT))
-    scan = Scan(paths, absolute_only(envstate.before_switch(env)), config, probe_timeout)
+    base = scanned_env(paths, env)
+    scan = Scan(paths, absolute_only(base), config, probe_timeout)
     order = [s for s in config.get("source_order", SOURCES) if s in SOURCES]
     order += [s for s in SOURCES if s not in order]
     by_real: "dict[str, ToolkitRecord]" = {}
@@ -120,7 +155,7 @@ def discover(paths: "Paths", env: "Env", config: dict, nvcc_probes: dict) -> dic
         default_real = chosen["real"] if chosen else None
     scan.watch(paths.config_file)
     return {
-        "format": CACHE_FORMAT, "key": cache_key(paths, env), "watched": scan.watched, "records": records,
+        "format": CACHE_FORMAT, "key": _key_of(paths, base), "watched": scan.watched, "records": records,
         "nvcc_probes": nvcc_probes, "system_real": system_real, "default_real": default_real,
         "source_order": order, "default_request": config.get("default"), "list_json": list_json(records),
     }

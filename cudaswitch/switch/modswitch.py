@@ -15,7 +15,9 @@ swap there and back leaves that account different though the same modules are lo
 dir stays in Lmod's recorded MODULEPATH). So the swap also records each of those variables it
 changed, before and after; when `off` finds them as the swap left them (no module command since)
 and the reload gives back the modules that were loaded, they get their recorded values, byte for
-byte. After any module command of the user's in between, the module system's own answer stands.
+byte, if the record carries cudaswitch's seal (see seal_of) and adds no MODULEPATH dir. After any
+module command of the user's in between, or for a record it did not seal, the module system's own
+answer stands.
 
 Only this case starts a process (the module command, as a `module load` itself does); a shell
 with no CUDA module loaded pays nothing.
@@ -33,6 +35,7 @@ variables alone.
 
 import os
 
+from cudaswitch.cache import read_private, write_file
 from cudaswitch.switch.active import loaded_cuda_modules
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.paths import Paths
@@ -71,6 +74,7 @@ def swap(paths: Paths, base: dict, recorded: object, load: "str | None" = None) 
         base, modules = away(paths, base, load)
         if modules is not None:
             modules["outer"] = outer
+            modules["seal"] = seal_of(paths, modules)
     return base, modules
 
 
@@ -178,7 +182,7 @@ def back(env: dict, info: object) -> dict:
         entries = [d for d in (new.get("MODULEPATH") or "").split(":") if d != info["dir"]]
         if entries or new.get("MODULEPATH") is not None:
             new["MODULEPATH"] = ":".join(entries)
-    if reloaded and info.get("account"):
+    if reloaded and info.get("account") and seal_of(Paths(env), info, create=False) == info.get("seal"):
         new = _account_restored(env, new, info["account"])
     return new
 
@@ -229,6 +233,11 @@ def _account_restored(at_off, new, account):
     loaded = account.get("LOADEDMODULES", [at_off.get("LOADEDMODULES")])[0]
     if not untouched or (new.get("LOADEDMODULES") or "") != (loaded or ""):
         return new
+    # The next `module load` reads MODULEPATH's Lua: the byte-exact value may order and repeat what
+    # the shell had and the reload gave, never add a dir (whatever a record says).
+    have = set(_dirs(at_off.get("MODULEPATH"))) | set(_dirs(new.get("MODULEPATH")))
+    if not set(_dirs(account.get("MODULEPATH", [None])[0])) <= have:
+        return new
     restored = dict(new)
     for name in account_names(at_off, new):
         value = account[name][0] if name in account else at_off.get(name)
@@ -258,26 +267,69 @@ def _apply(env, changes):
     return new
 
 
+def _dirs(modulepath):
+    return [d for d in (modulepath or "").split(":") if d]
+
+
 def _with_dir(modulepath, directory):
-    entries = [d for d in (modulepath or "").split(":") if d]
+    entries = _dirs(modulepath)
     return ":".join(entries + ([directory] if directory not in entries else []))
 
 
 def _marker_dir(paths, kind):
     """The MODULEPATH dir holding the marker modulefile for this module system, written once."""
-    from cudaswitch.cache import write_file
-
     directory = os.path.join(paths.cache_dir, "modulefiles-" + kind)
     path = os.path.join(directory, "cuda", MARKER_FILE[kind])
     text = MARKER_TEXT[kind].encode()
-    try:
-        with open(path, "rb") as handle:
-            if handle.read(4096) == text:
-                return directory
-    except OSError:
-        pass
+    if read_private(path, len(text)) == text:
+        return directory
     try:
         write_file(path, text)
     except OSError as exc:
         raise CudaSwitchError("cannot write the module marker %s: %s" % (path, exc.strerror)) from None
     return directory
+
+
+# The module record's seal. `off` gives the module system's variables back byte for byte from the
+# record (Lmod's _ModuleTable00N_ is Lua it runs; _LMFILES_ and MODULEPATH name the files the next
+# module command evaluates), and the record lives in CUDASWITCH_STATE, which anyone who can set a
+# variable chooses. So the record carries a keyed digest; the key, private to this user, lives in the
+# cache dir beside the marker. A record without a good seal (crafted, edited, from another user, from
+# a release before this one, or one whose key was cleaned away) still reloads the modules it names,
+# by the module system, which then keeps its own account.
+KEY_FILE = "module-record.key"
+KEY_BYTES = 32
+
+
+def seal_of(paths: Paths, info: dict, create: bool = True) -> "str | None":
+    """The seal of a module record (every key but "seal"), or None without a usable key."""
+    key = _key(os.path.join(paths.cache_dir, KEY_FILE), create)
+    if key is None:
+        return None
+    import hashlib
+
+    body = repr(_canonical({k: v for k, v in info.items() if k != "seal"}))
+    return hashlib.blake2b(body.encode("utf-8", "surrogatepass"), key=key, digest_size=32).hexdigest()
+
+
+def _canonical(value):
+    """The record with its dicts sorted: the same text whatever order a reader rebuilt them in."""
+    if isinstance(value, dict):
+        return sorted((str(k), _canonical(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def _key(path, create):
+    """The key: a file of this user's own in the private cache dir (cache.py); a new one when it
+    is absent or not usable (two first switches at once may each write one: the record of the one
+    whose key lost then reloads its modules by name, as an unsealed record does)."""
+    key = read_private(path, KEY_BYTES)
+    if (key is None or len(key) != KEY_BYTES) and create:
+        try:
+            write_file(path, os.urandom(KEY_BYTES))
+        except OSError:
+            return None  # no seal: `off` then reloads the modules without restoring the account
+        key = read_private(path, KEY_BYTES)
+    return key if key is not None and len(key) == KEY_BYTES else None
