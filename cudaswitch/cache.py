@@ -143,15 +143,16 @@ def make_dir(directory: str) -> None:
         os.chmod(path, DIR_MODE)
 
 
-def read_private(path: str, limit: int = MAX_BYTES) -> "bytes | None":
-    """The bytes of a file of ours that nobody else may write; None for anything else."""
+def read_private(path: str, limit: int = MAX_BYTES, secret: bool = False) -> "bytes | None":
+    """The bytes of a file of ours that nobody else may write (with `secret`, nor read); None for
+    anything else."""
     try:
         fd = open_regular(path)
     except (OSError, Unreadable):
         return None
     try:
         st = os.fstat(fd)
-        if st.st_uid != os.geteuid() or st.st_mode & 0o022 or st.st_size > limit:
+        if st.st_uid != os.geteuid() or st.st_mode & (0o077 if secret else 0o022) or st.st_size > limit:
             return None
         return read_fd(fd, limit + 1)
     except OSError:
@@ -187,10 +188,10 @@ def store(cache_dir: str, name: str, value: "Any") -> bool:
 
 def write_file(path: str, data: bytes, mode: int = FILE_MODE) -> None:
     """A file of the cache dir (or of another dir of cudaswitch's own), 0600 (or `mode`, never
-    more than the user's own bits) in a 0700 dir, replaced atomically: readers see the old file or
-    the new one. OSError when it cannot be."""
+    writable by others) in a 0700 dir, replaced atomically: readers see the old file or the new
+    one. OSError when it cannot be."""
     make_dir(os.path.dirname(path))
-    replace_regular(path, data, mode=mode & 0o700, own_file=True)
+    replace_regular(path, data, mode=mode & ~0o022, own_file=True)
 
 
 def table(cache_dir: str, name: str) -> dict:

@@ -283,8 +283,10 @@ def _marker_dir(paths, kind):
     text = MARKER_TEXT[kind].encode()
     if read_private(path, len(text)) == text:
         return directory
-    try:
-        write_file(path, text)
+    try:  # Lmod skips a modulefile others cannot read; the cache dir above stays 0700 all the same
+        write_file(path, text, mode=0o644)
+        for step in (directory, os.path.dirname(path)):
+            os.chmod(step, 0o755)
     except OSError as exc:
         raise CudaSwitchError("cannot write the module marker %s: %s" % (path, exc.strerror)) from None
     return directory
@@ -325,11 +327,11 @@ def _key(path, create):
     """The key: a file of this user's own in the private cache dir (cache.py); a new one when it
     is absent or not usable (two first switches at once may each write one: the record of the one
     whose key lost then reloads its modules by name, as an unsealed record does)."""
-    key = read_private(path, KEY_BYTES)
+    key = read_private(path, KEY_BYTES, secret=True)
     if (key is None or len(key) != KEY_BYTES) and create:
         try:
             write_file(path, os.urandom(KEY_BYTES))
         except OSError:
             return None  # no seal: `off` then reloads the modules without restoring the account
-        key = read_private(path, KEY_BYTES)
+        key = read_private(path, KEY_BYTES, secret=True)
     return key if key is not None and len(key) == KEY_BYTES else None
