@@ -19,6 +19,16 @@ import urllib.request
 
 from cudaswitch.errors import CudaSwitchError, UsageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import io
+    from collections.abc import Callable
+    from http.client import HTTPMessage
+    from typing import IO, Any
+    from urllib.request import Request
+
+    Source = io.BufferedReader | http.client.HTTPResponse
+
 MAX_DOCUMENT = 64 << 20  # an index or a manifest; NVIDIA's are well under 1 MiB
 READ_DEADLINE = 120.0
 DOWNLOAD_DEADLINE = 600.0  # plus the archive's size at MIN_RATE
@@ -31,13 +41,13 @@ class Unreachable(CudaSwitchError):
     """The URL cannot be read (host down, refused, too slow, no such file)."""
 
 
-def shown(url, limit=160):
+def shown(url: str, limit: int = 160) -> str:
     """A URL (or text from the network) for an error line, cut short; the error boundary escapes
     control characters."""
     return url[:limit] + ("..." if len(url) > limit else "")
 
 
-def deadline_seconds(default):
+def deadline_seconds(default: float) -> float:
     """The whole-transfer deadline: DEADLINE_ENV when set (a slow site link, or a test), else `default`."""
     text = os.environ.get(DEADLINE_ENV)
     if not text:
@@ -51,40 +61,41 @@ def deadline_seconds(default):
     return seconds
 
 
-def download_deadline(size):
+def download_deadline(size: int) -> float:
     return deadline_seconds(DOWNLOAD_DEADLINE + max(0, size) / MIN_RATE)
 
 
 class _Watchdog:
     """Shuts down the sockets handed to it once `seconds` have passed, unless stopped first."""
 
-    def __init__(self, seconds):
+    def __init__(self, seconds: float) -> None:
         self.seconds, self.expired = seconds, False
-        self._fds, self._lock = [], threading.Lock()
+        self._fds: "list[int]" = []
+        self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
         self._timer.start()
 
-    def watch(self, sock):
+    def watch(self, sock: "socket.socket") -> None:
         with self._lock:
             self._fds.append(sock.fileno())
             if self.expired:
                 _shut(sock.fileno())
 
-    def _expire(self):
+    def _expire(self) -> None:
         with self._lock:
             self.expired = True
             for fd in self._fds:
                 _shut(fd)
 
-    def stop(self):
+    def stop(self) -> None:
         """Before the sockets are closed: their fd numbers may be reused once they are."""
         with self._lock:
             self._timer.cancel()
             self._fds = []
 
 
-def _shut(fd):
+def _shut(fd: int) -> None:
     """shutdown() on a duplicate of the fd: ends the connection for the reading thread too."""
     try:
         copy = os.dup(fd)
@@ -106,16 +117,16 @@ def _shut(fd):
 class _Watched:
     """A connection whose socket goes to the watchdog the moment it is made."""
 
-    def __init__(self, *args, watchdog, **kwargs):
+    def __init__(self, *args: "Any", watchdog: _Watchdog, **kwargs: "Any") -> None:
         super().__init__(*args, **kwargs)
         create = self._create_connection
 
-        def create_watched(*a, **kw):
+        def create_watched(*a: "Any", **kw: "Any") -> "socket.socket":
             sock = create(*a, **kw)
             watchdog.watch(sock)
             return sock
 
-        self._create_connection = create_watched
+        self._create_connection: "Callable[..., socket.socket]" = create_watched
 
 
 class _HTTPConnection(_Watched, http.client.HTTPConnection):
@@ -127,25 +138,25 @@ class _HTTPSConnection(_Watched, http.client.HTTPSConnection):
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
-    def __init__(self, watchdog):
+    def __init__(self, watchdog: _Watchdog) -> None:
         super().__init__()
         self.watchdog = watchdog
 
-    def http_open(self, req):
-        return self.do_open(_HTTPConnection, req, watchdog=self.watchdog)
+    def http_open(self, req: "urllib.request.Request") -> "http.client.HTTPResponse":
+        return self.do_open(_HTTPConnection, req, watchdog=self.watchdog)  # type: ignore[arg-type]
 
 
 class _HTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, watchdog):
+    def __init__(self, watchdog: _Watchdog) -> None:
         super().__init__()
         self.watchdog = watchdog
 
-    def https_open(self, req):
+    def https_open(self, req: "urllib.request.Request") -> "http.client.HTTPResponse":
         extra = {"check_hostname": self._check_hostname} if hasattr(self, "_check_hostname") else {}  # < 3.12
-        return self.do_open(_HTTPSConnection, req, context=self._context, watchdog=self.watchdog, **extra)
+        return self.do_open(_HTTPSConnection, req, context=self._context, watchdog=self.watchdog, **extra)  # type: ignore[arg-type, attr-defined]
 
 
-def _origin(url):
+def _origin(url: str) -> "tuple[str, str, int | None] | None":
     """(scheme, host, port), or None for a URL that does not parse (a bad port, `http://[::1`): a
     server's Location header is the server's text."""
     try:
@@ -158,7 +169,7 @@ def _origin(url):
 class _SameOrigin(urllib.request.HTTPRedirectHandler):
     """Follows a redirect only within the scheme, host and port it was asked of."""
 
-    def http_error_302(self, req, fp, code, msg, headers):
+    def http_error_302(self, req: "Request", fp: "IO[bytes]", code: int, msg: str, headers: "HTTPMessage") -> "Any":
         # urllib parses the Location itself before redirect_request sees it: text that is no URL
         # would be a ValueError (a traceback), so it is judged here first
         location = headers.get("location") or headers.get("uri") or ""
@@ -174,7 +185,8 @@ class _SameOrigin(urllib.request.HTTPRedirectHandler):
 
     http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(self, req: "Request", fp: "IO[bytes]", code: int, msg: str, headers: "HTTPMessage",
+                         newurl: str) -> "Request | None":
         if _origin(newurl) is None or _origin(newurl) != _origin(req.full_url):
             fp.close()
             raise CudaSwitchError("%s redirects to %s, another scheme, host or port; refused" % (
@@ -185,29 +197,29 @@ class _SameOrigin(urllib.request.HTTPRedirectHandler):
 class Stream:
     """One open transfer: read(n) gives what has arrived (at most n bytes, b"" at the end)."""
 
-    def __init__(self, source, url, watchdog=None):
+    def __init__(self, source: "Source", url: str, watchdog: "_Watchdog | None" = None) -> None:
         self.source, self.url, self.watchdog = source, url, watchdog
         self.length = None
         length = getattr(source, "headers", {}).get("Content-Length")
         if length and length.strip().isdigit():
             self.length = int(length)
 
-    def __enter__(self):
+    def __enter__(self) -> "Stream":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self):
+    def close(self) -> None:
         if self.watchdog is not None:
             self.watchdog.stop()
         self.source.close()
 
-    def _late(self):
-        return Unreachable("%s took longer than %d s in all; given up" % (shown(self.url), self.watchdog.seconds),
+    def _late(self) -> Unreachable:
+        return Unreachable("%s took longer than %d s in all; given up" % (shown(self.url), self.watchdog.seconds),  # type: ignore[union-attr]
                            "the mirror is too slow or stalls; %s sets the time" % DEADLINE_ENV)
 
-    def read(self, size):
+    def read(self, size: int) -> bytes:
         try:
             data = self.source.read1(size)
         except (OSError, http.client.HTTPException) as exc:
@@ -219,11 +231,11 @@ class Stream:
         return data
 
 
-def local_path(url):
+def local_path(url: str) -> str:
     return urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
 
 
-def open_url(url, timeout, deadline):
+def open_url(url: str, timeout: float, deadline: float) -> Stream:
     """A Stream of `url`; `timeout` bounds each wait, `deadline` (seconds) the whole transfer."""
     if url.startswith("file://"):
         return Stream(_open_local(url), url)
@@ -245,7 +257,7 @@ def open_url(url, timeout, deadline):
         raise
 
 
-def _open_local(url):
+def _open_local(url: str) -> "io.BufferedReader":
     path = local_path(url)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block the open
@@ -257,9 +269,10 @@ def _open_local(url):
     return os.fdopen(fd, "rb")
 
 
-def read_all(url, timeout, limit=MAX_DOCUMENT):
+def read_all(url: str, timeout: float, limit: int = MAX_DOCUMENT) -> bytes:
     """The bytes at `url`, refused above `limit`, within READ_DEADLINE in all."""
-    chunks, total = [], 0
+    chunks: "list[bytes]" = []
+    total = 0
     with open_url(url, timeout, deadline_seconds(READ_DEADLINE)) as source:
         if source.length is not None and source.length > limit:
             raise _too_big(url, limit)
@@ -273,7 +286,7 @@ def read_all(url, timeout, limit=MAX_DOCUMENT):
             chunks.append(chunk)
 
 
-def _too_big(url, limit):
+def _too_big(url: str, limit: int) -> CudaSwitchError:
     return CudaSwitchError("%s is larger than %d MiB, far more than any index or manifest; refused" % (
         shown(url), limit >> 20), TAMPERED)
 

@@ -32,9 +32,20 @@ from cudaswitch.install.steps import (
     quiet, signals_ignored, check_nvcc, describe_tree, index_requirement,
     install_once, interruptible, make_scratch, minor_ranges, test_pause, version_lock)
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from types import ModuleType
 
-def install(paths, env, request, components=None, progress=quiet, source=None, mirror=None, extras=(),
-            prefix=None, modulefile=None):
+    from cudaswitch.install.steps import Progress
+    from cudaswitch.paths import Paths
+    from cudaswitch.request import ToolkitRequest
+    from cudaswitch.toolkit import AnyRecord, Env
+
+
+def install(paths: "Paths", env: "Env", request: str, components: "Iterable[str] | None" = None,
+            progress: "Progress" = quiet, source: "str | None" = None, mirror: "str | None" = None,
+            extras: "Iterable[str]" = (), prefix: "str | None" = None, modulefile: "str | None" = None) -> dict:
     """Install the newest release matching `request`; returns what was installed (a dict).
 
     `source`: "redist" (NVIDIA's archives or the mirror) or "pypi" (NVIDIA's wheels through pip);
@@ -63,7 +74,7 @@ def install(paths, env, request, components=None, progress=quiet, source=None, m
         make_dir(paths.managed_dir)  # 0700 whatever the umask: the managed source refuses a dir others may write
         installed = install_once(target, lambda build, tree: _fill_from_wheels(
             build, tree, release, requirements, env, download_timeout, progress), progress)
-    result = {"version": release, "root": target, "requirements": requirements, "source": "pypi"}
+    result: dict = {"version": release, "root": target, "requirements": requirements, "source": "pypi"}
     if installed:
         result["installed"] = True
     result.update(describe_tree(target))
@@ -72,7 +83,7 @@ def install(paths, env, request, components=None, progress=quiet, source=None, m
     return result
 
 
-def _resolve(requirement, components, env, request):
+def _resolve(requirement: str, components: "list[str]", env: "Env", request: str) -> "tuple[str, list[str]]":
     """(release, component requirements) from the newest metapackage pip finds for `requirement`."""
     with tempfile.TemporaryDirectory(prefix="cudaswitch-resolve-") as scratch:
         # quiet: a failed lookup is then exactly one line (the error); it takes about a second
@@ -89,7 +100,7 @@ def _resolve(requirement, components, env, request):
     return release, wheels.requirements_for(pins, components)
 
 
-def _download_timeout(env):
+def _download_timeout(env: "Env") -> float:
     text = env.get("CUDASWITCH_PIP_TIMEOUT")
     try:
         seconds = float(text) if text else pipindex.DOWNLOAD_TIMEOUT
@@ -100,13 +111,14 @@ def _download_timeout(env):
     return seconds
 
 
-def release_of(meta_wheel):
+def release_of(meta_wheel: str) -> str:
     """cuda_toolkit-13.0.3.0-...whl -> '13.0.3' (the CUDA release; the 4th piece is packaging)."""
     _, version = wheels.wheel_identity(meta_wheel)
     return ".".join(str(n) for n in version_tuple(version)[:3])
 
 
-def _fetch(timeout, requirements, dest, env, request, progress):
+def _fetch(timeout: float, requirements: "list[str]", dest: str, env: "Env", request: str,
+           progress: "Progress") -> "list[str]":
     """pip download, turning pip's failures into one-line user errors."""
     try:
         found = pipindex.download(requirements, dest, env, timeout, lambda line: progress("  pip: " + line))
@@ -115,7 +127,7 @@ def _fetch(timeout, requirements, dest, env, request, progress):
     return found
 
 
-def _index_error(exc, requirements, request):
+def _index_error(exc: pipindex.PipError, requirements: "list[str]", request: str) -> CudaSwitchError:
     if exc.versions is not None and requirements[0].startswith(wheels.META_PACKAGE):
         if not exc.versions:
             return _no_releases(exc)
@@ -126,7 +138,7 @@ def _index_error(exc, requirements, request):
                            "see `pip config list`; nothing was installed")
 
 
-def _no_releases(exc):
+def _no_releases(exc: pipindex.PipError) -> ToolkitNotFound:
     """The index pip uses has no cuda-toolkit release: pip names the place it asked (an index URL,
     find-links dirs), and whether it could reach it."""
     if exc.unreachable:
@@ -137,7 +149,7 @@ def _no_releases(exc):
                            % (wheels.META_PACKAGE, exc.looked_in), "offline, or another index? see `pip config list`")
 
 
-def pypi_releases(paths, env):
+def pypi_releases(paths: "Paths", env: "Env") -> dict:
     """`install --list --from pypi`: the CUDA releases of NVIDIA's cuda-toolkit wheels on the index
     pip uses (never NVIDIA's redist server), newest first, with whether this host's driver runs them."""
     from cudaswitch.install import redist_list
@@ -151,7 +163,7 @@ def pypi_releases(paths, env):
         raise _no_releases(offered)
     versions, where = offered.versions, offered.looked_in
     driver = redist_list.driver_facts(paths, env)
-    newest = {}
+    newest: "dict[str, str]" = {}
     for version in versions:
         release = ".".join(str(n) for n in version_tuple(version)[:3])
         if version_tuple(version) >= version_tuple(newest.get(release, "0")):
@@ -162,21 +174,22 @@ def pypi_releases(paths, env):
             "driver": {k: driver.get(k) for k in ("present", "release", "cuda")}, "releases": rows}
 
 
-def _pypi_row(release, version, driver, redist_list):
+def _pypi_row(release: str, version: str, driver: dict, redist_list: "ModuleType") -> dict:
     verdict = redist_list.driver_verdict(driver, release)
     return {"release": release, "package": "%s==%s" % (wheels.META_PACKAGE, version), "date": None,
             "name": release, "components": {}, "size_bytes": None, "size": "?",
             "driver": verdict["message"], "driver_level": verdict["level"]}
 
 
-def _fill_from_wheels(build, tree, release, requirements, env, timeout, progress):
+def _fill_from_wheels(build: str, tree: str, release: str, requirements: "list[str]", env: "Env", timeout: float,
+                      progress: "Progress") -> None:
     os.makedirs(os.path.join(build, "wheels"))
     found = _fetch(timeout, requirements, os.path.join(build, "wheels"), env, release, progress)
     _unpack_all(found, tree, release, env, progress)
     check_nvcc(tree, release)
 
 
-def _unpack_all(found, tree, release, env, progress):
+def _unpack_all(found: "list[str]", tree: str, release: str, env: "Env", progress: "Progress") -> None:
     pause = test_pause(env, progress)
     versions = {}
     for wheel in found:
@@ -188,7 +201,7 @@ def _unpack_all(found, tree, release, env, progress):
     wheels.finish_tree(tree, versions, release)
 
 
-def uninstall(paths, env, registry, request, force=False):
+def uninstall(paths: "Paths", env: "Env", registry: dict, request: str, force: bool = False) -> dict:
     """Remove one managed toolkit; refuses others, and the active one unless `force`."""
     from cudaswitch.switch.registry import Registry
     from cudaswitch.request import ToolkitRequest
@@ -214,7 +227,7 @@ def uninstall(paths, env, registry, request, force=False):
     return {"version": record["version"], "root": root, "name": name, "was_active": was_active}
 
 
-def _remove_tree(root):
+def _remove_tree(root: str) -> None:
     """Move into a marked `.trash-...` dir under the lock, then delete: no half tree is ever
     listed, and a delete cut short is finished by the next install (clean_stale takes marked dirs
     only)."""
@@ -235,7 +248,7 @@ def _remove_tree(root):
             shutil.rmtree(trash, ignore_errors=True)
 
 
-def _managed_record(paths, registry, request):
+def _managed_record(paths: "Paths", registry: dict, request: "ToolkitRequest") -> dict:
     if request.source not in (None, "managed"):
         raise UsageError("uninstall removes only toolkits made by `cudaswitch install`, not %s ones"
                          % request.source)
@@ -260,18 +273,18 @@ def _managed_record(paths, registry, request):
                           "installed: " + ", ".join(installed) if installed else "none is installed")
 
 
-def _site_install(managed_dir, root):
+def _site_install(managed_dir: str, root: str) -> bool:
     """A prefix install: the managed dir links to it (the marker is checked before removal)."""
     from cudaswitch.install import redist_site
 
     return bool(redist_site.links_to(managed_dir, root))
 
 
-def _names_release(record, request):
+def _names_release(record: "AnyRecord", request: "ToolkitRequest") -> bool:
     wanted = request.value if request.kind == "version" else None
-    return bool(wanted) and version_tuple(os.path.basename(record["root"]))[:len(wanted)] == wanted
+    return bool(wanted) and version_tuple(os.path.basename(record["root"]))[:len(wanted)] == wanted  # type: ignore[arg-type]
 
 
-def _inside(path, directory):
+def _inside(path: str, directory: str) -> bool:
     real, base = os.path.realpath(path), os.path.realpath(directory)
     return real.startswith(base + os.sep)

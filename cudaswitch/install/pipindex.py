@@ -14,6 +14,14 @@ import tempfile
 
 from cudaswitch.pathsearch import which
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from cudaswitch.toolkit import Env
+
+    OnLine = Callable[[str], None] | None
+
 FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
 RESOLVE_TIMEOUT = 300.0
 DOWNLOAD_TIMEOUT = 3600.0
@@ -30,20 +38,20 @@ NO_RELEASE_PIN = "<0"
 class PipError(Exception):
     """pip failed: `lines` is what it printed, `versions` what the index offered (if it said)."""
 
-    def __init__(self, message, lines=(), versions=None):
+    def __init__(self, message: str, lines: "Iterable[str]" = (), versions: "list[str] | None" = None) -> None:
         super().__init__(message)
         self.message, self.lines, self.versions = message, list(lines), versions
 
     @property
-    def looked_in(self):
+    def looked_in(self) -> str:
         return looked_in(self.lines)
 
     @property
-    def unreachable(self):
+    def unreachable(self) -> bool:
         return any(sign in line for line in self.lines for sign in UNREACHABLE_SIGNS)
 
 
-def looked_in(lines):
+def looked_in(lines: "list[str]") -> str:
     """Where pip looked, as it said ("http://mirror/simple, /opt/wheels"). pip names an index only
     when it is not PyPI, and says nothing of --no-index: with links named alone PyPI may or may not
     have been asked, and the message says so rather than guess."""
@@ -56,11 +64,11 @@ def looked_in(lines):
     return DEFAULT_INDEX
 
 
-def _named(line):
+def _named(line: str) -> str:
     return line.split(":", 1)[1].strip()
 
 
-def pip_command(env):
+def pip_command(env: "Env") -> "list[str]":
     override = env.get("CUDASWITCH_PIP")
     if override:
         return shlex.split(override)
@@ -73,7 +81,7 @@ def pip_command(env):
                    "CUDASWITCH_PIP to a pip executable")
 
 
-def download(requirements, dest, env, timeout, on_line=None):
+def download(requirements: "list[str]", dest: str, env: "Env", timeout: float, on_line: "OnLine" = None) -> "list[str]":
     """`pip download --no-deps` the requirements into dest; returns the wheel paths pip saved.
 
     on_line(text) receives pip's progress lines (Collecting / Downloading / Processing) as they come."""
@@ -88,7 +96,7 @@ def download(requirements, dest, env, timeout, on_line=None):
     return wheels
 
 
-def offered_versions(package, env, timeout):
+def offered_versions(package: str, env: "Env", timeout: float) -> PipError:
     """The PipError that says which versions of `package` the index pip uses offers (`versions`,
     lowest first; [] when none or unreachable), where pip looked and whether it could reach it.
     Raises PipError when pip fails another way (not installed, timed out, a broken pip.conf)."""
@@ -106,16 +114,16 @@ def offered_versions(package, env, timeout):
     raise PipError("pip did not say which versions of %s there are" % package, lines)
 
 
-def _run(command, env, timeout, on_line):
+def _run(command: "list[str]", env: "Env", timeout: float, on_line: "OnLine") -> "list[str]":
     """Run pip, stream its output, kill it at the deadline or when we are interrupted.
 
     pip runs in its own session (cudaswitch.run) so that killing it takes any helper it started
     along (a CUDASWITCH_PIP wrapper script, a keyring helper) instead of leaving them orphaned."""
     from cudaswitch.run import run
 
-    lines = []
+    lines: "list[str]" = []
 
-    def take(line):
+    def take(line: str) -> None:
         lines.append(line)
         if on_line and line.strip().startswith(SHOWN_PREFIXES):
             on_line(line.strip())
@@ -131,7 +139,7 @@ def _run(command, env, timeout, on_line):
     return lines
 
 
-def _failure(code, lines):
+def _failure(code: int, lines: "list[str]") -> PipError:
     text = "\n".join(lines)
     match = FROM_VERSIONS.search(text)
     versions = None

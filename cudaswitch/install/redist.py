@@ -24,6 +24,12 @@ from cudaswitch.install import fetch, redist_manifest
 from cudaswitch.cache import write_file
 from cudaswitch.toolkit import version_tuple
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from cudaswitch.request import ToolkitRequest
+
 NVIDIA_CUDA = "https://developer.download.nvidia.com/compute/cuda/redist/"
 MANIFEST_NAME = re.compile(r"redistrib_(\d{1,6}(?:\.\d{1,6}){1,3})\.json")  # the labels redist_manifest takes
 FETCH_TIMEOUT = 60.0
@@ -37,14 +43,14 @@ ALWAYS = ("cuda_nvcc", "cuda_cudart")
 Unreachable = fetch.Unreachable  # the base URL cannot be read (host down, refused, too slow, no such directory)
 
 
-def platform_key():
+def platform_key() -> str:
     """NVIDIA's platform name for this machine: linux-x86_64, linux-sbsa (64-bit Arm servers)."""
     machine = platform.machine().lower()
     return {"x86_64": "linux-x86_64", "amd64": "linux-x86_64", "aarch64": "linux-sbsa",
             "arm64": "linux-sbsa", "ppc64le": "linux-ppc64le"}.get(machine, "linux-" + machine)
 
 
-def normalize_base(text, what="--mirror"):
+def normalize_base(text: "str | None", what: str = "--mirror") -> str:
     """A base URL with one trailing slash; a plain directory becomes file://. `what` names where
     the URL came from (--mirror, config redist_url) in the one-line error for a bad one."""
     from cudaswitch.safeio import quote_prefix
@@ -66,24 +72,24 @@ def normalize_base(text, what="--mirror"):
     return text.rstrip("/") + "/"
 
 
-def cudnn_base(cuda_base):
+def cudnn_base(cuda_base: str) -> str:
     """NVIDIA puts cuDNN beside CUDA: .../compute/cuda/redist/ -> .../compute/cudnn/redist/."""
     if cuda_base.endswith("/cuda/redist/"):
         return cuda_base[: -len("cuda/redist/")] + "cudnn/redist/"
     return urllib.parse.urljoin(cuda_base, "cudnn/")
 
 
-def _local_path(url):
+def _local_path(url: str) -> str:
     return urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
 
 
-def read_url(url, timeout=FETCH_TIMEOUT):
+def read_url(url: str, timeout: float = FETCH_TIMEOUT) -> bytes:
     """The bytes at `url` (an index or a manifest: at most fetch.MAX_DOCUMENT, all of it within one
     deadline, no redirect to another host); Unreachable with one line when it cannot be read."""
     return fetch.read_all(url, timeout)
 
 
-def list_releases(base, timeout=FETCH_TIMEOUT):
+def list_releases(base: str, timeout: float = FETCH_TIMEOUT) -> "list[str]":
     """Release labels the base offers, oldest first, from its directory listing."""
     if base.startswith("file://"):
         try:
@@ -100,12 +106,12 @@ class ManifestCache:
     """Manifests and the last index seen, per base URL, under the cache dir. What the cache holds
     is checked as a manifest fresh from the mirror is: a cache file is data anyone could have left."""
 
-    def __init__(self, cache_dir, base):
+    def __init__(self, cache_dir: str, base: str) -> None:
         key = hashlib.sha256(base.encode("utf-8")).hexdigest()[:16]
         self.dir = os.path.join(cache_dir, "redist", key)
         self.base = base
 
-    def releases(self, timeout=FETCH_TIMEOUT):
+    def releases(self, timeout: float = FETCH_TIMEOUT) -> "tuple[list[str], bool]":
         """(releases, offline): the live index, or the cached one when the base cannot be read."""
         index = os.path.join(self.dir, "index.json")
         try:
@@ -118,7 +124,7 @@ class ManifestCache:
         write_file(index, json.dumps({"base": self.base, "releases": releases}).encode("utf-8"))
         return releases, False
 
-    def manifest(self, release, timeout=FETCH_TIMEOUT):
+    def manifest(self, release: str, timeout: float = FETCH_TIMEOUT) -> dict:
         """The parsed manifest of one release, from the cache or the base (then cached)."""
         redist_manifest.check_release_label(release, self.base)
         path = os.path.join(self.dir, "redistrib_%s.json" % release)
@@ -134,7 +140,7 @@ class ManifestCache:
         return document
 
 
-def _read_json(path):
+def _read_json(path: str) -> "dict | None":
     """A cache file's JSON object, or None for anything else (absent, a FIFO, too big, too deep)."""
     from cudaswitch.safeio import read_or_none
 
@@ -151,23 +157,23 @@ def _read_json(path):
     return data if isinstance(data, dict) else None
 
 
-def _labels(releases):
+def _labels(releases: object) -> bool:
     return isinstance(releases, list) and all(map(redist_manifest.is_release_label, releases))
 
 
-def parse_manifest(data, url, release=None):
+def parse_manifest(data: bytes, url: str, release: "str | None" = None) -> dict:
     """A manifest as a dict, every field the install reads checked as data (redist_manifest);
     `release`: the label its file name promised."""
     return redist_manifest.load(data, url, release)
 
 
-def components(manifest):
+def components(manifest: dict) -> "dict[str, str]":
     """{component key: version} of the manifest's component objects."""
     return {key: value["version"] for key, value in manifest.items()
             if isinstance(value, dict) and isinstance(value.get("version"), str)}
 
 
-def component_key(name, manifest):
+def component_key(name: str, manifest: dict) -> "str | None":
     """What a user writes (nvcc, cublas, cuda_nvrtc) -> the manifest's key, or None."""
     have = components(manifest)  # a key whose object has no version is no component
     for key in (name, "cuda_" + name, "lib" + name):
@@ -176,7 +182,7 @@ def component_key(name, manifest):
     return None
 
 
-def toolkit_components(manifest, extra=()):
+def toolkit_components(manifest: dict, extra: "Iterable[str]" = ()) -> "list[str]":
     """The manifest keys to install: the toolkit's own (those present), then `extra` (user names)."""
     have = components(manifest)
     missing = [c for c in ALWAYS if c not in have]
@@ -196,7 +202,7 @@ def toolkit_components(manifest, extra=()):
     return chosen
 
 
-def archive_entry(manifest, key, plat, variant=None):
+def archive_entry(manifest: dict, key: str, plat: str, variant: "str | None" = None) -> dict:
     """{component, name, version, url-relative path, sha256, size} of one component's archive."""
     item = manifest[key]
     where = item.get(plat)
@@ -210,11 +216,11 @@ def archive_entry(manifest, key, plat, variant=None):
             "relative_path": relative, "sha256": sha256, "size": size}
 
 
-def resolve(request, releases):
+def resolve(request: "ToolkitRequest", releases: "list[str]") -> "str | None":
     """The newest release label matching a ToolkitRequest (version, specifier or latest), or None."""
     from packaging.version import InvalidVersion, Version
 
-    def fits(label):
+    def fits(label: str) -> bool:
         if request.kind == "version":
             return version_tuple(label)[:len(request.value)] == tuple(request.value)
         if request.kind == "specifier":
@@ -228,14 +234,14 @@ def resolve(request, releases):
     return max(matching, key=version_tuple) if matching else None
 
 
-def not_found(request_text, releases, base):
+def not_found(request_text: str, releases: "list[str]", base: str) -> ToolkitNotFound:
     from cudaswitch.install.steps import minor_ranges
 
     hint = "releases there: " + minor_ranges(releases) if releases else "the index lists no redistrib_*.json"
     return ToolkitNotFound("no CUDA release matches %r at %s" % (request_text, base), hint)
 
 
-def download(url, dest, entry, timeout, on_chunk=None):
+def download(url: str, dest: str, entry: dict, timeout: float, on_chunk: "Callable[[int], None] | None" = None) -> int:
     """Fetch one archive to `dest`, refusing it unless its size and sha256 are the manifest's.
     `timeout` bounds each read; the whole download has a deadline that grows with its size."""
     digest, written = hashlib.sha256(), 0
@@ -266,6 +272,6 @@ def download(url, dest, entry, timeout, on_chunk=None):
     return written
 
 
-def _open_stream(url, timeout, deadline):
+def _open_stream(url: str, timeout: float, deadline: float) -> "fetch.Stream":
     """A fetch.Stream: file:// only as a regular file; http(s) with `deadline` for all of it."""
     return fetch.open_url(url, timeout, deadline)

@@ -16,24 +16,33 @@ from cudaswitch.install import redist_tree
 from cudaswitch.errors import CudaSwitchError, UsageError
 from cudaswitch.toolkit import version_tuple
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from cudaswitch.install.steps import Progress
+    from cudaswitch.paths import Paths
+    from cudaswitch.request import ToolkitRequest
+    from cudaswitch.toolkit import Env
+
 DOWNLOAD_TIMEOUT = 120.0  # per network read, not per archive: a slow link still finishes
 DEFAULT_BASE_NOTE = "a site mirror goes in --mirror URL or config redist_url"
 UNREACHABLE_HINT = ("a site mirror goes in --mirror URL or config redist_url; --from pypi installs "
                     "CUDA 13 or newer from NVIDIA's wheels through pip instead")
 
 
-def iec(num):
+def iec(num: int) -> str:
     from cudaswitch.render import iec_size
 
     return iec_size(num)
 
 
-def release_name(release, nvcc_version):
+def release_name(release: str, nvcc_version: "str | None") -> str:
     """One name for a release everywhere: '12.4.1 (nvcc 12.4.131)'."""
     return "%s (nvcc %s)" % (release, nvcc_version) if nvcc_version else release
 
 
-def configured_base(paths, mirror):
+def configured_base(paths: "Paths", mirror: "str | None") -> "str | None":
     """The redist base URL: --mirror, else config redist_url, else None."""
     if mirror:
         return redist.normalize_base(mirror, "--mirror")
@@ -43,7 +52,7 @@ def configured_base(paths, mirror):
     return redist.normalize_base(configured, "config redist_url") if configured else None
 
 
-def choose_source(paths, request, source, mirror):
+def choose_source(paths: "Paths", request: str, source: "str | None", mirror: "str | None") -> str:
     """'pypi', or the redist base URL to install from."""
     if source not in (None, "redist", "pypi"):
         raise UsageError("unknown install source %r" % source, "sources: redist, pypi")
@@ -58,7 +67,7 @@ def choose_source(paths, request, source, mirror):
     return "pypi" if _thirteen_or_newer(request) else redist.NVIDIA_CUDA
 
 
-def _thirteen_or_newer(text):
+def _thirteen_or_newer(text: str) -> bool:
     from cudaswitch.request import ToolkitRequest
 
     try:
@@ -70,14 +79,14 @@ def _thirteen_or_newer(text):
     return request.kind == "latest"
 
 
-def _parse(text):
+def _parse(text: str) -> "ToolkitRequest":
     from cudaswitch.request import ToolkitRequest
 
     steps.index_requirement(text)  # the same refusals as the wheel source (conda:12.4, system, ...)
     return ToolkitRequest.parse(text)
 
 
-def _releases(cache, request, base):
+def _releases(cache: "redist.ManifestCache", request: "ToolkitRequest", base: str) -> "tuple[str, bool]":
     """(release label, offline) for the request, from the index (or a full x.y.z named directly)."""
     try:
         releases, offline = cache.releases()
@@ -91,14 +100,15 @@ def _releases(cache, request, base):
     return release, offline
 
 
-def _manifest(cache, release):
+def _manifest(cache: "redist.ManifestCache", release: str) -> dict:
     try:
         return cache.manifest(release)
     except redist.Unreachable as exc:
         raise redist.Unreachable(exc.message, UNREACHABLE_HINT) from None
 
 
-def plan(paths, request_text, base, components=(), extras=()):
+def plan(paths: "Paths", request_text: str, base: str, components: "Iterable[str]" = (),
+         extras: "Iterable[str]" = ()) -> "tuple[str, dict, list[dict]]":
     """(release, manifest, entries): what an install of `request_text` from `base` fetches."""
     request = _parse(request_text)
     cache = redist.ManifestCache(paths.cache_dir, base)
@@ -114,7 +124,7 @@ def plan(paths, request_text, base, components=(), extras=()):
     return release, manifest, entries  # the manifest's own release_label is checked to be this one
 
 
-def cudnn_entry(paths, base, release, plat):
+def cudnn_entry(paths: "Paths", base: str, release: str, plat: str) -> dict:
     """The newest cuDNN archive built for this CUDA major (its cuda_variant, e.g. cuda13)."""
     cudnn = redist.cudnn_base(base)
     cache = redist.ManifestCache(paths.cache_dir, cudnn)
@@ -132,7 +142,9 @@ def cudnn_entry(paths, base, release, plat):
     raise CudaSwitchError("no cuDNN release at %s has a %s build for %s" % (cudnn, variant, plat))
 
 
-def install(paths, env, request_text, components, progress, base, extras=(), prefix=None, modulefile=None):
+def install(paths: "Paths", env: "Env", request_text: str, components: "Iterable[str] | None", progress: "Progress",
+            base: str, extras: "Iterable[str]" = (), prefix: "str | None" = None,
+            modulefile: "str | None" = None) -> dict:
     """Install from the redist base; returns the same result shape as the wheel source. `prefix`:
     a shared directory instead of the data dir; `modulefile`: a dir for Lua and Tcl modulefiles."""
     from cudaswitch.install import redist_site
@@ -148,7 +160,7 @@ def install(paths, env, request_text, components, progress, base, extras=(), pre
         make_dir(paths.managed_dir)  # 0700 whatever the umask: the managed source refuses a dir others may write
         modulefiles = list(redist_site.modulefile_paths(modulefile, release)) if modulefile else []
 
-        def build_tree(build, tree):
+        def build_tree(build: str, tree: str) -> None:
             fill(build, tree, release, entries, env, progress, paths.cache_dir)
             if prefix:
                 redist_site.write_marker(tree, release, "redist", modulefiles)
@@ -158,7 +170,7 @@ def install(paths, env, request_text, components, progress, base, extras=(), pre
             redist_site.link_into_managed(paths.managed_dir, release, target)
         if modulefile:
             redist_site.write_modulefiles(modulefile, release, name, target)
-    result = {"version": release, "root": target, "source": "redist", "base": base, "name": name,
+    result: dict = {"version": release, "root": target, "source": "redist", "base": base, "name": name,
               "archives": {e["component"]: e["version"] for e in entries}, "modulefiles": modulefiles}
     if installed:
         result["installed"] = True
@@ -167,7 +179,7 @@ def install(paths, env, request_text, components, progress, base, extras=(), pre
     return result
 
 
-def _escaped_progress(progress):
+def _escaped_progress(progress: "Progress") -> "Progress":
     """Progress lines name manifest values and mirror paths: shown with control characters escaped
     (the error boundary does the same for errors), so a mirror cannot write terminal escapes."""
     from cudaswitch.errors import inert
@@ -175,7 +187,8 @@ def _escaped_progress(progress):
     return lambda text: progress(inert(text))
 
 
-def fill(build, tree, release, entries, env, progress, cache_dir):
+def fill(build: str, tree: str, release: str, entries: "list[dict]", env: "Env", progress: "Progress",
+         cache_dir: str) -> None:
     """Download, check, unpack and prove one toolkit inside the build dir."""
     archives = os.path.join(build, "archives")
     os.makedirs(archives)
@@ -192,7 +205,7 @@ def fill(build, tree, release, entries, env, progress, cache_dir):
     _prove(tree, release, env, progress, cache_dir)
 
 
-def _prove(tree, release, env, progress, cache_dir):
+def _prove(tree: str, release: str, env: "Env", progress: "Progress", cache_dir: str) -> None:
     """A tree without nvcc, or whose nvcc cannot build a kernel, is never installed."""
     if not os.access(os.path.join(tree, "bin", "nvcc"), os.X_OK):
         raise CudaSwitchError("the cuda_nvcc archive of CUDA %s holds no bin/nvcc, so the toolkit could "
@@ -207,7 +220,7 @@ def _prove(tree, release, env, progress, cache_dir):
                               _compile_hint(tree, error))
 
 
-def _compile_hint(tree, error):
+def _compile_hint(tree: str, error: str) -> str:
     """What to do: a missing supported gcc is named; anything else is the toolkit's own fault."""
     from cudaswitch.switch.plan import gcc_ceiling
 

@@ -11,8 +11,13 @@ from cudaswitch.install import redist
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.install.redist_install import DEFAULT_BASE_NOTE, configured_base, iec, release_name
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
+    from cudaswitch.toolkit import Env
 
-def available(paths, env, mirror=None):
+
+def available(paths: "Paths", env: "Env", mirror: "str | None" = None) -> dict:
     """{"base", "offline", "cached_at", "driver", "releases": [{release, date, name, components,
     size_bytes, size, driver, driver_level}]}, newest first."""
     base = configured_base(paths, mirror) or redist.NVIDIA_CUDA
@@ -33,13 +38,13 @@ def available(paths, env, mirror=None):
             "driver": {k: driver.get(k) for k in ("present", "release", "cuda")}, "releases": rows}
 
 
-def _key(label):
+def _key(label: str) -> "tuple[int, ...]":
     from cudaswitch.toolkit import version_tuple
 
     return version_tuple(label)
 
 
-def _row(manifest, driver):
+def _row(manifest: dict, driver: dict) -> dict:
     label = manifest["release_label"]
     versions = redist.components(manifest)
     size = _default_size(manifest)
@@ -50,7 +55,7 @@ def _row(manifest, driver):
             "driver": verdict["message"], "driver_level": verdict["level"]}
 
 
-def _default_size(manifest):
+def _default_size(manifest: dict) -> "int | None":
     """Download size of what a default install fetches, for this platform (None if not offered)."""
     plat = redist.platform_key()
     try:
@@ -60,13 +65,13 @@ def _default_size(manifest):
         return None
 
 
-def driver_facts(paths, env):
+def driver_facts(paths: "Paths", env: "Env") -> dict:
     from cudaswitch.verify import driver
 
     return driver.driver_facts(paths, env)
 
 
-def driver_verdict(driver, label):
+def driver_verdict(driver: dict, label: str) -> "dict[str, str]":
     from cudaswitch.toolkit import version_tuple
     from cudaswitch.verify.compat import driver_supports
 
@@ -82,7 +87,7 @@ def driver_verdict(driver, label):
         check["facts"].get("needs_driver") or "?")}
 
 
-def _cached_at(cache):
+def _cached_at(cache: "redist.ManifestCache") -> "str | None":
     try:
         stamp = os.stat(os.path.join(cache.dir, "index.json")).st_mtime
     except OSError:

@@ -15,6 +15,10 @@ import re
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.safeio import quote_prefix
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeGuard
+
 MAX_BYTES = 4 << 20
 MAX_DEPTH = 16
 MAX_ARCHIVE_BYTES = 1 << 40  # no CUDA component archive comes near 1 TiB
@@ -34,7 +38,7 @@ class BadManifest(CudaSwitchError):
     """A manifest (or a field of it) that is not the data NVIDIA's scheme describes."""
 
 
-def shown(value):
+def shown(value: object) -> str:
     """A refused value for an error line: a short escaped prefix of a string, else its JSON type."""
     if isinstance(value, str):
         return quote_prefix(value, 40)
@@ -42,11 +46,11 @@ def shown(value):
                      type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def is_release_label(text):
+def is_release_label(text: object) -> "TypeGuard[str]":
     return isinstance(text, str) and RELEASE_LABEL.fullmatch(text) is not None
 
 
-def check_release_label(text, where):
+def check_release_label(text: object, where: str) -> str:
     """`text` when it is a release version such as 12.4.1; BadManifest otherwise."""
     if not is_release_label(text):
         raise BadManifest("%s: release_label %s is not a CUDA release version such as 12.4.1" % (where, shown(text)),
@@ -54,7 +58,7 @@ def check_release_label(text, where):
     return text
 
 
-def json_depth(text, limit=MAX_DEPTH):
+def json_depth(text: str, limit: int = MAX_DEPTH) -> int:
     """How deep arrays and objects nest in JSON text (strings skipped), counted up to `limit` + 1."""
     depth = deepest = 0
     for match in JSON_TOKEN.finditer(text):
@@ -69,7 +73,7 @@ def json_depth(text, limit=MAX_DEPTH):
     return deepest
 
 
-def load(data, where, release=None):
+def load(data: bytes, where: str, release: "str | None" = None) -> dict:
     """The manifest in `data` (bytes) as a checked dict; `release`, when given, is the label its
     file name promised. BadManifest with one line naming `where` for anything else."""
     if len(data) > MAX_BYTES:
@@ -88,7 +92,7 @@ def load(data, where, release=None):
     return check_document(document, where, release)
 
 
-def check_document(document, where, release=None):
+def check_document(document: object, where: str, release: "str | None" = None) -> dict:
     """`document` when every field the install reads is well-formed (see the module docstring)."""
     if not isinstance(document, dict) or "release_label" not in document:
         raise BadManifest("%s is not a redistrib manifest (no release_label)" % where)
@@ -104,7 +108,7 @@ def check_document(document, where, release=None):
     return document
 
 
-def _check_component(key, item, where):
+def _check_component(key: str, item: dict, where: str) -> None:
     if not COMPONENT_KEY.fullmatch(key):
         raise BadManifest("%s: component name %s is not a plain name" % (where, shown(key)), TAMPERED)
     version = item.get("version")
@@ -114,13 +118,13 @@ def _check_component(key, item, where):
         _check_text(item["name"], "%s: %s's name" % (where, key))
 
 
-def _check_text(value, what):
+def _check_text(value: object, what: str) -> None:
     """Free text (a date, a product name) that is shown: printable, one line, short."""
     if not isinstance(value, str) or len(value) > MAX_TEXT or not value.isprintable():
         raise BadManifest("%s %s is not one short line of text" % (what, shown(value)), TAMPERED)
 
 
-def archive_fields(where, what):
+def archive_fields(where: dict, what: str) -> "tuple[str, str, int]":
     """(relative_path, sha256, size) of one platform's archive object `where`, each checked; `what`
     names the component for the error ("cuda_nvcc 13.1.115")."""
     relative = where.get("relative_path")
@@ -133,14 +137,14 @@ def archive_fields(where, what):
     return relative, sha256.lower(), _size(where.get("size"), what)
 
 
-def is_relative_path(text):
+def is_relative_path(text: object) -> "TypeGuard[str]":
     """A path under the mirror: relative, plain parts (no '', '.', '..'), no control characters."""
     if not isinstance(text, str) or not 0 < len(text) <= MAX_RELATIVE:
         return False
     return all(RELATIVE_PART.fullmatch(part) and part not in (".", "..") for part in text.split("/"))
 
 
-def _size(value, what):
+def _size(value: object, what: str) -> int:
     """NVIDIA writes sizes as strings of digits; a JSON integer is taken too (not a bool or float)."""
     if isinstance(value, str) and SIZE_TEXT.fullmatch(value):
         value = int(value)

@@ -15,6 +15,10 @@ import re
 from cudaswitch.errors import CudaSwitchError, UsageError
 from cudaswitch.install.redist_manifest import check_release_label
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
 MARKER = ".cudaswitch-install.json"
 # Every value goes in through lua_string / tcl_string, never as raw text: a version or a path from
 # a mirror must stay a string for Lmod and Environment Modules, which run these files as code for
@@ -49,7 +53,7 @@ MODULEFILE_READ_LIMIT = 64 << 10
 UNSAFE_IN_MODULEFILE = re.compile(r"[\]\[{}\"\\$\s;]")
 
 
-def prefix_target(prefix, release):
+def prefix_target(prefix: str, release: str) -> str:
     """The absolute prefix, refused when something that cudaswitch did not make is there."""
     check_release_label(release, "the release")
     target = os.path.abspath(os.path.expanduser(prefix))
@@ -66,7 +70,7 @@ def prefix_target(prefix, release):
     return target
 
 
-def read_marker(root):
+def read_marker(root: str) -> "dict | None":
     """The marker of a tree cudaswitch made, or None (absent, not a regular file, not its JSON)."""
     from cudaswitch.safeio import read_or_none
 
@@ -80,17 +84,17 @@ def read_marker(root):
     return data if isinstance(data, dict) and data.get("made_by") == "cudaswitch" else None
 
 
-def write_marker(tree, release, source, modulefiles=()):
+def write_marker(tree: str, release: str, source: str, modulefiles: "Iterable[str]" = ()) -> None:
     with open(os.path.join(tree, MARKER), "w", encoding="utf-8") as handle:
         json.dump({"made_by": "cudaswitch", "release": release, "source": source,
                    "modulefiles": list(modulefiles)}, handle, indent=2)
 
 
-def link_name(release, target):
+def link_name(release: str, target: str) -> str:
     return "%s@%s" % (release, target.strip("/").replace("/", "-"))
 
 
-def link_into_managed(managed_dir, release, target):
+def link_into_managed(managed_dir: str, release: str, target: str) -> str:
     """managed_dir/<release>@<prefix> -> prefix, replaced atomically; the temporary link has a
     private name and is gone again whatever happens."""
     check_release_label(release, "the release")
@@ -106,21 +110,21 @@ def link_into_managed(managed_dir, release, target):
     return link
 
 
-def _unlink(path):
+def _unlink(path: str) -> None:
     try:
         os.unlink(path)
     except OSError:
         pass
 
 
-def modulefile_paths(moddir, release):
+def modulefile_paths(moddir: str, release: str) -> "tuple[str, str]":
     """(lua, tcl) paths: DIR/cuda/<x.y>.lua and DIR/cuda/<x.y>, so `module load cuda/12.4` works."""
     short = ".".join(check_release_label(release, "the release").split(".")[:2])
     base = os.path.join(os.path.abspath(moddir), "cuda", short)
     return base + ".lua", base
 
 
-def write_modulefiles(moddir, release, name, root):
+def write_modulefiles(moddir: str, release: str, name: str, root: str) -> "list[str]":
     """Write both modulefiles; refuses to replace one that loads another toolkit. The site's module
     dir is not cudaswitch's own: only a regular file there is replaced (no FIFO, device, link)."""
     from cudaswitch.safeio import replace_regular
@@ -141,22 +145,22 @@ def write_modulefiles(moddir, release, name, root):
     return [lua, tcl]
 
 
-def _comment_values(release, root, moddir):
+def _comment_values(release: str, root: str, moddir: str) -> "dict[str, str]":
     """Values for a comment line: ascii() has no newline, so none can end the comment early."""
     return {"release_shown": ascii(release), "root_shown": ascii(root), "moddir_shown": ascii(os.path.abspath(moddir))}
 
 
-def lua_modulefile(release, name, root, moddir):
+def lua_modulefile(release: str, name: str, root: str, moddir: str) -> str:
     return LUA.format(help=lua_string("NVIDIA CUDA Toolkit " + name), whatis=lua_string("Version: " + release),
                       root=lua_string(root), **_comment_values(release, root, moddir))
 
 
-def tcl_modulefile(release, name, root, moddir):
+def tcl_modulefile(release: str, name: str, root: str, moddir: str) -> str:
     return TCL.format(help=tcl_string("NVIDIA CUDA Toolkit " + name), root=tcl_string(root),
                       **_comment_values(release, root, moddir))
 
 
-def lua_string(text):
+def lua_string(text: str) -> str:
     """A Lua string literal that is `text` byte for byte: printable ASCII as is (but \\ and \"), every
     other byte as a three-digit \\ddd (always three digits, so a digit after it is not taken in)."""
     out = []
@@ -174,7 +178,7 @@ def lua_string(text):
 TCL_ESCAPES = {"\\": "\\\\", '"': '\\"', "$": "\\$", "[": "\\[", "]": "\\]", "{": "\\{", "}": "\\}"}
 
 
-def tcl_string(text):
+def tcl_string(text: str) -> str:
     """A Tcl word in double quotes that is `text`: \\ " $ [ ] escaped (no substitution can happen),
     braces escaped too (a quoted word inside a braced proc body must not unbalance it), control and
     non-ASCII characters as \\uHHHH (exactly four digits in Tcl 8.5 to 9). A character beyond
@@ -193,7 +197,7 @@ def tcl_string(text):
     return '"' + "".join(out) + '"'
 
 
-def _loads_root(path, root):
+def _loads_root(path: str, root: str) -> bool:
     """Whether the modulefile at `path` is one cudaswitch wrote for `root` (its root line, in the
     Lua or the Tcl form, this version's quoting or the bracket form older ones wrote)."""
     from cudaswitch.safeio import read_or_none
@@ -210,14 +214,14 @@ def _loads_root(path, root):
     return any(line in lines for line in wanted)
 
 
-def remove_site_files(root, marker):
+def remove_site_files(root: str, marker: dict) -> None:
     """The modulefiles a prefix install wrote, where they still load this root."""
     for path in marker.get("modulefiles") or []:
         if isinstance(path, str) and _loads_root(path, root):
             _unlink(path)
 
 
-def links_to(managed_dir, root):
+def links_to(managed_dir: str, root: str) -> "list[str]":
     """The links in the managed dir that point at `root`."""
     try:
         names = os.listdir(managed_dir)
@@ -228,7 +232,7 @@ def links_to(managed_dir, root):
     return [p for p in links if os.path.islink(p) and os.path.realpath(p) == real]
 
 
-def uninstall_prefix(managed_dir, root, remove_tree):
+def uninstall_prefix(managed_dir: str, root: str, remove_tree: "Callable[[str], None]") -> None:
     """Remove a prefix install: only one whose marker says cudaswitch made it."""
     marker = read_marker(root)
     if marker is None:

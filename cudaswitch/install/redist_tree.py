@@ -23,10 +23,19 @@ from cudaswitch.switch import plan
 from cudaswitch.install import untar, wheels
 from cudaswitch.errors import CudaSwitchError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from cudaswitch.install.untar import Parts
+    from cudaswitch.toolkit import Env
+
+    Pause = Callable[[threading.Event], None]
+
 COMPILE_TIMEOUT = 300.0
 
 
-def top_dir(entry):
+def top_dir(entry: dict) -> str:
     """cuda_nvcc/linux-x86_64/cuda_nvcc-linux-x86_64-13.1.115-archive.tar.xz -> its top dir name."""
     name = os.path.basename(entry["relative_path"])
     for suffix in (".tar.xz", ".tar.gz", ".tgz", ".tar"):
@@ -39,7 +48,8 @@ class Stopped(Exception):
     """An unpack was told to stop (the install is being interrupted)."""
 
 
-def unpack_all(fetched, tree, staging, pause=None, progress=None):
+def unpack_all(fetched: "list[tuple[dict, str]]", tree: str, staging: str, pause: "Pause | None" = None,
+               progress: "Callable[[str], None] | None" = None) -> None:
     """Unpack (entry, archive path) pairs into `tree`, in parallel: lzma lets other threads run while
     it decompresses, so two cores unpack two archives at once. Each goes to its own dir under
     `staging`, then they are merged in the order given (a later component's file wins, as when
@@ -66,13 +76,14 @@ def unpack_all(fetched, tree, staging, pause=None, progress=None):
     untar.check_tree_links(tree)  # each archive's links were checked alone; together they could leave
 
 
-def _unpack_one(archive, entry, dest, stop, pause):
+def _unpack_one(archive: str, entry: dict, dest: str, stop: threading.Event, pause: "Pause | None") -> int:
     count = unpack(archive, entry, dest, pause, stop)
     os.unlink(archive)  # not needed once unpacked: keeps the peak disk use near the tree's size
     return count
 
 
-def unpack(archive, entry, tree, pause=None, stop=None):
+def unpack(archive: str, entry: dict, tree: str, pause: "Callable[..., None] | None" = None,
+           stop: "threading.Event | None" = None) -> int:
     """Extract one component archive into `tree`; returns the number of files written.
 
     `pause(stop)` runs after the first file (the test hook that holds an install midway)."""
@@ -87,7 +98,7 @@ def unpack(archive, entry, tree, pause=None, stop=None):
                 for member in source:
                     if stop is not None and stop.is_set():
                         raise Stopped
-                    source.members.clear()  # tarfile keeps every member it read; we keep our own records
+                    source.members.clear()  # type: ignore[attr-defined]  # tarfile keeps every member; we keep ours
                     placed = _placed(member, top, entry["component"])
                     if placed is None:
                         continue
@@ -104,7 +115,7 @@ def unpack(archive, entry, tree, pause=None, stop=None):
     return count
 
 
-def _merge(source, tree):
+def _merge(source: str, tree: str) -> None:
     """Move everything under `source` into `tree` (renames, no copies); files replace files. A dir
     meets only a dir: never a link an earlier component made, which would carry the move away."""
     for directory, dirs, files in os.walk(source):
@@ -123,7 +134,7 @@ def _merge(source, tree):
     shutil.rmtree(source, ignore_errors=True)
 
 
-def _placed(member, top, component):
+def _placed(member: "tarfile.TarInfo", top: str, component: str) -> "tuple[Parts, Parts | None] | None":
     """(names in the classic tree, names of a hard link's target) for a member (top dir stripped,
     lib/ -> lib64/, each component's LICENSE under share/licenses/), or None for the top dir."""
     rest = _placed_parts(member.name, top, component, member.isdir())
@@ -136,7 +147,7 @@ def _placed(member, top, component):
     return rest, None
 
 
-def _placed_parts(name, top, component, isdir):
+def _placed_parts(name: str, top: str, component: str, isdir: bool) -> "Parts":
     parts = name.rstrip("/").split("/")
     if parts[0] != top or any(p in ("", ".", "..") for p in parts):
         raise CudaSwitchError("archive member %s is outside %s/" % (untar.shown(name), top),
@@ -149,7 +160,7 @@ def _placed_parts(name, top, component, isdir):
     return tuple(rest)
 
 
-def finish(tree, release, entries):
+def finish(tree: str, release: str, entries: "list[dict]") -> "dict[str, dict[str, str]]":
     """lib -> lib64, development links where an archive lacks them, and version.json."""
     lib64 = os.path.join(tree, "lib64")
     if os.path.isdir(lib64):
@@ -170,7 +181,7 @@ def finish(tree, release, entries):
     return document
 
 
-def compile_env(tree, env, cache_dir):
+def compile_env(tree: str, env: "Env", cache_dir: str) -> "tuple[dict, str | None]":
     """(the environment the first compile runs in, the host compiler picked for it or None): PATH
     only absolute entries (nothing in the temp dir can stand in for gcc), and the supported g++-N
     `use` would pick when the default gcc is above the tree's ceiling (11.8 takes gcc 11 at most)."""
@@ -183,7 +194,7 @@ def compile_env(tree, env, cache_dir):
     return plan.with_compilers(env, chosen), chosen.get("CUDAHOSTCXX")
 
 
-def first_compile(tree, env, timeout=COMPILE_TIMEOUT):
+def first_compile(tree: str, env: "Env", timeout: float = COMPILE_TIMEOUT) -> "str | None":
     """Build a one-kernel program with the tree's nvcc (compile, then link against its cudart):
     None when it builds, else the first error line. No GPU is needed; nothing is run. `env`: from
     compile_env."""

@@ -15,6 +15,14 @@ from cudaswitch.install import wheels
 from cudaswitch.errors import BadRequest, CudaSwitchError, UsageError
 from cudaswitch.toolkit import version_tuple
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Mapping
+
+    from cudaswitch.toolkit import Env
+
+    Progress = Callable[[str], None]
+
 
 SCRATCH_MARKER = ".cudaswitch-scratch"  # inside each build and trash dir cudaswitch makes
 SCRATCH_TEXT = b"made by cudaswitch install; removed by the next install when its owner is gone\n"
@@ -24,11 +32,11 @@ class InstallInterrupted(CudaSwitchError):
     exit_code = 130
 
 
-def quiet(text):
+def quiet(text: str) -> None:
     pass
 
 
-def index_requirement(text):
+def index_requirement(text: str) -> str:
     """The pip requirement for the metapackage a request means: '13.1' -> 'cuda-toolkit==13.1.*'."""
     from cudaswitch.request import ToolkitRequest
 
@@ -46,7 +54,7 @@ def index_requirement(text):
 
 
 @contextlib.contextmanager
-def interruptible(request):
+def interruptible(request: str) -> "Iterator[None]":
     """Signals become one-line interruptions; OS errors on the data or temp dir one-line failures."""
     try:
         with _signals_raise():
@@ -58,7 +66,7 @@ def interruptible(request):
                               "nothing was installed") from None
 
 
-def install_once(target, fill, progress):
+def install_once(target: str, fill: "Callable[[str, str], None]", progress: "Progress") -> bool:
     """Build `target` unless it is there; True when this call built it. The lock beside it makes
     a concurrent install of the same tree wait, then find it done. `fill(build, tree)` makes the
     tree inside the scratch dir `build`."""
@@ -74,10 +82,10 @@ def install_once(target, fill, progress):
     return True
 
 
-def minor_ranges(versions):
+def minor_ranges(versions: "Iterable[str]") -> str:
     """['11.8.0', '12.0.1', ..., '12.9.2.0', '13.0.0'] -> '11.8, 12.0-12.9, 13.0'."""
     minors = sorted({version_tuple(v)[:2] for v in versions if len(version_tuple(v)) >= 2})
-    runs = []
+    runs: "list[list[int]]" = []
     for major, minor in minors:
         if runs and runs[-1][0] == major and runs[-1][2] == minor - 1:
             runs[-1][2] = minor
@@ -87,7 +95,7 @@ def minor_ranges(versions):
 
 
 @contextlib.contextmanager
-def version_lock(managed_dir, name, progress=quiet):
+def version_lock(managed_dir: str, name: str, progress: "Progress" = quiet) -> "Iterator[None]":
     """An exclusive fcntl lock on `.lock-<name>`; says so when it has to wait for another process."""
     path = os.path.join(managed_dir, ".lock-" + name)
     handle = open(path, "a+b")
@@ -102,7 +110,7 @@ def version_lock(managed_dir, name, progress=quiet):
         handle.close()
 
 
-def clean_stale(managed_dir, held):
+def clean_stale(managed_dir: str, held: str) -> None:
     """Remove builds and trash that no live process owns: ours (we hold `held`'s lock), and any
     other version's whose lock is free. Only dirs that carry SCRATCH_MARKER: a site's prefix
     parent (/opt/cuda) or a user's dir may hold `.tmp-*` dirs of their own."""
@@ -118,7 +126,7 @@ def clean_stale(managed_dir, held):
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def make_scratch(path):
+def make_scratch(path: str) -> None:
     """Create the dir `path` (not there before) with the marker that lets clean_stale remove it."""
     os.mkdir(path, 0o700)
     try:
@@ -132,7 +140,7 @@ def make_scratch(path):
         raise
 
 
-def is_scratch(path):
+def is_scratch(path: str) -> bool:
     """A real dir (not a link to one) holding cudaswitch's scratch marker as a regular file."""
     from cudaswitch.safeio import read_or_none
 
@@ -147,7 +155,7 @@ def is_scratch(path):
     return read_or_none(marker, len(SCRATCH_TEXT)) == SCRATCH_TEXT
 
 
-def _lock_is_free(managed_dir, name):
+def _lock_is_free(managed_dir: str, name: str) -> bool:
     try:
         with open(os.path.join(managed_dir, ".lock-" + name), "a+b") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -156,7 +164,7 @@ def _lock_is_free(managed_dir, name):
         return False
 
 
-def _build(target, fill):
+def _build(target: str, fill: "Callable[[str, str], None]") -> None:
     """Make the tree in `.tmp-<name>-<pid>/` beside the target, then rename it into place. The
     caller turns signals into KeyboardInterrupt, so `finally` removes the build dir for them too."""
     parent, name = os.path.split(target)
@@ -179,19 +187,19 @@ def _build(target, fill):
                 shutil.rmtree(build, ignore_errors=True)
 
 
-def test_pause(env, progress):
+def test_pause(env: "Env", progress: "Progress") -> "Callable[..., None] | None":
     seconds = env.get("CUDASWITCH_TEST_PAUSE_UNPACK")
     if not seconds:
         return None
 
-    def pause(sleep=time.sleep):
+    def pause(sleep: "Callable[[float], object]" = time.sleep) -> None:
         progress("test hook: unpack paused for %s s" % seconds)
         sleep(float(seconds))
 
     return pause
 
 
-def check_nvcc(tree, release):
+def check_nvcc(tree: str, release: str) -> None:
     """A tree whose nvcc does not run is not installed (a bad or foreign-platform wheel)."""
     from cudaswitch.registry import nvcc_probe as probe
 
@@ -204,9 +212,9 @@ def check_nvcc(tree, release):
 
 
 @contextlib.contextmanager
-def _signals_raise():
+def _signals_raise() -> "Iterator[None]":
     """SIGTERM and SIGHUP interrupt like Ctrl-C, so the cleanup in `finally` runs for them too."""
-    def interrupt(signum, frame):
+    def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     old = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
@@ -218,7 +226,7 @@ def _signals_raise():
 
 
 @contextlib.contextmanager
-def signals_ignored():
+def signals_ignored() -> "Iterator[None]":
     """A second Ctrl-C must not cut the cleanup short."""
     old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -228,7 +236,7 @@ def signals_ignored():
             signal.signal(number, handler)
 
 
-def describe_tree(root):
+def describe_tree(root: str) -> dict:
     """What a user wants to know about an installed tree: nvcc, components, size, and notes."""
     from cudaswitch.registry import nvcc_probe as probe
     from cudaswitch.audit.toolkitfiles import tree_size
@@ -238,14 +246,14 @@ def describe_tree(root):
     nvcc = os.path.join(root, "bin", "nvcc")
     has_nvcc = os.access(nvcc, os.X_OK)
     shown, version_json = list_components(components, has_nvcc)  # the one `components` shape of every JSON output
-    result = {"nvcc": nvcc if has_nvcc else None, "components": shown, "version_json": version_json,
+    result: dict = {"nvcc": nvcc if has_nvcc else None, "components": shown, "version_json": version_json,
               "status": "ok" if has_nvcc else "incomplete", "size_bytes": tree_size(root), "notes": []}
     if not has_nvcc:
         result["notes"].append(no_nvcc_note(root, components))
     return result
 
 
-def no_nvcc_note(root, components):
+def no_nvcc_note(root: str, components: "Mapping[str, str]") -> str:
     has_ptxas = os.path.exists(os.path.join(root, "bin", "ptxas"))
     parts = (["ptxas"] if has_ptxas else []) + ["the headers"]
     if components.get("cuda_cudart"):

@@ -31,6 +31,15 @@ import os
 from cudaswitch import tarsafe
 from cudaswitch.errors import CudaSwitchError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections import OrderedDict
+    from tarfile import TarFile, TarInfo
+    from typing import IO, Any
+
+    Parts = tuple[str, ...]
+    Links = dict[Parts, str]
+
 MAX_LINK_HOPS = 40  # the kernel's own limit on links followed in one path lookup
 MAX_RESOLVE_STEPS = 2_000_000  # path components walked for all the links of one archive
 MAX_DEPTH = 64
@@ -52,16 +61,16 @@ HINT = "the mirror is corrupt or tampered with; nothing was installed"
 class Refused(CudaSwitchError):
     """An archive member, or the archive as a whole, that is not written."""
 
-    def __init__(self, message):
+    def __init__(self, message: str) -> None:
         super().__init__(message, HINT)
 
 
-def shown(text, limit=80):
+def shown(text: str, limit: int = 80) -> str:
     """A member name or link target for an error line: escaped, and short."""
     return repr(text[:limit]) + ("..." if len(text) > limit else "")
 
 
-def unpack_limit(archive_bytes):
+def unpack_limit(archive_bytes: int) -> int:
     """Bytes one archive may unpack to (and may stream, headers included)."""
     return min(UNPACK_CAP, UNPACK_FLOOR + UNPACK_RATIO * max(0, archive_bytes))
 
@@ -69,26 +78,26 @@ def unpack_limit(archive_bytes):
 class Budget:
     """Counts the bytes read from the decompressed stream and the bytes written to the tree."""
 
-    def __init__(self, archive_bytes):
+    def __init__(self, archive_bytes: int) -> None:
         self.limit = unpack_limit(archive_bytes)
         self.most_members = min(MAX_MEMBERS, MEMBERS_FLOOR + max(0, archive_bytes) // BYTES_PER_MEMBER)
         self.streamed = self.written = self.members = 0
 
-    def _over(self):
+    def _over(self) -> Refused:
         return Refused("it unpacks to more than %d MiB (%d times its size plus %d MiB at most); refused" % (
             self.limit >> 20, UNPACK_RATIO, UNPACK_FLOOR >> 20))
 
-    def stream(self, count):
+    def stream(self, count: int) -> None:
         self.streamed += count
         if self.streamed > self.limit:
             raise self._over()
 
-    def write(self, count):
+    def write(self, count: int) -> None:
         self.written += count
         if self.written > self.limit:
             raise self._over()
 
-    def member(self):
+    def member(self) -> None:
         self.write(MEMBER_COST)
         self.members += 1
         if self.members > self.most_members:  # a member costs a file creation: the slow part of a bomb
@@ -98,14 +107,14 @@ class Budget:
 class _XzReader(io.RawIOBase):
     """xz decompression with a memory limit (lzma.open has none), concatenated streams too."""
 
-    def __init__(self, raw):
+    def __init__(self, raw: "IO[bytes]") -> None:
         self.raw = raw
         self.engine = lzma.LZMADecompressor(lzma.FORMAT_XZ, memlimit=XZ_MEMLIMIT)
 
-    def readable(self):
+    def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer):
+    def readinto(self, buffer: "Any") -> int:
         while True:
             if self.engine.eof:
                 rest = self.engine.unused_data or self.raw.read(CHUNK)
@@ -127,24 +136,24 @@ class _XzReader(io.RawIOBase):
 class _Counted(io.RawIOBase):
     """The decompressed tar stream, charging every byte tarfile reads to the budget."""
 
-    def __init__(self, source, budget):
+    def __init__(self, source: "io.RawIOBase | io.BufferedIOBase", budget: Budget) -> None:
         self.source, self.budget = source, budget
 
-    def readable(self):
+    def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer):
+    def readinto(self, buffer: "Any") -> "int | None":
         count = self.source.readinto(buffer)
         self.budget.stream(count or 0)
         return count
 
 
-def open_stream(handle, budget):
+def open_stream(handle: "io.BufferedReader", budget: Budget) -> io.BufferedReader:
     """The archive's tar stream (xz, gzip, bzip2 or plain, told by its first bytes), counted."""
     magic = handle.read(6)
     handle.seek(0)
     if magic.startswith(b"\xfd7zXZ\x00"):
-        source = _XzReader(handle)
+        source: "io.RawIOBase | io.BufferedIOBase" = _XzReader(handle)
     elif magic.startswith(b"\x1f\x8b"):
         source = gzip.GzipFile(fileobj=handle, mode="rb")
     elif magic.startswith(b"BZh"):
@@ -160,7 +169,7 @@ class BoundedInfo(tarsafe.BoundedInfo):
     error = Refused
 
 
-def resolves_inside(links, where, target, steps):
+def resolves_inside(links: "Links", where: "Parts", target: str, steps: "list[int]") -> bool:
     """Whether the link at `where` (a tuple of names) pointing at `target` ends inside the tree,
     following the tree's own links (`links`: tuple of names -> target) as the kernel would: a link
     inside the path is replaced by its target, read from the link's directory, and `..` climbs
@@ -194,7 +203,7 @@ def resolves_inside(links, where, target, steps):
     return True
 
 
-def check_parts(parts, name):
+def check_parts(parts: "Parts", name: str) -> None:
     """A member's path inside the tree: plain names only, bounded in depth and length."""
     if not parts or any(p in ("", ".", "..") or "\0" in p for p in parts):
         raise Refused("archive member %s is not a plain path inside the tree; refused" % shown(name))
@@ -206,25 +215,25 @@ def check_parts(parts, name):
 class TreeWriter:
     """Writes members into `root` (made if missing); use as a context manager, then check_links()."""
 
-    def __init__(self, root, budget):
+    def __init__(self, root: str, budget: Budget) -> None:
         os.makedirs(root, exist_ok=True)
         self.budget = budget
         self.root_fd = os.open(root, OPEN_DIR)
-        self.kinds = {(): "dir"}  # tuple of names -> "dir" | "file" | "link"
-        self.links = {}
-        self.fds = collections.OrderedDict()  # a few open parent dirs (archive order revisits them)
+        self.kinds: "dict[Parts, str]" = {(): "dir"}  # tuple of names -> "dir" | "file" | "link"
+        self.links: "Links" = {}
+        self.fds: "OrderedDict[Parts, int]" = collections.OrderedDict()  # a few open parent dirs (often revisited)
         self.steps = [0]
 
-    def __enter__(self):
+    def __enter__(self) -> "TreeWriter":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         for fd in self.fds.values():
             os.close(fd)
         self.fds.clear()
         os.close(self.root_fd)
 
-    def add(self, member, parts, link_parts, source):
+    def add(self, member: "TarInfo", parts: "Parts", link_parts: "Parts | None", source: "TarFile") -> bool:
         """Write one member at `parts`; returns True when it made a file or a link."""
         check_parts(parts, member.name)
         self.budget.member()
@@ -248,7 +257,7 @@ class TreeWriter:
             raise Refused("archive member %s is a %s; refused" % (shown(member.name), _kind_name(member)))
         return True
 
-    def _parent_fd(self, parts, name):
+    def _parent_fd(self, parts: "Parts", name: str) -> int:
         """The fd of the member's parent dir, making missing dirs; refuses a path through a link."""
         parent = parts[:-1]
         if parent in self.fds:
@@ -279,11 +288,11 @@ class TreeWriter:
                 os.close(self.fds.popitem(last=False)[1])
         return fd
 
-    def _make_dir(self, parent_fd, parts):
+    def _make_dir(self, parent_fd: int, parts: "Parts") -> None:
         os.mkdir(parts[-1], 0o755, dir_fd=parent_fd)
         self.kinds[parts] = "dir"
 
-    def _symlink(self, member, parts, parent_fd):
+    def _symlink(self, member: "TarInfo", parts: "Parts", parent_fd: int) -> None:
         target = member.linkname
         if not resolves_inside(self.links, parts, target, self.steps):
             raise Refused("archive member %s is a link to %s, which leaves the tree; refused" % (
@@ -291,7 +300,7 @@ class TreeWriter:
         os.symlink(target, parts[-1], dir_fd=parent_fd)
         self.kinds[parts], self.links[parts] = "link", target
 
-    def _hardlink(self, member, parts, parent_fd, link_parts):
+    def _hardlink(self, member: "TarInfo", parts: "Parts", parent_fd: int, link_parts: "Parts | None") -> None:
         if not link_parts or self.kinds.get(tuple(link_parts)) != "file":
             raise Refused("archive member %s is a hard link to %s, which is no file of the archive; refused" % (
                 shown(member.name), shown(member.linkname)))
@@ -300,14 +309,14 @@ class TreeWriter:
         os.link(link_parts[-1], parts[-1], src_dir_fd=source_fd, dst_dir_fd=parent_fd, follow_symlinks=False)
         self.kinds[parts] = "file"
 
-    def _file(self, member, parts, parent_fd, source):
+    def _file(self, member: "TarInfo", parts: "Parts", parent_fd: int, source: "TarFile") -> None:
         self.budget.write(member.size)  # before anything is written: a bomb is refused at once
         fd = os.open(parts[-1], CREATE_FILE, 0o600, dir_fd=parent_fd)
         self.kinds[parts] = "file"
         with os.fdopen(fd, "wb") as sink:
             data = source.extractfile(member)
             while True:
-                chunk = data.read(CHUNK)
+                chunk = data.read(CHUNK)  # type: ignore[union-attr]
                 if not chunk:
                     break
                 sink.write(chunk)
@@ -315,7 +324,7 @@ class TreeWriter:
             if 0 <= member.mtime < 1 << 33:
                 os.utime(sink.fileno(), (member.mtime, member.mtime))
 
-    def check_links(self):
+    def check_links(self) -> None:
         """Every link of the archive, resolved again now that all of them are known."""
         for parts, target in self.links.items():
             if not resolves_inside(self.links, parts, target, self.steps):
@@ -323,7 +332,7 @@ class TreeWriter:
                     shown("/".join(parts)), shown(target)))
 
 
-def _kind_name(member):
+def _kind_name(member: "TarInfo") -> str:
     if member.ischr() or member.isblk():
         return "device"
     if member.isfifo():
@@ -331,9 +340,10 @@ def _kind_name(member):
     return "member of type %r" % member.type
 
 
-def check_tree_links(root):
+def check_tree_links(root: str) -> None:
     """Every link in a finished tree on disk (several archives merged) resolves inside it."""
-    links, pending = {}, [((), root)]
+    links: "Links" = {}
+    pending: "list[tuple[Parts, str]]" = [((), root)]
     while pending:
         prefix, path = pending.pop()
         with os.scandir(path) as entries:

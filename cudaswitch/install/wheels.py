@@ -15,6 +15,14 @@ import zlib
 
 from cudaswitch.install import untar
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from email.message import Message
+    from zipfile import ZipInfo
+    from packaging.requirements import Requirement
+    from cudaswitch.install.untar import Budget, Parts
+
 META_PACKAGE = "cuda-toolkit"
 DEFAULT_COMPONENTS = ("nvcc", "cudart", "cccl")
 WHEEL_NAME = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)-")
@@ -38,11 +46,11 @@ class WheelError(Exception):
     """A wheel that is not what its name says (corrupt zip, unsafe path, missing metadata)."""
 
 
-def canonical(name):
+def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def wheel_identity(path):
+def wheel_identity(path: str) -> "tuple[str, str]":
     """(canonical project name, version) from a wheel file name."""
     match = WHEEL_NAME.match(os.path.basename(path))
     if not match:
@@ -50,7 +58,7 @@ def wheel_identity(path):
     return canonical(match.group("name")), match.group("version")
 
 
-def read_metadata(wheel):
+def read_metadata(wheel: str) -> "Message":
     """The METADATA of a wheel as an email.message.Message."""
     try:
         with zipfile.ZipFile(wheel) as archive:
@@ -64,12 +72,12 @@ def read_metadata(wheel):
     return email.parser.HeaderParser().parsestr(text)
 
 
-def component_pins(meta_wheel):
+def component_pins(meta_wheel: str) -> "dict[str, list[str]]":
     """{extra: [requirement string, ...]} of the cuda-toolkit metapackage, for this platform."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     message = read_metadata(meta_wheel)
-    extras = {extra: [] for extra in message.get_all("Provides-Extra") or []}
+    extras: "dict[str, list[str]]" = {extra: [] for extra in message.get_all("Provides-Extra") or []}
     for text in message.get_all("Requires-Dist") or []:
         try:
             requirement = Requirement(text)
@@ -81,20 +89,20 @@ def component_pins(meta_wheel):
     return {extra: pins for extra, pins in extras.items() if pins}
 
 
-def _pin_text(requirement):
+def _pin_text(requirement: "Requirement") -> str:
     return "%s%s" % (requirement.name, requirement.specifier)
 
 
-def requirements_for(pins, components):
+def requirements_for(pins: "dict[str, list[str]]", components: "Iterable[str]") -> "list[str]":
     """Unique requirement strings for the chosen extras (each a key of `pins`), in a stable order."""
-    chosen = {}
+    chosen: "dict[str, str]" = {}
     for component in components:
         for requirement in pins[component]:
             chosen.setdefault(canonical(re.split(r"[<>=!~ ]", requirement, maxsplit=1)[0]), requirement)
     return [chosen[name] for name in sorted(chosen)]
 
 
-def unpack(wheel, dest, pause=None):
+def unpack(wheel: str, dest: str, pause: "Callable[[], object] | None" = None) -> int:
     """Extract one component wheel into the classic tree at `dest`; returns the file count.
 
     A wheel gets the budget a redist archive gets (untar.Budget, from its size on disk): what its
@@ -120,9 +128,10 @@ def unpack(wheel, dest, pause=None):
     return len(plan)
 
 
-def _plan(infos):
+def _plan(infos: "list[ZipInfo]") -> "tuple[list[tuple[ZipInfo, Parts]], set[Parts]]":
     """The members that go into the tree, as (info, path parts), and the dirs they need."""
-    plan, dirs = [], set()
+    plan: "list[tuple[ZipInfo, Parts]]" = []
+    dirs: "set[Parts]" = set()
     for info in infos:
         relative = classic_path(info.filename)
         if relative is None or info.is_dir():
@@ -139,7 +148,7 @@ def _plan(infos):
     return plan, dirs
 
 
-def _charge_declared(budget, plan, dirs):
+def _charge_declared(budget: "Budget", plan: "list[tuple[ZipInfo, Parts]]", dirs: "set[Parts]") -> None:
     """Members, the dirs made for them and their declared sizes, all before the first write."""
     for _ in dirs:
         budget.member()
@@ -148,7 +157,7 @@ def _charge_declared(budget, plan, dirs):
         budget.write(info.file_size)
 
 
-def classic_path(name):
+def classic_path(name: str) -> "str | None":
     """Where a wheel member goes in the classic tree, or None for packaging-only files."""
     parts = name.split("/")
     if any(p in ("", ".", "..") for p in parts) or name.startswith("/") or "\\" in name:
@@ -165,7 +174,7 @@ def classic_path(name):
     return os.path.join(*rest)
 
 
-def _extract(archive, info, target, budget):
+def _extract(archive: "zipfile.ZipFile", info: "ZipInfo", target: str, budget: "Budget") -> None:
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with archive.open(info) as source, open(target, "wb") as sink:
         while True:
@@ -180,7 +189,7 @@ def _extract(archive, info, target, budget):
     os.chmod(target, 0o755 if executable else 0o644)
 
 
-def finish_tree(root, versions, release):
+def finish_tree(root: str, versions: "dict[str, str]", release: str) -> "dict[str, dict[str, str]]":
     """Make the unpacked tree look like NVIDIA's installer made it: lib -> lib64, versioned
     libcudart with its soname links, `libX.so` development links, and version.json.
 
@@ -198,7 +207,7 @@ def finish_tree(root, versions, release):
     return document
 
 
-def _link_libraries(lib64, cudart_version):
+def _link_libraries(lib64: str, cudart_version: "str | None") -> None:
     """libcudart.so.13 -> libcudart.so.13.0.96 (what the installer ships, and what tells a
     reader the runtime's exact version), then libX.so -> libX.so.N for linking with -lX."""
     for name in sorted(os.listdir(lib64)):
@@ -215,16 +224,16 @@ def _link_libraries(lib64, cudart_version):
             os.symlink(name, os.path.join(lib64, stem))
 
 
-def _release_triple(version):
+def _release_triple(version: str) -> str:
     return ".".join(plain_version(version).split(".")[:3])
 
 
-def plain_version(version):
+def plain_version(version: str) -> str:
     """12.4.127.post1 -> 12.4.127: a repackaging suffix is no part of the component's version."""
     return re.sub(r"(\.post\d+|\+.*)$", "", version)
 
 
-def version_json(versions, release):
+def version_json(versions: "dict[str, str]", release: str) -> "dict[str, dict[str, str]]":
     """NVIDIA's version.json shape: {"cuda": {"name", "version"}, "cuda_nvcc": {...}, ...}."""
     document = {"cuda": {"name": "CUDA SDK", "version": release}}
     for name, version in sorted(versions.items()):
@@ -233,7 +242,7 @@ def version_json(versions, release):
     return document
 
 
-def version_json_key(wheel_name):
+def version_json_key(wheel_name: str) -> str:
     """nvidia-cuda-nvcc-cu12 -> cuda_nvcc; nvidia-cuda-runtime -> cuda_cudart; nvidia-cublas -> libcublas."""
     base = re.sub(r"-cu\d+$", "", canonical(wheel_name))
     base = base[len("nvidia-"):] if base.startswith("nvidia-") else base

@@ -11,6 +11,11 @@ inside every direnv load.
 
 from cudaswitch.errors import UsageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
+    from cudaswitch.switch.plan import SwitchPlan
+
 ENVRC = ".envrc (`use cuda`)"
 
 DIRENVRC = """\
@@ -30,7 +35,7 @@ def direnvrc(program_quoted: str) -> str:
     return DIRENVRC % {"program": program_quoted}
 
 
-def request_of(args: list):
+def request_of(args: list) -> str:
     """The one request after `--`: a path to a toolkit root, or checked like a project file's;
     UsageError / ProjectFileError."""
     from cudaswitch.switch import projectfile
@@ -44,7 +49,7 @@ def request_of(args: list):
     return rest[0]
 
 
-def _is_path(text):
+def _is_path(text: str) -> bool:
     """A path as the command line takes one (the .envrc's directory is the working directory)."""
     from cudaswitch.errors import BadRequest
     from cudaswitch.request import ToolkitRequest
@@ -55,7 +60,7 @@ def _is_path(text):
         return False
 
 
-def switch_for_envrc(paths, env: dict, args: list):
+def switch_for_envrc(paths: "Paths", env: dict, args: list) -> "SwitchPlan":
     """The SwitchPlan for `use cuda REQUEST`, checked before the registry is even loaded. The switch
     is recorded as this shell's (origin shell), so the bash/zsh hook, if also loaded, leaves it to
     direnv instead of undoing it."""

@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import tempfile
-from typing import List, Optional
 
 from cudaswitch.errors import CudaSwitchError, UsageError
 
@@ -109,14 +108,14 @@ def install(env: dict, name: str, spec: dict) -> str:
     return target
 
 
-def _write_atomically(directory, target, spec):
+def _write_atomically(directory: str, target: str, spec: dict) -> None:
     """A reader (a running Jupyter server) sees the old spec or the new one, never half of one."""
     from cudaswitch.safeio import replace_regular
 
     replace_regular(target, json.dumps(spec, indent=1, sort_keys=True).encode("utf-8"))
 
 
-def listing(env: dict) -> List[dict]:
+def listing(env: dict) -> "list[dict]":
     """The kernels cudaswitch installed: name, path, toolkit version and root, python."""
     base = kernels_dir(env)
     try:
@@ -156,7 +155,7 @@ def _read_own(path: str, name: str) -> dict:
     return spec
 
 
-def _mark(spec) -> Optional[dict]:
+def _mark(spec: object) -> "dict | None":
     """cudaswitch's own entry in a kernel.json's metadata; None for any other kernel, whatever
     shape its JSON has (a foreign spec's `metadata` may be a list, a string, null)."""
     metadata = spec.get("metadata") if isinstance(spec, dict) else None
@@ -164,7 +163,7 @@ def _mark(spec) -> Optional[dict]:
     return mark if isinstance(mark, dict) else None
 
 
-def _load(path: str) -> Optional[dict]:
+def _load(path: str) -> "dict | None":
     """A kernel.json as data: a regular file under the size cap, opened without blocking, parsed
     with nesting that cannot exhaust the interpreter's stack."""
     from cudaswitch.safeio import read_or_none
