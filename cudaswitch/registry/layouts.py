@@ -20,11 +20,11 @@ if TYPE_CHECKING:
 ISOLATED_LAYOUTS = ("conda",)
 
 
-def _is_dir(path):
+def _is_dir(path: str) -> bool:
     return os.path.isdir(path)
 
 
-def _lib_dirs_with(root, patterns):
+def _lib_dirs_with(root: str, patterns: "tuple[str, ...]") -> "list[str]":
     found, seen = [], set()
     for pattern in patterns:
         for directory in sorted(glob.glob(os.path.join(root, pattern))):
@@ -100,12 +100,12 @@ def missing_compile_parts(root: str, bins: "list[str]", libs: "list[str]") -> "l
     return missing
 
 
-def _include_dirs(root, libs):
+def _include_dirs(root: str, libs: "list[str]") -> "list[str]":
     found = [os.path.join(root, "include")] + glob.glob(os.path.join(root, "targets", "*", "include"))
     return found + [os.path.join(os.path.dirname(lib), "include") for lib in libs]
 
 
-def _file_version(root, layout, problems):
+def _file_version(root: str, layout: str, problems: "list[str]") -> "tuple[str | None, dict]":
     """(version, components) from the files, most trusted first: version.json, version.txt, dist-info."""
     version, components, problem = probe.read_version_json(root)
     if problem:
@@ -113,7 +113,7 @@ def _file_version(root, layout, problems):
     return version or probe.read_version_txt(root) or _dist_info_version(root, layout), components
 
 
-def _dist_info_version(root, layout):
+def _dist_info_version(root: str, layout: str) -> "str | None":
     """The nvcc wheel's dist-info beside a wheel root. A conda env's parent is `envs/`, holding every
     env of the install: no wheel metadata lives there, and globbing it once per env is quadratic."""
     if layout == "conda":
@@ -121,7 +121,7 @@ def _dist_info_version(root, layout):
     return probe.read_dist_info(os.path.dirname(root), root, os.path.join(root, "dist-info"))
 
 
-def _runnable(path):
+def _runnable(path: str) -> bool:
     """An executable regular file: a FIFO or device named nvcc is not a compiler."""
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
@@ -131,7 +131,7 @@ def broken(root: str, real: str, reason: str, outside_root: bool = False) -> "To
     return new_record(root, real, "broken", [reason], outside_root=outside_root)
 
 
-def _nvcc_version(nvcc, timeout, cache, problems):
+def _nvcc_version(nvcc: "str | None", timeout: float, cache: dict, problems: "list[str]") -> "str | None":
     if nvcc is None:
         return None
     try:
@@ -148,14 +148,14 @@ def _nvcc_version(nvcc, timeout, cache, problems):
     return result["version"]
 
 
-def _no_nvcc_problem(root, bins):
+def _no_nvcc_problem(root: str, bins: "list[str]") -> str:
     ptxas = any(os.path.exists(os.path.join(b, "ptxas")) for b in bins)
     what = "ptxas, headers and libraries" if ptxas else "libraries and headers"
     return "no nvcc in %s: a runtime-only toolkit (%s), it cannot compile .cu files" % (
         os.path.join(root, "bin") if bins == [] else bins[0], what)
 
 
-def _status(problems, nvcc):
+def _status(problems: "list[str]", nvcc: "str | None") -> str:
     hard = [p for p in problems if not p.startswith(("no nvcc in ", MISSING_PREFIX))]
     if hard:
         return "broken"

@@ -94,7 +94,7 @@ def nvcc_key(nvcc: str) -> str:
     return identity_text(nvcc)
 
 
-def _exit_reason(code):
+def _exit_reason(code: int) -> str:
     if code < 0 or code > 128:
         number = -code if code < 0 else code - 128
         try:
@@ -105,9 +105,9 @@ def _exit_reason(code):
     return "exited with %d" % code
 
 
-def _key(text):
+def _key(text: str) -> "tuple[int, ...]":
     return tuple(int(p[:9]) for p in text.split(".") if p.isascii() and p.isdigit())
 
 
-def _one_line(exc):
+def _one_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -40,11 +40,11 @@ def not_found(registry: dict, request: ToolkitRequest) -> ToolkitNotFound:
     return ToolkitNotFound(message, hint)
 
 
-def _join(names):
+def _join(names: "list[str]") -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
-def _nearest_hint(request, versions):
+def _nearest_hint(request: ToolkitRequest, versions: "list[str]") -> str:
     if not versions:
         return "install one with `cudaswitch install VERSION` or register a root in config.toml"
     if request.kind == "version":
@@ -58,6 +58,6 @@ def _nearest_hint(request, versions):
     return "`cudaswitch list` shows them all"
 
 
-def _distance(have, wanted):
+def _distance(have: "tuple[int, ...]", wanted: "tuple[int, ...]") -> "tuple[int, int, int]":
     have = have + (0,) * (3 - len(have))
     return (abs(have[0] - wanted[0]), abs(have[1] - wanted[1]), abs(have[2] - wanted[2]))

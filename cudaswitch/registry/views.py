@@ -15,6 +15,8 @@ from cudaswitch.toolkit import CUDA_TOOLS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cudaswitch.toolkit import AnyRecord
 
 CUDA_LIB_PREFIXES = (
@@ -47,7 +49,7 @@ def build(cache_dir: str, record: "AnyRecord") -> "tuple[str, str]":
 SUPERSEDED_GRACE_S = 60  # a process may be resolving target -> old dir -> bin/nvcc right now
 
 
-def _replace(target, wanted):
+def _replace(target: str, wanted: "dict[str, dict[str, str]]") -> None:
     """Build the view in a fresh directory, then swap a link to it into place with os.replace, which
     is atomic for links (renaming a directory over a non-empty one fails): a reader sees the old view
     or the new one, and two `list --refresh` runs racing each install a whole view instead of one of
@@ -67,12 +69,12 @@ def _replace(target, wanted):
     _sweep_superseded(target)
 
 
-def _set_aside(target):
+def _set_aside(target: str) -> None:
     aside = tempfile.mkdtemp(prefix=os.path.basename(target) + ".old.", dir=os.path.dirname(target))
     os.rename(target, os.path.join(aside, "view"))
 
 
-def _sweep_superseded(target):
+def _sweep_superseded(target: str) -> None:
     """Remove this view's old directories (not the one the link names) past the grace period."""
     parent, stem = os.path.split(target)
     try:
@@ -92,7 +94,7 @@ def _sweep_superseded(target):
             pass
 
 
-def _matching(sources, wanted):
+def _matching(sources: "list[str]", wanted: "Callable[[str], bool]") -> "dict[str, str]":
     """{name: path} of the wanted entries of `sources`; the first directory holding a name wins."""
     links = {}
     for directory in sources:
@@ -106,7 +108,7 @@ def _matching(sources, wanted):
     return links
 
 
-def _links_in(target):
+def _links_in(target: str) -> "dict[str, dict[str, str]] | None":
     """{"bin": {name: link target}, "lib": {...}} of an existing view; None if absent or not a view."""
     try:
         current = {}

@@ -33,7 +33,7 @@ def find(scan: Scan) -> "Iterator[Candidate]":
             yield Candidate(prefix, NAME, prefix, layout="conda", hint_version=version)
 
 
-def _env_prefixes(scan):
+def _env_prefixes(scan: Scan) -> "Iterator[str]":
     if scan.env.get("CONDA_PREFIX"):
         yield scan.env_path(scan.env["CONDA_PREFIX"])
     home = scan.host(os.path.expanduser("~"))
@@ -50,7 +50,7 @@ def _env_prefixes(scan):
             yield os.path.join(envs, name)
 
 
-def _install_roots(scan, home):
+def _install_roots(scan: Scan, home: str) -> "list[str]":
     roots = [os.path.join(home, name) for name in INSTALL_NAMES]
     roots += [scan.host("/opt/conda"), scan.host("/opt/miniconda3"), scan.host("/opt/miniforge3")]
     conda_exe = scan.env.get("CONDA_EXE")
@@ -61,9 +61,9 @@ def _install_roots(scan, home):
     return [r for r in roots if os.path.isdir(r)]
 
 
-def _recorded_version(scan, prefix):
+def _recorded_version(scan: Scan, prefix: str) -> "str | None":
     """Version of the most trusted CUDA package record in conda-meta, e.g. cuda-nvcc 12.4.131."""
-    found = {}
+    found: "dict[str, str]" = {}
     for name in scan.listdir(os.path.join(prefix, "conda-meta")):
         match = RECORD.match(name)
         if match:

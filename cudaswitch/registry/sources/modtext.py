@@ -16,6 +16,11 @@ import re
 
 from cudaswitch.safeio import read_or_none
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
 MAX_BYTES = 256 << 10  # modulefiles are a few KiB; a bigger "modulefile" is not one
 VARS = ("PATH", "LD_LIBRARY_PATH")
 LUA_STRING = re.compile(r'"([^"\\]*)"|\'([^\'\\]*)\'|\[(=*)\[(.*?)\]\3\]', re.S)  # "..", '..', [==[..]==]
@@ -43,14 +48,14 @@ def read(directories: "list[str]", packages: "tuple[str, ...]") -> "list[tuple[s
     return found
 
 
-def _entries(directory):
+def _entries(directory: str) -> "list[str]":
     try:
         return sorted(os.listdir(directory))
     except OSError:
         return []
 
 
-def _modulefiles(package_dir, package):
+def _modulefiles(package_dir: str, package: str) -> "Iterator[tuple[str, str]]":
     """(module name, file) below a package dir; dot files (.version, .modulerc) are not modulefiles."""
     for top, dirs, files in os.walk(package_dir):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -79,7 +84,7 @@ def dirs_of(path: str) -> "dict[str, list[str]] | None":
     return out
 
 
-def _lines(text, pattern):
+def _lines(text: str, pattern: "re.Pattern[str]") -> "Iterator[tuple[str, ...]]":
     """pattern's groups for each line it matches whole (trailing white space cut first)."""
     for line in text.split("\n"):
         match = pattern.fullmatch(line.rstrip())
@@ -87,21 +92,21 @@ def _lines(text, pattern):
             yield match.groups()
 
 
-def _lua_paths(text):
-    names = {}
+def _lua_paths(text: str) -> "list[tuple[str, str | None]]":
+    names: "dict[str, str | None]" = {}
     for name, expression in _lines(text, LUA_LOCAL):
         names[name] = _lua_value(expression, names)
     return [(var, _lua_value(expression, names)) for var, expression in _lines(text, LUA_PATH)]
 
 
-def _lua_value(expression, names, depth=0):
+def _lua_value(expression: str, names: "dict[str, str | None]", depth: int = 0) -> "str | None":
     """The string a small Lua expression gives: literals, known locals, `..`, pathJoin(); else None."""
     expression = expression.strip()
     if depth > MAX_DEPTH:
         return None
     joined = re.fullmatch(r"pathJoin\s*\((.*)\)", expression)
     if joined:
-        parts = [_lua_value(p, names, depth + 1) for p in _split_args(joined.group(1))]
+        parts: "list[Any]" = [_lua_value(p, names, depth + 1) for p in _split_args(joined.group(1))]
         return None if None in parts or not parts else "/".join(p.strip("/") if i else p.rstrip("/")
                                                                for i, p in enumerate(parts))
     literal = LUA_STRING.fullmatch(expression)
@@ -113,26 +118,26 @@ def _lua_value(expression, names, depth=0):
     return names.get(expression) if re.fullmatch(r"\w+", expression) else None
 
 
-def _split_args(text):
+def _split_args(text: str) -> "list[str]":
     """Arguments of a call whose arguments hold no nested call or comma inside a string."""
     return [] if not text.strip() else text.split(",")
 
 
-def _tcl_paths(text):
-    names = {}
+def _tcl_paths(text: str) -> "list[tuple[str, str | None]]":
+    names: "dict[str, str | None]" = {}
     for name, value in _lines(text, TCL_SET):
         names[name] = _tcl_value(value, names)
     return [(var, _tcl_value(value, names)) for var, value in _lines(text, TCL_PATH)]
 
 
-def _tcl_value(value, names):
+def _tcl_value(value: str, names: "dict[str, str | None]") -> "str | None":
     """A Tcl word with $NAME/${NAME} of known literal sets substituted; None for anything else."""
     if len(value) > 1 and value[0] == value[-1] == '"':
         value = value[1:-1]
     if "[" in value or "\\" in value:
         return None
 
-    def known(match):
+    def known(match: "re.Match[str]") -> str:
         found = names.get(match.group(1) or match.group(2))
         if found is None:
             raise KeyError(match.group(0))

@@ -24,7 +24,9 @@ from cudaswitch.registry.sources import Candidate, Scan
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from typing import Any
 
+    from cudaswitch.run import Result
     from cudaswitch.toolkit import Env
 
 NAME = "module"
@@ -65,7 +67,7 @@ def find(scan: Scan) -> "Iterator[Candidate]":
             yield Candidate(scan.env_path(root), NAME, module, hint_version=module.rpartition("/")[2])
 
 
-def _module_system(env):
+def _module_system(env: "Env") -> "tuple[str, Any] | None":
     """("lmod", spider) or ("modules", modulecmd.tcl argv prefix) or None."""
     lmod_declared = []
     if env.get("LMOD_DIR"):
@@ -90,11 +92,11 @@ def _module_system(env):
     return ("modules", modulecmd) if modulecmd else None
 
 
-def _first_executable(paths):
+def _first_executable(paths: "list[str]") -> "str | None":
     return next((p for p in paths if os.path.isfile(p) and os.access(p, os.X_OK)), None)
 
 
-def _modulecmd_argv(path, env):
+def _modulecmd_argv(path: str, env: "Env") -> "list[str] | None":
     """modulecmd.tcl runs through its own #! (the tclsh it was built for); if it is not executable,
     through tclsh on PATH, as Modules' init scripts run it."""
     if not os.path.isfile(path):
@@ -108,14 +110,14 @@ def _modulecmd_argv(path, env):
 # ---------------------------------------------------------------- Lmod
 
 
-def _spider(spider, modulepath, timeout):
+def _spider(spider: str, modulepath: str, timeout: float) -> "list[tuple[str, str, str | None]]":
     """(module name, modulefile, toolkit root) for each CUDA modulefile Lmod reports."""
     proc = _run([spider, "-o", "spider-json", modulepath], None, timeout)
     try:
         data = json.loads(proc.stdout or b"{}") if proc else {}
     except ValueError:
         return []
-    found = []
+    found: "list[tuple[str, str, str | None]]" = []
     for package, entries in data.items() if isinstance(data, dict) else ():
         if package.lower() not in PACKAGES or not isinstance(entries, dict):
             continue
@@ -126,7 +128,7 @@ def _spider(spider, modulepath, timeout):
     return found
 
 
-def _root_of(info):
+def _root_of(info: dict) -> "str | None":
     """The toolkit root a modulefile points at: parent of the bin dir it prepends to PATH."""
     for directory in info.get("pathA") or {}:
         if os.path.basename(directory.rstrip("/")) == "bin":
@@ -137,7 +139,7 @@ def _root_of(info):
     return None
 
 
-def _run(argv, env, timeout):
+def _run(argv: "list[str]", env: "Env | None", timeout: float) -> "Result | None":
     """The finished run (stdout, stderr, returncode), or None when it could not run or hung."""
     from cudaswitch.run import run
 
@@ -148,7 +150,7 @@ def _run(argv, env, timeout):
 # ---------------------------------------------------------------- Environment Modules
 
 
-def _modulecmd_cuda(modulecmd, env, timeout):
+def _modulecmd_cuda(modulecmd: "list[str]", env: "Env", timeout: float) -> "list[tuple[str, str, str | None]]":
     """(module name, modulefile, toolkit root or None) for each CUDA modulefile Modules lists.
     Modules writes its reports (avail, display) on stderr; stdout is shell code for `python`."""
     env = {**env, "MODULES_AVAIL_INDEPTH": "1",  # a site's indepth=0 would list only `cuda/`
@@ -164,12 +166,12 @@ def _modulecmd_cuda(modulecmd, env, timeout):
     return [(name, path, _root_of(reports.get(path, {}))) for path, name in cuda.items()]
 
 
-def _package(name):
+def _package(name: str) -> str:
     """What Lmod would call the package: the module name without its version (cuda/13.1 -> cuda)."""
     return (name.rpartition("/")[0] or name).lower()
 
 
-def _avail(modulecmd, env, timeout):
+def _avail(modulecmd: "list[str]", env: "Env", timeout: float) -> "dict[str, str]":
     """{modulefile path: module name}, real modulefiles only (no aliases; a virtual module maps to
     the file it names, which keeps the name of that file's own module when both are listed)."""
     proc = _run([*modulecmd, "python", "avail", "-j"], env, timeout)
@@ -184,16 +186,17 @@ def _avail(modulecmd, env, timeout):
     files = [(e["pathname"], e["name"]) for e in entries if e.get("type") == "modulefile"
              and isinstance(e.get("pathname"), str) and isinstance(e.get("name"), str)]
     files.sort(key=lambda pn: not pn[0].endswith("/" + pn[1]))  # a file's own name first
-    found = {}
+    found: "dict[str, str]" = {}
     for path, name in files:
         found.setdefault(path, name)
     return found
 
 
-def _avail_terse(report):
+def _avail_terse(report: str) -> "dict[str, str]":
     """`avail -t`: a `<modulepath dir>:` line, then one module per line, symbols in parentheses
     (`cuda/12.4(default)`, `cuda/latest(@)` for an alias, which has no file of its own)."""
-    found, directory = {}, None
+    found: "dict[str, str]" = {}
+    directory = None
     for line in report.splitlines():
         line = line.strip()
         if line.endswith(":") and line.startswith("/"):
@@ -209,10 +212,11 @@ def _avail_terse(report):
 RULE = "-" * 20  # Modules frames each modulefile's report with a line of 67 dashes
 
 
-def _display_blocks(report):
+def _display_blocks(report: str) -> "dict[str, dict[str, list[str]]]":
     """{modulefile: {"pathA": [...], "lpathA": [...]}} from `display` of several modulefiles: each is
     a rule, `<modulefile>:`, then one line per command (`prepend-path<TAB>PATH /a/bin`)."""
-    blocks, current, after_rule = {}, None, False
+    blocks: "dict[str, dict[str, list[str]]]" = {}
+    current, after_rule = None, False
     for line in report.splitlines():
         if line.startswith(RULE) and not line.strip("-"):
             current, after_rule = None, True
@@ -228,7 +232,7 @@ def _display_blocks(report):
     return blocks
 
 
-def _path_command(words):
+def _path_command(words: "list[str]") -> "tuple[str, list[str]]":
     """(variable, [dirs]) from prepend-path's arguments:
     [--delim C | -d C | --delim=C | --duplicates] VAR VALUE..."""
     delim = ":"
@@ -239,11 +243,11 @@ def _path_command(words):
         elif option.startswith("--delim="):
             delim = option[len("--delim="):]
     if not words or not delim:
-        return None, []
+        return "", []
     return words[0], [part for value in words[1:] for part in value.split(delim) if part]
 
 
-def _display_words(args):
+def _display_words(args: str) -> "list[str]":
     """Split display's arguments as Modules 5 writes them: joined by spaces, an argument holding
     whitespace wrapped in braces verbatim (`{/opt/my cuda/bin}`), no escaping otherwise."""
     words, i = [], 0

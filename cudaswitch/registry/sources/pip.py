@@ -39,7 +39,7 @@ def find(scan: Scan) -> "Iterator[Candidate]":
             yield Candidate(nvidia, NAME, site, layout="pip-split", hint_version=_split_version(scan, site))
 
 
-def _split_version(scan, site):
+def _split_version(scan: Scan, site: str) -> "str | None":
     for name in scan.listdir(site):
         match = SPLIT_DIST.match(name)
         if match and name.startswith("nvidia_cuda_runtime"):
@@ -47,7 +47,7 @@ def _split_version(scan, site):
     return None
 
 
-def _prefixes(scan):
+def _prefixes(scan: Scan) -> "Iterator[str]":
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         if scan.env.get(var):
             yield scan.env_path(scan.env[var])
@@ -65,7 +65,7 @@ def _prefixes(scan):
     yield scan.host(os.path.expanduser("~/.local"))
 
 
-def _site_dirs(scan):
+def _site_dirs(scan: Scan) -> "list[str]":
     seen = []
     for prefix in _prefixes(scan):
         # `pip install --user` creates ~/.local/lib/python3.X/site-packages on first use

@@ -42,7 +42,7 @@ def find(scan: Scan) -> "Iterator[Candidate]":
 MARKERS = ("bin", "lib64", "lib", "include", "version.json", "version.txt")
 
 
-def _toolkit_or_children(scan, path, origin):
+def _toolkit_or_children(scan: Scan, path: str, origin: str) -> "Iterator[Candidate]":
     """The toolkit at path; or, where path holds none of a toolkit's parts but version-named
     directories (a site's /opt/cuda/12.4 and /opt/cuda/12.6, as `install --prefix` makes), those."""
     if os.path.islink(path) or any(os.path.lexists(os.path.join(path, m)) for m in MARKERS):
@@ -65,7 +65,7 @@ def system_default(scan: Scan) -> "str | None":
     return None if error else real
 
 
-def _candidate(scan, path, origin):
+def _candidate(scan: Scan, path: str, origin: str) -> Candidate:
     real, error = resolve_in_root(scan.paths, scan.paths.unhost(path))
     scan.watch(path)
     scan.watch_links(scan.paths.unhost(path))
@@ -73,7 +73,7 @@ def _candidate(scan, path, origin):
     return Candidate(path, NAME, origin, dangling=("dangling link: " + error) if error else None)
 
 
-def _hpc_sdk(scan):
+def _hpc_sdk(scan: Scan) -> "Iterator[Candidate]":
     base = scan.host(HPC_SDK)
     for arch in scan.listdir(base):
         for release in scan.listdir(os.path.join(base, arch)):
@@ -83,7 +83,7 @@ def _hpc_sdk(scan):
                     yield _candidate(scan, os.path.join(cuda, version), "HPC SDK " + release)
 
 
-def _nvcc_on_path(scan):
+def _nvcc_on_path(scan: Scan) -> "Iterator[Candidate]":
     """Each nvcc on the user's PATH; a wrapper script is followed to the toolkit it execs."""
     for directory in scan.env.get("PATH", "").split(os.pathsep):
         if not directory:
@@ -98,7 +98,7 @@ def _nvcc_on_path(scan):
             yield _candidate(scan, root, nvcc)
 
 
-def _wrapped_root(nvcc):
+def _wrapped_root(nvcc: str) -> "str | None":
     """`#!/bin/sh\\nexec /usr/local/cuda-13.0/bin/nvcc "$@"` -> /usr/local/cuda-13.0."""
     head = read_or_none(nvcc, 4096) or b""  # a FIFO named nvcc must not hang discovery
     if not head.startswith(b"#!"):
