@@ -102,18 +102,19 @@ class Facts:
         fact["toolkit"] = bool(root or record)  # False: CUDA_HOME names no toolkit at all
         return fact
 
-    def _fact(self, what, value, root, record, why):
+    def _fact(self, what: str, value: str, root: "str | None", record: "dict | None",
+              why: "tuple[str, str | None]") -> dict:
         reason, detail = why
         return {"what": what, "value": value, "root": root, "version": record["version"] if record else None,
                 "reason": reason, "detail": detail}
 
-    def _why_switched(self, record):
+    def _why_switched(self, record: "dict | None") -> "tuple[str, str | None] | None":
         state = self.state
         if state and record and state["root"] == record["root"]:
             return state["origin"], state.get("file")
         return None
 
-    def _why_outside(self, root, record):
+    def _why_outside(self, root: "str | None", record: "dict | None") -> "tuple[str, str] | None":
         """(reason, detail) when a loaded module or the active conda env put `root` there."""
         module = record and (record.get("origins") or {}).get("module")
         if module and module in self.modules:
@@ -123,7 +124,7 @@ class Facts:
             return "conda", self.env.get("CONDA_DEFAULT_ENV") or os.path.basename(prefix)
         return None
 
-    def _why_path(self, path, root, record):
+    def _why_path(self, path: str, root: "str | None", record: "dict | None") -> "tuple[str, str | None]":
         why = self._why_switched(record) or self._why_outside(root, record)
         if why:
             return why
@@ -131,7 +132,7 @@ class Facts:
             return "system", path
         return "hand-set", "PATH"
 
-    def _why_scalar(self, name, value, root, record):
+    def _why_scalar(self, name: str, value: str, root: "str | None", record: "dict | None") -> "tuple[str, str | None]":
         state = self.state
         if state and state["scalars"].get(name, (None, None))[1] == value:
             return state["origin"], state.get("file")

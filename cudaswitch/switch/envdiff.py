@@ -77,7 +77,7 @@ def switch_env(env: dict, record: dict, origin: str, source_file: "str | None" =
     return new, state
 
 
-def _unexported(env, changed):
+def _unexported(env: dict, changed: "set[str]") -> "list[str]":
     """The variables this switch exports that the shell had set without exporting (PATH in a shell
     started without one): named by the caller in CUDASWITCH_UNEXPORTED, or by the switch before."""
     old = read_state(env)
@@ -87,7 +87,8 @@ def _unexported(env, changed):
     return sorted(names & changed)
 
 
-def _replaced_lists(base, owner, ours, own_root, keep_own=False):
+def _replaced_lists(base: dict, owner: Owner, ours: "dict[str, list[str]]", own_root: str,
+                    keep_own: bool = False) -> dict:
     """{name: (value before, value set, how many entries are cudaswitch's)} for each list that
     changes: `ours` first, then every entry of the old list that belongs to no toolkit, and the
     chosen toolkit's compat/ dir (cuda-compat's libcuda, put first on purpose for forward
@@ -109,9 +110,9 @@ def _replaced_lists(base, owner, ours, own_root, keep_own=False):
     return lists
 
 
-def _scalar_values(base, record, owner, compilers=None):
+def _scalar_values(base: dict, record: dict, owner: Owner, compilers: "dict[str, str] | None" = None) -> dict:
     """The value each scalar and flag variable gets (None: unset)."""
-    values = {}
+    values: "dict[str, str | None]" = {}
     for name in FLAG_VARS:
         flags = without_toolkit_dirs(base.get(name), owner)
         if flags is not None:

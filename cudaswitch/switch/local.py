@@ -11,6 +11,10 @@ from cudaswitch.errors import CudaSwitchError
 from cudaswitch.paths import Paths
 from cudaswitch.safeio import replace_regular
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.toolkit import AnyRecord
+
 FILE = ".cudaversion"
 
 
@@ -34,7 +38,7 @@ def set_local(request: str, unset: bool) -> str:
                                               _incomplete(record))
 
 
-def _incomplete(record):
+def _incomplete(record: "AnyRecord") -> str:
     """A pin to a toolkit that cannot compile is allowed (a runtime-only tree serves a loader path)
     but said in the same line: the project's builds will fail until it is complete."""
     if record.get("status") == "ok":
@@ -54,7 +58,7 @@ def _unset(path: str) -> str:
     return "removed %s" % path
 
 
-def _refuse_unless_file(path):
+def _refuse_unless_file(path: str) -> None:
     """A .cudaversion that is a directory, FIFO or device is not ours to replace or remove."""
     try:
         mode = os.lstat(path).st_mode

@@ -46,7 +46,7 @@ def parse_request(path: str, text: str) -> ToolkitRequest:
                                "project files may hold e.g. 12.4, 13 or '>=12.1,<13' only") from None
 
 
-def _shown(path, text):
+def _shown(path: str, text: str) -> str:
     """What an error may quote of a file's content: a short escaped prefix, and nothing at all when
     the file is a link that leaves its project (to ~/.git-credentials, /proc/self/environ...)."""
     if _leaves_project(path):
@@ -54,12 +54,12 @@ def _shown(path, text):
     return quote_prefix(text)
 
 
-def _leaves_project(path):
+def _leaves_project(path: str) -> bool:
     project = os.path.realpath(os.path.dirname(path))
     return not os.path.realpath(path).startswith(project + os.sep)
 
 
-def _request_in(path, name):
+def _request_in(path: str, name: str) -> "str | None":
     if name == "pyproject.toml":
         return _from_pyproject(path)
     lines = _read_text(path).splitlines()
@@ -76,7 +76,7 @@ def _request_in(path, name):
     raise ProjectFileError("refusing %s: it holds no version" % path, "write e.g. 12.4 into it")
 
 
-def _read_text(path):
+def _read_text(path: str) -> str:
     data = _read_bytes(path, MAX_BYTES)
     if len(data) > MAX_BYTES:
         raise ProjectFileError("refusing %s: larger than %d bytes" % (path, MAX_BYTES))
@@ -92,7 +92,7 @@ def _read_text(path):
     return text
 
 
-def _read_bytes(path, limit):
+def _read_bytes(path: str, limit: int) -> bytes:
     """Up to limit + 1 bytes of a regular file. A FIFO or a link to /dev/tty in a cloned repo would
     block a plain open() forever, and with it the prompt (safeio opens non-blocking)."""
     try:
@@ -103,7 +103,7 @@ def _read_bytes(path, limit):
         raise ProjectFileError("refusing %s: %s" % (path, exc)) from None
 
 
-def _from_pyproject(path):
+def _from_pyproject(path: str) -> "str | None":
     """[tool.cudaswitch] cuda = "12.4". The file is only parsed when it mentions cudaswitch, so the
     common pyproject.toml costs one read and no tomllib import."""
     try:

@@ -10,6 +10,10 @@ import os
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.paths import Paths
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.run import Result
+
 LINK = "/usr/local/cuda"
 TIMEOUT = 30
 
@@ -48,7 +52,7 @@ def repoint(request: str, dry_run: bool = False) -> str:
     return "repointed " + plan
 
 
-def _leads_to(paths, link, hops=40):
+def _leads_to(paths: Paths, link: str, hops: int = 40) -> "str | None":
     """Where the host's link chain ends, each absolute target read inside the host root (a test
     host or an image: /etc/alternatives/cuda there, not this machine's); None when it ends nowhere."""
     for _ in range(hops):
@@ -59,7 +63,7 @@ def _leads_to(paths, link, hops=40):
     return None
 
 
-def _swap_link(link, target):
+def _swap_link(link: str, target: str) -> None:
     tmp = "%s.cudaswitch-%d" % (link, os.getpid())
     try:
         os.symlink(target, tmp)
@@ -74,7 +78,7 @@ def _swap_link(link, target):
             os.unlink(tmp)
 
 
-def _alternatives(link, root, version, altdir, admindir):
+def _alternatives(link: str, root: str, version: "str | None", altdir: str, admindir: str) -> None:
     base = ["update-alternatives", "--altdir", altdir, "--admindir", admindir]
     query = _run(base + ["--query", "cuda"])
     if "Alternative: %s\n" % root not in query.stdout:
@@ -83,11 +87,11 @@ def _alternatives(link, root, version, altdir, admindir):
     _run(base + ["--set", "cuda", root], check=True)
 
 
-def _numbers(version):
+def _numbers(version: "str | None") -> "list[int]":
     return [int(p) for p in (version or "0").split(".")[:2] if p.isdigit()]
 
 
-def _run(command, check=False):
+def _run(command: "list[str]", check: bool = False) -> "Result":
     from cudaswitch.run import run
 
     proc = run(command, timeout=TIMEOUT)

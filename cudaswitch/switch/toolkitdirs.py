@@ -12,6 +12,12 @@ Stats only, memoised per directory, no process: this runs on every `use` and eve
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from cudaswitch.toolkit import Env
+
 # The sonames NVIDIA has shipped libcudart under (10.x-13.x) and the unversioned dev link.
 CUDART_NAMES = ("libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so.10.2",
                 "libcudart.so.10.1", "libcudart.so.10.0", "libcudart.so.14")
@@ -22,7 +28,7 @@ ANCESTORS = 4  # root/targets/x86_64-linux/lib, root/extras/CUPTI/lib64: entries
 class Owner:
     """`owner(entry)` -> the toolkit root an entry belongs to, or None."""
 
-    def __init__(self, known_roots=(), env=None):
+    def __init__(self, known_roots: "Iterable[str]" = (), env: "Env | None" = None) -> None:
         env = env or {}
         prefix = (env.get("CUDASWITCH_ROOT") or "").rstrip("/")
         never = set(SYSTEM_PREFIXES)
@@ -33,9 +39,9 @@ class Owner:
         self.never = never
         self.roots = sorted({os.path.normpath(r) for r in known_roots if r and r.startswith("/")} - never,
                             key=len, reverse=True)
-        self._looks = {}
+        self._looks: "dict[str, bool]" = {}
 
-    def __call__(self, entry):
+    def __call__(self, entry: "str | None") -> "str | None":
         if not entry or not entry.startswith("/"):
             return None
         path = os.path.normpath(entry)
@@ -58,7 +64,7 @@ class Owner:
         return found
 
 
-def _looks_like_root(directory):
+def _looks_like_root(directory: str) -> bool:
     """A toolkit's marks first (most directories have none: one or two stats), then the envs
     that carry the same marks but are not toolkits."""
     join, isfile = os.path.join, os.path.isfile

@@ -50,12 +50,12 @@ def completion_text(shell: HookSyntax) -> str:
     return _read("cudaswitch.complete." + shell.name)
 
 
-def _read(file_name):
+def _read(file_name: str) -> str:
     with open(os.path.join(HERE, file_name), encoding="utf-8") as handle:
         return handle.read()
 
 
-def _fills(shell):
+def _fills(shell: HookSyntax) -> "dict[str, str]":
     names = [rule[0] for rule in projectfile.HOOK_RULES]
     variables = sorted(set(envstate.SCALARS) | set(envstate.LISTS) | {envstate.STATE_VAR})
     functions, end = _shared(shell)
@@ -64,7 +64,7 @@ def _fills(shell):
             "READ_BYTES": str(projectfile.MAX_BYTES + 1), "VARIABLES": " ".join(variables)}
 
 
-def _shared(shell):
+def _shared(shell: HookSyntax) -> "tuple[str, str]":
     """(the functions the shell's hook shares with others, how its fingerprint function ends), from
     the one text they share; ("", "") for a shell whose hook holds all of its own."""
     if not shell.hook_functions:
@@ -74,7 +74,7 @@ def _shared(shell):
     return functions.rstrip("\n"), end.split("\n", 1)[1].rstrip("\n")
 
 
-def _rules(shell):
+def _rules(shell: HookSyntax) -> str:
     """One case arm per project file: which word makes it count, and whether it ends the walk.
     A file that fills the whole read (too long to judge from its start) counts: hook-env decides."""
     full = str(projectfile.MAX_BYTES + 1)

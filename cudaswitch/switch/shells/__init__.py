@@ -16,6 +16,7 @@ import os
 TYPE_CHECKING = False  # typing's own costs an import on the fast path; mypy reads this name the same
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from types import ModuleType
 
 SHELLS = ("bash", "zsh", "fish")
 RENDER_ONLY = ("posix", "json", "dotenv", "github")
@@ -65,7 +66,7 @@ class Shell:
         return hook.completion_text(self)
 
 
-def _module(name):
+def _module(name: str) -> "ModuleType":
     return __import__("cudaswitch.switch.shells." + MODULES.get(name, name), fromlist=["render"])
 
 

@@ -11,14 +11,14 @@ import os
 from cudaswitch.switch.shells.bash import name
 
 
-def _delimiter(value):
+def _delimiter(value: str) -> str:
     while True:
         tag = "ghadelimiter_" + os.urandom(16).hex()
         if tag not in value:
             return tag
 
 
-def _checked(var, value):
+def _checked(var: str, value: str) -> str:
     if "\r" in value or "\0" in value:
         from cudaswitch.errors import CudaSwitchError
 

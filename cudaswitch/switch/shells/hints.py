@@ -25,7 +25,7 @@ def hook_shell(env: "Mapping[str, str]") -> str | None:
     return value if value in shells.SHELLS else None
 
 
-def _parent():
+def _parent() -> "shells.Shell":
     """The Shell this command's output is read in; sh and ksh evaluate code as bash does, and
     bash's hook is the one to offer them."""
     name = shells.parent_shell()
@@ -76,7 +76,7 @@ def after_removing_active(env: "Mapping[str, str]", state: dict | None, cwd: str
     return text
 
 
-def _project_file(cwd):
+def _project_file(cwd: str) -> "str | None":
     from cudaswitch.switch import projectfile
 
     try:
