@@ -19,7 +19,7 @@ TORCH_IDS = ("torch.probe", "torch.installed", "torch.cuda_build", "torch.toolki
              "torch.driver", "torch.available", "torch.gpu_arch", "torch.matmul")
 
 
-def _silent_for_use(host, ask):
+def _silent_for_use(host: "Host", ask: Ask) -> bool:
     """`use` says nothing about torch, or the loader path torch sees, for a Python without torch."""
     return ask.command == "use" and "No module named 'torch'" in (host.torch.get("torch_error") or "")
 
@@ -85,7 +85,7 @@ def torch_checks(probe: dict, toolkit_cuda: "str | None", driver: dict, gpus: "l
     return [c for c in out if c]
 
 
-def _no_torch(probe, python):
+def _no_torch(probe: dict, python: "str | None") -> dict:
     """No torch is a normal answer; a torch that is there but fails to import is a finding."""
     error = probe.get("torch_error") or "no report"
     if "No module named 'torch'" in error:
@@ -95,7 +95,7 @@ def _no_torch(probe, python):
                  "`cudaswitch explain` with that message names the usual causes", python=python, error=error)
 
 
-def _cpu_only(probe, driver, base):
+def _cpu_only(probe: dict, driver: dict, base: dict) -> dict:
     level = "warning" if driver.get("present") else "info"
     hip = " (a ROCm build, HIP %s)" % probe["hip"] if probe.get("hip") else ""
     return check("torch.cuda_build", level, "torch %s in %s is a CPU-only build%s: it will not use the GPU "
@@ -103,7 +103,7 @@ def _cpu_only(probe, driver, base):
                  cpu_only=True, **base)
 
 
-def _cuda_build_hint(torch_version, base):
+def _cuda_build_hint(torch_version: str, base: dict) -> str:
     """Name the CUDA builds of this torch release (torch_builds.toml), the toolkit's major first."""
     variants, single_copy = table.torch_variants(torch_version)
     if not variants:
@@ -118,7 +118,7 @@ def _cuda_build_hint(torch_version, base):
         release, ", ".join(variants), " (from one unverified source)" if single_copy else "", release, index)
 
 
-def _cuda_major(probe, toolkit_cuda, base):
+def _cuda_major(probe: dict, toolkit_cuda: "str | None", base: dict) -> "dict | None":
     if not toolkit_cuda:
         return None
     torch_v, kit_v = version_tuple(probe["cuda"])[:2], version_tuple(toolkit_cuda)[:2]
@@ -142,7 +142,7 @@ def compiled_archs(probe: dict) -> list:
     return probe.get("arch_list") or (probe.get("arch_flags") or "").split()
 
 
-def _runtime(probe, driver, base, gpus=None):
+def _runtime(probe: dict, driver: dict, base: dict, gpus: "list | None" = None) -> list:
     out = []
     errors = probe.get("errors") or {}
     if probe.get("available") is False and driver.get("present"):
@@ -173,12 +173,12 @@ def arch_in_build(device: dict, arch_list: list, base: dict) -> dict:
     facts = dict(base, gpu=device["name"], capability=device["capability"], arch_list=arch_list)
     if sm in arch_list or sm + "a" in arch_list:
         return check("torch.gpu_arch", "ok", "%s (%s) is in torch's arch list" % (device["name"], sm), **facts)
-    sass = [a for a in arch_list if not a.endswith("a") and _split_arch(a, "sm_")
-            and _split_arch(a, "sm_")[0] == major and _split_arch(a, "sm_")[1] <= minor]
+    sass = [a for a in arch_list if not a.endswith("a") and (split := _split_arch(a, "sm_"))
+            and split[0] == major and split[1] <= minor]
     if sass:
         return check("torch.gpu_arch", "ok", "%s (%s) runs torch's %s code (same major, binary compatible)"
                      % (device["name"], sm, sass[-1]), **facts)
-    ptx = [a for a in arch_list if _split_arch(a, "compute_") and _split_arch(a, "compute_") <= (major, minor)]
+    ptx = [a for a in arch_list if (split := _split_arch(a, "compute_")) and split <= (major, minor)]
     if ptx:
         return check("torch.gpu_arch", "info", "%s (%s) runs through PTX JIT from %s (slow first start)"
                      % (device["name"], sm, ptx[-1]), None, **facts)
@@ -194,7 +194,7 @@ def arch_in_build(device: dict, arch_list: list, base: dict) -> dict:
                  base.get("torch") or "", " ".join(arch_list) or "empty"), hint, builds_with_arch=builds, **facts)
 
 
-def _split_arch(arch, prefix):
+def _split_arch(arch: str, prefix: str) -> "tuple[int, int] | None":
     """'sm_86' -> (8, 6), 'sm_90a' -> (9, 0), 'sm_120' -> (12, 0); None for another prefix."""
     digits = re.match(re.escape(prefix) + r"(\d+)(\d)[a-z]?$", arch)
     return (int(digits.group(1)), int(digits.group(2))) if digits else None
@@ -256,7 +256,7 @@ def cudnn_copies(env: dict, probe: dict) -> dict:
     return check("env.cudnn_copies", "ok", "at most one cuDNN on the loader path", **facts)
 
 
-def _soname_version(libs):
+def _soname_version(libs: "list[str]") -> str:
     versions = [os.path.basename(p)[len("libcudnn.so."):] for p in libs if os.path.basename(p) != "libcudnn.so"]
     return max(versions, key=lambda v: version_tuple(v)) if versions else "?"
 
@@ -301,12 +301,12 @@ def library_shadowing(env: dict, probe: dict) -> list:
                   % ", ".join(dirs), shadowed=found)]
 
 
-def _wheel_libraries(site, distributions):
+def _wheel_libraries(site: str, distributions: list) -> dict:
     """{soname: (path, version)} of the libraries under site-packages/nvidia/*/lib that a toolkit's
     lib64 also holds (compat.toml [wheel_libraries]: LD_LIBRARY_PATH comes before torch's RUNPATH,
     so the toolkit's copy wins)."""
     wheel_libraries = table.load()["wheel_libraries"]["library"]
-    versions = {}
+    versions: "dict[str, str]" = {}
     for dist in distributions:
         name = re.sub(r"-cu\d+$", "", dist["name"])
         versions.setdefault(name, dist["version"])
@@ -319,7 +319,7 @@ def _wheel_libraries(site, distributions):
     return out
 
 
-def _file_version(path, soname):
+def _file_version(path: str, soname: str) -> "str | None":
     """'12.1.105' from the real file a soname link leads to (libnvJitLink.so.12.1.105), or None."""
     real = os.path.basename(os.path.realpath(path))
     tail = real[len(soname.split(".so", 1)[0]) + len(".so."):] if ".so." in real else ""

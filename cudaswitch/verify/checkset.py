@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 MODULE_ORDER = tuple(m.__name__ for m in (hostchecks, driverlayer, pipeline, checks, messagechecks))
 
 
-def _position(entry):
+def _position(entry: registry.Entry) -> "tuple[int, int]":
     module = entry.function.__module__
     rank = MODULE_ORDER.index(module) if module in MODULE_ORDER else len(MODULE_ORDER)
     return rank, registry.ENTRIES.index(entry)

@@ -36,7 +36,8 @@ def driver_supports(driver: dict, cuda: str, check_id: str, subject: str) -> dic
     return _older_driver(driver, have, want, check_id, subject, facts)
 
 
-def _older_driver(driver, have, want, check_id, subject, facts):
+def _older_driver(driver: dict, have: "tuple[int, ...]", want: "tuple[int, ...]", check_id: str, subject: str,
+                  facts: dict) -> dict:
     minimum = table.driver_minimum("%d.%d" % want)
     facts["needs_driver"] = minimum["driver"] if minimum else None
     upgrade = ("update the NVIDIA driver to %s or newer" % facts["needs_driver"] if minimum
@@ -54,7 +55,7 @@ def _older_driver(driver, have, want, check_id, subject, facts):
                  "%d.x" % have[0], **facts)
 
 
-def _minor_version_compatible(driver, have, want):
+def _minor_version_compatible(driver: dict, have: "tuple[int, ...]", want: "tuple[int, ...]") -> bool:
     """Same major, a major with minor-version compatibility (none before 11.1), and a driver release
     at or above its floor (an unknown release is given the benefit: its CUDA major already matches)."""
     mvc = table.minor_compat(want[0])

@@ -125,7 +125,7 @@ def driver_facts(paths: "Paths", env: "Env", timeout: float = DRIVER_TIMEOUT) ->
     return facts
 
 
-def _ask_libcuda(facts, lib, how, env, timeout):
+def _ask_libcuda(facts: dict, lib: str, how: str, env: "Env", timeout: float) -> None:
     child_env = {k: v for k, v in env.items() if k != "CUDA_VISIBLE_DEVICES"}
     nvml = "" if how == "override" else "libnvidia-ml.so.1"
     payload, error = run_framed([sys.executable, "-c", _SCRIPT, lib, nvml], child_env, timeout)
@@ -148,7 +148,7 @@ def _ask_libcuda(facts, lib, how, env, timeout):
         facts["release"], facts["release_source"] = payload["nvml_release"], "nvml"
 
 
-def _ask_nvidia_smi(facts, env, timeout):
+def _ask_nvidia_smi(facts: dict, env: "Env", timeout: float) -> None:
     smi = which("nvidia-smi", env)
     if not smi:
         return
@@ -180,5 +180,5 @@ def nvidia_pci_devices(paths: "Paths") -> "list[str]":
     return found
 
 
-def _read(path):
+def _read(path: str) -> str:
     return (read_or_none(path, 4096) or b"").decode("utf-8", "replace").strip()

@@ -15,6 +15,7 @@ from cudaswitch.verify.runner import run_bounded
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
     from cudaswitch.verify.host import Host
 
 PLAIN = Ask("doctor")
@@ -30,7 +31,7 @@ def kernel_module(host: "Host", ask: Ask = PLAIN) -> list:
     return [_kernel_module(host)]
 
 
-def _kernel_module(host):
+def _kernel_module(host: "Host") -> dict:
     drv, paths = host.driver, host.paths
     if drv.get("proc_line"):
         return check("driver.kernel_module", "ok", "the NVIDIA kernel module %s is loaded" % (drv["release"] or "")
@@ -55,7 +56,7 @@ def _kernel_module(host):
                  "container without the GPU passed through?)", None, pci=pci)
 
 
-def _proc_modules(paths):
+def _proc_modules(paths: "Paths") -> "set[str] | None":
     from cudaswitch.safeio import read_or_none
 
     data = read_or_none(paths.host("/proc/modules"), 1 << 20)
@@ -89,7 +90,7 @@ def release_match(host: "Host", ask: Ask = PLAIN) -> list:
     return [_release_match(host)]
 
 
-def _release_match(host):
+def _release_match(host: "Host") -> "dict | None":
     module = host.driver.get("release") if host.driver.get("release_source") == "proc" else None
     libraries = userspace_releases(host)
     if not module or not libraries:
@@ -127,8 +128,8 @@ def compute_mode(host: "Host", ask: Ask = PLAIN) -> list:
     return [_mode_check(index, mode, mig) for index, mode, mig in rows]
 
 
-def _mode_check(index, mode, mig):
-    facts = {"gpu": index, "compute_mode": mode, "mig": mig}
+def _mode_check(index: str, mode: str, mig: "str | None") -> dict:
+    facts: dict = {"gpu": index, "compute_mode": mode, "mig": mig}
     if mode == "Prohibited":
         return check("gpu.compute_mode", "error", "GPU %s is in Prohibited compute mode: no process may use it"
                      % index, "`sudo nvidia-smi -i %s -c DEFAULT`" % index, **facts)
@@ -149,7 +150,7 @@ def visible_devices(host: "Host", ask: Ask = PLAIN) -> list:
     return [_visible_devices(host)]
 
 
-def _visible_devices(host):
+def _visible_devices(host: "Host") -> "dict | None":
     value = host.env.get("CUDA_VISIBLE_DEVICES")
     count = len(host.driver.get("gpus") or [])
     if value is None:

@@ -77,7 +77,7 @@ def load_tables(directory: "str | Path | None" = None, rule_ids: "set | None" = 
     return {"sources": sources, "compat": compat, "torch": torch}
 
 
-def _read(directory, name):
+def _read(directory: "str | Path | None", name: str) -> str:
     if directory is None:
         from importlib import resources  # ~10 ms with pathlib: only when the tables are parsed
 
@@ -87,7 +87,7 @@ def _read(directory, name):
     return (Path(directory) / name).read_text("utf-8")
 
 
-def _toml(text, where):
+def _toml(text: str, where: str) -> dict:
     if sys.version_info >= (3, 11):  # imported here: a cached parse (tables()) needs no tomllib
         import tomllib
     else:  # pragma: no cover - exercised on 3.10 only
@@ -111,7 +111,7 @@ def parse_sources(text: str) -> dict:
     return sources
 
 
-def _check_tables(data, known, where):
+def _check_tables(data: dict, known: dict, where: str) -> None:
     for name, value in data.items():
         if name not in known:
             raise TableError("%s: table [%s] is read by nothing (remove it, or the code that would read it)"
@@ -120,9 +120,9 @@ def _check_tables(data, known, where):
             _check_once(value, known[name], "%s [[%s]]" % (where, name))
 
 
-def _check_once(rows, fields, where):
+def _check_once(rows: list, fields: "tuple[str, ...]", where: str) -> None:
     """No two rows state the same fact (the same value of `fields`; each item of a list field)."""
-    seen = {}
+    seen: "dict[tuple, int]" = {}
     for number, row in enumerate(rows, 1):
         values = [row.get(f) for f in fields]
         keys = [tuple(values)] if not any(isinstance(v, list) for v in values) else \
@@ -134,7 +134,7 @@ def _check_once(rows, fields, where):
             seen[key] = number
 
 
-def _check_ranges(rows, where):
+def _check_ranges(rows: "list[dict]", where: str) -> None:
     """Version ranges (cuda_from..cuda_to) that overlap state a fact twice for the releases in both."""
     spans = sorted((version_tuple(r["cuda_from"]), version_tuple(r["cuda_to"]), n) for n, r in enumerate(rows, 1))
     for (_, high, first), (low, _, second) in zip(spans, spans[1:]):
@@ -142,7 +142,7 @@ def _check_ranges(rows, where):
             raise TableError("%s: rows %d and %d overlap" % (where, first, second))
 
 
-def _source_keys(data, sources, where):
+def _source_keys(data: dict, sources: dict, where: str) -> "set[str]":
     """The source keys the rows of `data` name; an unknown one is refused."""
     used = set()
     for name, value in data.items():
@@ -255,7 +255,7 @@ def parse_torch_table(text: str, where: str = "torch table", sources: "dict | No
     return data
 
 
-def _check_build(row, sources, where):
+def _check_build(row: dict, sources: dict, where: str) -> None:
     kind = row.get("evidence")
     if kind not in EVIDENCE:
         raise TableError("%s has evidence %r, not one of %s" % (where, kind, ", ".join(EVIDENCE)))

@@ -125,7 +125,7 @@ def arch_flags(found: dict) -> List[str]:
 
 
 def sort_arches(names: "Iterable[str]") -> List[str]:
-    def key(name):
+    def key(name: str) -> "tuple[int, str]":
         digits = re.search(r"(\d+)([a-z]?)$", name)
         return (int(digits.group(1)), digits.group(2)) if digits else (0, name)
     return sorted(names, key=key)
@@ -136,7 +136,7 @@ class _Reader:
     bytes after it: the fatbinary walk goes forward in small steps and mostly hits it, and a zip
     member (which seeks backwards only by starting over) is decompressed in few large reads."""
 
-    def __init__(self, stream, size, where):
+    def __init__(self, stream: "IO[bytes]", size: int, where: str) -> None:
         self.stream, self.size, self.where = stream, size, where
         self.window_at, self.window = 0, b""
 

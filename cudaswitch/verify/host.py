@@ -40,8 +40,8 @@ class Host:
     """Lazily computed facts. `env` is the environment the checks judge (for `use`/`verify`, the
     one after switching); `record` the toolkit (CURRENT: the active or default one, or None)."""
 
-    def __init__(self, paths, registry, env, record=CURRENT, python=None, timeout=None, conf=None,
-                 fresh_build=False):
+    def __init__(self, paths: "Paths", registry: "Any", env: dict, record: "Any" = CURRENT, python: "str | None" = None,
+                 timeout: "float | None" = None, conf: "dict | None" = None, fresh_build: bool = False) -> None:
         self.paths, self.registry, self.env = paths, registry, env
         self.conf = conf if conf is not None else settings(paths)
         self.timeout = float(timeout or self.conf["torch_timeout"])

@@ -181,7 +181,7 @@ def torch_cuda_home(host: "Host", ask: Ask = PLAIN) -> list:
     return [_torch_cuda_home(host)]
 
 
-def _torch_cuda_home(host):
+def _torch_cuda_home(host: "Host") -> "dict | None":
     env = host.env
     home, how = torch_home(env, host.paths.host("/usr/local/cuda"))
     if home is None:

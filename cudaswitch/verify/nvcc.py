@@ -89,7 +89,7 @@ def compile_smoke(record: "AnyRecord", env: "Env", run: bool, timeout: float) ->
         return done
 
 
-def _run(argv, env, timeout, cwd):
+def _run(argv: "list[str]", env: "Env", timeout: float, cwd: str) -> dict:
     code, out, err = run_bounded(argv, env, timeout, cwd)
     if code is None:
         return {"ok": False, "output": err, "timed_out": "did not answer" in err}

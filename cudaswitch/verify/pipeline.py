@@ -43,7 +43,7 @@ def toolkit_status(host: "Host", ask: Ask = PLAIN) -> list:
                   missing=record.get("missing") or [], line=line)]
 
 
-def _usable(host):
+def _usable(host: "Host") -> bool:
     return bool(host.record) and host.record["status"] != "broken" and bool(host.record.get("version"))
 
 
@@ -122,7 +122,7 @@ def forward_compat(host: "Host", ask: Ask = PLAIN) -> list:
     return [_compat_for_gpus(host, facts)]
 
 
-def _compat_for_gpus(host, facts):
+def _compat_for_gpus(host: "Host", facts: dict) -> dict:
     kinds = {gpu["name"]: gpu_kind(gpu["name"]) for gpu in host.gpus}
     consumer = [name for name, kind in kinds.items() if kind == "consumer"]
     what = "compat libcuda %s" % facts["compat_version"]
@@ -217,7 +217,7 @@ def toolkit_gpu_arch(host: "Host", ask: Ask = PLAIN) -> list:
     return out + [_nvcc_accepts(host, arch) for arch in named if host.record]
 
 
-def _nvcc_accepts(host, arch):
+def _nvcc_accepts(host: "Host", arch: str) -> dict:
     """An architecture an error message names (`Unsupported gpu architecture 'compute_35'`) against
     this nvcc's list and the CUDA releases that target it."""
     archs, row = host.nvcc_archs, table.arch_row(arch)
@@ -230,7 +230,7 @@ def _nvcc_accepts(host, arch):
         None if known else "use a toolkit in that range", arch=arch, archs=archs)
 
 
-def _nvcc_targets(host, gpu):
+def _nvcc_targets(host: "Host", gpu: dict) -> dict:
     cuda, archs = host.toolkit_cuda, host.nvcc_archs
     sm = gpu["capability"].replace(".", "")
     row = table.arch_row(sm)
@@ -244,16 +244,16 @@ def _nvcc_targets(host, gpu):
         return check("toolkit.gpu_arch", "info", "cannot check whether nvcc %s targets %s (sm_%s): nvcc does not "
                      "list its architectures and compat.toml has no row for it" % (cuda, gpu["name"], sm), None,
                      gpu=gpu)
-    facts = {"archs": archs, "gpu": gpu, "source": how}
+    facts: dict = {"archs": archs, "gpu": gpu, "source": how}
     if ok:
         return check("toolkit.gpu_arch", "ok", "nvcc %s can target %s (sm_%s)" % (cuda, gpu["name"], sm), **facts)
-    dropped = row and row["last"] and version_tuple(cuda)[:2] > version_tuple(row["last"])[:2]
+    dropped = row["last"] if row and row["last"] and version_tuple(cuda)[:2] > version_tuple(row["last"])[:2] else None
     why = (": CUDA %d dropped sm_%s; CUDA %s is the newest toolkit that still targets it"
-           % (version_tuple(cuda)[0], sm, row["last"])) if dropped else ""
-    hint = "use CUDA %s for this GPU" % row["last"] if dropped else \
+           % (version_tuple(cuda)[0], sm, dropped)) if dropped else ""
+    hint = "use CUDA %s for this GPU" % dropped if dropped else \
         "use a toolkit whose `nvcc --list-gpu-arch` lists compute_%s" % sm
     return check("toolkit.gpu_arch", "error", "nvcc %s cannot target %s (sm_%s)%s" % (cuda, gpu["name"], sm, why),
-                 hint, newest_toolkit=row["last"] if dropped else None, **facts)
+                 hint, newest_toolkit=dropped, **facts)
 
 
 @registered("nvcc.compile", layer="toolkit", shown_by=("use", "verify", "doctor"))
@@ -294,7 +294,7 @@ def nvcc_compile(host: "Host", ask: Ask = PLAIN) -> list:
 SAFE_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,=@%:")
 
 
-def _shell_unsafe(paths):
+def _shell_unsafe(paths: "list[str]") -> "tuple[str, str] | None":
     """(path, its odd characters) for the first path nvcc's internal shell commands could misread."""
     for path in paths:
         odd = sorted(set(path) - SAFE_PATH_CHARS)
@@ -303,7 +303,7 @@ def _shell_unsafe(paths):
     return None
 
 
-def _build_hint(error):
+def _build_hint(error: str) -> str:
     if "unsupported GNU version" in error:
         return ("the host gcc is too new for this toolkit: install an older gcc-N/g++-N beside it "
                 "(`cudaswitch use` then picks it), or switch to a newer toolkit")

@@ -30,7 +30,7 @@ def summary_line(checks: list) -> str:
     return "summary: " + ", ".join(_count(counts[k], k) for k in order if counts.get(k))
 
 
-def _count(count, level):
+def _count(count: int, level: str) -> str:
     """"2 errors, 1 warning, 3 info, 5 ok": info and ok read as labels, not nouns."""
     from cudaswitch.render import counted
 

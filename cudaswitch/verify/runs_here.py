@@ -39,7 +39,7 @@ def verdicts(paths: "Paths", env: "Env", records: "list[dict]") -> "dict[str, di
     return found
 
 
-def _compute(paths, env, records):
+def _compute(paths: "Paths", env: "Env", records: "list[dict]") -> dict:
     import json
 
     from cudaswitch.verify.driver import driver_facts
@@ -77,7 +77,7 @@ def verdict(driver: dict, record: "AnyRecord") -> "tuple[str, str]":
     return "no", "driver supports CUDA %s only; needs driver %s or newer" % (driver["cuda"], needs or "a newer")
 
 
-def _forward_compatible(driver, record):
+def _forward_compatible(driver: dict, record: "AnyRecord") -> bool:
     """The toolkit's compat/ libcuda is newer than the driver and every GPU is a data-center one."""
     from cudaswitch.verify import facts as table
     from cudaswitch.verify.pipeline import compat_libcuda, gpu_kind

@@ -10,12 +10,16 @@ import json
 import os
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
 LIB_PREFIXES = ("libcudart", "libcudnn", "libnccl", "libcuda.so", "libcublas", "libnvrtc")
 
 
-def mapped_libraries():
+def mapped_libraries() -> "dict[str, list[str]] | None":
     """{"libcudart": [paths], ...}: the CUDA libraries this process actually mapped."""
-    found = {}
+    found: "dict[str, list[str]]" = {}
     try:
         with open("/proc/self/maps") as handle:
             lines = handle.read().splitlines()
@@ -33,7 +37,7 @@ def mapped_libraries():
     return found
 
 
-def guarded(out, key, func):
+def guarded(out: dict, key: str, func: "Callable[[], object]") -> None:
     try:
         out[key] = func()
     except Exception as exc:  # torch raises many kinds here; each is a fact to report
@@ -42,7 +46,7 @@ def guarded(out, key, func):
                                                         str(exc).splitlines()[0] if str(exc) else "")
 
 
-def devices(torch):
+def devices(torch: "Any") -> "list[dict]":
     out = []
     for index in range(torch.cuda.device_count()):
         major, minor = torch.cuda.get_device_capability(index)
@@ -51,7 +55,7 @@ def devices(torch):
     return out
 
 
-def matmul(torch):
+def matmul(torch: "Any") -> dict:
     """A tiny matmul on the GPU: launches a real kernel, so 'no kernel image' shows up here."""
     a = torch.ones(16, 16, device="cuda")
     value = float((a @ a).sum().item())
@@ -59,12 +63,12 @@ def matmul(torch):
     return {"ok": value == 16.0 * 16 * 16, "value": value}
 
 
-def site_dirs():
+def site_dirs() -> "list[str]":
     """sys.path directories that exist: the caller watches their mtimes to know when to re-probe."""
     return [p for p in sys.path if p and os.path.isdir(p)]
 
 
-def installed_distributions():
+def installed_distributions() -> "list[dict] | None":
     """Names of torch and NVIDIA wheels, with the tool that installed them (pip, conda, uv...)."""
     try:
         from importlib import metadata
@@ -72,14 +76,14 @@ def installed_distributions():
         return None
     out = []
     for dist in metadata.distributions():
-        name = (dist.metadata.get("Name") or "").lower()
+        name = (dist.metadata.get("Name") or "").lower()  # type: ignore[attr-defined]
         if name in ("torch", "pytorch") or name.startswith("nvidia-"):
             installer = (dist.read_text("INSTALLER") or "").strip() or None
             out.append({"name": name, "version": dist.version, "installer": installer})
     return out
 
 
-def conda_torch():
+def conda_torch() -> "list[str] | None":
     """The conda-meta record of pytorch in this prefix, if conda also installed it."""
     meta = os.path.join(sys.prefix, "conda-meta")
     try:
@@ -89,8 +93,8 @@ def conda_torch():
     return sorted(n for n in names if n.startswith(("pytorch-", "torch-")) and n.endswith(".json")) or None
 
 
-def probe():
-    out = {"python": sys.executable, "python_version": "%d.%d.%d" % sys.version_info[:3],
+def probe() -> dict:
+    out: dict = {"python": sys.executable, "python_version": "%d.%d.%d" % sys.version_info[:3],
            "prefix": sys.prefix, "site_dirs": site_dirs(), "torch": None}
     guarded(out, "distributions", installed_distributions)
     guarded(out, "conda_torch", conda_torch)
@@ -125,7 +129,7 @@ def probe():
     return out
 
 
-def main():
+def main() -> None:
     marker = sys.argv[1] if len(sys.argv) > 1 else "@@CUDASWITCH@@"
     log = os.environ.get("CUDASWITCH_PROBE_LOG")
     if log:  # tests count probe runs through this file (a repeated `use` must start none)
@@ -141,7 +145,7 @@ def main():
     line = "\n" + marker + json.dumps(result, default=str) + marker + "\n"
     for stream in (sys.stdout, sys.__stdout__):
         try:
-            stream.flush()
+            stream.flush()  # type: ignore[union-attr]
         except Exception:
             pass
     os.write(1, line.encode("ascii"))

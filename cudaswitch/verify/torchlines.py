@@ -33,7 +33,7 @@ def plan_lines(result: dict) -> List[str]:
     return lines
 
 
-def _host_lines(result):
+def _host_lines(result: dict) -> "list[str]":
     driver = result["driver"]
     gpus = ", ".join(g["name"] + ("" if g.get("source") == "--gpu" else " (sm_%s)" % g["capability"].replace(".", ""))
                      for g in result["gpus"])
@@ -48,13 +48,13 @@ def _host_lines(result):
                              if result["toolkit"] else "none")]
 
 
-def _extension_lines(build):
+def _extension_lines(build: dict) -> "list[str]":
     """Building extensions against the active toolkit: a line of its own, not a reason to reinstall."""
     item = build["extension_check"]
     return ["  extensions: %s%s" % (item["message"], " (%s)" % item["hint"] if item.get("hint") else "")]
 
 
-def _short_reason(item):
+def _short_reason(item: dict) -> str:
     """One failed check in a few words: which CUDA the driver lacks, which GPU has no code."""
     facts = item["facts"]
     if "driver_cuda" in facts:  # the driver's CUDA against the build's
@@ -65,7 +65,7 @@ def _short_reason(item):
     return "no code for %s" % (sm if facts.get("gpu") == sm else "%s (%s)" % (facts.get("gpu"), sm))
 
 
-def _installed_lines(result):
+def _installed_lines(result: dict) -> "list[str]":
     installed = result["installed"]
     if not installed:
         return []
@@ -81,7 +81,7 @@ def _installed_lines(result):
         " ".join(installed.get("arch_flags") or []) or "none")]
 
 
-def _why(build):
+def _why(build: dict) -> str:
     bad = [c for c in build["checks"] if c["level"] in ("error", "warning")]
     if build["fits"] is False:
         return "; ".join(dict.fromkeys(_short_reason(c) for c in bad if c["level"] == "error"))

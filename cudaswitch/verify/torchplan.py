@@ -26,7 +26,10 @@ from cudaswitch.verify.torchdriver import parse_driver
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cudaswitch.paths import Paths
+    from cudaswitch.toolkit import Env
 
 PROBES_FILE = "torch-arch.marshal"
 GPU_SM = re.compile(r"^(?:sm_)?(\d+)(\d)$")
@@ -117,7 +120,7 @@ def builds(installed: Optional[dict] = None) -> List[dict]:
     return sorted(rows, key=lambda r: (version_tuple(r["torch"]), version_tuple(r["cuda"])), reverse=True)
 
 
-def _installed_build(installed):
+def _installed_build(installed: "dict | None") -> "dict | None":
     if not installed or not installed.get("torch") or not installed.get("cuda") or not installed.get("arch_flags"):
         return None
     release = ".".join(str(n) for n in version_tuple(installed["torch"].split("+")[0])[:2])
@@ -203,7 +206,7 @@ def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Opt
     driver = torchdriver.complete(driver)
     drives = [torchdriver.driver_drives(driver, gpu) for gpu in gpus] if driver.get("present") else []
     assessed = [assess(b, driver, gpus, toolkit, drives) for b in builds(installed)]
-    result = {"driver": _driver_summary(driver), "gpus": gpus, "toolkit": toolkit, "installed": installed,
+    result: dict = {"driver": _driver_summary(driver), "gpus": gpus, "toolkit": toolkit, "installed": installed,
               "builds": assessed, "recommended": None, "reason": None, "keep": False,
               "table": _table_note(installed)}
     result["recommended"], result["reason"] = recommend(assessed, toolkit)
@@ -220,7 +223,7 @@ def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Opt
     return result
 
 
-def _table_note(installed):
+def _table_note(installed: "dict | None") -> dict:
     """Says so when the installed torch is newer than every release the table knows."""
     newest = table.newest_torch_known(host_platform())
     have = (installed or {}).get("torch")
@@ -229,7 +232,7 @@ def _table_note(installed):
     release = version_tuple(have.split("+")[0])[:2]
     if release <= version_tuple(newest)[:2]:
         return {"newest": newest, "note": None}
-    return {"newest": newest, "note": "the table does not know torch %d.%d yet (it knows releases up to %s): "
+    return {"newest": newest, "note": "the table does not know torch %s.%s yet (it knows releases up to %s): "
             "its other builds cannot be judged" % (release + (newest,))}
 
 
@@ -252,7 +255,7 @@ def recommend(assessed: List[dict], toolkit: Optional[dict]) -> "tuple[Optional[
     return fitting[0], "newest fitting build"
 
 
-def _missing_facts(driver, gpus):
+def _missing_facts(driver: dict, gpus: list) -> "str | None":
     """Why the plan cannot tell, and what to give instead."""
     if not driver.get("present") or not driver.get("cuda"):
         what = "no NVIDIA driver visible" if not driver.get("present") else "the driver's CUDA version is unknown"
@@ -261,7 +264,7 @@ def _missing_facts(driver, gpus):
             % (driver["cuda"], "; ".join(driver.get("problems") or []) or "none found"))
 
 
-def _driver_summary(driver):
+def _driver_summary(driver: dict) -> dict:
     keys = ("present", "release", "release_assumed", "branch", "cuda", "cuda_source", "libcuda_choice", "problems")
     return {k: driver.get(k) for k in keys if k in driver}
 
@@ -308,7 +311,7 @@ def gather(paths: "Paths", load_registry: Callable[[], dict], env: dict, request
     return plan(drv, devices, toolkit, installed)
 
 
-def _toolkit_record(load_registry, env, request):
+def _toolkit_record(load_registry: "Callable[[], dict]", env: "Env", request: "str | None") -> "dict | None":
     """The toolkit a REQUEST names (it must exist), else the active or default one, else None."""
     from cudaswitch.switch.registry import Registry
     from cudaswitch.errors import CudaSwitchError

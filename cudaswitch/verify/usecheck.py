@@ -73,7 +73,7 @@ def fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 3, 0)].rstrip() + "..."
 
 
-def _watch(probe, python):
+def _watch(probe: dict, python: "str | None") -> "list[str]":
     """sys.path dirs and torch's dir: installing or removing a package changes their mtime."""
     watch = list(probe.get("site_dirs") or [])
     if probe.get("torch_dir"):
