@@ -13,6 +13,7 @@ from cudaswitch.verify.registry import Ask, registered
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
+    from cudaswitch.verify.registry import CheckResult
 
 PLAIN = Ask("verify")
 TORCH_IDS = ("torch.probe", "torch.installed", "torch.cuda_build", "torch.toolkit_major", "torch.toolkit_minor",
@@ -25,7 +26,7 @@ def _silent_for_use(host: "Host", ask: Ask) -> bool:
 
 
 @registered(*TORCH_IDS, layer="framework", shown_by=("use", "verify", "doctor", "explain"))
-def torch_framework(host: "Host", ask: Ask = PLAIN) -> list:
+def torch_framework(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """torch.* checks: installed, CUDA build, fits the toolkit and driver, arch list vs the GPUs
     (explain without a GPU: a line saying the arch list cannot be compared here)."""
     if _silent_for_use(host, ask):
@@ -38,17 +39,17 @@ def torch_framework(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("env.one_toolkit", layer="env", shown_by=("use", "verify", "doctor"))
-def one_toolkit(host: "Host", ask: Ask = PLAIN) -> list:
+def one_toolkit(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     return [] if _silent_for_use(host, ask) else [three_toolkits(host.env, host.torch)]
 
 
 @registered("env.cudnn_copies", layer="env", shown_by=("use", "verify", "doctor", "explain"))
-def cudnn_copies_on_path(host: "Host", ask: Ask = PLAIN) -> list:
+def cudnn_copies_on_path(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     return [] if _silent_for_use(host, ask) else [cudnn_copies(host.env, host.torch)]
 
 
 @registered("env.library_shadowing", layer="env", shown_by=("use", "verify", "doctor", "explain"))
-def shadowed_libraries(host: "Host", ask: Ask = PLAIN) -> list:
+def shadowed_libraries(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """Toolkit libraries on the switched loader path older than torch's own (explain: a line where
     torch ships none to compare)."""
     if _silent_for_use(host, ask):
@@ -62,7 +63,8 @@ TORCH_MISMATCH = ("The detected CUDA version ({nvcc}) mismatches the version tha
                   "PyTorch ({torch}). Please make sure to use the same CUDA versions.")
 
 
-def torch_checks(probe: dict, toolkit_cuda: "str | None", driver: dict, gpus: "list | None" = None) -> list:
+def torch_checks(probe: dict, toolkit_cuda: "str | None", driver: dict,
+                 gpus: "list | None" = None) -> "list[CheckResult]":
     """torch.* checks for one Python: installed? CUDA build? fits the toolkit, the driver, the GPUs?
     `gpus`: the GPUs the driver reports (else those torch saw), checked whether or not torch can
     start CUDA."""
@@ -85,7 +87,7 @@ def torch_checks(probe: dict, toolkit_cuda: "str | None", driver: dict, gpus: "l
     return [c for c in out if c]
 
 
-def _no_torch(probe: dict, python: "str | None") -> dict:
+def _no_torch(probe: dict, python: "str | None") -> "CheckResult":
     """No torch is a normal answer; a torch that is there but fails to import is a finding."""
     error = probe.get("torch_error") or "no report"
     if "No module named 'torch'" in error:
@@ -95,7 +97,7 @@ def _no_torch(probe: dict, python: "str | None") -> dict:
                  "`cudaswitch explain` with that message names the usual causes", python=python, error=error)
 
 
-def _cpu_only(probe: dict, driver: dict, base: dict) -> dict:
+def _cpu_only(probe: dict, driver: dict, base: dict) -> "CheckResult":
     level = "warning" if driver.get("present") else "info"
     hip = " (a ROCm build, HIP %s)" % probe["hip"] if probe.get("hip") else ""
     return check("torch.cuda_build", level, "torch %s in %s is a CPU-only build%s: it will not use the GPU "
@@ -118,7 +120,7 @@ def _cuda_build_hint(torch_version: str, base: dict) -> str:
         release, ", ".join(variants), " (from one unverified source)" if single_copy else "", release, index)
 
 
-def _cuda_major(probe: dict, toolkit_cuda: "str | None", base: dict) -> "dict | None":
+def _cuda_major(probe: dict, toolkit_cuda: "str | None", base: dict) -> "CheckResult | None":
     if not toolkit_cuda:
         return None
     torch_v, kit_v = version_tuple(probe["cuda"])[:2], version_tuple(toolkit_cuda)[:2]
@@ -142,7 +144,7 @@ def compiled_archs(probe: dict) -> list:
     return probe.get("arch_list") or (probe.get("arch_flags") or "").split()
 
 
-def _runtime(probe: dict, driver: dict, base: dict, gpus: "list | None" = None) -> list:
+def _runtime(probe: dict, driver: dict, base: dict, gpus: "list | None" = None) -> "list[CheckResult]":
     out = []
     errors = probe.get("errors") or {}
     if probe.get("available") is False and driver.get("present"):
@@ -163,7 +165,7 @@ def _runtime(probe: dict, driver: dict, base: dict, gpus: "list | None" = None) 
     return out
 
 
-def arch_in_build(device: dict, arch_list: list, base: dict) -> dict:
+def arch_in_build(device: dict, arch_list: list, base: dict) -> "CheckResult":
     """GPU capability vs torch.cuda.get_arch_list(): a missing sm_XY means 'no kernel image'.
 
     SASS for sm_Xy runs on any X.z with z >= y (not the arch-specific sm_XYa); PTX compute_XY is
@@ -211,7 +213,7 @@ def toolkit_root_of(path: str) -> str:
     return directory
 
 
-def three_toolkits(env: dict, probe: dict) -> dict:
+def three_toolkits(env: dict, probe: dict) -> "CheckResult":
     """nvcc on PATH, the CUDA_HOME torch would take and the libcudart torch mapped: one toolkit?"""
     from cudaswitch.switch.active import first_nvcc
 
@@ -235,7 +237,7 @@ def three_toolkits(env: dict, probe: dict) -> dict:
                  "`cudaswitch use` one toolkit so PATH, CUDA_HOME and LD_LIBRARY_PATH agree", places=places)
 
 
-def cudnn_copies(env: dict, probe: dict) -> dict:
+def cudnn_copies(env: dict, probe: dict) -> "CheckResult":
     """Several libcudnn copies on the loader path: the first found shadows the one torch ships."""
     dirs = [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d]
     if probe.get("torch_dir"):
@@ -267,13 +269,13 @@ def compat_libcuda_dirs(env: dict) -> list:
     return [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d.rstrip("/").endswith("/compat")]
 
 
-def shadowing_unchecked(python: "str | None", probe: dict) -> dict:
+def shadowing_unchecked(python: "str | None", probe: dict) -> "CheckResult":
     """env.library_shadowing where there is nothing to compare (explain asks anyway)."""
     return check("env.library_shadowing", "info", "cannot check for shadowed libraries: torch in %s ships no "
                  "NVIDIA wheel libraries here (%s)" % (python or "no python3", probe.get("torch") or "no torch"), None)
 
 
-def library_shadowing(env: dict, probe: dict) -> list:
+def library_shadowing(env: dict, probe: dict) -> "list[CheckResult]":
     """Toolkit libraries on LD_LIBRARY_PATH older than the copy torch's wheels ship (same soname)."""
     site = os.path.dirname(probe.get("torch_dir") or "")
     wheel = _wheel_libraries(site, probe.get("distributions") or []) if site else {}

@@ -13,6 +13,7 @@ from cudaswitch.verify.registry import Ask
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
+    from cudaswitch.verify.registry import CheckResult
 
 # Modules in the order their checks are shown (within a layer, for doctor): modules, not checks.
 MODULE_ORDER = tuple(m.__name__ for m in (hostchecks, driverlayer, pipeline, checks, messagechecks))
@@ -32,17 +33,17 @@ def entries(command: str) -> list:
     return found
 
 
-def run(host: "Host", command: str, text: str = "") -> list:
+def run(host: "Host", command: str, text: str = "") -> "list[CheckResult]":
     """The checks of `command` on `host`; doctor's carry their `layer`."""
     ask = Ask(command, text)
-    out: list = []
+    out: "list[CheckResult]" = []
     for entry in entries(command):
-        items = entry.function(host, ask)
-        out += [dict(item, layer=entry.layer) for item in items] if command == "doctor" else items
+        items: "list[CheckResult]" = entry.function(host, ask)
+        out += [{**item, "layer": entry.layer} for item in items] if command == "doctor" else items
     return out
 
 
-def run_ids(host: "Host", ids: list, text: str = "") -> list:
+def run_ids(host: "Host", ids: list, text: str = "") -> "list[CheckResult]":
     """The checks with these ids (explain's rule), each owning function run once, in the rule's order."""
     wanted, owners = set(ids), []
     for check_id in ids:

@@ -10,18 +10,22 @@ import re
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify import facts as table
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.verify.registry import CheckResult
+
 LEVELS = ("ok", "info", "warning", "error")
 
 
-def check(check_id: str, level: str, message: str, hint: "str | None" = None, **facts: object) -> dict:
+def check(check_id: str, level: str, message: str, hint: "str | None" = None, **facts: object) -> "CheckResult":
     return {"id": check_id, "level": level, "message": message, "hint": hint, "facts": facts}
 
 
-def worst(checks: list) -> str:
+def worst(checks: "list[CheckResult]") -> str:
     return max((c["level"] for c in checks), key=LEVELS.index, default="ok")
 
 
-def driver_supports(driver: dict, cuda: str, check_id: str, subject: str) -> dict:
+def driver_supports(driver: dict, cuda: str, check_id: str, subject: str) -> "CheckResult":
     """Can this driver run code built with CUDA `cuda` ('12.4')? Minor-version compat included."""
     facts = {"driver_cuda": driver.get("cuda"), "driver_release": driver.get("release"), "cuda": cuda}
     if not driver.get("present"):
@@ -37,7 +41,7 @@ def driver_supports(driver: dict, cuda: str, check_id: str, subject: str) -> dic
 
 
 def _older_driver(driver: dict, have: "tuple[int, ...]", want: "tuple[int, ...]", check_id: str, subject: str,
-                  facts: dict) -> dict:
+                  facts: dict) -> "CheckResult":
     minimum = table.driver_minimum("%d.%d" % want)
     facts["needs_driver"] = minimum["driver"] if minimum else None
     upgrade = ("update the NVIDIA driver to %s or newer" % facts["needs_driver"] if minimum

@@ -17,6 +17,7 @@ TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.paths import Paths
     from cudaswitch.verify.host import Host
+    from cudaswitch.verify.registry import CheckResult
 
 PLAIN = Ask("doctor")
 
@@ -25,13 +26,13 @@ USERSPACE_LIB = re.compile(r"^lib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)$")
 
 
 @registered("driver.kernel_module", layer="driver", shown_by=("doctor", "explain"))
-def kernel_module(host: "Host", ask: Ask = PLAIN) -> list:
+def kernel_module(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """driver.kernel_module: what "NVIDIA-SMI has failed because it couldn't communicate with the
     NVIDIA driver" means on this host: no module loaded (nouveau holds the GPU, or none at all)."""
     return [_kernel_module(host)]
 
 
-def _kernel_module(host: "Host") -> dict:
+def _kernel_module(host: "Host") -> "CheckResult":
     drv, paths = host.driver, host.paths
     if drv.get("proc_line"):
         return check("driver.kernel_module", "ok", "the NVIDIA kernel module %s is loaded" % (drv["release"] or "")
@@ -84,13 +85,13 @@ def userspace_releases(host: "Host") -> dict:
 
 
 @registered("driver.release_match", layer="driver", shown_by=("doctor", "explain"))
-def release_match(host: "Host", ask: Ask = PLAIN) -> list:
+def release_match(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """driver.release_match: the kernel module and the user-space libraries of one release, or
     "Failed to initialize NVML: Driver/library version mismatch" (an upgrade without a reboot)."""
     return [_release_match(host)]
 
 
-def _release_match(host: "Host") -> "dict | None":
+def _release_match(host: "Host") -> "CheckResult":
     module = host.driver.get("release") if host.driver.get("release_source") == "proc" else None
     libraries = userspace_releases(host)
     if not module or not libraries:
@@ -109,7 +110,7 @@ def _release_match(host: "Host") -> "dict | None":
 
 
 @registered("gpu.compute_mode", layer="driver", shown_by=("doctor", "explain"))
-def compute_mode(host: "Host", ask: Ask = PLAIN) -> list:
+def compute_mode(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """gpu.compute_mode: "CUDA-capable device(s) is/are busy or unavailable" comes from a GPU in
     Exclusive_Process mode held by another process, in Prohibited mode, or split by MIG. Without a
     GPU only explain asks (nvidia-smi would have nothing to say)."""
@@ -128,7 +129,7 @@ def compute_mode(host: "Host", ask: Ask = PLAIN) -> list:
     return [_mode_check(index, mode, mig) for index, mode, mig in rows]
 
 
-def _mode_check(index: str, mode: str, mig: "str | None") -> dict:
+def _mode_check(index: str, mode: str, mig: "str | None") -> "CheckResult":
     facts: dict = {"gpu": index, "compute_mode": mode, "mig": mig}
     if mode == "Prohibited":
         return check("gpu.compute_mode", "error", "GPU %s is in Prohibited compute mode: no process may use it"
@@ -144,13 +145,13 @@ def _mode_check(index: str, mode: str, mig: "str | None") -> dict:
 
 
 @registered("env.visible_devices", layer="env", shown_by=("doctor", "explain"))
-def visible_devices(host: "Host", ask: Ask = PLAIN) -> list:
+def visible_devices(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """env.visible_devices: "no CUDA-capable device is detected" with CUDA_VISIBLE_DEVICES hiding
     them. CUDA reads the list up to its first invalid entry; the driver was asked without it."""
     return [_visible_devices(host)]
 
 
-def _visible_devices(host: "Host") -> "dict | None":
+def _visible_devices(host: "Host") -> "CheckResult":
     value = host.env.get("CUDA_VISIBLE_DEVICES")
     count = len(host.driver.get("gpus") or [])
     if value is None:

@@ -20,17 +20,18 @@ TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
     from cudaswitch.paths import Paths
+    from cudaswitch.verify.registry import CheckResult
 
 WHEEL_MAJOR = re.compile(r"^nvidia-.+-cu(\d+)$")
 PLAIN = Ask("doctor")
 
 
 @registered("hardware.gpus", layer="hardware", shown_by=("doctor",))
-def hardware(host: "Host", ask: Ask = PLAIN) -> list:
+def hardware(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     return hardware_checks(host.paths, host.driver)
 
 
-def hardware_checks(paths: "Paths", drv: dict) -> list:
+def hardware_checks(paths: "Paths", drv: dict) -> "list[CheckResult]":
     if drv["gpus"]:
         names = ", ".join("%s (sm_%s)" % (g["name"], g["capability"].replace(".", "")) for g in drv["gpus"])
         return [check("hardware.gpus", "ok", "%d NVIDIA GPU(s): %s" % (len(drv["gpus"]), names), gpus=drv["gpus"])]
@@ -44,7 +45,7 @@ def hardware_checks(paths: "Paths", drv: dict) -> list:
     return [check("hardware.gpus", "info", "no NVIDIA GPU found on this host", None, pci=[])]
 
 
-def no_driver(where: "str | None" = None, **facts: object) -> dict:
+def no_driver(where: "str | None" = None, **facts: object) -> "CheckResult":
     """driver.present when there is none: on this host, or under a root prefix (an audited root,
     a CUDASWITCH_ROOT host): doctor and audit of the same root say the same."""
     if where and where != "/":
@@ -54,11 +55,11 @@ def no_driver(where: "str | None" = None, **facts: object) -> dict:
 
 
 @registered("driver.present", "driver.problem", layer="driver", shown_by=("doctor", "explain", "audit"))
-def driver_present(host: "Host", ask: Ask = PLAIN) -> list:
+def driver_present(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     return driver_checks(host.driver, host.paths.root)
 
 
-def driver_checks(drv: dict, where: str = "/") -> list:
+def driver_checks(drv: dict, where: str = "/") -> "list[CheckResult]":
     facts = {k: drv[k] for k in ("release", "release_source", "cuda", "cuda_source", "libcuda", "loaded", "wsl")}
     out = []
     if not drv["present"]:
@@ -74,7 +75,7 @@ def driver_checks(drv: dict, where: str = "/") -> list:
 
 
 @registered("toolkit.found", "toolkit.active", layer="toolkit", shown_by=("doctor",))
-def toolkit_layer(host: "Host", ask: Ask = PLAIN) -> list:
+def toolkit_layer(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """Which toolkit the checks below judge: the active one, else the default."""
     registry, record = host.registry, host.record
     if not registry["records"]:
@@ -89,11 +90,11 @@ def toolkit_layer(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("deps.cuda_wheels", "deps.torch_owners", "deps.consistent", layer="deps", shown_by=("doctor",))
-def deps(host: "Host", ask: Ask = PLAIN) -> list:
+def deps(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     return deps_checks(host.torch)
 
 
-def deps_checks(probe: dict) -> list:
+def deps_checks(probe: dict) -> "list[CheckResult]":
     """nvidia-*-cuNN wheels of another CUDA major than torch's; torch owned by both pip and conda."""
     dists = probe.get("distributions") or []
     out = []
@@ -122,11 +123,11 @@ def deps_checks(probe: dict) -> list:
 
 
 @registered("env.in_use", layer="env", shown_by=("doctor",))
-def shell_in_use(host: "Host", ask: Ask = PLAIN) -> list:
+def shell_in_use(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     return [in_use(host.registry, host.env)]
 
 
-def in_use(registry: dict, env: dict) -> dict:
+def in_use(registry: dict, env: dict) -> "CheckResult":
     """The facts `current` reports, stated (info: the verdict on them is env.one_toolkit's)."""
     from cudaswitch.switch.active import describe, lines
 
@@ -136,7 +137,7 @@ def in_use(registry: dict, env: dict) -> dict:
 
 
 @registered("env.stale_entries", layer="env", shown_by=("doctor",))
-def stale(host: "Host", ask: Ask = PLAIN) -> list:
+def stale(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     return stale_entries(host.env)
 
 
@@ -156,11 +157,11 @@ def stale_entries(env: dict) -> list:
 
 
 @registered("env.several_nvcc", layer="env", shown_by=("doctor",))
-def nvcc_on_path(host: "Host", ask: Ask = PLAIN) -> list:
+def nvcc_on_path(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     return [several_nvcc(host.env)]
 
 
-def several_nvcc(env: dict) -> dict:
+def several_nvcc(env: dict) -> "CheckResult":
     entries = [d for d in (env.get("PATH") or "").split(":") if d and os.access(os.path.join(d, "nvcc"), os.X_OK)]
     if entries and is_stand_in(os.path.join(entries[0], "nvcc")):  # the switched toolkit has none; it hides the rest
         return check("env.several_nvcc", "ok", "no nvcc in use: the toolkit switched to has none, and a stand-in "
@@ -175,13 +176,13 @@ def several_nvcc(env: dict) -> dict:
 
 
 @registered("env.torch_cuda_home", layer="env", shown_by=("doctor", "explain"))
-def torch_cuda_home(host: "Host", ask: Ask = PLAIN) -> list:
+def torch_cuda_home(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """The CUDA_HOME torch's cpp_extension would take here: is it a toolkit root? (doctor, and explain
     for "CUDA_HOME environment variable is not set": one check, one answer.)"""
     return [_torch_cuda_home(host)]
 
 
-def _torch_cuda_home(host: "Host") -> "dict | None":
+def _torch_cuda_home(host: "Host") -> "CheckResult":
     env = host.env
     home, how = torch_home(env, host.paths.host("/usr/local/cuda"))
     if home is None:
@@ -206,7 +207,7 @@ def _torch_cuda_home(host: "Host") -> "dict | None":
 
 
 @registered("env.compat_libcuda", layer="env", shown_by=("doctor",))
-def compat_on_loader_path(host: "Host", ask: Ask = PLAIN) -> list:
+def compat_on_loader_path(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """A cuda-compat libcuda on LD_LIBRARY_PATH, whatever toolkit it comes from."""
     compat = compat_libcuda_dirs(host.env)
     if not compat:

@@ -17,12 +17,13 @@ from cudaswitch.verify.registry import Ask, registered
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
+    from cudaswitch.verify.registry import CheckResult
 
 PLAIN = Ask("verify")
 ALL = ("use", "verify", "doctor", "explain")
 
 @registered("toolkit.status", layer="toolkit", shown_by=("use", "verify", "doctor"))
-def toolkit_status(host: "Host", ask: Ask = PLAIN) -> list:
+def toolkit_status(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """Found, readable, and able to compile: nvcc and the parts it runs (layouts.missing_compile_parts)."""
     record = host.record
     if not record:
@@ -48,7 +49,7 @@ def _usable(host: "Host") -> bool:
 
 
 @registered("nvcc.runs", layer="toolkit", shown_by=("verify", "doctor"))
-def nvcc_runs(host: "Host", ask: Ask = PLAIN) -> list:
+def nvcc_runs(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """`nvcc --version` runs and says the version the registry recorded."""
     if not _usable(host):
         return []
@@ -68,17 +69,17 @@ def nvcc_runs(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("driver.supports_toolkit", layer="driver", shown_by=ALL + ("audit", "image"))
-def driver_for_toolkit(host: "Host", ask: Ask = PLAIN) -> list:
+def driver_for_toolkit(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """Can the driver run code built with this toolkit? (`audit` asks the same of each toolkit it lists.)"""
     if not _usable(host):
         return []
-    return [driver_runs_toolkit(host.driver, host.record["version"], host.record["root"])]
+    return [driver_runs_toolkit(host.driver, host.record["version"], host.record["root"])]  # type: ignore[list-item]
 
 
 def driver_runs_toolkit(driver: dict, version: str, root: str) -> dict:
     """driver.supports_toolkit for the toolkit of `version` at `root` (verify's, or each of audit's)."""
     return compat.driver_supports(driver, short_version(version), "driver.supports_toolkit",
-                                  "the CUDA %s toolkit at %s" % (version, root))
+                                  "the CUDA %s toolkit at %s" % (version, root))  # type: ignore[return-value]
 
 
 def gpu_kind(name: str) -> "str | None":
@@ -91,7 +92,7 @@ def gpu_kind(name: str) -> "str | None":
 
 
 @registered("driver.forward_compat", layer="driver", shown_by=("use", "verify", "doctor", "explain"))
-def forward_compat(host: "Host", ask: Ask = PLAIN) -> list:
+def forward_compat(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """The toolkit's compat/libcuda.so.* (cuda-compat): ok on data-center GPUs with an older driver,
     error 804 on consumer GPUs, error 803 when it is older than the installed driver.
     ask.unchecked: a line where there is nothing to judge (explain), none for verify."""
@@ -122,7 +123,7 @@ def forward_compat(host: "Host", ask: Ask = PLAIN) -> list:
     return [_compat_for_gpus(host, facts)]
 
 
-def _compat_for_gpus(host: "Host", facts: dict) -> dict:
+def _compat_for_gpus(host: "Host", facts: dict) -> "CheckResult":
     kinds = {gpu["name"]: gpu_kind(gpu["name"]) for gpu in host.gpus}
     consumer = [name for name, kind in kinds.items() if kind == "consumer"]
     what = "compat libcuda %s" % facts["compat_version"]
@@ -154,7 +155,7 @@ def compat_libcuda(root: str) -> tuple:
 
 
 @registered("gcc.supported", layer="compiler", shown_by=ALL)
-def host_compiler(host: "Host", ask: Ask = PLAIN) -> list:
+def host_compiler(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """The host compiler nvcc would use against the toolkit's gcc ceiling (crt/host_config.h, else
     compat.toml). Without a toolkit explain still says which gcc is here."""
     if not host.record and ask.unchecked:
@@ -169,7 +170,7 @@ def host_compiler(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 def gcc_verdict(ceiling: "int | None", ceiling_from: "str | None", compiler: "str | None", version: "str | None",
-                cuda: "str | None", chosen: "dict | None" = None, ignored: "str | None" = None) -> dict:
+                cuda: "str | None", chosen: "dict | None" = None, ignored: "str | None" = None) -> "CheckResult":
     """Host gcc above the toolkit's ceiling -> nvcc refuses with `#error -- unsupported GNU version!`,
     so every compile fails: an error. `chosen`: the compilers the switch picked (NVCC_CCBIN...);
     `ignored`: an NVCC_CCBIN this nvcc does not read (11.x), which the user may think applies."""
@@ -202,7 +203,7 @@ def gcc_verdict(ceiling: "int | None", ceiling_from: "str | None", compiler: "st
 
 
 @registered("toolkit.gpu_arch", layer="toolkit", shown_by=("use", "verify", "doctor", "explain"))
-def toolkit_gpu_arch(host: "Host", ask: Ask = PLAIN) -> list:
+def toolkit_gpu_arch(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """Can this nvcc target every GPU the driver reports, and (explain) each architecture the message
     names? `nvcc --list-gpu-arch` answers, else compat.toml's arch table."""
     named = sorted(set(re.findall(r"(?:compute|sm)_(\d+[a-z]?)", ask.text)))
@@ -217,7 +218,7 @@ def toolkit_gpu_arch(host: "Host", ask: Ask = PLAIN) -> list:
     return out + [_nvcc_accepts(host, arch) for arch in named if host.record]
 
 
-def _nvcc_accepts(host: "Host", arch: str) -> dict:
+def _nvcc_accepts(host: "Host", arch: str) -> "CheckResult":
     """An architecture an error message names (`Unsupported gpu architecture 'compute_35'`) against
     this nvcc's list and the CUDA releases that target it."""
     archs, row = host.nvcc_archs, table.arch_row(arch)
@@ -230,7 +231,7 @@ def _nvcc_accepts(host: "Host", arch: str) -> dict:
         None if known else "use a toolkit in that range", arch=arch, archs=archs)
 
 
-def _nvcc_targets(host: "Host", gpu: dict) -> dict:
+def _nvcc_targets(host: "Host", gpu: dict) -> "CheckResult":
     cuda, archs = host.toolkit_cuda, host.nvcc_archs
     sm = gpu["capability"].replace(".", "")
     row = table.arch_row(sm)
@@ -257,7 +258,7 @@ def _nvcc_targets(host: "Host", gpu: dict) -> dict:
 
 
 @registered("nvcc.compile", layer="toolkit", shown_by=("use", "verify", "doctor"))
-def nvcc_compile(host: "Host", ask: Ask = PLAIN) -> list:
+def nvcc_compile(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """The one-kernel program, built for real once per toolkit identity (cached)."""
     record = host.record
     if not _usable(host) or not record.get("nvcc"):

@@ -1,9 +1,13 @@
 """Human-readable lines for check reports (render.py prints them; JSON goes out as is)."""
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.verify.registry import CheckResult
+
 MARKS = {"ok": "ok  ", "info": "info", "warning": "WARN", "error": "FAIL"}
 
 
-def check_lines(checks: list, group_key: "str | None" = None) -> list:
+def check_lines(checks: "list[CheckResult]", group_key: "str | None" = None) -> list:
     """One line per check (`ok   message`), its hint indented below; optional group headers."""
     lines, group = [], None
     for item in checks:
@@ -22,7 +26,7 @@ def toolkit_line(public: "dict | None") -> str:
     return "toolkit: CUDA %s at %s (%s)" % (public.get("version") or "?", public["root"], public["status"])
 
 
-def summary_line(checks: list) -> str:
+def summary_line(checks: "list[CheckResult]") -> str:
     counts: dict = {}
     for item in checks:
         counts[item["level"]] = counts.get(item["level"], 0) + 1

@@ -10,9 +10,19 @@ builds the check's dicts, so a check id is written in one module only.
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
-    from typing import Callable, TypeVar
+    from typing import Any, Callable, TypedDict, TypeVar
+
+    from typing_extensions import NotRequired
 
     Function = TypeVar("Function", bound=Callable)
+
+    class CheckResult(TypedDict):
+        id: str
+        level: str
+        message: str
+        hint: str | None
+        facts: dict[str, Any]
+        layer: NotRequired[str]
 
 # (key in the JSON `layer` field, words) bottom up: doctor shows its checks in this order.
 LAYERS = (("hardware", "hardware"), ("driver", "driver"), ("toolkit", "toolkit"), ("compiler", "host compiler"),

@@ -18,6 +18,10 @@ from cudaswitch.verify import facts as table
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.registry import registered
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.verify.registry import CheckResult
+
 CUDA = re.compile(r"^\d{1,2}\.\d$")
 BRANCH = re.compile(r"^\d{3,4}$")
 RELEASE = re.compile(r"^\d{3,4}(\.\d{1,3}){1,2}$")
@@ -85,7 +89,7 @@ def branch_row(capability: str) -> Optional[dict]:
 
 
 @registered("torch_build.driver_gpu", layer="driver", shown_by=("torch",))
-def driver_drives(driver: dict, gpu: dict) -> dict:
+def driver_drives(driver: dict, gpu: dict) -> "CheckResult":
     """Can the driver's branch drive this GPU at all? An error names the branch it needs."""
     sm = "sm_" + gpu["capability"].replace(".", "")
     named = sm if gpu["name"] == sm else "%s (%s)" % (sm, gpu["name"])

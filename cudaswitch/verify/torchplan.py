@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from cudaswitch.paths import Paths
     from cudaswitch.toolkit import Env
+    from cudaswitch.verify.registry import CheckResult
 
 PROBES_FILE = "torch-arch.marshal"
 GPU_SM = re.compile(r"^(?:sm_)?(\d+)(\d)$")
@@ -145,7 +146,8 @@ def install_lines(build: dict) -> Dict[str, str]:
 
 @registered("torch_build.driver", "torch_build.evidence", "torch_build.gpu_arch", layer="framework",
             shown_by=("torch",))
-def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict], drives: Sequence[dict] = ()) -> dict:
+def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict],
+           drives: "Sequence[CheckResult]" = ()) -> dict:
     """One build against the host: its checks, and fits True / False / None (cannot tell).
     `drives`: whether the driver's branch drives each GPU (the same for every build)."""
     subject = "torch %s+%s" % (build["torch"], variant(build["cuda"]))
@@ -175,7 +177,7 @@ def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict],
 
 
 @registered("torch_build.extensions", layer="toolkit", shown_by=("torch",))
-def extension_check(build: dict, toolkit: Optional[dict], gpus: Sequence[dict] = ()) -> dict:
+def extension_check(build: dict, toolkit: Optional[dict], gpus: Sequence[dict] = ()) -> "CheckResult":
     """cpp_extension refuses a toolkit whose CUDA major differs from torch's; another minor warns; a
     GPU the toolkit's nvcc cannot target gets no extension code whatever torch build it is."""
     if not toolkit:

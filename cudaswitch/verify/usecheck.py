@@ -10,6 +10,7 @@ from cudaswitch.verify.host import Host, settings
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.paths import Paths
+    from cudaswitch.verify.registry import CheckResult
 
 
 def use_verdict(paths: "Paths", record: dict, new_env: dict, timeout: "float | None") -> tuple:
@@ -27,7 +28,7 @@ MAX_LINE = 100
 TAIL = " (`cudaswitch verify`)"
 
 
-def summarize(record: dict, checks: list, host: "Host") -> tuple:
+def summarize(record: dict, checks: "list[CheckResult]", host: "Host") -> tuple:
     """(level, line, line for a shell that switched before): at most MAX_LINE characters."""
     level = worst(checks)
     head = "CUDA %s" % (record.get("version") or "?")
@@ -53,7 +54,7 @@ def summarize(record: dict, checks: list, host: "Host") -> tuple:
             fit("%s: ok" % head + (" (%s)" % ", ".join(again) if again else ""), MAX_LINE))
 
 
-def line_text(item: dict) -> str:
+def line_text(item: "CheckResult") -> str:
     """A check's words for the one line: its own short form, else its message up to the first
     ": " when the whole is long (the rest explains; `verify` shows it)."""
     text = short_paths(item["facts"].get("line") or item["message"])
