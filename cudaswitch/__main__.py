@@ -10,7 +10,7 @@ import os
 import sys
 
 
-def repaired_path(path, pythonpath, cwd, safe_path):
+def repaired_path(path: "list[str]", pythonpath: str, cwd: str, safe_path: bool) -> "list[str]":
     """sys.path less the entry -m put first and the entries PYTHONPATH's relative ones became.
     The directories holding the standard library and cudaswitch itself stay whatever the working
     directory is (someone may run it from there)."""
@@ -23,7 +23,7 @@ def repaired_path(path, pythonpath, cwd, safe_path):
     return [entry for entry in kept if entry and (entry not in relative or entry in needed)]
 
 
-def _repair():
+def _repair() -> None:
     try:
         cwd = os.getcwd()
     except OSError:  # a working directory removed under us: nothing on sys.path can name it

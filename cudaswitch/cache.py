@@ -27,6 +27,7 @@ from cudaswitch.safeio import Unreadable, file_identity, open_regular, read_fd, 
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 MAX_BYTES = 64 << 20  # the registry of a host with hundreds of toolkits and envs is a few MiB
@@ -43,7 +44,7 @@ def usable_dir(configured: str) -> str:
     return _checked[configured]
 
 
-def _choose(configured):
+def _choose(configured: str) -> str:
     problem = _foreign(configured)
     if problem is None:
         return configured
@@ -62,7 +63,7 @@ def _choose(configured):
     return fallback
 
 
-def _foreign(directory):
+def _foreign(directory: str) -> "str | None":
     """None for a dir of ours nobody else may write, or none there yet; "loose" for ours but
     writable by others; else why it is not ours."""
     parent = unsafe_ancestor(directory)
@@ -100,7 +101,7 @@ def unsafe_ancestor(path: str) -> "str | None":
         parent = os.path.dirname(parent)
 
 
-def _make_private(directory):
+def _make_private(directory: str) -> bool:
     """chmod 0700, then remove what is inside: once nobody else can enter, nothing can be added
     while it goes (shutil.rmtree does not follow links)."""
     import shutil
@@ -239,7 +240,7 @@ def watched_entry(entry: "Any", texts: "tuple[str, ...]") -> bool:
             and all(isinstance(p, str) and (i is None or isinstance(i, tuple)) for p, i in entry["watch"].items()))
 
 
-def parsed(cache_dir: str, name: str, files: "tuple[str, ...]", parse):
+def parsed(cache_dir: str, name: str, files: "tuple[str, ...]", parse: "Callable[[], Any]") -> "Any":
     """parse() for `files` as they are now: stored under `name` while none of them changed (the
     caller names its own module's file among them, so a changed parser never meets an old
     answer). A file that is not a regular file (a zipped install): parsed every time."""

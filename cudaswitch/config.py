@@ -12,17 +12,23 @@ from cudaswitch.request import SOURCES
 from cudaswitch.safeio import Unreadable, parse_toml, read_regular, replace_regular
 from cudaswitch.settings import MAX_TIMEOUT, VERDICT_MODES
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from cudaswitch.paths import Paths
+
 MAX_BYTES = 1 << 20
 DEFAULTS = {"source_order": list(SOURCES), "probe_timeout": settings.PROBE_TIMEOUT}
 
 
-def _text(key, value):
+def _text(key: str, value: "Any") -> "str | None":
     if not isinstance(value, str) or not value or "\0" in value or len(value) > 4096:
         return "must be a non-empty string"
     return None
 
 
-def _strings(key, value):
+def _strings(key: str, value: "Any") -> "str | None":
     if not isinstance(value, list) or len(value) > 1000:
         return "must be a list of strings"
     for item in value:
@@ -32,7 +38,7 @@ def _strings(key, value):
     return None
 
 
-def _kind_in_list(item):
+def _kind_in_list(item: object) -> "str | None":
     if isinstance(item, str) and "\0" in item:
         return "a string holding a NUL character"
     if isinstance(item, str) and len(item) > 4096:
@@ -40,7 +46,7 @@ def _kind_in_list(item):
     return _kind(item)
 
 
-def _timeout(key, value):
+def _timeout(key: str, value: "Any") -> "str | None":
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "must be a number of seconds"
     if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
@@ -48,11 +54,11 @@ def _timeout(key, value):
     return None
 
 
-def _flag(key, value):
+def _flag(key: str, value: "Any") -> "str | None":
     return None if isinstance(value, bool) else "must be true or false"
 
 
-def _request(key, value):
+def _request(key: str, value: "Any") -> "str | None":
     problem = _text(key, value)
     if problem:
         return problem
@@ -65,7 +71,7 @@ def _request(key, value):
     return None
 
 
-def _sources(key, value):
+def _sources(key: str, value: "Any") -> "str | None":
     problem = _strings(key, value)
     unknown = [s for s in value if s not in SOURCES] if not problem else []
     if unknown:
@@ -73,7 +79,7 @@ def _sources(key, value):
     return problem
 
 
-def _verdict(key, value):
+def _verdict(key: str, value: "Any") -> "str | None":
     return None if value in VERDICT_MODES else "must be one of %s" % ", ".join(VERDICT_MODES)
 
 
@@ -101,12 +107,12 @@ UNSET = {"default": "no default toolkit", "python": "the first python3 on the sw
 _warned: "set[tuple]" = set()  # (file, key): each unknown key is named once per run, however often config is read
 
 
-def _kind(value):
+def _kind(value: object) -> str:
     return {bool: "a boolean", int: "a number", float: "a number", str: "an empty string", list: "a list",
             dict: "a table"}.get(type(value), type(value).__name__)
 
 
-def _read(paths):
+def _read(paths: "Paths") -> "dict[str, Any]":
     """The file's own keys (no defaults); {} when absent; one-line ConfigError otherwise. Parsed
     once per change of the file (the cache): `global` and the registry read it on every run, and
     tomllib's imports alone are more than a fast command's whole budget."""
@@ -116,7 +122,7 @@ def _read(paths):
     return cache.parsed(paths.cache_dir, "config.marshal", (path, safeio.__file__), lambda: _parse(path))
 
 
-def _parse(path):
+def _parse(path: str) -> "dict[str, Any]":
     try:
         data = read_regular(path, MAX_BYTES)
     except FileNotFoundError:
@@ -131,7 +137,7 @@ def _parse(path):
         raise ConfigError("%s: %s" % (path, exc), "fix or remove the file") from None
 
 
-def load(paths):
+def load(paths: "Paths") -> "dict[str, Any]":
     """The config as a dict with defaults filled in; ConfigError names file and key when bad."""
     data = _read(paths)
     _validate(paths.config_file, data)
@@ -139,7 +145,7 @@ def load(paths):
     return {**DEFAULTS, **data}
 
 
-def switch_settings(paths):
+def switch_settings(paths: "Paths") -> "dict[str, Any]":
     """{"verdict", "loader_path"}: what a switch reads on every run, from the parsed copy of the
     file (no tomllib). A value that cannot be read is its default: `list` and `verify` report the
     error, and a switch must still work."""
@@ -151,11 +157,11 @@ def switch_settings(paths):
             for key, default in settings.SWITCH_DEFAULTS.items()}
 
 
-def unknown_keys(data):
+def unknown_keys(data: "dict[str, Any]") -> "list[str]":
     return [key for key in data if key not in CHECKS]
 
 
-def nearest_key(key):
+def nearest_key(key: str) -> "str | None":
     """The known key a typo most likely meant (`loader-path` -> loader_path), else None."""
     import difflib
 
@@ -163,12 +169,12 @@ def nearest_key(key):
     return close[0] if close else None
 
 
-def unknown_key_note(key):
+def unknown_key_note(key: str) -> str:
     nearest = nearest_key(key)
     return "did you mean %s?" % nearest if nearest else "no setting has a name like it"
 
 
-def _warn_unknown(path, data):
+def _warn_unknown(path: str, data: "dict[str, Any]") -> None:
     """A typo is a warning, never an error: the hook reads this file at a prompt, which must work."""
     from cudaswitch import render
 
@@ -179,7 +185,7 @@ def _warn_unknown(path, data):
                            % (path, ascii(key[:64]), unknown_key_note(key)))
 
 
-def effective(paths):
+def effective(paths: "Paths") -> "list[tuple[str, Any, str]]":
     """Every setting in effect and where it came from: [(key, value or None, "config.toml" |
     "default")], known keys first, then the file's unknown ones."""
     path = paths.config_file
@@ -191,7 +197,7 @@ def effective(paths):
     return rows + [(key, own[key], "config.toml") for key in unknown_keys(own)]
 
 
-def _validate(path, data):
+def _validate(path: str, data: "dict[str, Any]") -> None:
     for key, value in data.items():
         check = CHECKS.get(key)
         if check is None:
@@ -201,7 +207,7 @@ def _validate(path, data):
             raise ConfigError("%s: %s %s" % (path, key, problem), "fix or remove the key")
 
 
-def update(paths, **changes):
+def update(paths: "Paths", **changes: object) -> "dict[str, Any]":
     """Set (or, with value None, remove) keys and write the file atomically (through a symlink:
     the link's target is replaced in its own directory). A change that changes nothing writes
     nothing: the file's mtime is part of the registry cache's key, so a rewrite costs the next

@@ -9,19 +9,19 @@ class CudaSwitchError(Exception):
 
     exit_code = EXIT_ERROR
 
-    def __init__(self, message, hint=None):
+    def __init__(self, message: str, hint: "str | None" = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
 
-    def render(self):
+    def render(self) -> str:
         text = "cudaswitch: error: " + self.message
         if self.hint:
             text += " (" + self.hint + ")"
         return inert(text)
 
 
-def inert(text):
+def inert(text: str) -> str:
     """Messages quote paths from cloned repositories, and a directory name can hold a newline or a
     terminal escape: write control characters as escapes, so the error stays one line and inert."""
     return "".join(c if " " <= c != "\x7f" else repr(c)[1:-1] for c in text)

@@ -21,6 +21,10 @@ import sys
 from cudaswitch.cache import make_dir, unsafe_ancestor
 from cudaswitch.safeio import read_or_none, replace_regular
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
+
 SCRIPT_MAX_BYTES = 64 << 10
 SHEBANG_MAX = 127  # what Linux before 5.1 reads of a #! line
 
@@ -45,7 +49,7 @@ sys.exit(run_program())
 """
 
 
-def isolated_program(program, paths):
+def isolated_program(program: "str | None", paths: "Paths") -> "str | None":
     """`program` where its own first line starts Python with -E (or it is a launcher already),
     else the -E launcher for it (written when missing or out of date); `program` too when no
     launcher can be written. Judged by the file, not by this process's flags: the script may be
@@ -74,7 +78,7 @@ def isolated_program(program, paths):
     return path
 
 
-def _private_directory(data_dir, directory):
+def _private_directory(data_dir: str, directory: str) -> None:
     """The launcher's dir, made 0700 with the dirs above it that cudaswitch makes, and the way
     down to it safe from other users (under umask 000 or 002 it was not): whoever may write
     there could replace the launcher the hook runs. Dirs of ours that others may write are made
@@ -89,7 +93,7 @@ def _private_directory(data_dir, directory):
         raise OSError("the launcher's dir is not private")
 
 
-def _own_file(path):
+def _own_file(path: str) -> bool:
     """A regular file of ours nobody else may write (not a link someone left there)."""
     try:
         st = os.lstat(path)
@@ -98,13 +102,13 @@ def _own_file(path):
     return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
 
 
-def _isolating(first_line):
+def _isolating(first_line: bytes) -> bool:
     """Whether a #! line passes Python -E (or -I, which implies it) in its options."""
     options = first_line[2:].split()[1:]
     return any(o.startswith(b"-") and not o.startswith(b"--") and (b"E" in o or b"I" in o) for o in options)
 
 
-def _shebang(python):
+def _shebang(python: str) -> "bytes | None":
     """The first line(s) that start `python -E` on this script: a #! line when the kernel takes
     it whole, else /bin/sh exec'ing it (a line Python reads as a string, as pip's own scripts do
     for long paths). None for a path neither can carry."""

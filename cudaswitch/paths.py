@@ -10,17 +10,21 @@ import sys
 
 from cudaswitch.cache import usable_dir
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.toolkit import Env
+
 APP = "cudaswitch"
 
 
-def _xdg(env, var, default_rel):
+def _xdg(env: "Env", var: str, default_rel: str) -> str:
     base = env.get(var, "")
     if not os.path.isabs(base):  # the XDG spec (and platformdirs) ignore unset, empty and relative values
         base = os.path.join(os.path.expanduser("~"), default_rel)
     return os.path.join(base, APP)
 
 
-def _platform_dirs(env):
+def _platform_dirs(env: "Env") -> "tuple[str, str, str]":
     if sys.platform.startswith("linux"):
         return (
             _xdg(env, "XDG_CONFIG_HOME", ".config"),
@@ -41,7 +45,7 @@ class Paths:
 
     __slots__ = ("config_dir", "cache_dir", "data_dir", "root")
 
-    def __init__(self, env=None):
+    def __init__(self, env: "Env | None" = None) -> None:
         env = os.environ if env is None else env
         config, cache, data = _platform_dirs(env)
         self.config_dir = env.get("CUDASWITCH_CONFIG_DIR") or config
@@ -50,27 +54,27 @@ class Paths:
         self.root = os.path.abspath(env.get("CUDASWITCH_ROOT") or "/")
 
     @property
-    def config_file(self):
+    def config_file(self) -> str:
         return os.path.join(self.config_dir, "config.toml")
 
     @property
-    def managed_dir(self):
+    def managed_dir(self) -> str:
         return os.path.join(self.data_dir, "toolkits")
 
-    def host(self, path):
+    def host(self, path: str) -> str:
         """`path` as seen on the audited host: /usr/local/cuda -> ROOT/usr/local/cuda."""
         if self.root == "/":
             return path
         return os.path.join(self.root, path.lstrip("/"))
 
-    def unhost(self, path):
+    def unhost(self, path: str) -> str:
         """Inverse of host(): a symlink target read under ROOT is absolute on that host."""
         if self.root == "/" or not path.startswith(self.root + "/"):
             return path
         return path[len(self.root):]
 
 
-def resolve_in_root(paths, path, limit=40):
+def resolve_in_root(paths: Paths, path: str, limit: int = 40) -> "tuple[str, str | None]":
     """Real path of a host path, following links as if ROOT were `/`.
 
     An image's `/usr/local/cuda -> /usr/local/cuda-12.4` must not escape to the auditing host's
@@ -105,7 +109,7 @@ def resolve_in_root(paths, path, limit=40):
     return current or "/", None
 
 
-def link_leaving(tree, root, limit=200000):
+def link_leaving(tree: str, root: str, limit: int = 200000) -> "str | None":
     """The first link under `tree` (a toolkit root inside the audited `root`) that the kernel would
     follow out of `root`, as "relative/path -> target", or None. Reading or running a file through
     such a link (an image's cuda-12.9/bin -> the host's /usr/local/cuda-12.9/bin) would audit the
@@ -127,7 +131,7 @@ def link_leaving(tree, root, limit=200000):
     return None
 
 
-def _target(path):
+def _target(path: str) -> str:
     try:
         return os.readlink(path)
     except OSError:

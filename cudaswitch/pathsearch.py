@@ -2,8 +2,12 @@
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cudaswitch.toolkit import Env
 
-def which(name, env):
+
+def which(name: str, env: "Env") -> "str | None":
     """First executable `name` on env's PATH. Only absolute entries count: an empty or relative
     entry (`PATH=$PATH:bin`, `PATH=$PATH:`) would find a cloned repository's own nvcc or gcc."""
     for directory in (env.get("PATH") or "").split(":"):

@@ -3,8 +3,12 @@
 import os
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
-def _write(text):
+
+def _write(text: str) -> None:
     """stdout as bytes, the way the environment holds them: a PATH entry that is not UTF-8 reaches
     Python as a lone surrogate (surrogateescape), which a strict UTF-8 stdout (PYTHONIOENCODING,
     most desktop locales) refuses with a traceback; os.fsencode gives back the original bytes."""
@@ -17,7 +21,7 @@ def _write(text):
     buffer.flush()
 
 
-def escape_surrogates(text):
+def escape_surrogates(text: str) -> str:
     """JSON text with lone surrogates written as \\udcXX escapes: valid UTF-8 JSON, and
     json.loads + os.fsencode give back the original bytes."""
     if text.isascii():
@@ -25,7 +29,7 @@ def escape_surrogates(text):
     return "".join("\\u%04x" % ord(c) if "\ud800" <= c <= "\udfff" else c for c in text)
 
 
-def emit_json(data, compact=False):
+def emit_json(data: object, compact: bool = False) -> None:
     """Indented on a terminal, for people; one line when stdout is a pipe or a file, as gh does:
     json's C encoder cannot indent, and the pure-Python one it falls back to is 4x slower (9 ms of
     `list --json` on a host with 250 toolkits; `| jq .` indents). compact = one line without
@@ -41,24 +45,24 @@ def emit_json(data, compact=False):
     _write(escape_surrogates(text) + "\n")
 
 
-def emit_json_text(text):
+def emit_json_text(text: str) -> None:
     """JSON already rendered (one line, non-ASCII as is), written the way emit_json writes."""
     _write(escape_surrogates(text) + "\n")
 
 
-def stdout_is_terminal():
+def stdout_is_terminal() -> bool:
     try:
         return sys.stdout.isatty()
     except (AttributeError, ValueError):  # a replaced or closed stdout
         return False
 
 
-def emit_text(text):
+def emit_text(text: str) -> None:
     """Shell code for `eval`, exactly as rendered (stdout carries nothing else)."""
     _write(text)
 
 
-def emit_lines(lines):
+def emit_lines(lines: "Iterable[str]") -> None:
     _write("".join(line + "\n" for line in lines))
 
 
@@ -69,7 +73,7 @@ MAX_LABEL = 16  # a first word longer than this is prose, not a label
 PROSE_INDENT = 4
 
 
-def emit_prose(lines):
+def emit_prose(lines: "Iterable[str]") -> None:
     """Lines for people (doctor, verify, torch, explain) wrapped at the terminal's width when
     stdout is a terminal, and written whole into a pipe or a file, where a reader (grep, a log)
     wants one line per item."""
@@ -80,7 +84,7 @@ def emit_prose(lines):
     emit_lines([part for line in lines for part in wrap_prose(line, width)])
 
 
-def prose_width():
+def prose_width() -> "int | None":
     """The terminal's columns (COLUMNS when set, as a resized terminal says), or None off a terminal."""
     if not stdout_is_terminal():
         return None
@@ -88,13 +92,13 @@ def prose_width():
     if columns.isdigit() and int(columns) > 0:
         return int(columns)
     try:
-        columns = os.get_terminal_size(sys.stdout.fileno()).columns
+        size = os.get_terminal_size(sys.stdout.fileno()).columns
     except (OSError, ValueError, AttributeError):
         return None
-    return columns or None  # 0: a pty whose size was never set
+    return size or None  # 0: a pty whose size was never set
 
 
-def wrap_prose(line, width):
+def wrap_prose(line: str, width: int) -> "list[str]":
     """`line` in lines of at most `width` columns, broken at spaces only (paths, URLs and commands
     stay whole while they fit a line; one wider than the line is cut, the line being the limit);
     continuation lines hang under the text after the line's label."""
@@ -112,7 +116,7 @@ def wrap_prose(line, width):
     return parts or [line]
 
 
-def _hanging(line, width):
+def _hanging(line: str, width: int) -> "tuple[str, str]":
     """(the line's indentation with its label word and the blanks after it, the continuation
     indent): under the text after a label; PROSE_INDENT further in when there is no label, or
     when hanging under it would leave less than half the line."""
@@ -127,7 +131,7 @@ def _hanging(line, width):
     return indent, indent + " " * PROSE_INDENT
 
 
-def iec_size(num):
+def iec_size(num: float) -> str:
     """Bytes in IEC units, the one unit cudaswitch shows sizes in: 1.2 GiB, 288 MiB, 12 KiB."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if num >= scale:
@@ -136,16 +140,17 @@ def iec_size(num):
     return "%d B" % num
 
 
-def counted(count, noun, plural=None):
+def counted(count: int, noun: str, plural: "str | None" = None) -> str:
     """"1 report", "2 reports": a count with its noun in the number it takes (no "report(s)")."""
     return "%d %s" % (count, noun if count == 1 else (plural or noun + "s"))
 
 
-def message(text):
+def message(text: str) -> None:
     sys.stderr.write(text + "\n")
 
 
-def table(rows, headers, wide=False, shorten=(), spill=(), styles=None):
+def table(rows: "list[list[str]]", headers: "list[str]", wide: bool = False, shorten: "tuple[int, ...]" = (),
+          spill: "tuple[int, ...]" = (), styles: "list[list[str | None]] | None" = None) -> None:
     """An aligned table fitted to the terminal (cudaswitch.tables); colour only on a terminal."""
     from cudaswitch import tables
 
@@ -159,7 +164,7 @@ TABLE_RUNS = {"ok": "ok", "minor-compat": "minor-compat", "compat": "compat", "n
 LIST_RUNS_STYLE = {"ok": "green", "minor-compat": "yellow", "compat": "yellow", "no": "bold red"}
 
 
-def toolkit_table(items, searched="", wide=False):
+def toolkit_table(items: "list[dict]", searched: str = "", wide: bool = False) -> None:
     """`list` as a human reads it: one line per toolkit, problems indented below; when there is
     none, where cudaswitch looked (`searched`, from the registry's source order)."""
     from cudaswitch import tables
@@ -167,7 +172,7 @@ def toolkit_table(items, searched="", wide=False):
     rows = []
     for item in items:
         mark = ("*" if item["active"] else " ") + ("d" if item["default"] else " ")
-        runs = TABLE_RUNS.get((item.get("runs_here") or {}).get("runs"), "unknown")
+        runs = TABLE_RUNS.get((item.get("runs_here") or {}).get("runs") or "", "unknown")
         rows.append([mark, item["version"] or "?", item["status"], runs, ",".join(item["sources"]), item["root"]])
     if not rows:
         message("cudaswitch: no CUDA toolkits found; searched " + searched)
@@ -178,8 +183,8 @@ def toolkit_table(items, searched="", wide=False):
           styles=styles)
     width = tables.terminal_width(wide, sys.stderr)
     for item in items:
-        runs = item.get("runs_here") or {}
-        for problem in item["problems"] + ([runs["why"]] if runs.get("runs") == "no" else []):
+        here = item.get("runs_here") or {}
+        for problem in item["problems"] + ([here["why"]] if here.get("runs") == "no" else []):
             message("\n".join(tables.wrap(tables.printable("%s: %s" % (item["root"], problem)), width)))
     legend = (["* active in this shell"] if any(i["active"] for i in items) else []) + \
         (["d default"] if any(i["default"] for i in items) else [])

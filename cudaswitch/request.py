@@ -9,12 +9,21 @@ import os
 from cudaswitch.errors import BadRequest
 from cudaswitch.toolkit import version_tuple
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, TypeVar
+
+    from cudaswitch.toolkit import AnyRecord
+
+    Record = TypeVar("Record", bound=AnyRecord)
+
 SOURCES = ("user", "managed", "system", "module", "conda", "pip")
 SPECIFIER_START = "<>=!~"
 MAX_LENGTH = 200
 
 
-def _is_version(text):
+def _is_version(text: str) -> bool:
     pieces = text.split(".")
     return 1 <= len(pieces) <= 3 and all(p.isascii() and p.isdigit() and len(p) <= 6 for p in pieces)
 
@@ -24,14 +33,14 @@ class ToolkitRequest:
 
     __slots__ = ("text", "kind", "value", "source")
 
-    def __init__(self, text, kind, value, source=None):
+    def __init__(self, text: str, kind: str, value: "Any", source: "str | None" = None) -> None:
         self.text, self.kind, self.value, self.source = text, kind, value, source
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "ToolkitRequest(%r)" % self.text
 
     @classmethod
-    def parse(cls, text, allow_path=False):
+    def parse(cls, text: str, allow_path: bool = False) -> "ToolkitRequest":
         raw = text
         text = text.strip()
         if not text or len(text) > MAX_LENGTH or any(ord(c) < 32 or ord(c) == 127 for c in text):
@@ -46,7 +55,7 @@ class ToolkitRequest:
         return request
 
     @classmethod
-    def _parse_bare(cls, text, raw):
+    def _parse_bare(cls, text: str, raw: str) -> "ToolkitRequest":
         if text in ("latest", "system"):
             return cls(raw, text, None)
         if _is_version(text):
@@ -62,7 +71,7 @@ class ToolkitRequest:
             "not a toolkit request: %r" % raw, "try 12.4, 13, '>=12.1,<13', conda:12.1 or latest"
         )
 
-    def _version_matches(self, record):
+    def _version_matches(self, record: "AnyRecord") -> bool:
         """12.4 / 12.4.131 match nvcc's version; 12.4.1, the release name NVIDIA's installers and
         version.json's "cuda" use, matches that too."""
         n = len(self.value)
@@ -71,7 +80,7 @@ class ToolkitRequest:
         release = (record.get("components") or {}).get("cuda")
         return n == 3 and version_tuple(release)[:n] == self.value
 
-    def guards(self, system_real=None):
+    def guards(self, system_real: "str | None" = None) -> "list[tuple[str, Callable[[AnyRecord], bool]]]":
         """The flat list of (name, predicate over a record) that a candidate must pass."""
         guards = []
         if self.source:
@@ -90,7 +99,8 @@ class ToolkitRequest:
         return guards
 
 
-def select(request, records, source_order=SOURCES, system_real=None):
+def select(request: ToolkitRequest, records: "Sequence[Record]", source_order: "Sequence[str]" = SOURCES,
+           system_real: "str | None" = None) -> "Record | None":
     """Highest matching version wins; ties go by the configured source order. A partial request
     (`12`, a range, latest) asks for a toolkit that works: a complete one wins over a newer one that
     cannot compile; an exact one (`12.9`, `12.9.86`, a path) gets what it names."""
@@ -98,7 +108,9 @@ def select(request, records, source_order=SOURCES, system_real=None):
     return chosen
 
 
-def choose(request, records, source_order=SOURCES, system_real=None, driver_runs=None):
+def choose(request: ToolkitRequest, records: "Sequence[Record]", source_order: "Sequence[str]" = SOURCES,
+           system_real: "str | None" = None, driver_runs: "Callable[[Record], bool] | None" = None,
+           ) -> "tuple[Record | None, list[Record]]":
     """(the record `select` picks or None, the newer matches passed over). A partial request prefers,
     in turn: a complete toolkit this host's driver runs (`driver_runs(record)`, when given), a
     complete one, any."""
@@ -107,7 +119,7 @@ def choose(request, records, source_order=SOURCES, system_real=None, driver_runs
     if not matches:
         return None, []
 
-    def rank(record):
+    def rank(record: "AnyRecord") -> "tuple[tuple[int, ...], int]":
         order = min((source_order.index(s) for s in record["sources"] if s in source_order), default=99)
         return (version_tuple(record["version"]), -order)
 
@@ -124,5 +136,5 @@ def choose(request, records, source_order=SOURCES, system_real=None, driver_runs
     return best, []
 
 
-def _partial(request):
+def _partial(request: ToolkitRequest) -> bool:
     return request.kind in ("specifier", "latest") or (request.kind == "version" and len(request.value) == 1)

@@ -14,6 +14,13 @@ only when a child is really started: the fast path (`use` with warm caches) neve
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from subprocess import Popen
+
+    from cudaswitch.toolkit import Env
+
 MAX_OUTPUT = 4 << 20  # bytes kept per stream; the rest is read and dropped so the child never blocks
 EXIT_GRACE = 1.0  # s to drain pipes a grandchild keeps open after the child itself exited
 
@@ -23,7 +30,8 @@ class Result:
 
     __slots__ = ("returncode", "stdout", "stderr", "error", "timed_out")
 
-    def __init__(self, returncode, stdout=b"", stderr=b"", error=None, timed_out=False):
+    def __init__(self, returncode: "int | None", stdout: bytes = b"", stderr: bytes = b"", error: "str | None" = None,
+                 timed_out: bool = False) -> None:
         self.returncode, self.stdout, self.stderr, self.error = returncode, stdout, stderr, error
         self.timed_out = timed_out
 
@@ -32,13 +40,13 @@ class Result:
         return self.returncode == 0
 
 
-def safe_path(value) -> str:
+def safe_path(value: "str | None") -> str:
     """PATH with only absolute entries, in order; os.defpath when none is left."""
     kept = [d for d in (value or "").split(os.pathsep) if d.startswith("/")]
     return os.pathsep.join(kept) or os.defpath
 
 
-def child_env(env) -> dict:
+def child_env(env: "Env | None") -> dict:
     """A copy of env fit for a child: safe PATH, and no current directory on a Python's sys.path."""
     out = dict(os.environ if env is None else env)
     out["PATH"] = safe_path(out.get("PATH"))
@@ -46,8 +54,9 @@ def child_env(env) -> dict:
     return out
 
 
-def run(argv, env=None, timeout=10.0, cwd=None, merge_stderr=False, on_line=None,
-        max_output=MAX_OUTPUT) -> Result:
+def run(argv: "Sequence[str]", env: "Env | None" = None, timeout: float = 10.0, cwd: "str | None" = None,
+        merge_stderr: bool = False, on_line: "Callable[[str], object] | None" = None,
+        max_output: int = MAX_OUTPUT) -> Result:
     """Run argv to completion or to `timeout` s; never raises for a child that cannot start or hangs.
 
     cwd, when given, must be a private directory the caller made (a compile's temp dir); by default
@@ -66,7 +75,8 @@ def run(argv, env=None, timeout=10.0, cwd=None, merge_stderr=False, on_line=None
             shutil.rmtree(private, ignore_errors=True)
 
 
-def _run_in(argv, env, timeout, cwd, merge_stderr, on_line, max_output):
+def _run_in(argv: "list[str]", env: dict, timeout: float, cwd: "str | None", merge_stderr: bool,
+            on_line: "Callable[[str], object] | None", max_output: int) -> Result:
     import subprocess
 
     try:
@@ -91,7 +101,8 @@ def _run_in(argv, env, timeout, cwd, merge_stderr, on_line, max_output):
     return Result(proc.returncode, out, err)
 
 
-def _collect(proc, timeout, on_line, max_output):
+def _collect(proc: "Popen[bytes]", timeout: float, on_line: "Callable[[str], object] | None",
+             max_output: int) -> "tuple[bytes, bytes, bool]":
     """(stdout, stderr, finished) read until both pipes close and the child exits, or the deadline."""
     import selectors
     import time
@@ -119,7 +130,7 @@ def _collect(proc, timeout, on_line, max_output):
                     continue
                 buf = buffers[key.fd]
                 buf += chunk[:max(0, max_output - len(buf))]
-                if on_line and key.fd == proc.stdout.fileno():
+                if on_line and key.fd == proc.stdout.fileno():  # type: ignore[union-attr]
                     partial += chunk
                     *lines, rest = bytes(partial).split(b"\n")
                     partial[:] = rest[-max_output:]
@@ -128,12 +139,12 @@ def _collect(proc, timeout, on_line, max_output):
     if on_line and partial:
         on_line(bytes(partial).decode("utf-8", "replace").rstrip())
     finished = exited_at is not None or proc.poll() is not None
-    out = bytes(buffers[proc.stdout.fileno()])
+    out = bytes(buffers[proc.stdout.fileno()])  # type: ignore[union-attr]
     err = bytes(buffers[proc.stderr.fileno()]) if proc.stderr else b""
     return out, err, finished
 
 
-def _wait(proc, seconds):
+def _wait(proc: "Popen[bytes]", seconds: float) -> None:
     import subprocess
 
     try:
@@ -142,7 +153,7 @@ def _wait(proc, seconds):
         pass
 
 
-def kill_group(proc) -> None:
+def kill_group(proc: "Popen[bytes]") -> None:
     """SIGKILL the child's session and reap the child; never raises."""
     import signal
 

@@ -9,6 +9,10 @@ is parsed with bounded nesting. Built-in modules only: the fast path reads cache
 import os
 import stat
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 TOML_MAX_DEPTH = 32  # config and project files nest two or three levels; 1000 overflows tomllib's recursion
 
 
@@ -16,7 +20,7 @@ class Unreadable(Exception):
     """A file that cannot be read as data; str() is one line without the file's content."""
 
 
-def open_regular(path):
+def open_regular(path: str) -> int:
     """A read-only fd of the regular file at path, opened without blocking (the caller closes it).
 
     Raises FileNotFoundError when absent, Unreadable for anything else that is not data."""
@@ -39,7 +43,7 @@ def open_regular(path):
     return fd
 
 
-def read_regular(path, limit):
+def read_regular(path: str, limit: int) -> bytes:
     """Up to limit + 1 bytes of the regular file at path (so callers can tell "too large").
 
     Raises FileNotFoundError when absent, Unreadable for anything else that is not data."""
@@ -54,7 +58,7 @@ def read_regular(path, limit):
         os.close(fd)
 
 
-def read_or_none(path, limit):
+def read_or_none(path: str, limit: int) -> "bytes | None":
     """read_regular, or None for any file that is absent or not data: image files under a root,
     /proc and /sys entries, version files, where "cannot read" means "not there"."""
     try:
@@ -63,7 +67,7 @@ def read_or_none(path, limit):
         return None
 
 
-def read_fd(fd, count):
+def read_fd(fd: int, count: int) -> bytes:
     """Up to `count` bytes from an open file."""
     chunks, left = [], count
     while left > 0:
@@ -75,11 +79,11 @@ def read_fd(fd, count):
     return b"".join(chunks)
 
 
-def _reason(exc):
+def _reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-def toml_depth(text):
+def toml_depth(text: str) -> int:
     """Deepest nesting of arrays and inline tables in TOML text (strings and comments skipped)."""
     depth = deepest = 0
     i, n = 0, len(text)
@@ -105,14 +109,14 @@ def toml_depth(text):
     return deepest
 
 
-def _escaped(text, index):
+def _escaped(text: str, index: int) -> bool:
     backslashes = 0
     while index - 1 - backslashes >= 0 and text[index - 1 - backslashes] == "\\":
         backslashes += 1
     return backslashes % 2 == 1
 
 
-def parse_toml(data):
+def parse_toml(data: bytes) -> "dict[str, Any]":
     """dict from TOML bytes; Unreadable with a one-line reason (no content) when it is not TOML."""
     try:
         import tomllib
@@ -149,7 +153,7 @@ def identity_text(path: str) -> str:
     return "|".join(map(str, file_identity(path)))
 
 
-def quote_prefix(text, length=16):
+def quote_prefix(text: str, length: int = 16) -> str:
     """A short, escaped prefix of refused text for an error message: enough to recognise, never
     enough to leak a secret a hostile link pointed at, and no raw control characters. A path is
     cut after a whole component ('/opt/site/'..., not '/opt/site/ro'...), or not at all when it
@@ -167,7 +171,7 @@ def quote_prefix(text, length=16):
 SEAL = b"CSW1"
 
 
-def seal(payload):
+def seal(payload: bytes) -> bytes:
     """payload framed for a cache file: a magic, its length and CRC-32. marshal trusts the sizes it
     reads, so a bit flip in a bare marshal can ask for gigabytes; a sealed file is checked first."""
     import binascii
@@ -175,7 +179,7 @@ def seal(payload):
     return SEAL + len(payload).to_bytes(8, "little") + binascii.crc32(payload).to_bytes(4, "little") + payload
 
 
-def unseal(data):
+def unseal(data: bytes) -> "bytes | None":
     """The payload of a sealed cache file, or None when it is not one or does not check out."""
     import binascii
 
@@ -194,7 +198,7 @@ class NotReplaceable(OSError):
     An OSError, so a caller that treats a failed write as "not cached" keeps doing so."""
 
 
-def _kind_of(mode):
+def _kind_of(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISFIFO(mode):
@@ -206,7 +210,7 @@ def _kind_of(mode):
     return "not a regular file"
 
 
-def replace_target(path, through_links=False):
+def replace_target(path: str, through_links: bool = False) -> str:
     """The name a replacement of `path` renames onto: `path` itself (a symlink there is replaced
     by the new file), or with through_links what the link reaches, so a config file that is a
     link into a dotfiles repository stays a link (a dangling link: the file it names is created).
@@ -230,7 +234,8 @@ def replace_target(path, through_links=False):
     raise NotReplaceable("%s is %s, not a regular file: not replaced" % (path, _kind_of(st.st_mode)))
 
 
-def replace_regular(path, data, through_links=False, mode=None, make_dirs=False, own_file=False):
+def replace_regular(path: str, data: bytes, through_links: bool = False, mode: "int | None" = None,
+                    make_dirs: bool = False, own_file: bool = False) -> str:
     """Write bytes to `path` so readers see the old file or the new one, never half of either.
 
     The new content goes to a private temp file made with O_EXCL beside the target (a random name:
@@ -263,7 +268,7 @@ def replace_regular(path, data, through_links=False, mode=None, make_dirs=False,
     return target
 
 
-def _private_temp(directory, name):
+def _private_temp(directory: str, name: str) -> "tuple[int, str]":
     """(fd, path) of a new file beside the target, as tempfile.mkstemp makes it (O_EXCL, mode
     0600, a random name) without importing tempfile, which the fast path's cache writes avoid."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -276,7 +281,7 @@ def _private_temp(directory, name):
     raise FileExistsError("no free temporary name in %s" % directory)
 
 
-def _mode_for(target, mode):
+def _mode_for(target: str, mode: "int | None") -> int:
     try:
         st = os.lstat(target)
         if stat.S_ISREG(st.st_mode):

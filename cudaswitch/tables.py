@@ -12,6 +12,10 @@ and undecodable bytes are shown escaped, so a root holding a newline cannot brea
 import os
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
+
 MIN_SHORTENED = 24
 MIN_WIDTH = 40  # narrower than this, values shortened to fit would say nothing: let the terminal wrap
 GAP = "  "
@@ -38,7 +42,7 @@ def printable(text: str) -> str:
     return "".join(out)
 
 
-def terminal_width(wide: bool = False, stream=None):
+def terminal_width(wide: bool = False, stream: "TextIO | None" = None) -> "int | None":
     """Columns to fit: None (no limit) with --wide or when output is not a terminal and COLUMNS is
     unset; else COLUMNS, else the terminal's own width."""
     if wide:
@@ -57,7 +61,7 @@ def terminal_width(wide: bool = False, stream=None):
     return None
 
 
-def colour_enabled(stream=None) -> bool:
+def colour_enabled(stream: "TextIO | None" = None) -> bool:
     """Colour on a terminal only, never with NO_COLOR set (no-color.org) or TERM=dumb."""
     stream = stream or sys.stdout
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
@@ -78,7 +82,9 @@ def shorten_middle(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - (width - 1 - head):]
 
 
-def layout(headers, rows, width=None, shorten=(), spill=(), styles=None, colour=False):
+def layout(headers: "list[str]", rows: "list[list[str]]", width: "int | None" = None, shorten: "tuple[int, ...]" = (),
+           spill: "tuple[int, ...]" = (), styles: "list[list[str | None]] | None" = None,
+           colour: bool = False) -> "list[str]":
     """The table's lines. `rows` hold strings; `styles[r][c]` names a colour from COLOURS; `spill`
     is in the order columns leave the line when it does not fit."""
     headers = [printable(h) for h in headers]
@@ -102,7 +108,7 @@ def layout(headers, rows, width=None, shorten=(), spill=(), styles=None, colour=
     return lines
 
 
-def wrap(text: str, width, indent: str = "", label: str = "") -> list:
+def wrap(text: str, width: "int | None", indent: str = "", label: str = "") -> "list[str]":
     """`text` in lines of at most `width` columns, broken at spaces (a word wider than a line is
     shortened in the middle); continuation lines indented further."""
     if width is None:
@@ -120,11 +126,12 @@ def wrap(text: str, width, indent: str = "", label: str = "") -> list:
     return lines
 
 
-def _natural(headers, rows, columns):
+def _natural(headers: "list[str]", rows: "list[list[str]]", columns: "list[int]") -> "list[int]":
     return [max(len(x) for x in [headers[i]] + [row[i] for row in rows]) for i in columns]
 
 
-def _fit(headers, rows, columns, width, shorten):
+def _fit(headers: "list[str]", rows: "list[list[str]]", columns: "list[int]", width: "int | None",
+         shorten: "tuple[int, ...]") -> "list[int] | None":
     """Column widths that fit `width`, shortening only `shorten` columns; None when they cannot."""
     widths = _natural(headers, rows, columns)
     if width is None:
@@ -140,7 +147,7 @@ def _fit(headers, rows, columns, width, shorten):
     return widths if excess <= 0 else None
 
 
-def _line(cells, widths, style, colour):
+def _line(cells: "list[str]", widths: "list[int]", style: "list[str | None] | None", colour: bool) -> str:
     parts = []
     for k, (cell, w) in enumerate(zip(cells, widths)):
         text = shorten_middle(cell, w).ljust(w)

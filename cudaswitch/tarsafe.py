@@ -17,6 +17,10 @@ Real archives (NVIDIA's redist tarballs, OCI layers from Go's archive/tar, GNU t
 import re
 import tarfile
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 MAX_EXTENDED = 64 << 10
 MAX_NAME = 4096  # PATH_MAX
 MAX_DIGIT_RUN = 64
@@ -33,7 +37,7 @@ class HeaderRefused(Exception):
     """A tar header that is not handed to tarfile's parser; the message is one line."""
 
 
-def check_pax_records(buf, size):
+def check_pax_records(buf: bytes, size: int) -> None:
     """`buf` (the header's `size` bytes and their block padding) as tarfile's parser will read it:
     records tiling buf[:size] exactly, each "LEN KEY=VALUE\\n"; HeaderRefused otherwise."""
     if LONG_DIGIT_RUN.search(buf):
@@ -58,10 +62,10 @@ def check_pax_records(buf, size):
 class _Replay:
     """The archive's stream with the bytes already read for a check served again first."""
 
-    def __init__(self, head, stream):
+    def __init__(self, head: bytes, stream: "Any") -> None:
         self.head, self.stream = head, stream
 
-    def read(self, count=-1):
+    def read(self, count: "int | None" = -1) -> bytes:
         if not self.head:
             return self.stream.read(count)
         if count is None or count < 0 or count >= len(self.head):
@@ -71,14 +75,14 @@ class _Replay:
         data, self.head = self.head[:count], self.head[count:]
         return data
 
-    def tell(self):
+    def tell(self) -> int:
         return self.stream.tell() - len(self.head)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> "Any":
         return getattr(self.stream, name)
 
 
-def _name_bytes(text):
+def _name_bytes(text: str) -> int:
     return len(text.encode("utf-8", "surrogateescape"))
 
 
@@ -88,9 +92,9 @@ class BoundedInfo(tarfile.TarInfo):
 
     error: "type[Exception]" = HeaderRefused
 
-    def _proc_member(self, tarfile_):
+    def _proc_member(self, tarfile_: "Any") -> "tarfile.TarInfo":
         if self.type not in PAX_TYPES + LONG_NAME_TYPES:
-            return self._checked_names(super()._proc_member(tarfile_))
+            return self._checked_names(super()._proc_member(tarfile_))  # type: ignore[misc]
         chain = getattr(tarfile_, "_bounded_chain", 0) + 1
         if chain > MAX_CHAIN:
             raise self.error("more than %d extended tar headers before one member; refused" % MAX_CHAIN)
@@ -99,18 +103,18 @@ class BoundedInfo(tarfile.TarInfo):
         tarfile_._bounded_chain = chain
         try:
             if self.type in PAX_TYPES:
-                buf = stream.read(self._block(self.size))
+                buf = stream.read(self._block(self.size))  # type: ignore[attr-defined]
                 try:
                     check_pax_records(buf, self.size)
                 except HeaderRefused as exc:
                     raise self.error(str(exc)) from None
                 tarfile_.fileobj = _Replay(buf, stream)
-            return self._checked_names(super()._proc_member(tarfile_))
+            return self._checked_names(super()._proc_member(tarfile_))  # type: ignore[misc]
         finally:
             tarfile_.fileobj = stream
             tarfile_._bounded_chain = chain - 1
 
-    def _charge(self, tarfile_):
+    def _charge(self, tarfile_: "Any") -> None:
         """Refuses the header before it is read when it, or the archive's headers, are too large."""
         if self.type in LONG_NAME_TYPES and self.size > MAX_NAME + 1:
             what = "name" if self.type == tarfile.GNUTYPE_LONGNAME else "link target"
@@ -126,7 +130,7 @@ class BoundedInfo(tarfile.TarInfo):
             if tarfile_._bounded_global > MAX_EXTENDED:
                 raise self.error("the archive's global pax headers exceed %d bytes; refused" % MAX_EXTENDED)
 
-    def _checked_names(self, member):
+    def _checked_names(self, member: "tarfile.TarInfo") -> "tarfile.TarInfo":
         for what, text in (("name", member.name), ("link target", member.linkname)):
             if len(text) > MAX_NAME // 4 and _name_bytes(text) > MAX_NAME:
                 raise self.error("a member %s of %d bytes (more than %d); refused" % (

@@ -10,7 +10,7 @@ new_record() only, with every key it will ever hold; ToolkitRecord is its type f
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import TypedDict
+    from typing import Any, TypedDict
 
     Env = Mapping[str, str]  # an environment as os.environ or a switched copy of it
 
@@ -96,22 +96,22 @@ class Toolkit:
     def __init__(self, record: "AnyRecord") -> None:
         object.__setattr__(self, "record", record)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Toolkit is read-only")
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> "Any":
         try:
-            return self.record[name]
+            return self.record[name]  # type: ignore[literal-required]
         except KeyError:
             raise AttributeError(name) from None
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Toolkit) and self.record["real"] == other.record["real"]
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self.record["real"])
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Toolkit(%s at %s, %s)" % (self.version, self.root, self.status)
 
     @property

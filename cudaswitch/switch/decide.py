@@ -200,7 +200,7 @@ def _pin(reg: dict, cwd: str) -> "dict | None":
     found = projectfile.find(cwd)
     if found:
         request = projectfile.parse_request(*found)
-        pin = {"kind": "project", "file": found[0], "request": request.text}
+        pin: dict = {"kind": "project", "file": found[0], "request": request.text}
     elif reg.get("default_request"):
         request = ToolkitRequest.parse(reg["default_request"])
         pin = {"kind": "global", "file": None, "request": request.text}

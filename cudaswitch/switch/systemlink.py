@@ -10,10 +10,6 @@ import os
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.paths import Paths
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from cudaswitch.run import Result
-
 LINK = "/usr/local/cuda"
 TIMEOUT = 30
 
@@ -81,7 +77,7 @@ def _swap_link(link: str, target: str) -> None:
 def _alternatives(link: str, root: str, version: "str | None", altdir: str, admindir: str) -> None:
     base = ["update-alternatives", "--altdir", altdir, "--admindir", admindir]
     query = _run(base + ["--query", "cuda"])
-    if "Alternative: %s\n" % root not in query.stdout:
+    if "Alternative: %s\n" % root not in query:
         priority = str(sum(n * w for n, w in zip(_numbers(version), (100, 1))))
         _run(base + ["--install", link, "cuda", root, priority], check=True)
     _run(base + ["--set", "cuda", root], check=True)
@@ -91,16 +87,16 @@ def _numbers(version: "str | None") -> "list[int]":
     return [int(p) for p in (version or "0").split(".")[:2] if p.isdigit()]
 
 
-def _run(command: "list[str]", check: bool = False) -> "Result":
+def _run(command: "list[str]", check: bool = False) -> str:
     from cudaswitch.run import run
 
     proc = run(command, timeout=TIMEOUT)
     if proc.returncode is None:
         raise CudaSwitchError("update-alternatives failed: %s" % proc.error)
-    proc.stdout, proc.stderr = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+    out, err = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
     if check and proc.returncode != 0:
-        reason = (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
+        reason = (err.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
         if "ermission" in reason:
             raise CudaSwitchError("cannot repoint %s: %s" % (LINK, reason), "run it as root") from None
         raise CudaSwitchError("update-alternatives failed: " + reason)
-    return proc
+    return out

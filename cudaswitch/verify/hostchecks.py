@@ -197,7 +197,7 @@ def _torch_cuda_home(host: "Host") -> "CheckResult":
                      cuda_home=home, how=how)
     nvcc = which("nvcc", env)
     target = nvcc_target(nvcc) if nvcc and "nvcc on PATH" in how else None
-    wrapper = target and target != os.path.realpath(nvcc)
+    wrapper = target and nvcc and target != os.path.realpath(nvcc)
     detail = "%s, a wrapper for %s" % (how, target) if wrapper else how
     fix = os.path.dirname(os.path.dirname(target)) if target else None
     return check("env.torch_cuda_home", "warning", "torch would take CUDA_HOME=%s (%s), which is not a "
