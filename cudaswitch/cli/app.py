@@ -3,7 +3,7 @@ that need no fast path. Each command's function takes the same keyword arguments
 parser produces and calls the same handler (cli/main.py runs both behind one error boundary)."""
 
 import inspect
-from typing import List, Optional
+from typing import Any, Callable, List, Optional
 
 import typer
 
@@ -14,34 +14,35 @@ APP_HELP = "Find, switch and verify CUDA toolkits. " + table.DOCS
 VERSION_HELP = "Print cudaswitch's version and exit."
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 REST_CONTEXT = dict(CONTEXT, allow_interspersed_args=False)
+Dispatch = Callable[[table.Command, "dict[str, Any]"], int]
 
 
-def epilog(command):
+def epilog(command: table.Command) -> str:
     """Examples as written (click's \\b keeps a paragraph from being re-wrapped)."""
     examples = "\b\nExamples:\n" + "\n".join("  " + e for e in command.examples)
     return examples + "\n\n" + table.COMMAND_DOCS
 
 
-def _complete_request(incomplete: str):
+def _complete_request(incomplete: str) -> List[str]:
     from cudaswitch.cli.complete import requests
 
     return [value for value in requests() if value.startswith(incomplete)]
 
 
-def _complete_format(incomplete: str):
+def _complete_format(incomplete: str) -> List[str]:
     from cudaswitch.switch.shells import FORMATS
 
     return [name for name in FORMATS if name.startswith(incomplete)]
 
 
-def _complete_from(choices):
-    def complete(incomplete: str):
+def _complete_from(choices: "tuple[str, ...]") -> Callable[[str], List[str]]:
+    def complete(incomplete: str) -> List[str]:
         return [choice for choice in choices if choice.startswith(incomplete)]
 
     return complete
 
 
-def _completion(arg):
+def _completion(arg: table.Arg) -> Optional[Callable[[str], List[str]]]:
     """What TAB offers for a positional: cached REQUESTs, its fixed choices, else nothing (no file names)."""
     if arg.name == "REQUEST":
         return _complete_request
@@ -50,25 +51,25 @@ def _completion(arg):
     return None
 
 
-def _option_parameter(opt):
+def _option_parameter(opt: table.Opt) -> inspect.Parameter:
     names = list(opt.names)
     if opt.kind == "tristate":
         names = ["%s/--no-%s" % (opt.names[0], opt.names[0][2:])]
         annotation, default = Optional[bool], None
     elif opt.kind == "flag":
-        annotation, default = bool, False
+        annotation, default = bool, False  # type: ignore[assignment]
     else:
         base = float if opt.kind == "float" else str
-        annotation, default = (Optional[List[base]], None) if opt.many else (Optional[base], None)
-    completion = {"autocompletion": _complete_format} if opt.dest == "shell" else {}
+        annotation, default = (Optional[List[base]], None) if opt.many else (Optional[base], None)  # type: ignore[valid-type]
+    completion: "dict[str, Any]" = {"autocompletion": _complete_format} if opt.dest == "shell" else {}
     info = typer.Option(default, *names, help=opt.help, metavar=opt.metavar, show_default=False, **completion)
     return inspect.Parameter(opt.dest, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
 
 
-def _argument_parameter(arg):
+def _argument_parameter(arg: table.Arg) -> inspect.Parameter:
     completion = _completion(arg)
     if arg.nargs in ("*", "rest"):
-        annotation = List[str] if arg.nargs == "rest" else Optional[List[str]]
+        annotation: Any = List[str] if arg.nargs == "rest" else Optional[List[str]]
         info = typer.Argument(... if arg.nargs == "rest" else None, help=arg.help, metavar=arg.name,
                               show_default=False)
     else:
@@ -78,27 +79,27 @@ def _argument_parameter(arg):
     return inspect.Parameter(arg.dest, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
 
 
-def _callback(command, dispatch):
-    def run(**values):
+def _callback(command: table.Command, dispatch: "Dispatch") -> Callable[..., Any]:
+    def run(**values: Any) -> Any:
         for opt in command.options:  # typer gives None for an absent repeatable option
             if opt.many and values.get(opt.dest) is None:
                 values[opt.dest] = []
         return dispatch(command, values)
 
     params = [_argument_parameter(a) for a in command.args] + [_option_parameter(o) for o in command.options]
-    run.__signature__ = inspect.Signature(params)
+    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     run.__name__ = command.path[-1].replace("-", "_")
     run.__doc__ = command.help
     return run
 
 
-def _add(target, command, dispatch):
+def _add(target: typer.Typer, command: table.Command, dispatch: "Dispatch") -> None:
     context = REST_CONTEXT if any(a.nargs == "rest" for a in command.args) else CONTEXT
     target.command(command.path[-1], help=command.help, epilog=epilog(command), hidden=command.hidden,
                    context_settings=context)(_callback(command, dispatch))
 
 
-def _version(value: bool):
+def _version(value: bool) -> None:
     if value:
         from cudaswitch import render
 
@@ -106,24 +107,24 @@ def _version(value: bool):
         raise typer.Exit(0)
 
 
-def _no_type_tags():
+def _no_type_tags() -> None:
     """Arguments' help shows `REQUEST <str>`; the name and its help say more than the type. And
     typer's usage line writes a required argument as `{REQUEST}`, which reads like shell syntax:
     click's own convention (REQUEST required, [REQUEST] optional) is what users know."""
     from typer import core
 
     if hasattr(core.TyperArgument, "display_type_rich"):
-        core.TyperArgument.display_type_rich = lambda self, ctx: None
+        core.TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
     if hasattr(core.TyperArgument, "_usage_display_name"):
-        core.TyperArgument._usage_display_name = _usage_name
+        core.TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign, assignment]
 
 
-def _usage_name(argument):
+def _usage_name(argument: Any) -> str:
     name = argument.display_name_raw if argument.required else "[%s]" % argument.display_name_raw
     return name + ("..." if argument.nargs != 1 else "")
 
 
-def _completion_protocol():
+def _completion_protocol() -> None:
     """typer registers its shells' completion answers (the ones the hook's completion functions
     speak) only when it adds its own --install-completion option, which we leave out: the hook
     already carries completion that knows REQUESTs, and a second, weaker one would shadow it."""
@@ -132,7 +133,7 @@ def _completion_protocol():
     completion_init()
 
 
-def build(dispatch):
+def build(dispatch: "Dispatch") -> typer.Typer:
     """The app; each command calls dispatch(command, values) with the values the fast parser
     would give its handler."""
     _no_type_tags()
@@ -144,7 +145,7 @@ def build(dispatch):
     @app.callback()
     def _global(verbose: bool = typer.Option(False, "--verbose", "-v", help=table.VERBOSE.help),
                 version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                             help=VERSION_HELP)):
+                                             help=VERSION_HELP)) -> None:
         """Find, switch and verify CUDA toolkits."""
 
     groups = {}
@@ -160,25 +161,25 @@ def build(dispatch):
     return app
 
 
-def _plain_group(app, groups, name):
+def _plain_group(app: typer.Typer, groups: "dict[str, typer.Typer]", name: str) -> typer.Typer:
     group = typer.Typer(no_args_is_help=True, help=table.GROUPS[name], context_settings=CONTEXT)
     app.add_typer(group, name=name)
     groups[name] = group
     return group
 
 
-def _group(app, command, dispatch):
+def _group(app: typer.Typer, command: table.Command, dispatch: "Dispatch") -> typer.Typer:
     """A command that also has subcommands (`audit`, `audit merge`): its own options on the group."""
     group = typer.Typer(invoke_without_command=True, no_args_is_help=False, context_settings=CONTEXT)
     run = _callback(command, dispatch)
 
-    def callback(ctx: typer.Context, **values):
+    def callback(ctx: typer.Context, **values: Any) -> Any:
         if ctx.invoked_subcommand is None:
             return run(**values)
         return None
 
     params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
-    callback.__signature__ = inspect.Signature(params + list(inspect.signature(run).parameters.values()))
+    callback.__signature__ = inspect.Signature(params + list(inspect.signature(run).parameters.values()))  # type: ignore[attr-defined]
     group.callback(help=command.help, epilog=epilog(command))(callback)
     app.add_typer(group, name=command.path[0])
     return group

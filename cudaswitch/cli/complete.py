@@ -7,18 +7,22 @@ plain version text is offered (letters, digits, `.`, `+`, `_`, `-`, up to 64 cha
 source the registry knows before a `:`), so no shell ever sees a quote, `$`, backslash,
 backtick, glob, space or newline in one."""
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeGuard
+
 PLAIN = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+_-")
 ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 MAX_LENGTH = 64
 
 
-def plain_version(text):
+def plain_version(text: object) -> "TypeGuard[str]":
     """Whether text is safe to offer as a version on any shell's command line."""
     return (isinstance(text, str) and 0 < len(text) <= MAX_LENGTH and text[0] in ALNUM
             and all(c in PLAIN for c in text))
 
 
-def requests():
+def requests() -> "list[str]":
     """Requests a user can type: each toolkit's short and full version, newest first, then SOURCE:short."""
     from cudaswitch import cache as cachefile
     from cudaswitch.paths import Paths

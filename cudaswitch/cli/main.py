@@ -11,12 +11,17 @@ from cudaswitch import render
 from cudaswitch.cli import table
 from cudaswitch.errors import CudaSwitchError, UsageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
 HELP = ("-h", "--help")
 TYPER_ONLY = "CUDASWITCH_NO_FAST"  # set: every command goes through typer (tests compare both paths)
 COMPLETION = "_CUDASWITCH_COMPLETE"  # click's completion protocol: only typer answers it
 
 
-def main(argv=None):
+def main(argv: "Sequence[str] | None" = None) -> int:
     try:
         return _dispatch(sys.argv[1:] if argv is None else list(argv))
     except KeyboardInterrupt:  # Ctrl-C before the boundary is in place (while importing)
@@ -24,12 +29,12 @@ def main(argv=None):
         return 130
 
 
-def run_program():
+def run_program() -> int:
     """What the console script, init's launcher and `python -m cudaswitch` run."""
     return main()
 
 
-def _dispatch(argv):
+def _dispatch(argv: "list[str]") -> int:
     verbose = _leading_verbose(argv)
     words = argv[len(verbose):]
     found = table.find(words)
@@ -38,7 +43,7 @@ def _dispatch(argv):
     return boundary(lambda: _run_typer(argv), bool(verbose) or _wants_verbose(found))
 
 
-def _leading_verbose(argv):
+def _leading_verbose(argv: "list[str]") -> "list[str]":
     taken = []
     for word in argv:
         if word not in table.VERBOSE.names:
@@ -47,14 +52,14 @@ def _leading_verbose(argv):
     return taken
 
 
-def _fast_allowed(command, args):
+def _fast_allowed(command: table.Command, args: "list[str]") -> bool:
     if os.environ.get(TYPER_ONLY) or os.environ.get(COMPLETION):
         return False
     own = _own_words(command, args)
     return not any(word in HELP for word in own)
 
 
-def _own_words(command, args):
+def _own_words(command: table.Command, args: "list[str]") -> "list[str]":
     """The words that are cudaswitch's: exec's command line may hold --help or -v of its own."""
     if not any(a.nargs == "rest" for a in command.args):
         return args[:args.index("--")] if "--" in args else args
@@ -67,11 +72,11 @@ def _own_words(command, args):
     return args[:len(args) - len(rest)]
 
 
-def _wants_verbose(found):
-    return bool(found) and any(word in table.VERBOSE.names for word in _own_words(*found))
+def _wants_verbose(found: "tuple[table.Command, list[str]] | None") -> bool:
+    return found is not None and any(word in table.VERBOSE.names for word in _own_words(*found))
 
 
-def _run_fast(command, args, verbose):
+def _run_fast(command: table.Command, args: "list[str]", verbose: bool) -> int:
     from cudaswitch.cli.parse import parse
 
     try:
@@ -83,7 +88,7 @@ def _run_fast(command, args, verbose):
         raise
 
 
-def call(command, values):
+def call(command: table.Command, values: "dict[str, Any]") -> int:
     """Run the handler with the parsed values (both parsers end here); its return value is the
     exit status."""
     for arg in command.args:
@@ -94,7 +99,7 @@ def call(command, values):
     return run_handler(command, values)
 
 
-def run_handler(command, values):
+def run_handler(command: table.Command, values: "dict[str, Any]") -> int:
     module, _, function = command.handler.partition(":")
     handler = getattr(__import__(module, fromlist=[function]), function)
     values = dict(values)
@@ -103,7 +108,7 @@ def run_handler(command, values):
     return result if isinstance(result, int) else 0
 
 
-def _run_typer(argv):
+def _run_typer(argv: "list[str]") -> int:
     from cudaswitch.cli import app
 
     try:
@@ -119,7 +124,7 @@ def _run_typer(argv):
     return result if isinstance(result, int) else 0
 
 
-def boundary(run, verbose):
+def boundary(run: "Callable[[], int]", verbose: bool) -> int:
     """The one error boundary: every path's errors become one line and an exit status."""
     try:
         return run()
@@ -136,7 +141,7 @@ def boundary(run, verbose):
         return 141  # what a shell tool killed by SIGPIPE reports
 
 
-def _drop_stdout():
+def _drop_stdout() -> None:
     """stdout pointed at /dev/null, so the interpreter's last flush of what is still buffered for
     the closed pipe does not print a BrokenPipeError of its own at exit."""
     try:
@@ -147,13 +152,13 @@ def _drop_stdout():
         pass
 
 
-def _is_usage_error(exc):
+def _is_usage_error(exc: BaseException) -> bool:
     """click's UsageError family and Abort, whether typer uses click or a vendored copy."""
     names = {cls.__name__ for cls in type(exc).__mro__}
     return "Abort" in names or ("UsageError" in names and hasattr(exc, "format_message"))
 
 
-def _usage_line(exc):
+def _usage_line(exc: "Any") -> int:
     if type(exc).__name__ == "Abort":
         render.message("cudaswitch: aborted")
         return 130

@@ -7,8 +7,15 @@ unknown option, a missing value or argument, or an extra argument is a UsageErro
 
 from cudaswitch.errors import UsageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
-def parse(command, argv):
+    from cudaswitch.cli.table import Arg, Command, Opt
+
+
+def parse(command: "Command", argv: "Iterable[str]") -> "dict[str, Any]":
     """{dest: value} for every argument and option of `command` (defaults filled in)."""
     values = {opt.dest: opt.default() for opt in command.options}
     positionals = []
@@ -30,11 +37,11 @@ def parse(command, argv):
     return values
 
 
-def _rest_arg(command):
+def _rest_arg(command: "Command") -> "Arg | None":
     return next((arg for arg in command.args if arg.nargs == "rest"), None)
 
 
-def _option(command, word, words, values):
+def _option(command: "Command", word: str, words: "list[str]", values: "dict[str, Any]") -> None:
     name, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
     negated = name.startswith("--no-") and command.option("--" + name[5:])
     opt = command.option(name) or (negated if negated and negated.kind == "tristate" else None)
@@ -56,7 +63,7 @@ def _option(command, word, words, values):
         values[opt.dest] = value
 
 
-def _convert(opt, name, text):
+def _convert(opt: "Opt", name: str, text: str) -> "str | float":
     if opt.kind != "float":
         return text
     try:
@@ -65,9 +72,10 @@ def _convert(opt, name, text):
         raise UsageError("Invalid value for '%s': %r is not a valid float." % (name, text)) from None
 
 
-def _assign(command, positionals):
+def _assign(command: "Command", positionals: "list[str]") -> "dict[str, Any]":
     """Positionals onto the arguments in order; too few or too many is a UsageError."""
-    values, words = {}, list(positionals)
+    values: "dict[str, Any]" = {}
+    words = list(positionals)
     for arg in command.args:
         if arg.nargs == "rest":
             values[arg.dest], words = words, []

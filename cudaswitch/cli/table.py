@@ -9,6 +9,12 @@ read when a command asks for them."""
 
 from cudaswitch.settings import TORCH_TIMEOUT
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from types import ModuleType
+    from typing import Any
+
 PYTHON_HELP = "The Python whose torch to check (default: the first python3 on the switched PATH)."
 TIMEOUT_HELP = "Seconds the Python probe may take (default: config torch_timeout, else %g)." % TORCH_TIMEOUT
 # Where help pages send a reader: the installed tool itself (a pipx user has no repository checkout).
@@ -16,27 +22,27 @@ DOCS = "More: `cudaswitch COMMAND --help` for each command; the README for the w
 COMMAND_DOCS = "More: `cudaswitch --help` lists every command; the README has the whole guide."
 
 
-def _resolved(value):
+def _resolved(value: "Any") -> "Any":
     """A table value as written, or what its function gives: the shell registry's names are read
     when a command needs them, so the commands that take no shell never import it."""
     return value() if callable(value) else value
 
 
-def _shells():
+def _shells() -> "ModuleType":
     from cudaswitch.switch import shells
 
     return shells
 
 
-def _format_help():
+def _format_help() -> str:
     return "Output format: %s (default: the parent shell)." % _shells().listed(_shells().FORMATS)
 
 
-def _init_choices():
+def _init_choices() -> "tuple[str, ...]":
     return _shells().SHELLS + ("direnv",)
 
 
-def _init_help():
+def _init_help() -> str:
     return ", ".join(_shells().SHELLS) + ", or direnv (the `use cuda` function for direnvrc)."
 
 
@@ -46,19 +52,20 @@ class Opt:
 
     __slots__ = ("names", "dest", "kind", "_help", "metavar", "many")
 
-    def __init__(self, names, dest, kind, help, metavar=None, many=False):
+    def __init__(self, names: str, dest: str, kind: str, help: "Any", metavar: "str | None" = None,
+                 many: bool = False) -> None:
         self.names, self.dest, self.kind, self._help = tuple(names.split()), dest, kind, help
         self.metavar, self.many = metavar, many
 
     @property
-    def help(self):
+    def help(self) -> "str | None":
         return _resolved(self._help)
 
     @property
-    def takes_value(self):
+    def takes_value(self) -> bool:
         return self.kind in ("str", "float")
 
-    def default(self):
+    def default(self) -> "list | bool | None":
         return [] if self.many else (False if self.kind == "flag" else None)
 
 
@@ -68,35 +75,36 @@ class Arg:
 
     __slots__ = ("name", "_help", "nargs", "_choices")
 
-    def __init__(self, name, help, nargs=1, choices=None):
+    def __init__(self, name: str, help: "Any", nargs: "int | str" = 1, choices: "Any" = None) -> None:
         self.name, self._help, self.nargs, self._choices = name, help, nargs, choices
 
     @property
-    def help(self):
+    def help(self) -> "str | None":
         return _resolved(self._help)
 
     @property
-    def choices(self):
+    def choices(self) -> "tuple[str, ...] | None":
         return _resolved(self._choices)
 
     @property
-    def dest(self):
+    def dest(self) -> str:
         return self.name.lower()
 
 
 class Command:
     __slots__ = ("path", "handler", "help", "args", "options", "fast", "examples", "hidden")
 
-    def __init__(self, path, handler, help, args=(), options=(), fast=False, examples=(), hidden=False):
+    def __init__(self, path: str, handler: str, help: str, args: "Iterable[Arg]" = (), options: "Iterable[Opt]" = (),
+                 fast: bool = False, examples: "Iterable[str]" = (), hidden: bool = False) -> None:
         self.path, self.handler, self.help = tuple(path.split()), handler, help
         self.args, self.options = tuple(args), tuple(options) + (VERBOSE,)
         self.fast, self.examples, self.hidden = fast, tuple(examples), hidden
 
     @property
-    def name(self):
+    def name(self) -> str:
         return " ".join(self.path)
 
-    def option(self, word):
+    def option(self, word: str) -> "Opt | None":
         for opt in self.options:
             if word in opt.names:
                 return opt
@@ -295,7 +303,7 @@ GROUPS = {"config": "The config file.", "audit": None,
           "kernel": "Jupyter kernels that run with a toolkit switched in."}  # audit is a command with subcommands
 
 
-def find(words):
+def find(words: "list[str]") -> "tuple[Command, list[str]] | None":
     """(command, the rest of argv) for the longest command path that argv starts with, else None."""
     best = None
     for command in COMMANDS:
