@@ -6,11 +6,16 @@ import sys
 from cudaswitch import render
 from cudaswitch.errors import CudaSwitchError, UsageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 COMPACT_ABOVE = 1000  # hosts; a merge of more prints --json on one line
 
 
-def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=False, progress=None, wide=False,
-          image=None, driver=None, gpu=()):
+def audit(as_json: bool = False, compact: bool = False, root: "str | None" = None, compile_: bool = False,
+          allow_exec: bool = False, progress: "bool | None" = None, wide: bool = False, image: "str | None" = None,
+          driver: "str | None" = None, gpu: "Sequence[str]" = ()) -> int:
     """Which toolkits this host (or image) has, which work, and which the driver supports."""
     from cudaswitch.audit import render as audit_render
     from cudaswitch.audit.inventory import run_audit
@@ -29,7 +34,8 @@ def audit(as_json=False, compact=False, root=None, compile_=False, allow_exec=Fa
     return 0
 
 
-def _audit_image(image, driver, gpu, as_json, compact, show, wide, root, runs_something):
+def _audit_image(image: str, driver: "str | None", gpu: "Sequence[str]", as_json: bool, compact: bool, show: bool,
+                 wide: bool, root: "str | None", runs_something: bool) -> int:
     """`audit --image`: exit 1 when the image cannot start with the driver and GPUs judged."""
     from cudaswitch.audit import imageaudit, imagerender
     from cudaswitch.audit import render as audit_render
@@ -47,7 +53,9 @@ def _audit_image(image, driver, gpu, as_json, compact, show, wide, root, runs_so
     return 1 if report["image"]["runs"] is False else 0
 
 
-def merge(file, as_json=False, strict=False, wide=False, nodes=None, require=(), same=(), html=None, image=None):
+def merge(file: "list[str] | None", as_json: bool = False, strict: bool = False, wide: bool = False,
+          nodes: "str | None" = None, require: "Sequence[str]" = (), same: "Sequence[str]" = (),
+          html: "str | None" = None, image: "str | None" = None) -> int:
     """Merge many hosts' reports and the skew between them; a report that cannot be read is named
     on stderr and the rest still merge."""
     from cudaswitch.audit import merge as audit_merge
@@ -87,7 +95,7 @@ def merge(file, as_json=False, strict=False, wide=False, nodes=None, require=(),
     return 0
 
 
-def _image_lines(result, as_json):
+def _image_lines(result: dict, as_json: bool) -> "list[str]":
     """Print which nodes start the image (not with --json: it is in the JSON); the --strict failures."""
     from cudaswitch.audit import imagerender
 

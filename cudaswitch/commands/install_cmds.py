@@ -6,17 +6,24 @@ from cudaswitch import render
 from cudaswitch.errors import UsageError
 from cudaswitch import envstate
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
-def _split(values):
+    from cudaswitch.paths import Paths
+
+
+def _split(values: "Sequence[str] | None") -> "list[str]":
     return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
 
 
-def _size(num):
+def _size(num: float) -> str:
     return render.iec_size(num)
 
 
-def install(request=None, components=(), source=None, mirror=None, extras=(), prefix=None,
-            modulefile=None, list_releases=False, as_json=False):
+def install(request: "str | None" = None, components: "Sequence[str]" = (), source: "str | None" = None,
+            mirror: "str | None" = None, extras: "Sequence[str]" = (), prefix: "str | None" = None,
+            modulefile: "str | None" = None, list_releases: bool = False, as_json: bool = False) -> int:
     """Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root)."""
     from cudaswitch.install import installer
     from cudaswitch.paths import Paths
@@ -46,7 +53,7 @@ def install(request=None, components=(), source=None, mirror=None, extras=(), pr
     return 0
 
 
-def _list_command(source, mirror, as_json):
+def _list_command(source: "str | None", mirror: "str | None", as_json: bool) -> int:
     from cudaswitch.install import redist_install, redist_list
     from cudaswitch.paths import Paths
 
@@ -66,7 +73,7 @@ def _list_command(source, mirror, as_json):
     return 0
 
 
-def _list_wheels(paths, as_json):
+def _list_wheels(paths: "Paths", as_json: bool) -> int:
     """--from pypi: what the index pip uses offers, asked through pip (NVIDIA's server is not asked)."""
     from cudaswitch.install import installer
 
@@ -80,11 +87,11 @@ def _list_wheels(paths, as_json):
     return 0
 
 
-def _short(version):
+def _short(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-def uninstall(request, force=False):
+def uninstall(request: str, force: bool = False) -> int:
     """Remove a toolkit that `cudaswitch install` made (never any other)."""
     from cudaswitch.install import installer
     from cudaswitch.registry import discover

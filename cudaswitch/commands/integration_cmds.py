@@ -4,8 +4,14 @@ import os
 
 from cudaswitch import render
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
-def _paths_and_loader():
+    from cudaswitch.paths import Paths
+
+
+def _paths_and_loader() -> "tuple[Paths, Callable[[], dict]]":
     from cudaswitch.registry import discover
     from cudaswitch.paths import Paths
 
@@ -13,7 +19,8 @@ def _paths_and_loader():
     return paths, lambda: discover.load(paths, dict(os.environ))
 
 
-def torch(request=None, driver=None, gpu=(), python=None, as_json=False):
+def torch(request: "str | None" = None, driver: "str | None" = None, gpu: "Sequence[str]" = (),
+          python: "str | None" = None, as_json: bool = False) -> int:
     """Which PyTorch CUDA builds run here (driver, every GPU's arch, the toolkit), newest first, and
     the pip / uv / conda line for the one to install. Exit 1 when the facts are known and none fits."""
     from cudaswitch.commands.verify_cmds import check_options
@@ -30,7 +37,7 @@ def torch(request=None, driver=None, gpu=(), python=None, as_json=False):
     return 1 if nothing_fits else 0
 
 
-def kernel_install(request, python=None, name=None):
+def kernel_install(request: str, python: "str | None" = None, name: "str | None" = None) -> int:
     """Write a kernelspec whose env is the switched environment of REQUEST."""
     from cudaswitch.commands.verify_cmds import check_options
     from cudaswitch.integrations import kernels
@@ -46,7 +53,7 @@ def kernel_install(request, python=None, name=None):
     return 0
 
 
-def _kernel_spec(paths, reg, request, python):
+def _kernel_spec(paths: "Paths", reg: dict, request: str, python: "str | None") -> "tuple[dict, dict, str, str]":
     from cudaswitch.integrations import kernels
     from cudaswitch.switch.decide import switch_plan
     from cudaswitch.registry.resolve import resolve
@@ -68,11 +75,11 @@ def _kernel_spec(paths, reg, request, python):
     return record, kernels.spec_for(record, request, chosen, env, new_env, line), level, line
 
 
-def _short(record):
+def _short(record: dict) -> str:
     return ".".join(record["version"].split(".")[:2])
 
 
-def kernel_list(as_json=False):
+def kernel_list(as_json: bool = False) -> int:
     """The kernels cudaswitch installed."""
     from cudaswitch.integrations import kernels
 
@@ -87,7 +94,7 @@ def kernel_list(as_json=False):
     return 0
 
 
-def kernel_remove(name):
+def kernel_remove(name: str) -> int:
     """Remove a kernel cudaswitch installed (others are left alone)."""
     from cudaswitch.integrations import kernels
 
@@ -95,7 +102,7 @@ def kernel_remove(name):
     return 0
 
 
-def direnv_use(words):
+def direnv_use(words: "list[str]") -> int:
     """What `use cuda REQUEST` in an .envrc runs: bash code on stdout, the verdict on stderr."""
     from cudaswitch.commands.switch_cmds import environ, report_switch
     from cudaswitch.integrations import direnv

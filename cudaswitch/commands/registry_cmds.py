@@ -5,8 +5,15 @@ import os
 from cudaswitch import render
 from cudaswitch.errors import UsageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any
 
-def _context(refresh=False):
+    from cudaswitch.paths import Paths
+
+
+def _context(refresh: bool = False) -> "tuple[Paths, dict]":
     from cudaswitch.registry import discover
     from cudaswitch.paths import Paths
 
@@ -14,7 +21,7 @@ def _context(refresh=False):
     return paths, discover.load(paths, dict(os.environ), refresh=refresh)
 
 
-def list_(as_json=False, refresh=False, wide=False, runnable=False):
+def list_(as_json: bool = False, refresh: bool = False, wide: bool = False, runnable: bool = False) -> int:
     from cudaswitch.switch.registry import Registry, list_items, list_json_text
     from cudaswitch.verify import runs_here
 
@@ -43,14 +50,14 @@ def list_(as_json=False, refresh=False, wide=False, runnable=False):
     return 0
 
 
-def _partial_picks(reg, runs):
+def _partial_picks(reg: dict, runs: dict) -> dict:
     """{root: ["12", "latest"]}: the partial requests (each major, latest) that would pick a toolkit,
     by the rule `use` follows (request.choose, preferring what compiles and what this driver runs)."""
     from cudaswitch.request import ToolkitRequest, choose
 
-    majors = {str(r.get("version") or "").split(".")[0] for r in reg["records"]}
-    majors = sorted((m for m in majors if m.isascii() and m.isdigit() and len(m) <= 6), key=int)
-    picks = {}
+    firsts = {str(r.get("version") or "").split(".")[0] for r in reg["records"]}
+    majors = sorted((m for m in firsts if m.isascii() and m.isdigit() and len(m) <= 6), key=int)
+    picks: "dict[str, list[str]]" = {}
     for text in majors + ["latest"]:
         found, _ = choose(ToolkitRequest.parse(text), reg["records"], reg["source_order"], reg["system_real"],
                           lambda r: runs[r["root"]]["runs"] != "no")
@@ -59,7 +66,7 @@ def _partial_picks(reg, runs):
     return picks
 
 
-def which(request=None, tool=None):
+def which(request: "str | None" = None, tool: "str | None" = None) -> int:
     from cudaswitch.switch.registry import Registry, which as which_path
 
     _, reg = _context()
@@ -67,20 +74,20 @@ def which(request=None, tool=None):
     return 0
 
 
-def _request_or_unset(request, unset):
+def _request_or_unset(request: "str | None", unset: bool) -> None:
     if unset == (request is not None):
         raise UsageError("give a REQUEST or --unset")
 
 
-def local(request=None, unset=False):
+def local(request: "str | None" = None, unset: bool = False) -> int:
     from cudaswitch.switch import local as project_cmds
 
     _request_or_unset(request, unset)
-    render.message(project_cmds.set_local(request, unset))
+    render.message(project_cmds.set_local(request or "", unset))
     return 0
 
 
-def global_(request=None, unset=False):
+def global_(request: "str | None" = None, unset: bool = False) -> int:
     from cudaswitch.switch.registry import Registry, set_global
 
     _request_or_unset(request, unset)
@@ -89,14 +96,14 @@ def global_(request=None, unset=False):
     return 0
 
 
-def config_path():
+def config_path() -> int:
     from cudaswitch.paths import Paths
 
     render.emit_lines([Paths().config_file])
     return 0
 
 
-def config_show(as_json=False):
+def config_show(as_json: bool = False) -> int:
     """Every setting in effect and where it came from (config.toml or the default); as TOML (what
     the file would say, each line's origin in a comment) for people, or JSON."""
     from cudaswitch import config
@@ -116,7 +123,7 @@ def config_show(as_json=False):
     return 0
 
 
-def _setting_lines(config, rows):
+def _setting_lines(config: "ModuleType", rows: "list[tuple[str, Any, str]]") -> "list[str]":
     import tomli_w
 
     lines, tables = [], []
@@ -133,11 +140,11 @@ def _setting_lines(config, rows):
     return lines + tables
 
 
-def _is_table(value):
+def _is_table(value: object) -> bool:
     return isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value))
 
 
-def _toml_line(tomli_w, key, value):
+def _toml_line(tomli_w: "ModuleType", key: str, value: object) -> str:
     """One line of TOML for a key (tomli_w spreads a list over lines, which buries its comment)."""
     text = tomli_w.dumps({key: value}).strip()
     if isinstance(value, list):

@@ -6,20 +6,26 @@ import sys
 from cudaswitch import render
 from cudaswitch.errors import CudaSwitchError, UsageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def _paths():
+    from cudaswitch.paths import Paths
+
+
+def _paths() -> "Paths":
     from cudaswitch.paths import Paths
 
     return Paths()
 
 
-def environ():
+def environ() -> "dict[str, str]":
     """os.environ as it is: a missing or empty PATH is recorded as such, so `off` gives back exactly
     that (envdiff still puts /bin:/usr/bin after the toolkit's bin while switched)."""
     return dict(os.environ)
 
 
-def _rerun_with_path(request, shell, no_verify, strict):
+def _rerun_with_path(request: str, shell: "str | None", no_verify: bool, strict: bool) -> "str | None":
     """bash and zsh started without PATH (`env -u PATH bash`) keep a default PATH they do not export,
     which this process cannot see: for a plain `eval "$(cudaswitch use X)"` there, code that runs this
     `use` again with it exported and named (the hook's function does the same), else None."""
@@ -35,14 +41,14 @@ def _rerun_with_path(request, shell, no_verify, strict):
     return rerun([program, "use", request, "--shell", fmt] + flags, ["PATH"])
 
 
-def _renderer(shell):
+def _renderer(shell: "str | None") -> "Callable[[dict], str]":
     """The output format's render function, checked before any work is done."""
     from cudaswitch.switch import shells
 
     return shells.renderer(shell or shells.parent_shell())
 
 
-def use(request, shell=None, no_verify=False, strict=False):
+def use(request: str, shell: "str | None" = None, no_verify: bool = False, strict: bool = False) -> int:
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
@@ -61,12 +67,12 @@ def use(request, shell=None, no_verify=False, strict=False):
     return 0
 
 
-def _driver_runs(paths, env, reg):
+def _driver_runs(paths: "Paths", env: dict, reg: "dict | Callable[[], dict]") -> "Callable[[dict], tuple[bool, str]]":
     """record -> (runs here?, why), from verify/runs_here, asked only when a partial request has a
     choice to make (a warm answer is one cache file read; `reg` may be the registry or its loader)."""
-    verdicts = {}
+    verdicts: "dict[str, dict]" = {}
 
-    def driver_runs(record):
+    def driver_runs(record: dict) -> "tuple[bool, str]":
         if not verdicts:
             from cudaswitch.verify import runs_here
 
@@ -78,7 +84,7 @@ def _driver_runs(paths, env, reg):
     return driver_runs
 
 
-def report_switch(paths, record, new_env, no_verify=False, strict=False):
+def report_switch(paths: "Paths", record: dict, new_env: dict, no_verify: bool = False, strict: bool = False) -> None:
     """One short line on stderr: the cached verdict of nvcc, driver and torch for this switch.
     With --strict an error verdict refuses the switch (raised before anything reaches stdout)."""
     if no_verify:
@@ -93,7 +99,7 @@ def report_switch(paths, record, new_env, no_verify=False, strict=False):
         render.message("cudaswitch: " + line)
 
 
-def off(shell=None):
+def off(shell: "str | None" = None) -> int:
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
@@ -107,14 +113,14 @@ def off(shell=None):
     return 0
 
 
-def hook_env(shell=None):
+def hook_env(shell: "str | None" = None) -> int:
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
     paths, env = _paths(), environ()
-    loaded = {}
+    loaded: "dict[str, dict]" = {}
 
-    def load():  # the registry once: the driver's verdicts below are over the same records
+    def load() -> dict:  # the registry once: the driver's verdicts below are over the same records
         loaded.setdefault("reg", decide.load(paths, env))
         return loaded["reg"]
 
@@ -127,7 +133,7 @@ def hook_env(shell=None):
     return 0
 
 
-def current(as_json=False):
+def current(as_json: bool = False) -> int:
     from cudaswitch.switch import decide
 
     paths, env = _paths(), environ()
@@ -141,7 +147,7 @@ def current(as_json=False):
     return 0
 
 
-def _pending_note(info, env):
+def _pending_note(info: dict, env: dict) -> dict:
     """The note on a pin this shell has not applied, when there is one (the hints import only then)."""
     if not info.get("pending"):
         return {}
@@ -150,7 +156,7 @@ def _pending_note(info, env):
     return {"pending_note": not_applied_note(env)}
 
 
-def exec_(request, cmd):
+def exec_(request: str, cmd: "list[str]") -> int:
     """Replace this process with CMD in the switched environment."""
     from cudaswitch.switch import decide
 
@@ -166,7 +172,7 @@ def exec_(request, cmd):
         raise CudaSwitchError("cannot run %s: %s" % (command[0], exc.strerror)) from None
 
 
-def init(shell):
+def init(shell: str) -> int:
     """Print the hook for SHELL (switch/hooks/hook.py fills in the project-file rules), after a line that
     names this very program by absolute path (a launcher shim on PATH, e.g. pyenv's, rewrites PATH
     before cudaswitch reads it, and that would leak into every `use`), started with Python's -E
@@ -188,7 +194,7 @@ def init(shell):
     return 0
 
 
-def _own_program():
+def _own_program() -> "str | None":
     """Absolute path of the `cudaswitch` script running now; None under `python -m cudaswitch`."""
     path = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
     if os.path.basename(path) == "cudaswitch" and os.access(path, os.X_OK):
@@ -196,7 +202,7 @@ def _own_program():
     return None
 
 
-def system(request, dry_run=False):
+def system(request: str, dry_run: bool = False) -> int:
     from cudaswitch.switch import systemlink
 
     render.message(systemlink.repoint(request, dry_run))

@@ -293,7 +293,7 @@ def plan_lines(result: dict) -> List[str]:
 
 
 def gather(paths: "Paths", load_registry: Callable[[], dict], env: dict, request: Optional[str] = None,
-           driver: Optional[str] = None, gpus: Optional[List[str]] = None, python: Optional[str] = None,
+           driver: Optional[str] = None, gpus: Optional[Sequence[str]] = None, python: Optional[str] = None,
            timeout: float = 60.0) -> dict:
     """The plan for this host, or for another machine where --driver / --gpu replace its facts. Bad
     options are refused before anything runs."""
