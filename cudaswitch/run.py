@@ -30,7 +30,7 @@ class Result:
 
     __slots__ = ("returncode", "stdout", "stderr", "error", "timed_out")
 
-    def __init__(self, returncode: "int | None", stdout: bytes = b"", stderr: bytes = b"", error: "str | None" = None,
+    def __init__(self, returncode: "int | None", stdout: bytes = b"", stderr: bytes = b"", error: str = "",
                  timed_out: bool = False) -> None:
         self.returncode, self.stdout, self.stderr, self.error = returncode, stdout, stderr, error
         self.timed_out = timed_out

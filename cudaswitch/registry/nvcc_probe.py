@@ -80,7 +80,7 @@ def run_nvcc(nvcc: str, timeout: float) -> "dict[str, str]":
     if result.timed_out:
         return {"error": "nvcc did not answer within %g s" % timeout}
     if result.returncode is None:
-        return {"error": "nvcc cannot run: " + (result.error or "").split(": ", 1)[-1]}
+        return {"error": "nvcc cannot run: " + result.error.split(": ", 1)[-1]}
     if result.returncode != 0:
         return {"error": "nvcc --version " + _exit_reason(result.returncode)}
     match = NVCC_RELEASE.search(result.stdout.decode("utf-8", "replace"))
