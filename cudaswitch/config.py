@@ -15,7 +15,6 @@ from cudaswitch.settings import MAX_TIMEOUT, VERDICT_MODES
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
     from cudaswitch.paths import Paths
 
 MAX_BYTES = 1 << 20

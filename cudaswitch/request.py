@@ -13,9 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any, TypeVar
-
     from cudaswitch.toolkit import AnyRecord
-
     Record = TypeVar("Record", bound=AnyRecord)
 
 SOURCES = ("user", "managed", "system", "module", "conda", "pip")

@@ -18,7 +18,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from subprocess import Popen
-
     from cudaswitch.toolkit import Env
 
 MAX_OUTPUT = 4 << 20  # bytes kept per stream; the rest is read and dropped so the child never blocks

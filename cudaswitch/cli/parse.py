@@ -11,7 +11,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
-
     from cudaswitch.cli.table import Arg, Command, Opt
 
 

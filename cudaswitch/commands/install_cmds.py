@@ -9,7 +9,6 @@ from cudaswitch import envstate
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
     from cudaswitch.paths import Paths
 
 

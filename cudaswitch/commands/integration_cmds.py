@@ -7,7 +7,6 @@ from cudaswitch import render
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-
     from cudaswitch.paths import Paths
 
 

@@ -9,7 +9,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
-
     from cudaswitch.paths import Paths
 
 

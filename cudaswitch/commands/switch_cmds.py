@@ -9,7 +9,6 @@ from cudaswitch.errors import CudaSwitchError, UsageError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-
     from cudaswitch.paths import Paths
 
 

@@ -16,7 +16,6 @@ from cudaswitch.toolkit import CUDA_TOOLS
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-
     from cudaswitch.toolkit import AnyRecord
 
 CUDA_LIB_PREFIXES = (

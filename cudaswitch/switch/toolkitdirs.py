@@ -15,7 +15,6 @@ import os
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
-
     from cudaswitch.toolkit import Env
 
 # The sonames NVIDIA has shipped libcudart under (10.x-13.x) and the unversioned dev link.

@@ -11,7 +11,6 @@ builds the check's dicts, so a check id is written in one module only.
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from typing import Any, Callable, TypedDict, TypeVar
-
     from typing_extensions import NotRequired
 
     Function = TypeVar("Function", bound=Callable)

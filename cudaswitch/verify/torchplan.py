@@ -27,7 +27,6 @@ from cudaswitch.verify.torchdriver import parse_driver
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-
     from cudaswitch.paths import Paths
     from cudaswitch.toolkit import Env
     from cudaswitch.verify.registry import CheckResult
