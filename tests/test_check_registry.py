@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cudaswitch.audit import imageaudit, imagecheck, inventory  # noqa: F401  (they register audit's checks)
-from cudaswitch.verify import checkset, facts, registry
+from cudaswitch.verify import checkset, facts, checkregistry
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cudaswitch"
 DOCS = PACKAGE.parent / "docs" / "architecture.md"
@@ -46,10 +46,10 @@ def module_of(path):
 def test_every_check_made_is_registered_by_a_function_of_its_module():
     made = made_ids()
     assert len(made) > 50  # the scan sees the checks at all
-    unregistered = sorted(set(made) - set(registry.BY_ID))
+    unregistered = sorted(set(made) - set(checkregistry.BY_ID))
     assert unregistered == []
     for check_id, modules in made.items():
-        assert modules == {registry.BY_ID[check_id].function.__module__}, check_id
+        assert modules == {checkregistry.BY_ID[check_id].function.__module__}, check_id
 
 
 def test_no_check_id_string_appears_in_two_modules():
@@ -58,40 +58,40 @@ def test_no_check_id_string_appears_in_two_modules():
     where = {}
     for path in PACKAGE.rglob("*.py"):
         for value in set(string_constants(path)):
-            if value in registry.BY_ID:
+            if value in checkregistry.BY_ID:
                 where.setdefault(value, set()).add(module_of(path))
     assert {i: sorted(m) for i, m in where.items() if len(m) > 1} == {}
-    assert set(where) == set(registry.BY_ID)  # and every registered id is written where it is made
+    assert set(where) == set(checkregistry.BY_ID)  # and every registered id is written where it is made
 
 
 def test_an_id_registered_twice_stops_the_import():
-    owner = registry.BY_ID["toolkit.status"]
+    owner = checkregistry.BY_ID["toolkit.status"]
     with pytest.raises(ValueError, match="registered by"):
-        registry.registered("toolkit.status", layer="toolkit", shown_by=("verify",))(lambda host, ask: [])
-    assert registry.BY_ID["toolkit.status"] is owner
+        checkregistry.registered("toolkit.status", layer="toolkit", shown_by=("verify",))(lambda host, ask: [])
+    assert checkregistry.BY_ID["toolkit.status"] is owner
     with pytest.raises(ValueError, match="layer"):
-        registry.registered("toolkit.other", layer="kitchen", shown_by=("verify",))
+        checkregistry.registered("toolkit.other", layer="kitchen", shown_by=("verify",))
     with pytest.raises(ValueError, match="commands"):
-        registry.registered("toolkit.other", layer="toolkit", shown_by=("frobnicate",))
+        checkregistry.registered("toolkit.other", layer="toolkit", shown_by=("frobnicate",))
 
 
 def test_every_rule_names_registered_checks_explain_shows():
     rules = facts.load()["error"]
     named = {check_id for rule in rules for check_id in rule["checks"]}
-    assert named <= registry.ids_for("explain")
+    assert named <= checkregistry.ids_for("explain")
     assert all(CHECK_ID.match(check_id) for check_id in named)  # no third vocabulary (torch_driver)
-    facts.check_rule_ids(rules, registry.ids_for("explain"))  # what the loader applies
+    facts.check_rule_ids(rules, checkregistry.ids_for("explain"))  # what the loader applies
 
 
 def test_each_command_set_comes_from_the_registry():
     for command in ("use", "verify", "doctor", "explain"):
         entries = checkset.entries(command)
         assert entries and all(command in e.commands for e in entries), command
-        assert {e for e in registry.ENTRIES if command in e.commands} == set(entries)
+        assert {e for e in checkregistry.ENTRIES if command in e.commands} == set(entries)
     assert [e.layer for e in checkset.entries("doctor")] == sorted(
-        (e.layer for e in checkset.entries("doctor")), key=registry.LAYER_KEYS.index)
+        (e.layer for e in checkset.entries("doctor")), key=checkregistry.LAYER_KEYS.index)
     for command in ("audit", "image", "torch"):
-        assert registry.entries_for(command), command
+        assert checkregistry.entries_for(command), command
     # audit --image keeps none of the view's driver-layer checks: they are judged again
     assert {"driver.present", "audit.no_exec"} <= imageaudit.rejudged_ids()
     assert "toolkit.broken" not in imageaudit.rejudged_ids()
@@ -106,5 +106,5 @@ def test_the_docs_list_the_registry():
                                                                    "config.toml", "settings.py", "registry.py",
                                                                    "checkset.py", "facts.py", "hostchecks.py",
                                                                    "messagechecks.py", "pipeline.py", "checks.py"}
-    assert named - set(registry.BY_ID) == set()  # every id the docs name exists
-    assert set(registry.BY_ID) - named == set()  # and the docs list them all
+    assert named - set(checkregistry.BY_ID) == set()  # every id the docs name exists
+    assert set(checkregistry.BY_ID) - named == set()  # and the docs list them all

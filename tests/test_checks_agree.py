@@ -18,7 +18,7 @@ from tests.conftest import SCRIPTS
 from tests.verify_support import build_libcuda, write_proc_version
 
 from cudaswitch.audit import imageaudit, imagecheck, inventory  # noqa: F401  (they register audit's checks)
-from cudaswitch.verify import checkset, registry  # noqa: F401  (checkset fills the registry)
+from cudaswitch.verify import checkregistry, checkset  # noqa: F401  (checkset fills the registry)
 
 CUDA_HOME_UNSET = "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root."
 DRIVER_TOO_OLD = "RuntimeError: CUDA driver version is insufficient for CUDA runtime version"
@@ -60,7 +60,7 @@ def agree(got):
     """The answers of the shared checks, after asserting every two commands give the same ones."""
     tables = {command: answers(checks) for command, checks in got.items()}
     for command, table in tables.items():  # a command shows only what the registry gives it
-        assert set(table) <= registry.ids_for(command), (command, set(table) - registry.ids_for(command))
+        assert set(table) <= checkregistry.ids_for(command), (command, set(table) - checkregistry.ids_for(command))
     shared = {}
     for first, second in combinations(sorted(tables), 2):
         for check_id in set(tables[first]) & set(tables[second]):

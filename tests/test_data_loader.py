@@ -9,9 +9,9 @@ from importlib import resources
 
 import pytest
 
-from cudaswitch.verify import checkset, facts, registry  # noqa: F401  (checkset fills the registry)
+from cudaswitch.verify import checkregistry, checkset, facts  # noqa: F401  (checkset fills the registry)
 
-RULE_IDS = registry.ids_for("explain")
+RULE_IDS = checkregistry.ids_for("explain")
 
 
 @pytest.fixture

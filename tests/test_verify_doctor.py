@@ -10,7 +10,7 @@ import pytest
 from tests import kits
 from tests.verify_support import by_id, report
 
-from cudaswitch.verify.registry import LAYER_KEYS
+from cudaswitch.verify.checkregistry import LAYER_KEYS
 
 LAYERS = list(LAYER_KEYS)  # hardware, driver, toolkit, compiler (the host's), framework, deps, env
 

@@ -129,11 +129,11 @@ def test_known_message(host, expected, text):
 
 def test_every_section_9_row_is_covered():
     """Every rule has two real wordings here or in test_explain_layers (the layers around torch)."""
-    from cudaswitch.verify import checkset, facts, registry  # noqa: F401  (checkset fills the registry)
+    from cudaswitch.verify import checkregistry, checkset, facts  # noqa: F401  (checkset fills the registry)
     from tests.test_explain_layers import MESSAGES as LAYER_MESSAGES
 
     every = MESSAGES + LAYER_MESSAGES
-    assert {rule["id"] for rule in facts.error_rules(registry.ids_for("explain"))} == {m[0] for m in every}
+    assert {rule["id"] for rule in facts.error_rules(checkregistry.ids_for("explain"))} == {m[0] for m in every}
     counts = {}
     for rule_id, _ in every:
         counts[rule_id] = counts.get(rule_id, 0) + 1

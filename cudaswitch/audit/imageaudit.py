@@ -14,9 +14,9 @@ import shutil
 import tempfile
 
 from cudaswitch.audit import imagecheck, layers, oci, view
-from cudaswitch.verify import registry
+from cudaswitch.verify import checkregistry
 from cudaswitch.verify.compat import check
-from cudaswitch.verify.registry import registered
+from cudaswitch.verify.checkregistry import registered
 
 TORCH_VERSION = re.compile(r"""^__version__\s*(?::[^=]*)?=\s*['"]([^'"]{1,64})['"]""", re.M)
 TORCH_CUDA = re.compile(r"""^cuda\s*(?::[^=]*)?=\s*['"]([0-9.]{1,16})['"]""", re.M)
@@ -176,8 +176,8 @@ def rejudged_ids() -> set:
     from cudaswitch.audit import inventory  # noqa: F401  (registers the audit's own checks)
     from cudaswitch.verify import checkset  # noqa: F401  (registers verify's)
 
-    audit = registry.ids_for("audit")
-    return (audit - registry.ids_for("image")) | {i for i in audit if registry.BY_ID[i].layer == "driver"}
+    audit = checkregistry.ids_for("audit")
+    return (audit - checkregistry.ids_for("image")) | {i for i in audit if checkregistry.BY_ID[i].layer == "driver"}
 
 
 @registered("image.no_exec", layer="toolkit", shown_by=("image",))

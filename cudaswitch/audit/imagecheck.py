@@ -14,7 +14,7 @@ runtime refuse the container. Where the runtime assumes a fact it cannot read is
 
 from cudaswitch.verify import facts as table
 from cudaswitch.verify.compat import check
-from cudaswitch.verify.registry import registered
+from cudaswitch.verify.checkregistry import registered
 
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
 KEYS = ("cuda", "driver", "arch", "brand")

@@ -16,7 +16,7 @@ from cudaswitch.audit.hostfacts import driver_verdict, host_driver, host_name, r
 from cudaswitch.errors import UsageError
 from cudaswitch.paths import Paths
 from cudaswitch.toolkit import version_tuple
-from cudaswitch.verify.registry import registered  # a leaf: `audit merge` reads this module's constants
+from cudaswitch.verify.checkregistry import registered  # a leaf: `audit merge` reads this module's constants
 
 REPORT_KIND = "cudaswitch-audit"
 REPORT_FORMAT = 1

@@ -1,5 +1,5 @@
 """Verdicts about the user's torch and the loader path (facts from torch_probe.py and env), and
-the registered checks (verify/registry.py) that read them from a Host."""
+the registered checks (verify/checkregistry.py) that read them from a Host."""
 
 import glob
 import os
@@ -8,12 +8,12 @@ import re
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify import facts as table
 from cudaswitch.verify.compat import check, driver_supports, looks_like_toolkit, nvcc_target, torch_home
-from cudaswitch.verify.registry import Ask, registered
+from cudaswitch.verify.checkregistry import Ask, registered
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
-    from cudaswitch.verify.registry import CheckResult
+    from cudaswitch.verify.checkregistry import CheckResult
 
 PLAIN = Ask("verify")
 TORCH_IDS = ("torch.probe", "torch.installed", "torch.cuda_build", "torch.toolkit_major", "torch.toolkit_minor",

@@ -1,35 +1,35 @@
-"""The checks a command runs, read from the check registry (verify/registry.py): `use`'s verdict,
+"""The checks a command runs, read from the check registry (verify/checkregistry.py): `use`'s verdict,
 `verify`, `doctor` (bottom up by layer) and explain's rules (the ids a rule names).
 
 Importing this module imports every verify/ module that registers checks, so the registry is
 whole; the modules that define checks never import it (they would import themselves).
 """
 
-from cudaswitch.verify import registry
+from cudaswitch.verify import checkregistry
 from cudaswitch.verify import hostchecks, driverlayer, pipeline, checks, messagechecks  # noqa: F401 (registers)
 from cudaswitch.verify import torchdriver, torchplan  # noqa: F401 (registers `cudaswitch torch`'s checks)
-from cudaswitch.verify.registry import Ask
+from cudaswitch.verify.checkregistry import Ask
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
-    from cudaswitch.verify.registry import CheckResult
+    from cudaswitch.verify.checkregistry import CheckResult
 
 # Modules in the order their checks are shown (within a layer, for doctor): modules, not checks.
 MODULE_ORDER = tuple(m.__name__ for m in (hostchecks, driverlayer, pipeline, checks, messagechecks))
 
 
-def _position(entry: registry.Entry) -> "tuple[int, int]":
+def _position(entry: checkregistry.Entry) -> "tuple[int, int]":
     module = entry.function.__module__
     rank = MODULE_ORDER.index(module) if module in MODULE_ORDER else len(MODULE_ORDER)
-    return rank, registry.ENTRIES.index(entry)
+    return rank, checkregistry.ENTRIES.index(entry)
 
 
 def entries(command: str) -> list:
     """The registered checks `command` shows, in the order it shows them."""
-    found = sorted(registry.entries_for(command), key=_position)
+    found = sorted(checkregistry.entries_for(command), key=_position)
     if command == "doctor":
-        found.sort(key=lambda entry: registry.LAYER_KEYS.index(entry.layer))  # stable: module order within
+        found.sort(key=lambda entry: checkregistry.LAYER_KEYS.index(entry.layer))  # stable: module order within
     return found
 
 
@@ -47,7 +47,7 @@ def run_ids(host: "Host", ids: list, text: str = "") -> "list[CheckResult]":
     """The checks with these ids (explain's rule), each owning function run once, in the rule's order."""
     wanted, owners = set(ids), []
     for check_id in ids:
-        owner = registry.BY_ID[check_id]
+        owner = checkregistry.BY_ID[check_id]
         if owner not in owners:
             owners.append(owner)
     ask = Ask("explain", text)

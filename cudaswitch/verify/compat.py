@@ -1,7 +1,7 @@
 """Verdict rules: facts about the host in, checks out.
 
 A check is {"id", "level" (ok|info|warning|error), "message", "hint", "facts"}. Rules never run
-anything; the registered check functions (verify/registry.py) gather the facts.
+anything; the registered check functions (verify/checkregistry.py) gather the facts.
 """
 
 import os
@@ -12,7 +12,7 @@ from cudaswitch.verify import facts as table
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from cudaswitch.verify.registry import CheckResult
+    from cudaswitch.verify.checkregistry import CheckResult
 
 LEVELS = ("ok", "info", "warning", "error")
 

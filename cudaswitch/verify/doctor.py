@@ -1,5 +1,5 @@
 """`doctor`: the layered diagnosis of this host, bottom up. Each check carries its `layer` from the
-check registry (verify/registry.py): hardware, driver, toolkit, compiler (the host compiler),
+check registry (verify/checkregistry.py): hardware, driver, toolkit, compiler (the host compiler),
 framework, deps (project dependencies), env (environment hygiene). The set is the registry's
 `doctor` set (verify/checkset.py); the checks only doctor shows live in verify/hostchecks.py."""
 

@@ -9,7 +9,7 @@ import re
 
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.identity import LIBCUDA_DIRS
-from cudaswitch.verify.registry import Ask, registered
+from cudaswitch.verify.checkregistry import Ask, registered
 from cudaswitch.pathsearch import which
 from cudaswitch.verify.runner import run_bounded
 
@@ -17,7 +17,7 @@ TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.paths import Paths
     from cudaswitch.verify.host import Host
-    from cudaswitch.verify.registry import CheckResult
+    from cudaswitch.verify.checkregistry import CheckResult
 
 PLAIN = Ask("doctor")
 

@@ -1,6 +1,6 @@
 """The checks `doctor` adds to those of a toolkit: the hardware, the driver's presence, which
 toolkit is judged, the project's dependencies and the shell's environment. Each is registered
-(verify/registry.py) with its layer; doctor.py runs them with the others, bottom up."""
+(verify/checkregistry.py) with its layer; doctor.py runs them with the others, bottom up."""
 
 import os
 import re
@@ -13,14 +13,14 @@ from cudaswitch.toolkit import short_version
 from cudaswitch.verify import driver as drivermod
 from cudaswitch.verify.checks import compat_libcuda_dirs
 from cudaswitch.verify.compat import check, looks_like_toolkit, nvcc_target, torch_home
-from cudaswitch.verify.registry import Ask, registered
+from cudaswitch.verify.checkregistry import Ask, registered
 from cudaswitch.pathsearch import which
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
     from cudaswitch.paths import Paths
-    from cudaswitch.verify.registry import CheckResult
+    from cudaswitch.verify.checkregistry import CheckResult
 
 WHEEL_MAJOR = re.compile(r"^nvidia-.+-cu(\d+)$")
 PLAIN = Ask("doctor")

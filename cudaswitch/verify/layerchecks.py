@@ -1,6 +1,6 @@
 """explain's checks of the layers around torch that a message names: the cuDNN sub-libraries a
 process would resolve, the driver's libcuda.so.1, the Python that was asked for torch, the nvcc
-CMake would find, and a kernel's own assert. Registered (verify/registry.py) like every check;
+CMake would find, and a kernel's own assert. Registered (verify/checkregistry.py) like every check;
 compat.toml's rules name their ids. Host directories are read under the root prefix."""
 
 import glob
@@ -11,7 +11,7 @@ from cudaswitch.safeio import read_or_none
 from cudaswitch.toolkit import short_version
 from cudaswitch.verify import loaderdirs
 from cudaswitch.verify.compat import check
-from cudaswitch.verify.registry import Ask, registered
+from cudaswitch.verify.checkregistry import Ask, registered
 from cudaswitch.verify.runner import which
 
 TYPE_CHECKING = False  # typing is not imported at run time

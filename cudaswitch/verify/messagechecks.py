@@ -1,6 +1,6 @@
 """The checks only `explain` runs: each reads what the error message names (a library, an
 architecture, a gcc ceiling) or a fact only that message makes worth gathering (GPU memory, NCCL's
-/dev/shm). Registered (verify/registry.py) like every check; compat.toml's rules name their ids."""
+/dev/shm). Registered (verify/checkregistry.py) like every check; compat.toml's rules name their ids."""
 
 import os
 import re
@@ -13,7 +13,7 @@ from cudaswitch.verify import facts as table, loaderdirs
 from cudaswitch.verify import layerchecks, ncclchecks  # noqa: F401 (registers)
 from cudaswitch.verify.checks import compat_libcuda_dirs
 from cudaswitch.verify.compat import check, torch_home
-from cudaswitch.verify.registry import Ask, registered
+from cudaswitch.verify.checkregistry import Ask, registered
 from cudaswitch.pathsearch import which
 from cudaswitch.verify.runner import run_bounded
 

@@ -1,13 +1,13 @@
 """NCCL as a layer of its own, for the messages that name it: which libnccl a process would load
 before torch's own (LD_PRELOAD, LD_LIBRARY_PATH), the network interfaces NCCL_SOCKET_IFNAME
-leaves it, and /dev/shm. Registered (verify/registry.py) like every check; compat.toml's rules
+leaves it, and /dev/shm. Registered (verify/checkregistry.py) like every check; compat.toml's rules
 name their ids. Host files (/sys/class/net) are read under the root prefix."""
 
 import os
 
 from cudaswitch.verify import loaderdirs
 from cudaswitch.verify.compat import check
-from cudaswitch.verify.registry import Ask, registered
+from cudaswitch.verify.checkregistry import Ask, registered
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:

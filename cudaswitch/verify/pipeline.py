@@ -1,5 +1,5 @@
 """The checks of one toolkit in one environment, each written once as a function of a Host's facts
-and registered (verify/registry.py) with its ids, layer and the commands that show it.
+and registered (verify/checkregistry.py) with its ids, layer and the commands that show it.
 
 A check function takes a Host (verify/host.py) and an Ask (what the command asks of it) and returns
 a list of checks (compat.check dicts); it asks the Host for what it needs, so a command pays only
@@ -12,12 +12,12 @@ import re
 from cudaswitch.toolkit import short_version, version_tuple
 from cudaswitch.verify import compat, facts as table, hostcc
 from cudaswitch.verify.compat import check
-from cudaswitch.verify.registry import Ask, registered
+from cudaswitch.verify.checkregistry import Ask, registered
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
-    from cudaswitch.verify.registry import CheckResult
+    from cudaswitch.verify.checkregistry import CheckResult
 
 PLAIN = Ask("verify")
 ALL = ("use", "verify", "doctor", "explain")

@@ -2,7 +2,7 @@
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from cudaswitch.verify.registry import CheckResult
+    from cudaswitch.verify.checkregistry import CheckResult
 
 MARKS = {"ok": "ok  ", "info": "info", "warning": "WARN", "error": "FAIL"}
 

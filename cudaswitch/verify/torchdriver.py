@@ -16,11 +16,11 @@ from cudaswitch.errors import UsageError
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify import facts as table
 from cudaswitch.verify.compat import check
-from cudaswitch.verify.registry import registered
+from cudaswitch.verify.checkregistry import registered
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from cudaswitch.verify.registry import CheckResult
+    from cudaswitch.verify.checkregistry import CheckResult
 
 CUDA = re.compile(r"^\d{1,2}\.\d$")
 BRANCH = re.compile(r"^\d{3,4}$")

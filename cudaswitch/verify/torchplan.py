@@ -21,7 +21,7 @@ from cudaswitch.verify import facts as table
 from cudaswitch.verify import torchdriver
 from cudaswitch.verify.checks import arch_in_build
 from cudaswitch.verify.compat import check, driver_supports
-from cudaswitch.verify.registry import registered
+from cudaswitch.verify.checkregistry import registered
 from cudaswitch.verify.torchdriver import parse_driver
 
 TYPE_CHECKING = False
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from cudaswitch.paths import Paths
     from cudaswitch.toolkit import Env
-    from cudaswitch.verify.registry import CheckResult
+    from cudaswitch.verify.checkregistry import CheckResult
 
 PROBES_FILE = "torch-arch.marshal"
 GPU_SM = re.compile(r"^(?:sm_)?(\d+)(\d)$")

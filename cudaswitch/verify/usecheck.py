@@ -10,7 +10,7 @@ from cudaswitch.verify.host import Host, settings
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.paths import Paths
-    from cudaswitch.verify.registry import CheckResult
+    from cudaswitch.verify.checkregistry import CheckResult
 
 
 def use_verdict(paths: "Paths", record: dict, new_env: dict, timeout: "float | None") -> tuple:
