@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cudaswitch.audit import imageaudit, imagecheck, inventory  # noqa: F401  (they register audit's checks)
-from cudaswitch.verify import checkset, facts, checkregistry
+from cudaswitch.verify import checkset, facttables as facts, checkregistry
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cudaswitch"
 DOCS = PACKAGE.parent / "docs" / "architecture.md"
@@ -103,8 +103,8 @@ def test_the_docs_list_the_registry():
     section = text[text.index("## Checks and facts"):]
     section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
     named = set(re.findall(r"`([a-z_]+\.[a-z_]+)`", section)) - {"compat.toml", "torch_builds.toml", "sources.toml",
-                                                                   "config.toml", "settings.py", "registry.py",
-                                                                   "checkset.py", "facts.py", "hostchecks.py",
+                                                                   "config.toml", "settings.py", "checkregistry.py",
+                                                                   "checkset.py", "facttables.py", "hostchecks.py",
                                                                    "messagechecks.py", "pipeline.py", "checks.py"}
     assert named - set(checkregistry.BY_ID) == set()  # every id the docs name exists
     assert set(checkregistry.BY_ID) - named == set()  # and the docs list them all

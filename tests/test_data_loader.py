@@ -9,7 +9,7 @@ from importlib import resources
 
 import pytest
 
-from cudaswitch.verify import checkregistry, checkset, facts  # noqa: F401  (checkset fills the registry)
+from cudaswitch.verify import checkregistry, checkset, facttables as facts  # noqa: F401  (checkset fills the registry)
 
 RULE_IDS = checkregistry.ids_for("explain")
 

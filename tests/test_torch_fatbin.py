@@ -132,7 +132,7 @@ def test_torch_wheel_equals_its_own_arch_flags_and_the_table(real_torch):
     and the table's 2.14 cu130 row is that wheel (same file name and sha256)."""
     import hashlib
 
-    from cudaswitch.verify import facts
+    from cudaswitch.verify import facttables as facts
 
     wheel, (_, flags) = _torch_wheel(), real_torch
     found = fatbin.read_path(wheel)
@@ -147,7 +147,7 @@ def test_the_refresh_tool_prints_a_row_the_loader_takes(built, tmp_path):
     name and sha256, which the table's own loader accepts as `wheel` evidence."""
     import hashlib
 
-    from cudaswitch.verify import facts
+    from cudaswitch.verify import facttables as facts
 
     wheel = tmp_path / "torch-9.9.0-cp311-cp311-manylinux_2_28_x86_64.whl"
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as out:

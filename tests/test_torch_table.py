@@ -8,7 +8,7 @@ from importlib import resources
 
 import pytest
 
-from cudaswitch.verify import facts
+from cudaswitch.verify import facttables as facts
 
 SHIPPED = resources.files("cudaswitch.data").joinpath("torch_builds.toml").read_text("utf-8")
 KIND_FIELDS = {"wheel": ("wheel", "sha256"), "build-script": ("path", "commit"), "release-pr": ("pr",),

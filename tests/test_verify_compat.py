@@ -10,7 +10,7 @@ TABLES = ("driver_minimum", "minor_compat", "gcc_ceiling", "arch", "error")
 
 
 def test_every_row_has_a_known_source():
-    from cudaswitch.verify import facts
+    from cudaswitch.verify import facttables as facts
 
     data, sources = facts.load(), facts.tables()["sources"]
     for name in TABLES:
@@ -26,7 +26,7 @@ def test_torch_build_rows_agree_with_the_real_cuda_wheel():
     `pip install torch` gives) is built with CUDA 13.0, and the 2.14 row must list that variant."""
     import subprocess
 
-    from cudaswitch.verify import facts
+    from cudaswitch.verify import facttables as facts
     from tests.verify_support import torch_cuda_venv
 
     python = torch_cuda_venv() / "bin" / "python"
@@ -40,7 +40,7 @@ def test_torch_build_rows_agree_with_the_real_cuda_wheel():
 @pytest.mark.parametrize("minor", ["13.0", "13.1"])
 def test_gcc_ceiling_table_agrees_with_the_real_host_config(minor, tmp_path):
     from cudaswitch.switch import plan
-    from cudaswitch.verify import facts
+    from cudaswitch.verify import facttables as facts
 
     root = kits.install_classic(kits.cuda13(minor), tmp_path / ("cuda-" + minor), minor)
     record = {"root": str(root), "lib_dirs": [str(root / "lib64")]}
@@ -49,7 +49,7 @@ def test_gcc_ceiling_table_agrees_with_the_real_host_config(minor, tmp_path):
 
 
 def test_driver_table_lookups():
-    from cudaswitch.verify import facts
+    from cudaswitch.verify import facttables as facts
 
     assert facts.cuda_for_driver("535.129.03") == "12.2"
     assert facts.cuda_for_driver("580.65.06") == "13.0"
@@ -59,7 +59,7 @@ def test_driver_table_lookups():
 
 def test_arch_table_first_and_last_cuda():
     """The arch table as Clang's MinVersionForOffloadArch gives it, with 13.0 dropping Maxwell..Volta."""
-    from cudaswitch.verify import facts
+    from cudaswitch.verify import facttables as facts
 
     spans = {sm: (facts.arch_row(sm)["first"], facts.arch_row(sm)["last"]) for sm in
              ("sm_52", "sm_61", "sm_70", "sm_72", "sm_75", "sm_89", "sm_101", "sm_110")}
@@ -70,7 +70,7 @@ def test_arch_table_first_and_last_cuda():
 
 def test_cudnn_version_encodings():
     """torch.backends.cudnn.version(): v8 is M*1000+m*100+p, v9 on M*10000+m*100+p (9.10 needs it)."""
-    from cudaswitch.verify import facts
+    from cudaswitch.verify import facttables as facts
 
     assert [facts.cudnn_version_string(v) for v in (7605, 8907, 90100, 91000, None)] == \
         ["7.6.5", "8.9.7", "9.1.0", "9.10.0", None]

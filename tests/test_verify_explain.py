@@ -129,7 +129,7 @@ def test_known_message(host, expected, text):
 
 def test_every_section_9_row_is_covered():
     """Every rule has two real wordings here or in test_explain_layers (the layers around torch)."""
-    from cudaswitch.verify import checkregistry, checkset, facts  # noqa: F401  (checkset fills the registry)
+    from cudaswitch.verify import checkregistry, checkset, facttables as facts  # noqa: F401  (checkset fills the registry)
     from tests.test_explain_layers import MESSAGES as LAYER_MESSAGES
 
     every = MESSAGES + LAYER_MESSAGES

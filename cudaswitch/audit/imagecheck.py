@@ -12,7 +12,7 @@ runtime refuse the container. Where the runtime assumes a fact it cannot read is
 "cannot tell" (None): never ok on a guess.
 """
 
-from cudaswitch.verify import facts as table
+from cudaswitch.verify import facttables
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.checkregistry import registered
 
@@ -164,7 +164,7 @@ def _minimum_hint(judged):
     for condition in judged:
         for alt in condition["condition"].split(" "):
             if alt.startswith("cuda>=") and "," not in alt:
-                row = table.driver_minimum(alt[len("cuda>="):])
+                row = facttables.driver_minimum(alt[len("cuda>="):])
                 if row:
                     return " (CUDA %s needs driver >= %s)" % (row["cuda"], row["driver"])
     return ""

@@ -132,7 +132,7 @@ def _unsupported(nodes):
 def cannot_target(nodes: List[dict]) -> List[dict]:
     """[{toolkit, gpu, model, nodes}]: a toolkit on a node that cannot build for a GPU of that
     node (compat.toml's arch table: first and last CUDA per architecture)."""
-    from cudaswitch.verify import facts
+    from cudaswitch.verify import facttables
 
     verdicts: dict = {}
     out: dict = {}
@@ -143,7 +143,7 @@ def cannot_target(nodes: List[dict]) -> List[dict]:
             for short in node["toolkits"]:
                 key = (short, capability)
                 if key not in verdicts:
-                    verdicts[key] = _targets(facts.arch_row(capability), short)
+                    verdicts[key] = _targets(facttables.arch_row(capability), short)
                 if verdicts[key] is False:
                     entry = out.setdefault((short, capability, model), {
                         "toolkit": short, "gpu": "sm_" + capability.replace(".", ""), "model": model, "nodes": []})

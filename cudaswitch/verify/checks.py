@@ -6,7 +6,7 @@ import os
 import re
 
 from cudaswitch.toolkit import version_tuple
-from cudaswitch.verify import facts as table
+from cudaswitch.verify import facttables
 from cudaswitch.verify.compat import check, driver_supports, looks_like_toolkit, nvcc_target, torch_home
 from cudaswitch.verify.checkregistry import Ask, registered
 
@@ -107,7 +107,7 @@ def _cpu_only(probe: dict, driver: dict, base: dict) -> "CheckResult":
 
 def _cuda_build_hint(torch_version: str, base: dict) -> str:
     """Name the CUDA builds of this torch release (torch_builds.toml), the toolkit's major first."""
-    variants, single_copy = table.torch_variants(torch_version)
+    variants, single_copy = facttables.torch_variants(torch_version)
     if not variants:
         return "install a CUDA build of torch (the cu12x/cu13x indexes of download.pytorch.org)"
     toolkit = version_tuple(base.get("toolkit") or "")[:2]
@@ -184,7 +184,7 @@ def arch_in_build(device: dict, arch_list: list, base: dict) -> "CheckResult":
     if ptx:
         return check("torch.gpu_arch", "info", "%s (%s) runs through PTX JIT from %s (slow first start)"
                      % (device["name"], sm, ptx[-1]), None, **facts)
-    builds = table.torch_builds_for(device["capability"])  # the table `cudaswitch torch` reads
+    builds = facttables.torch_builds_for(device["capability"])  # the table `cudaswitch torch` reads
     hint = "install a torch build whose arch list has %s" % sm
     if builds:
         release, cuda = builds[0]
@@ -248,7 +248,7 @@ def cudnn_copies(env: dict, probe: dict) -> "CheckResult":
         if libs:
             copies.setdefault(os.path.realpath(directory), _soname_version(libs))
     mapped = (probe.get("maps") or {}).get("libcudnn") or []
-    torch_cudnn = table.cudnn_version_string(probe.get("cudnn"))
+    torch_cudnn = facttables.cudnn_version_string(probe.get("cudnn"))
     facts: dict = {"copies": copies, "mapped": mapped, "torch_cudnn": torch_cudnn}
     if len(copies) > 1:
         return check("env.cudnn_copies", "warning", "%d cuDNN copies on the loader path: %s%s" % (len(copies),
@@ -307,7 +307,7 @@ def _wheel_libraries(site: str, distributions: list) -> dict:
     """{soname: (path, version)} of the libraries under site-packages/nvidia/*/lib that a toolkit's
     lib64 also holds (compat.toml [wheel_libraries]: LD_LIBRARY_PATH comes before torch's RUNPATH,
     so the toolkit's copy wins)."""
-    wheel_libraries = table.load()["wheel_libraries"]["library"]
+    wheel_libraries = facttables.load()["wheel_libraries"]["library"]
     versions: "dict[str, str]" = {}
     for dist in distributions:
         name = re.sub(r"-cu\d+$", "", dist["name"])

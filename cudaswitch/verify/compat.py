@@ -8,7 +8,7 @@ import os
 import re
 
 from cudaswitch.toolkit import version_tuple
-from cudaswitch.verify import facts as table
+from cudaswitch.verify import facttables
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,12 +42,12 @@ def driver_supports(driver: dict, cuda: str, check_id: str, subject: str) -> "Ch
 
 def _older_driver(driver: dict, have: "tuple[int, ...]", want: "tuple[int, ...]", check_id: str, subject: str,
                   facts: dict) -> "CheckResult":
-    minimum = table.driver_minimum("%d.%d" % want)
+    minimum = facttables.driver_minimum("%d.%d" % want)
     facts["needs_driver"] = minimum["driver"] if minimum else None
     upgrade = ("update the NVIDIA driver to %s or newer" % facts["needs_driver"] if minimum
                else "update the NVIDIA driver")
     if _minor_version_compatible(driver, have, want):
-        caveat = table.load()["minor_compat_caveat"]["text"]
+        caveat = facttables.load()["minor_compat_caveat"]["text"]
         facts.update(minor_version_compatibility=True, source="NV-mvc")
         return check(check_id, "ok", "driver supports CUDA %s; %s (CUDA %d.%d) runs through minor-version "
                      "compatibility, but %s" % (driver["cuda"], subject, want[0], want[1], caveat),
@@ -62,11 +62,11 @@ def _older_driver(driver: dict, have: "tuple[int, ...]", want: "tuple[int, ...]"
 def _minor_version_compatible(driver: dict, have: "tuple[int, ...]", want: "tuple[int, ...]") -> bool:
     """Same major, a major with minor-version compatibility (none before 11.1), and a driver release
     at or above its floor (an unknown release is given the benefit: its CUDA major already matches)."""
-    mvc = table.minor_compat(want[0])
+    mvc = facttables.minor_compat(want[0])
     if have[0] != want[0] or not mvc or want[1] < mvc["first_minor"]:
         return False
     release = driver.get("release")
-    return not release or table.release_tuple(release) >= table.release_tuple(mvc["driver"])
+    return not release or facttables.release_tuple(release) >= facttables.release_tuple(mvc["driver"])
 
 
 def torch_home(env: dict, fallback: str = "/usr/local/cuda") -> tuple:

@@ -116,8 +116,8 @@ def driver_facts(paths: "Paths", env: "Env", timeout: float = DRIVER_TIMEOUT) ->
     if how == "loader" and not facts["gpus"]:
         _ask_nvidia_smi(facts, env, timeout)
     if facts["cuda"] is None and facts["release"]:
-        from cudaswitch.verify import facts as table
-        derived = table.cuda_for_driver(facts["release"])
+        from cudaswitch.verify import facttables
+        derived = facttables.cuda_for_driver(facts["release"])
         if derived:
             facts["cuda"] = derived
             facts["cuda_source"] = "derived from the driver release (compat.toml driver_minimum)"

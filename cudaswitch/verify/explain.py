@@ -15,7 +15,7 @@ import re
 
 from cudaswitch.errors import UsageError
 from cudaswitch.render import counted
-from cudaswitch.verify import checkset, facts as table, checkregistry
+from cudaswitch.verify import checkset, facttables, checkregistry
 from cudaswitch.verify.host import Host
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -68,7 +68,7 @@ def match_rules(text: str) -> list:
     """[(rule, matched text)], the rule whose last match ends latest in `text` first."""
     folded = " ".join(text.split())
     hits = []
-    for rule in table.error_rules(checkregistry.ids_for("explain")):
+    for rule in facttables.error_rules(checkregistry.ids_for("explain")):
         found = [m for p in rule["patterns"] for m in re.finditer(p, folded, re.IGNORECASE)]
         if found:
             last = max(found, key=lambda m: (m.end(), -m.start()))

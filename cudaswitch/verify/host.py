@@ -109,9 +109,9 @@ class Host:
         """(newest gcc major, where that comes from): the toolkit's host_config.h, else compat.toml."""
         ceiling, source = plan.gcc_ceiling(self.record)
         if ceiling is None and self.record.get("version"):
-            from cudaswitch.verify import facts as table
+            from cudaswitch.verify import facttables
 
-            ceiling, row = table.gcc_ceiling(self.record["version"])
+            ceiling, row = facttables.gcc_ceiling(self.record["version"])
             source = "compat.toml (%s)" % row["source"] if row else None
         return ceiling, source
 

@@ -7,7 +7,7 @@ import re
 
 from cudaswitch.switch import plan
 from cudaswitch.toolkit import short_version, version_tuple
-from cudaswitch.verify import facts as table, loaderdirs
+from cudaswitch.verify import facttables, loaderdirs
 # The checks of the layers a message names (NCCL, cuDNN's sub-libraries, libcuda, the Python,
 # CMake) live in their own modules; importing them here registers them wherever explain's are.
 from cudaswitch.verify import layerchecks, ncclchecks  # noqa: F401 (registers)
@@ -29,7 +29,7 @@ def arch_table(host: "Host", ask: Ask = PLAIN) -> list:
     """The CUDA releases that target each sm_XY the message names (compat.toml's arch table)."""
     out = []
     for sm in sorted(set(re.findall(r"sm_(\d+a?)", ask.text))):
-        row = table.arch_row(sm)
+        row = facttables.arch_row(sm)
         if row:
             out.append(check("explain.arch_table", "info", "sm_%s needs CUDA %s or newer%s" % (
                 sm, row["first"], (", and was dropped after %s" % row["last"]) if row["last"] else ""), None,

@@ -10,7 +10,7 @@ import os
 import re
 
 from cudaswitch.toolkit import short_version, version_tuple
-from cudaswitch.verify import compat, facts as table, hostcc
+from cudaswitch.verify import compat, facttables, hostcc
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.checkregistry import Ask, registered
 
@@ -85,7 +85,7 @@ def driver_runs_toolkit(driver: dict, version: str, root: str) -> dict:
 def gpu_kind(name: str) -> "str | None":
     """"consumer", "datacenter" or None (not known) for a GPU's name: forward compatibility
     (cuda-compat) is for data-center GPUs only (compat.toml [gpu_kinds])."""
-    kinds = table.load()["gpu_kinds"]
+    kinds = facttables.load()["gpu_kinds"]
     if any(token.upper() in name.upper() for token in kinds["consumer"]):
         return "consumer"
     return "datacenter" if any(token in name + " " for token in kinds["datacenter"]) else None
@@ -111,7 +111,7 @@ def forward_compat(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     facts = {"compat_dir": compat_dir, "compat_version": version, "on_loader_path": on_path,
              "driver_release": host.driver.get("release")}
     release = host.driver.get("release")
-    if release and table.release_tuple(version) < table.release_tuple(release):
+    if release and facttables.release_tuple(version) < facttables.release_tuple(release):
         return [check("driver.forward_compat", "error" if on_path else "info", "the toolkit's compat libcuda %s is "
                       "older than the installed driver %s: on the loader path it fails with CUDA error 803 (system "
                       "has unsupported display driver / cuda driver combination)%s" % (version, release,
@@ -151,7 +151,7 @@ def compat_libcuda(root: str) -> tuple:
     names = [os.path.basename(p) for p in glob.glob(os.path.join(directory, "libcuda.so.*"))]
     releases = [n[len("libcuda.so."):] for n in names]
     releases = [r for r in releases if r.count(".") >= 1 and r.replace(".", "").isdigit()]
-    return directory, max(releases, key=table.release_tuple) if releases else None
+    return directory, max(releases, key=facttables.release_tuple) if releases else None
 
 
 @registered("gcc.supported", layer="compiler", shown_by=ALL)
@@ -221,7 +221,7 @@ def toolkit_gpu_arch(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
 def _nvcc_accepts(host: "Host", arch: str) -> "CheckResult":
     """An architecture an error message names (`Unsupported gpu architecture 'compute_35'`) against
     this nvcc's list and the CUDA releases that target it."""
-    archs, row = host.nvcc_archs, table.arch_row(arch)
+    archs, row = host.nvcc_archs, facttables.arch_row(arch)
     known = "compute_" + arch.rstrip("af") in (archs or [])
     span = "CUDA %s%s" % (row["first"], " to " + row["last"] if row["last"] else " and newer") if row else "unknown"
     level = "ok" if known else ("error" if archs is not None else "info")
@@ -234,7 +234,7 @@ def _nvcc_accepts(host: "Host", arch: str) -> "CheckResult":
 def _nvcc_targets(host: "Host", gpu: dict) -> "CheckResult":
     cuda, archs = host.toolkit_cuda, host.nvcc_archs
     sm = gpu["capability"].replace(".", "")
-    row = table.arch_row(sm)
+    row = facttables.arch_row(sm)
     if archs is not None:  # the host answered: it wins over the table
         ok, how = "compute_" + sm in archs, "nvcc --list-gpu-arch"
     elif row:

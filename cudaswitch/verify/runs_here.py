@@ -79,12 +79,12 @@ def verdict(driver: dict, record: "AnyRecord") -> "tuple[str, str]":
 
 def _forward_compatible(driver: dict, record: "AnyRecord") -> bool:
     """The toolkit's compat/ libcuda is newer than the driver and every GPU is a data-center one."""
-    from cudaswitch.verify import facts as table
+    from cudaswitch.verify import facttables
     from cudaswitch.verify.pipeline import compat_libcuda, gpu_kind
 
     _, version = compat_libcuda(record["root"])
     gpus = driver.get("gpus") or []
     release = driver.get("release")
-    if not version or not gpus or (release and table.release_tuple(version) < table.release_tuple(release)):
+    if not version or not gpus or (release and facttables.release_tuple(version) < facttables.release_tuple(release)):
         return False
     return all(gpu_kind(g.get("name") or "") == "datacenter" for g in gpus)

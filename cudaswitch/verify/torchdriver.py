@@ -14,7 +14,7 @@ from typing import Optional
 
 from cudaswitch.errors import UsageError
 from cudaswitch.toolkit import version_tuple
-from cudaswitch.verify import facts as table
+from cudaswitch.verify import facttables
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.checkregistry import registered
 
@@ -31,7 +31,7 @@ def parse_driver(text: str) -> dict:
     """`--driver` -> driver facts like driver.driver_facts' for another machine."""
     value = text.strip()
     if CUDA.match(value):
-        row = table.driver_minimum(value)
+        row = facttables.driver_minimum(value)
         if not row:
             raise UsageError("--driver %s: no driver release this table knows supports CUDA %s" % (value, value),
                              "give the driver release, e.g. 550.54.14")
@@ -48,21 +48,22 @@ def parse_driver(text: str) -> dict:
 
 def with_release(driver: dict, release: str, how: str) -> dict:
     cuda = cuda_for_release(release)
-    return dict(driver, release=release, cuda=cuda, cuda_source=how, branch=table.release_tuple(release)[0])
+    return dict(driver, release=release, cuda=cuda, cuda_source=how, branch=facttables.release_tuple(release)[0])
 
 
 def branch_first_release(branch: str) -> str:
     """The lowest release of a branch the driver_minimum table lists, else the bare branch."""
-    listed = [r["driver"] for r in table.load()["driver_minimum"] if table.release_tuple(r["driver"])[0] == int(branch)]
-    return min(listed, key=table.release_tuple) if listed else branch
+    rows = facttables.load()["driver_minimum"]
+    listed = [r["driver"] for r in rows if facttables.release_tuple(r["driver"])[0] == int(branch)]
+    return min(listed, key=facttables.release_tuple) if listed else branch
 
 
 def cuda_for_release(release: str) -> Optional[str]:
     """Newest CUDA whose GA minimum driver the release meets. A release given with fewer parts
     (550.54) stands for every 550.54.x, so it is compared on the parts it has."""
-    have = table.release_tuple(release)
-    fits = [r["cuda"] for r in table.load()["driver_minimum"]
-            if table.release_tuple(r["driver"])[:len(have)] <= have]
+    have = facttables.release_tuple(release)
+    fits = [r["cuda"] for r in facttables.load()["driver_minimum"]
+            if facttables.release_tuple(r["driver"])[:len(have)] <= have]
     return max(fits, key=version_tuple) if fits else None
 
 
@@ -72,17 +73,17 @@ def complete(driver: dict) -> dict:
     if not driver.get("present") or not driver.get("cuda"):
         return driver
     if driver.get("release"):
-        return dict(driver, branch=table.release_tuple(driver["release"])[0])
-    row = table.driver_minimum(driver["cuda"])
+        return dict(driver, branch=facttables.release_tuple(driver["release"])[0])
+    row = facttables.driver_minimum(driver["cuda"])
     if not row:
         return driver
     return dict(driver, release=row["driver"], release_assumed=True, cuda=driver["cuda"],
-                branch=table.release_tuple(row["driver"])[0])
+                branch=facttables.release_tuple(row["driver"])[0])
 
 
 def branch_row(capability: str) -> Optional[dict]:
     key = capability.replace(".", "")
-    for row in table.torch_table().get("driver_branch") or []:
+    for row in facttables.torch_table().get("driver_branch") or []:
         if key in row["sm"]:
             return row
     return None

@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from cudaswitch.errors import UsageError
 from cudaswitch.toolkit import version_tuple
-from cudaswitch.verify import facts as table
+from cudaswitch.verify import facttables
 from cudaswitch.verify import torchdriver
 from cudaswitch.verify.checks import arch_in_build
 from cudaswitch.verify.compat import check, driver_supports
@@ -56,7 +56,7 @@ sys.stdout.write("\n" + sys.argv[1] + json.dumps(out) + sys.argv[1] + "\n")
 
 
 def load() -> dict:
-    return table.torch_table()
+    return facttables.torch_table()
 
 
 def host_platform() -> str:
@@ -112,7 +112,7 @@ def builds(installed: Optional[dict] = None) -> List[dict]:
     flags in place of its row's list (and a row of its own when the data does not know it)."""
     # a row without evidence has no list: [] here, so every caller finds no code in it
     rows = [dict(row, arch=list(row.get("arch") or []), verified=row["evidence"] != "none")
-            for row in table.torch_rows(host_platform())]
+            for row in facttables.torch_rows(host_platform())]
     own = _installed_build(installed)
     if own:
         same = [r for r in rows if (r["torch"], r["cuda"]) == (own["torch"], own["cuda"])]
@@ -216,7 +216,7 @@ def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Opt
         result["reason"] = "; ".join(c["message"] for c in undriven)
     elif result["recommended"] is None and (not driver.get("present") or not driver.get("cuda") or not gpus):
         result["reason"] = _missing_facts(driver, gpus)
-    elif result["recommended"] is None and not table.torch_rows(host_platform()):
+    elif result["recommended"] is None and not facttables.torch_rows(host_platform()):
         result["reason"] = "cannot tell: the table has no %s builds yet" % host_platform()
     own = [b for b in assessed if b.get("source") == "installed"]
     result["installed_fits"] = own[0]["fits"] if own else None
@@ -226,7 +226,7 @@ def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Opt
 
 def _table_note(installed: "dict | None") -> dict:
     """Says so when the installed torch is newer than every release the table knows."""
-    newest = table.newest_torch_known(host_platform())
+    newest = facttables.newest_torch_known(host_platform())
     have = (installed or {}).get("torch")
     if not have or not newest:
         return {"newest": newest, "note": None}
