@@ -254,6 +254,8 @@ COMMANDS = (
                          metavar="DIR"),
                      Opt("--list", "list_releases", "flag", "List the releases the source offers instead, with "
                          "nvcc's version and whether this host's driver runs them."),
+                     Opt("--pre", "pre", "flag", "With --from pypi: also take pre-releases (release candidates) of "
+                         "NVIDIA's wheels, labelled as such; an exact one (13.4.0rc1) needs no --pre."),
                      JSON),
             examples=("cudaswitch install 12.4", "cudaswitch install 13.1 --with cudnn",
                       "cudaswitch install 12.4 --mirror file:///srv/mirror --prefix /opt/cuda/12.4 "

@@ -6,6 +6,7 @@ and what an installed tree holds. The wheel source (install.py) and the redist s
 import contextlib
 import fcntl
 import os
+import re
 import shutil
 import signal
 import stat
@@ -28,6 +29,10 @@ SCRATCH_MARKER = ".cudaswitch-scratch"  # inside each build and trash dir cudasw
 SCRATCH_TEXT = b"made by cudaswitch install; removed by the next install when its owner is gone\n"
 
 
+# an exact pre-release of NVIDIA's wheels (13.4.0rc1): a request only `install` understands
+PRE_RELEASE = re.compile(r"^\d+(?:\.\d+)*(?:a|b|rc)\d+$")
+
+
 class InstallInterrupted(CudaSwitchError):
     exit_code = 130
 
@@ -40,6 +45,8 @@ def index_requirement(text: str) -> str:
     """The pip requirement for the metapackage a request means: '13.1' -> 'cuda-toolkit==13.1.*'."""
     from cudaswitch.request import ToolkitRequest
 
+    if PRE_RELEASE.match(text):
+        return "%s==%s" % (wheels.META_PACKAGE, text)
     request = ToolkitRequest.parse(text)
     if request.source not in (None, "managed"):
         raise UsageError("install makes managed toolkits; %r names the %s source" % (text, request.source),
@@ -80,6 +87,16 @@ def install_once(target: str, fill: "Callable[[str, str], None]", progress: "Pro
             return False
         _build(target, fill)
     return True
+
+
+def is_pre_release(version: str) -> bool:
+    """13.4.0rc1, 13.4.0.0b2, 13.4.0.dev1: not a release, whatever pip would pick."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version).is_prerelease
+    except InvalidVersion:
+        return False
 
 
 def minor_ranges(versions: "Iterable[str]") -> str:
