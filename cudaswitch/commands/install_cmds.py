@@ -83,8 +83,12 @@ def _list_wheels(paths: "Paths", as_json: bool, pre: bool) -> int:
         render.emit_json(result)
         return 0
     render.message("cudaswitch: NVIDIA's cuda-toolkit wheels on %s (through pip)" % result["base"])
-    render.table([[r["release"], r["package"] + (" (pre-release)" if r["pre_release"] else ""), r["driver"]]
-                  for r in result["releases"]], ["RELEASE", "PACKAGE", "DRIVER"])
+    render.table([[r["release"], r["package"] + (" (pre-release)" if r["pre_release"] else ""),
+                   "toolkit with nvcc" if r["nvcc"] else installer.RUNTIME_ONLY, r["driver"]]
+                  for r in result["releases"]], ["RELEASE", "PACKAGE", "CONTENTS", "DRIVER"])
+    if not all(r["nvcc"] for r in result["releases"]):
+        render.message("note: NVIDIA's 12.x wheels are %s; `cudaswitch install 12.4` (NVIDIA's redist archives, "
+                       "the default for 12.x) makes a complete one" % installer.RUNTIME_ONLY)
     if result["hidden_pre_releases"]:
         render.message("note: pre-releases not shown: %s (--pre lists them)" % ", ".join(result["hidden_pre_releases"]))
     return 0

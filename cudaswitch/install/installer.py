@@ -78,6 +78,8 @@ def install(paths: "Paths", env: "Env", request: str, components: "Iterable[str]
     with interruptible(request):
         release, requirements = _resolve(requirement, components, env, request, pre)
         progress("CUDA %s: %s" % (release, " ".join(requirements)))
+        if runtime_only(release):  # said before the download, not only after it
+            progress("note: " + RUNTIME_ONLY_NOTE % {"release": release, "short": ".".join(release.split(".")[:2])})
         target = os.path.join(paths.managed_dir, release)
         make_dir(paths.managed_dir)  # 0700 whatever the umask: the managed source refuses a dir others may write
         installed = install_once(target, lambda build, tree: _fill_from_wheels(
@@ -92,6 +94,18 @@ def install(paths: "Paths", env: "Env", request: str, components: "Iterable[str]
         result["name"] += " (pre-release)"
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
+
+
+RUNTIME_ONLY = "runtime only, no nvcc"
+RUNTIME_ONLY_NOTE = ("NVIDIA's CUDA %(release)s wheels are " + RUNTIME_ONLY + ": the toolkit made from them cannot "
+                     "compile .cu files; for a complete %(short)s: cudaswitch install %(short)s (NVIDIA's redist "
+                     "archives, the default for 12.x)")
+
+
+def runtime_only(release: str) -> bool:
+    """NVIDIA ships nvcc in its cuda-toolkit wheels from CUDA 13 on; the 11.x/12.x ones have none."""
+    major = version_tuple(release)[:1]
+    return bool(major) and major[0] < 13
 
 
 def _resolve(requirement: str, components: "list[str]", env: "Env", request: str,
@@ -244,7 +258,7 @@ def _release_order(label: str) -> "Version":
 def _pypi_row(release: str, version: str, driver: dict, redist_list: "ModuleType") -> dict:
     verdict = redist_list.driver_verdict(driver, release)
     return {"release": release, "package": "%s==%s" % (wheels.META_PACKAGE, version), "date": None,
-            "pre_release": is_pre_release(version),
+            "pre_release": is_pre_release(version), "nvcc": not runtime_only(release),
             "name": release, "components": {}, "size_bytes": None, "size": "?",
             "driver": verdict["message"], "driver_level": verdict["level"]}
 
