@@ -263,7 +263,8 @@ COMMANDS = (
                       "cudaswitch install --list --json")),
     Command("uninstall", "cudaswitch.commands.install_cmds:uninstall",
             help="Remove a toolkit that `cudaswitch install` made (never any other).",
-            args=(Arg("REQUEST", "A managed toolkit: 13.0, 13.0.3, managed:12.4 or its path."),),
+            args=(Arg("REQUEST", "A managed toolkit: 13.0, 13.0.3, managed:12.4 or its path; one that matches "
+                      "several removes none and lists them."),),
             options=(Opt("--force", "force", "flag", "Remove it even if it is active in this shell."),),
             examples=("cudaswitch uninstall 13.0",)),
     Command("torch", "cudaswitch.commands.integration_cmds:torch", fast=True,

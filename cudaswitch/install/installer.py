@@ -341,8 +341,10 @@ def _managed_record(paths: "Paths", registry: dict, request: "ToolkitRequest") -
     # a user installed (the directory name, 13.0.3) matches as well as the nvcc version (13.0.88)
     guards = [check for name, check in request.guards(registry["system_real"]) if name != "usable"]
     matches = [r for r in managed if all(check(r) for check in guards) or _names_release(r, request)]
+    if len({r["root"] for r in matches}) > 1:
+        raise _ambiguous(request.text, matches)
     if matches:
-        return max(matches, key=lambda r: version_tuple(r["version"]))
+        return matches[0]
     from cudaswitch.request import select
 
     other = select(request, records, registry["source_order"], registry["system_real"])
@@ -353,6 +355,14 @@ def _managed_record(paths: "Paths", registry: dict, request: "ToolkitRequest") -
     installed = sorted({os.path.basename(r["root"]) for r in managed}, key=version_tuple)
     raise ToolkitNotFound("no managed toolkit matches %r" % request.text,
                           "installed: " + ", ".join(installed) if installed else "none is installed")
+
+
+def _ambiguous(text: str, matches: "list[dict]") -> UsageError:
+    """A partial request matching several toolkits removes none (as pyenv does): deleting is not
+    the place to guess which one was meant."""
+    names = sorted({os.path.basename(r["root"]) for r in matches}, key=version_tuple)
+    return UsageError("%r matches %d managed toolkits: %s; nothing was removed" % (text, len(names), ", ".join(names)),
+                      "name one, e.g. cudaswitch uninstall %s" % names[-1])
 
 
 def _site_install(managed_dir: str, root: str) -> bool:
