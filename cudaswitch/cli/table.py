@@ -120,7 +120,8 @@ COMMANDS = (
             help="Every toolkit found: version, status, whether this driver runs it, sources, root; which is active "
                  "and which the default.",
             options=(JSON, Opt("--refresh", "refresh", "flag", "Search every source again instead of using the cache."),
-                     Opt("--runnable", "runnable", "flag", "Only the toolkits this host's driver runs."), WIDE),
+                     Opt("--runnable", "runnable", "flag", "Only the toolkits this host's driver runs (an error "
+                         "when no driver is readable: it cannot tell)."), WIDE),
             examples=("cudaswitch list", "cudaswitch list --runnable", "cudaswitch list --json --refresh")),
     Command("which", "cudaswitch.commands.registry_cmds:which", fast=True,
             help="Path of a toolkit's root, or of a tool in it (nvcc, ptxas, ...).",
