@@ -83,6 +83,9 @@ def _list_wheels(paths: "Paths", as_json: bool, pre: bool) -> int:
         render.emit_json(result)
         return 0
     render.message("cudaswitch: NVIDIA's cuda-toolkit wheels on %s (through pip)" % result["base"])
+    if result["offline"]:
+        render.message("note: %s offers no release now (offline?); releases from the cached listing of %s"
+                       % (result["base"], result["cached_at"]))
     render.table([[r["release"], r["package"] + (" (pre-release)" if r["pre_release"] else ""),
                    "toolkit with nvcc" if r["nvcc"] else installer.RUNTIME_ONLY, r["driver"]]
                   for r in result["releases"]], ["RELEASE", "PACKAGE", "CONTENTS", "DRIVER"])

@@ -222,17 +222,57 @@ def pypi_releases(paths: "Paths", env: "Env", pre: bool = False) -> dict:
     except pipindex.PipError as exc:
         raise CudaSwitchError("pip could not list %s from %s: %s" % (wheels.META_PACKAGE, exc.looked_in,
                                                                     exc.message), "see `pip config list`") from None
-    if not offered.versions:
+    where, versions, cached_at = offered.looked_in, offered.versions or [], None
+    if versions:
+        _remember_listing(paths, where, versions)
+    else:  # offline (pip does not always say so): the last listing of this index, labelled with its age
+        versions, cached_at = _remembered_listing(paths, where)
+    if not versions:
         raise _no_releases(offered)
-    where = offered.looked_in
-    hidden = sorted({release_label(v) for v in offered.versions if is_pre_release(v)} if not pre else set())
-    newest = _newest_per_release([v for v in offered.versions if pre or not is_pre_release(v)])
+    hidden = sorted({release_label(v) for v in versions if is_pre_release(v)} if not pre else set())
+    newest = _newest_per_release([v for v in versions if pre or not is_pre_release(v)])
     driver = redist_list.driver_facts(paths, env)
     rows = [_pypi_row(release, newest[release], driver, redist_list) for release in
             sorted(newest, key=_release_order, reverse=True)]
-    return {"source": "pypi", "base": where, "offline": False, "cached_at": None,
+    return {"source": "pypi", "base": where, "offline": cached_at is not None, "cached_at": cached_at,
             "driver": {k: driver.get(k) for k in ("present", "release", "cuda")}, "releases": rows,
             "hidden_pre_releases": hidden}
+
+
+PYPI_LISTING_CACHE = "pypi_releases.marshal"
+PYPI_LISTINGS_KEPT = 16
+
+
+def _remember_listing(paths: "Paths", where: str, versions: "list[str]") -> None:
+    from cudaswitch import cache
+
+    known = cache.load(paths.cache_dir, PYPI_LISTING_CACHE)
+    entries = dict(known) if isinstance(known, dict) else {}
+    entries.pop(where, None)  # re-inserted last: the newest are the ones kept
+    entries[where] = {"versions": list(versions), "at": time.time()}
+    cache.store_table(paths.cache_dir, PYPI_LISTING_CACHE, entries, PYPI_LISTINGS_KEPT)
+
+
+def _remembered_listing(paths: "Paths", where: str) -> "tuple[list[str], str | None]":
+    """(versions, "2026-12-01 10:00 UTC, 3 days old") of the last listing of `where`, or ([], None)."""
+    import datetime
+
+    from cudaswitch import cache
+
+    known = cache.load(paths.cache_dir, PYPI_LISTING_CACHE)
+    entry = known.get(where) if isinstance(known, dict) else None
+    if not (isinstance(entry, dict) and isinstance(entry.get("at"), float) and isinstance(entry.get("versions"), list)):
+        return [], None
+    stamp = datetime.datetime.fromtimestamp(entry["at"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return [v for v in entry["versions"] if isinstance(v, str)], "%s, %s old" % (stamp, _age(time.time() - entry["at"]))
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            count = int(seconds // size)
+            return "%d %s%s" % (count, unit, "" if count == 1 else "s")
+    return "less than a minute"
 
 
 def _newest_per_release(versions: "list[str]") -> "dict[str, str]":
