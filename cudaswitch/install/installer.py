@@ -8,6 +8,8 @@ tree. Every change to the managed dir is atomic and serialised per version:
   rename; an error, Ctrl-C or SIGTERM removes it, and a SIGKILLed one is removed by the next
   install (the managed source skips dot-names, so a leftover is never listed);
 - `.lock-<version>` (fcntl) makes a second install of the same version wait, then find it done;
+  it is removed when the install ends;
+- pip runs with a private TMPDIR that is removed whatever happens (pipindex);
 - uninstall renames the tree into `.trash-...` before deleting it, so no half tree is ever listed;
 - stale build and trash dirs are removed only when they carry cudaswitch's scratch marker, so a
   `.tmp-*` of someone else's beside a site prefix is never touched.

@@ -120,7 +120,19 @@ def _run(command: "list[str]", env: "Env", timeout: float, on_line: "OnLine") ->
     """Run pip, stream its output, kill it at the deadline or when we are interrupted.
 
     pip runs in its own session (cudaswitch.run) so that killing it takes any helper it started
-    along (a CUDASWITCH_PIP wrapper script, a keyring helper) instead of leaving them orphaned."""
+    along (a CUDASWITCH_PIP wrapper script, a keyring helper) instead of leaving them orphaned, and
+    with a private TMPDIR removed whatever happens: pip killed midway leaves its pip-unpack-*,
+    pip-download-* and pip-build-tracker-* dirs behind."""
+    import shutil
+
+    private = tempfile.mkdtemp(prefix="cudaswitch-pip-")
+    try:
+        return _run_in(command, dict(env, TMPDIR=private), timeout, on_line)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _run_in(command: "list[str]", env: "Env", timeout: float, on_line: "OnLine") -> "list[str]":
     from cudaswitch.run import run
 
     lines: "list[str]" = []

@@ -19,6 +19,7 @@ from cudaswitch.toolkit import version_tuple
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
+    from typing import BinaryIO
 
     from cudaswitch.toolkit import Env
 
@@ -113,17 +114,33 @@ def minor_ranges(versions: "Iterable[str]") -> str:
 
 @contextlib.contextmanager
 def version_lock(managed_dir: str, name: str, progress: "Progress" = quiet) -> "Iterator[None]":
-    """An exclusive fcntl lock on `.lock-<name>`; says so when it has to wait for another process."""
+    """An exclusive fcntl lock on `.lock-<name>`; says so when it has to wait for another process.
+    The file is removed when the work ends (while still held), so lock files do not pile up."""
     path = os.path.join(managed_dir, ".lock-" + name)
-    handle = open(path, "a+b")
+    handle = _lock_file(path, name, progress)
     try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        handle.close()
+
+
+def _lock_file(path: str, name: str, progress: "Progress") -> "BinaryIO":
+    """The lock file at `path`, locked. One that its holder removed while we waited is no lock any
+    more (a third process may have made a new one): take the file at `path` again."""
+    while True:
+        handle = open(path, "a+b")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             progress("waiting for another cudaswitch working on %s (lock %s)" % (name, path))
             fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-    finally:
+        try:
+            if os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
+                return handle
+        except FileNotFoundError:
+            pass
         handle.close()
 
 
@@ -173,12 +190,13 @@ def is_scratch(path: str) -> bool:
 
 
 def _lock_is_free(managed_dir: str, name: str) -> bool:
+    """No lock file (its holder ended and removed it) or one nobody holds; never makes one."""
     try:
-        with open(os.path.join(managed_dir, ".lock-" + name), "a+b") as handle:
+        with open(os.path.join(managed_dir, ".lock-" + name), "rb") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return True
     except OSError:
-        return False
+        return not os.path.lexists(os.path.join(managed_dir, ".lock-" + name))
 
 
 def _build(target: str, fill: "Callable[[str, str], None]") -> None:
