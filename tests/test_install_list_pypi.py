@@ -76,8 +76,12 @@ def test_list_from_pypi_as_a_table(index, tmp_path):
     host = host_with_redist_url(tmp_path, base + "compute/cuda/redist/")
     proc = host.run("install", "--list", "--from", "pypi", env=pip_env(base + "simple/"), timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[0].split() == ["RELEASE", "PACKAGE", "DRIVER"]
-    assert [line.split()[0] for line in proc.stdout.splitlines()[1:]] == ["13.1.0", "13.0.2", "13.0.1", "12.9.1"]
+    assert proc.stdout.splitlines()[0].split() == ["RELEASE", "PACKAGE", "CONTENTS", "DRIVER"]
+    rows = proc.stdout.splitlines()[1:]
+    assert [line.split()[0] for line in rows] == ["13.1.0", "13.0.2", "13.0.1", "12.9.1"]
+    # NVIDIA's 12.x wheels hold no nvcc: the row says so, and stderr names the complete 12.x source
+    assert [("runtime only, no nvcc" in line) for line in rows] == [False, False, False, True]
+    assert "cudaswitch install 12.4` (NVIDIA's redist archives" in proc.stderr
     assert "wheels on %ssimple/ (through pip)" % base in proc.stderr
     assert not any(path.startswith("/compute") for path in server.seen)
 

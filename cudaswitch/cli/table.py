@@ -128,7 +128,8 @@ COMMANDS = (
             help="Every toolkit found: version, status, whether this driver runs it, sources, root; which is active "
                  "and which the default.",
             options=(JSON, Opt("--refresh", "refresh", "flag", "Search every source again instead of using the cache."),
-                     Opt("--runnable", "runnable", "flag", "Only the toolkits this host's driver runs."), WIDE),
+                     Opt("--runnable", "runnable", "flag", "Only the toolkits this host's driver runs (an error "
+                         "when no driver is readable: it cannot tell)."), WIDE),
             examples=("cudaswitch list", "cudaswitch list --runnable", "cudaswitch list --json --refresh")),
     Command("which", "cudaswitch.commands.registry_cmds:which", fast=True,
             help="Path of a toolkit's root, or of a tool in it (nvcc, ptxas, ...).",
@@ -262,6 +263,8 @@ COMMANDS = (
                          metavar="DIR"),
                      Opt("--list", "list_releases", "flag", "List the releases the source offers instead, with "
                          "nvcc's version and whether this host's driver runs them."),
+                     Opt("--pre", "pre", "flag", "With --from pypi: also take pre-releases (release candidates) of "
+                         "NVIDIA's wheels, labelled as such; an exact one (13.4.0rc1) needs no --pre."),
                      JSON),
             examples=("cudaswitch install 12.4", "cudaswitch install 13.1 --with cudnn",
                       "cudaswitch install 12.4 --mirror file:///srv/mirror --prefix /opt/cuda/12.4 "
@@ -269,7 +272,8 @@ COMMANDS = (
                       "cudaswitch install --list --json")),
     Command("uninstall", "cudaswitch.commands.install_cmds:uninstall",
             help="Remove a toolkit that `cudaswitch install` made (never any other).",
-            args=(Arg("REQUEST", "A managed toolkit: 13.0, 13.0.3, managed:12.4 or its path."),),
+            args=(Arg("REQUEST", "A managed toolkit: 13.0, 13.0.3, managed:12.4 or its path; one that matches "
+                      "several removes none and lists them."),),
             options=(Opt("--force", "force", "flag", "Remove it even if it is active in this shell."),),
             examples=("cudaswitch uninstall 13.0",)),
     Command("torch", "cudaswitch.commands.integration_cmds:torch", fast=True,

@@ -22,17 +22,18 @@ def _size(num: float) -> str:
 
 def install(request: "str | None" = None, components: "Sequence[str]" = (), source: "str | None" = None,
             mirror: "str | None" = None, extras: "Sequence[str]" = (), prefix: "str | None" = None,
-            modulefile: "str | None" = None, list_releases: bool = False, as_json: bool = False) -> int:
+            modulefile: "str | None" = None, list_releases: bool = False, as_json: bool = False,
+            pre: bool = False) -> int:
     """Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root)."""
     from cudaswitch.install import installer
     from cudaswitch.paths import Paths
 
     if list_releases:
-        return _list_command(source, mirror, as_json)
+        return _list_command(source, mirror, as_json, pre)
     if not request:
         raise UsageError("install needs a CUDA release (or --list)", "e.g. cudaswitch install 12.4")
     result = installer.install(Paths(), dict(os.environ), request, _split(components), render.message,
-                             source, mirror, _split(extras), prefix, modulefile)
+                             source, mirror, _split(extras), prefix, modulefile, pre)
     if as_json:
         render.emit_json(result)
     name = result.get("name") or result["version"]
@@ -52,13 +53,13 @@ def install(request: "str | None" = None, components: "Sequence[str]" = (), sour
     return 0
 
 
-def _list_command(source: "str | None", mirror: "str | None", as_json: bool) -> int:
+def _list_command(source: "str | None", mirror: "str | None", as_json: bool, pre: bool) -> int:
     from cudaswitch.install import redist_install, redist_list
     from cudaswitch.paths import Paths
 
     paths = Paths()
     if redist_install.choose_source(paths, "latest", source or "redist", mirror) == "pypi":
-        return _list_wheels(paths, as_json)
+        return _list_wheels(paths, as_json, pre)
     result = redist_list.available(paths, dict(os.environ), mirror)
     if as_json:
         render.emit_json(result)
@@ -72,17 +73,26 @@ def _list_command(source: "str | None", mirror: "str | None", as_json: bool) -> 
     return 0
 
 
-def _list_wheels(paths: "Paths", as_json: bool) -> int:
+def _list_wheels(paths: "Paths", as_json: bool, pre: bool) -> int:
     """--from pypi: what the index pip uses offers, asked through pip (NVIDIA's server is not asked)."""
     from cudaswitch.install import installer
 
-    result = installer.pypi_releases(paths, dict(os.environ))
+    result = installer.pypi_releases(paths, dict(os.environ), pre)
     if as_json:
         render.emit_json(result)
         return 0
     render.message("cudaswitch: NVIDIA's cuda-toolkit wheels on %s (through pip)" % result["base"])
-    render.table([[r["release"], r["package"], r["driver"]] for r in result["releases"]],
-                 ["RELEASE", "PACKAGE", "DRIVER"])
+    if result["offline"]:
+        render.message("note: %s offers no release now (offline?); releases from the cached listing of %s"
+                       % (result["base"], result["cached_at"]))
+    render.table([[r["release"], r["package"] + (" (pre-release)" if r["pre_release"] else ""),
+                   "toolkit with nvcc" if r["nvcc"] else installer.RUNTIME_ONLY, r["driver"]]
+                  for r in result["releases"]], ["RELEASE", "PACKAGE", "CONTENTS", "DRIVER"])
+    if not all(r["nvcc"] for r in result["releases"]):
+        render.message("note: NVIDIA's 12.x wheels are %s; `cudaswitch install 12.4` (NVIDIA's redist archives, "
+                       "the default for 12.x) makes a complete one" % installer.RUNTIME_ONLY)
+    if result["hidden_pre_releases"]:
+        render.message("note: pre-releases not shown: %s (--pre lists them)" % ", ".join(result["hidden_pre_releases"]))
     return 0
 
 

@@ -27,6 +27,11 @@ def list_(as_json: bool = False, refresh: bool = False, wide: bool = False, runn
     paths, reg = _context(refresh)
     runs = runs_here.verdicts(paths, os.environ, reg["records"])
     if runnable:  # what this driver runs: ok, through minor-version or forward compatibility
+        if runs_here.driver_unknown(runs):  # an empty answer would read as "none runs here"
+            from cudaswitch.errors import CudaSwitchError
+
+            raise CudaSwitchError("no NVIDIA driver is readable on this host: cannot tell which of the %d "
+                                  "toolkits found runs here" % len(reg["records"]), "`cudaswitch list` lists them all")
         keep = [i for i, r in enumerate(reg["records"]) if runs[r["root"]]["runs"] in runs_here.RUNS]
         if reg["records"] and not keep and not as_json:
             render.message("cudaswitch: none of the %d toolkits found runs on this host's driver (`cudaswitch list` "

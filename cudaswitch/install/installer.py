@@ -8,6 +8,8 @@ tree. Every change to the managed dir is atomic and serialised per version:
   rename; an error, Ctrl-C or SIGTERM removes it, and a SIGKILLed one is removed by the next
   install (the managed source skips dot-names, so a leftover is never listed);
 - `.lock-<version>` (fcntl) makes a second install of the same version wait, then find it done;
+  it is removed when the install ends;
+- pip runs with a private TMPDIR that is removed whatever happens (pipindex);
 - uninstall renames the tree into `.trash-...` before deleting it, so no half tree is ever listed;
 - stale build and trash dirs are removed only when they carry cudaswitch's scratch marker, so a
   `.tmp-*` of someone else's beside a site prefix is never touched.
@@ -29,13 +31,15 @@ from cudaswitch.errors import CudaSwitchError, ToolkitNotFound, UsageError
 from cudaswitch.toolkit import version_tuple
 from cudaswitch import envstate
 from cudaswitch.install.steps import (
-    quiet, signals_ignored, check_nvcc, describe_tree, index_requirement,
-    install_once, interruptible, make_scratch, minor_ranges, test_pause, version_lock)
+    quiet, signals_ignored, check_nvcc, describe_tree, index_requirement, install_once, interruptible,
+    is_pre_release, make_scratch, minor_ranges, test_pause, version_lock)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from types import ModuleType
+
+    from packaging.version import Version
 
     from cudaswitch.install.steps import Progress
     from cudaswitch.paths import Paths
@@ -45,12 +49,15 @@ if TYPE_CHECKING:
 
 def install(paths: "Paths", env: "Env", request: str, components: "Iterable[str] | None" = None,
             progress: "Progress" = quiet, source: "str | None" = None, mirror: "str | None" = None,
-            extras: "Iterable[str]" = (), prefix: "str | None" = None, modulefile: "str | None" = None) -> dict:
+            extras: "Iterable[str]" = (), prefix: "str | None" = None, modulefile: "str | None" = None,
+            pre: bool = False) -> dict:
     """Install the newest release matching `request`; returns what was installed (a dict).
 
     `source`: "redist" (NVIDIA's archives or the mirror) or "pypi" (NVIDIA's wheels through pip);
     None picks: redist when a mirror is given or configured, or the request is older than 13;
     the wheels otherwise, which give a complete toolkit from 13.0 on. `extras`: ("cudnn",).
+    `pre`: a pre-release of the wheels may be installed (also when `request` names one exactly);
+    otherwise one is refused, even where pip would take it.
 
     SIGTERM and SIGHUP interrupt like Ctrl-C throughout, so every scratch and build dir is
     removed on the way out and the interruption is one line, whichever step it hit."""
@@ -59,17 +66,22 @@ def install(paths: "Paths", env: "Env", request: str, components: "Iterable[str]
     if source is None and (extras or prefix or modulefile):
         source = "redist"  # only the redist source has cuDNN, site prefixes and modulefiles
     chosen = redist_install.choose_source(paths, request, source, mirror)
+    if chosen != "pypi" and pre:
+        raise UsageError("--pre takes pre-releases of NVIDIA's wheels; it needs --from pypi")
     if chosen != "pypi":
         return redist_install.install(paths, env, request, components, progress, chosen, extras, prefix, modulefile)
     if extras or prefix or modulefile:
         raise UsageError("--with, --prefix and --modulefile need the redist source", "drop --from pypi")
     requirement = index_requirement(request)
+    pre = pre or is_pre_release(request)
     components = list(components or wheels.DEFAULT_COMPONENTS)
     download_timeout = _download_timeout(env)
     started = time.monotonic()
     with interruptible(request):
-        release, requirements = _resolve(requirement, components, env, request)
+        release, requirements = _resolve(requirement, components, env, request, pre)
         progress("CUDA %s: %s" % (release, " ".join(requirements)))
+        if runtime_only(release):  # said before the download, not only after it
+            progress("note: " + RUNTIME_ONLY_NOTE % {"release": release, "short": ".".join(release.split(".")[:2])})
         target = os.path.join(paths.managed_dir, release)
         make_dir(paths.managed_dir)  # 0700 whatever the umask: the managed source refuses a dir others may write
         installed = install_once(target, lambda build, tree: _fill_from_wheels(
@@ -79,15 +91,34 @@ def install(paths: "Paths", env: "Env", request: str, components: "Iterable[str]
         result["installed"] = True
     result.update(describe_tree(target))
     result["name"] = redist_install.release_name(release, result["components"].get("nvcc"))
+    result["pre_release"] = is_pre_release(release)
+    if result["pre_release"]:
+        result["name"] += " (pre-release)"
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
 
 
-def _resolve(requirement: str, components: "list[str]", env: "Env", request: str) -> "tuple[str, list[str]]":
+RUNTIME_ONLY = "runtime only, no nvcc"
+RUNTIME_ONLY_NOTE = ("NVIDIA's CUDA %(release)s wheels are " + RUNTIME_ONLY + ": the toolkit made from them cannot "
+                     "compile .cu files; for a complete %(short)s: cudaswitch install %(short)s (NVIDIA's redist "
+                     "archives, the default for 12.x)")
+
+
+def runtime_only(release: str) -> bool:
+    """NVIDIA ships nvcc in its cuda-toolkit wheels from CUDA 13 on; the 11.x/12.x ones have none."""
+    major = version_tuple(release)[:1]
+    return bool(major) and major[0] < 13
+
+
+def _resolve(requirement: str, components: "list[str]", env: "Env", request: str,
+             pre: bool) -> "tuple[str, list[str]]":
     """(release, component requirements) from the newest metapackage pip finds for `requirement`."""
     with tempfile.TemporaryDirectory(prefix="cudaswitch-resolve-") as scratch:
         # quiet: a failed lookup is then exactly one line (the error); it takes about a second
-        meta = _fetch(pipindex.RESOLVE_TIMEOUT, [requirement], scratch, env, request, quiet)[0]
+        meta = _fetch(pipindex.RESOLVE_TIMEOUT, [requirement], scratch, env, request, quiet, pre)[0]
+        version = wheels.wheel_identity(meta)[1]
+        if is_pre_release(version) and not pre:  # a pip that takes a pre-release when nothing else matches
+            raise _pre_release_refused(request, [version])
         try:
             release, pins = release_of(meta), wheels.component_pins(meta)
         except wheels.WheelError as exc:
@@ -112,16 +143,30 @@ def _download_timeout(env: "Env") -> float:
 
 
 def release_of(meta_wheel: str) -> str:
-    """cuda_toolkit-13.0.3.0-...whl -> '13.0.3' (the CUDA release; the 4th piece is packaging)."""
-    _, version = wheels.wheel_identity(meta_wheel)
-    return ".".join(str(n) for n in version_tuple(version)[:3])
+    """cuda_toolkit-13.0.3.0-...whl -> '13.0.3' (the CUDA release; the 4th piece is packaging);
+    a pre-release keeps its label: 13.4.0rc1."""
+    return release_label(wheels.wheel_identity(meta_wheel)[1])
+
+
+def release_label(version: str) -> str:
+    """'13.0.3.0' -> '13.0.3', '13.4.0.0rc1' -> '13.4.0rc1'."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        return ".".join(str(n) for n in version_tuple(version)[:3])
+    label = ".".join(str(n) for n in parsed.release[:3])
+    if parsed.pre:
+        label += "%s%d" % parsed.pre
+    return label + (".dev%d" % parsed.dev if parsed.dev is not None else "")
 
 
 def _fetch(timeout: float, requirements: "list[str]", dest: str, env: "Env", request: str,
-           progress: "Progress") -> "list[str]":
+           progress: "Progress", pre: bool = False) -> "list[str]":
     """pip download, turning pip's failures into one-line user errors."""
     try:
-        found = pipindex.download(requirements, dest, env, timeout, lambda line: progress("  pip: " + line))
+        found = pipindex.download(requirements, dest, env, timeout, lambda line: progress("  pip: " + line), pre)
     except pipindex.PipError as exc:
         raise _index_error(exc, requirements, request) from None
     return found
@@ -131,11 +176,29 @@ def _index_error(exc: pipindex.PipError, requirements: "list[str]", request: str
     if exc.versions is not None and requirements[0].startswith(wheels.META_PACKAGE):
         if not exc.versions:
             return _no_releases(exc)
+        candidates = [v for v in exc.versions if is_pre_release(v) and _satisfies(requirements[0], v)]
+        if candidates:
+            return _pre_release_refused(request, candidates)
+        finals = [v for v in exc.versions if not is_pre_release(v)]
         return ToolkitNotFound("no CUDA release matches %r on the package index pip uses, %s"
-                               % (request, exc.looked_in), "releases there: " + minor_ranges(exc.versions))
+                               % (request, exc.looked_in), "releases there: " + (minor_ranges(finals) or "none"))
     return CudaSwitchError("pip could not download %s from %s: %s" % (" ".join(requirements), exc.looked_in,
                                                                       exc.message),
                            "see `pip config list`; nothing was installed")
+
+
+def _satisfies(requirement: str, version: str) -> bool:
+    from packaging.requirements import Requirement
+
+    return Requirement(requirement).specifier.contains(version, prereleases=True)
+
+
+def _pre_release_refused(request: str, versions: "list[str]") -> ToolkitNotFound:
+    """A request for a release met only by a pre-release: never installed as if it were one."""
+    labels = sorted({release_label(v) for v in versions}, key=version_tuple)
+    return ToolkitNotFound("no CUDA release matches %r: %s %s a pre-release" % (
+        request, ", ".join(labels), "is" if len(labels) == 1 else "are"),
+        "add --pre to install it anyway")
 
 
 def _no_releases(exc: pipindex.PipError) -> ToolkitNotFound:
@@ -149,9 +212,11 @@ def _no_releases(exc: pipindex.PipError) -> ToolkitNotFound:
                            % (wheels.META_PACKAGE, exc.looked_in), "offline, or another index? see `pip config list`")
 
 
-def pypi_releases(paths: "Paths", env: "Env") -> dict:
+def pypi_releases(paths: "Paths", env: "Env", pre: bool = False) -> dict:
     """`install --list --from pypi`: the CUDA releases of NVIDIA's cuda-toolkit wheels on the index
-    pip uses (never NVIDIA's redist server), newest first, with whether this host's driver runs them."""
+    pip uses (never NVIDIA's redist server), newest first, with whether this host's driver runs them.
+    Pre-releases only with `pre` (each row says whether it is one); the others are named in
+    "hidden_pre_releases"."""
     from cudaswitch.install import redist_list
 
     try:
@@ -159,24 +224,83 @@ def pypi_releases(paths: "Paths", env: "Env") -> dict:
     except pipindex.PipError as exc:
         raise CudaSwitchError("pip could not list %s from %s: %s" % (wheels.META_PACKAGE, exc.looked_in,
                                                                     exc.message), "see `pip config list`") from None
-    if not offered.versions:
+    where, versions, cached_at = offered.looked_in, offered.versions or [], None
+    if versions:
+        _remember_listing(paths, where, versions)
+    else:  # offline (pip does not always say so): the last listing of this index, labelled with its age
+        versions, cached_at = _remembered_listing(paths, where)
+    if not versions:
         raise _no_releases(offered)
-    versions, where = offered.versions, offered.looked_in
+    hidden = sorted({release_label(v) for v in versions if is_pre_release(v)} if not pre else set())
+    newest = _newest_per_release([v for v in versions if pre or not is_pre_release(v)])
     driver = redist_list.driver_facts(paths, env)
+    rows = [_pypi_row(release, newest[release], driver, redist_list) for release in
+            sorted(newest, key=_release_order, reverse=True)]
+    return {"source": "pypi", "base": where, "offline": cached_at is not None, "cached_at": cached_at,
+            "driver": {k: driver.get(k) for k in ("present", "release", "cuda")}, "releases": rows,
+            "hidden_pre_releases": hidden}
+
+
+PYPI_LISTING_CACHE = "pypi_releases.marshal"
+PYPI_LISTINGS_KEPT = 16
+
+
+def _remember_listing(paths: "Paths", where: str, versions: "list[str]") -> None:
+    from cudaswitch import cache
+
+    known = cache.load(paths.cache_dir, PYPI_LISTING_CACHE)
+    entries = dict(known) if isinstance(known, dict) else {}
+    entries.pop(where, None)  # re-inserted last: the newest are the ones kept
+    entries[where] = {"versions": list(versions), "at": time.time()}
+    cache.store_table(paths.cache_dir, PYPI_LISTING_CACHE, entries, PYPI_LISTINGS_KEPT)
+
+
+def _remembered_listing(paths: "Paths", where: str) -> "tuple[list[str], str | None]":
+    """(versions, "2026-12-01 10:00 UTC, 3 days old") of the last listing of `where`, or ([], None)."""
+    import datetime
+
+    from cudaswitch import cache
+
+    known = cache.load(paths.cache_dir, PYPI_LISTING_CACHE)
+    entry = known.get(where) if isinstance(known, dict) else None
+    if not (isinstance(entry, dict) and isinstance(entry.get("at"), float) and isinstance(entry.get("versions"), list)):
+        return [], None
+    stamp = datetime.datetime.fromtimestamp(entry["at"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return [v for v in entry["versions"] if isinstance(v, str)], "%s, %s old" % (stamp, _age(time.time() - entry["at"]))
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            count = int(seconds // size)
+            return "%d %s%s" % (count, unit, "" if count == 1 else "s")
+    return "less than a minute"
+
+
+def _newest_per_release(versions: "list[str]") -> "dict[str, str]":
+    """{release label: the newest packaging of it} (13.0.2 -> 13.0.2.1 over 13.0.2.0)."""
     newest: "dict[str, str]" = {}
     for version in versions:
-        release = ".".join(str(n) for n in version_tuple(version)[:3])
-        if version_tuple(version) >= version_tuple(newest.get(release, "0")):
-            newest[release] = version
-    rows = [_pypi_row(release, newest[release], driver, redist_list) for release in
-            sorted(newest, key=version_tuple, reverse=True)]
-    return {"source": "pypi", "base": where, "offline": False, "cached_at": None,
-            "driver": {k: driver.get(k) for k in ("present", "release", "cuda")}, "releases": rows}
+        label = release_label(version)
+        if label not in newest or _release_order(version) > _release_order(newest[label]):
+            newest[label] = version
+    return newest
+
+
+def _release_order(label: str) -> "Version":
+    """PEP 440 order (13.4.0rc1 before 13.4.0); an unparsable label sorts lowest."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(label)
+    except InvalidVersion:
+        return Version("0")
 
 
 def _pypi_row(release: str, version: str, driver: dict, redist_list: "ModuleType") -> dict:
     verdict = redist_list.driver_verdict(driver, release)
     return {"release": release, "package": "%s==%s" % (wheels.META_PACKAGE, version), "date": None,
+            "pre_release": is_pre_release(version), "nvcc": not runtime_only(release),
             "name": release, "components": {}, "size_bytes": None, "size": "?",
             "driver": verdict["message"], "driver_level": verdict["level"]}
 
@@ -259,8 +383,10 @@ def _managed_record(paths: "Paths", registry: dict, request: "ToolkitRequest") -
     # a user installed (the directory name, 13.0.3) matches as well as the nvcc version (13.0.88)
     guards = [check for name, check in request.guards(registry["system_real"]) if name != "usable"]
     matches = [r for r in managed if all(check(r) for check in guards) or _names_release(r, request)]
+    if len({r["root"] for r in matches}) > 1:
+        raise _ambiguous(request.text, matches)
     if matches:
-        return max(matches, key=lambda r: version_tuple(r["version"]))
+        return matches[0]
     from cudaswitch.request import select
 
     other = select(request, records, registry["source_order"], registry["system_real"])
@@ -271,6 +397,14 @@ def _managed_record(paths: "Paths", registry: dict, request: "ToolkitRequest") -
     installed = sorted({os.path.basename(r["root"]) for r in managed}, key=version_tuple)
     raise ToolkitNotFound("no managed toolkit matches %r" % request.text,
                           "installed: " + ", ".join(installed) if installed else "none is installed")
+
+
+def _ambiguous(text: str, matches: "list[dict]") -> UsageError:
+    """A partial request matching several toolkits removes none (as pyenv does): deleting is not
+    the place to guess which one was meant."""
+    names = sorted({os.path.basename(r["root"]) for r in matches}, key=version_tuple)
+    return UsageError("%r matches %d managed toolkits: %s; nothing was removed" % (text, len(names), ", ".join(names)),
+                      "name one, e.g. cudaswitch uninstall %s" % names[-1])
 
 
 def _site_install(managed_dir: str, root: str) -> bool:

@@ -81,14 +81,16 @@ def pip_command(env: "Env") -> "list[str]":
                    "CUDASWITCH_PIP to a pip executable")
 
 
-def download(requirements: "list[str]", dest: str, env: "Env", timeout: float, on_line: "OnLine" = None) -> "list[str]":
+def download(requirements: "list[str]", dest: str, env: "Env", timeout: float, on_line: "OnLine" = None,
+             pre: bool = False) -> "list[str]":
     """`pip download --no-deps` the requirements into dest; returns the wheel paths pip saved.
 
-    on_line(text) receives pip's progress lines (Collecting / Downloading / Processing) as they come."""
+    on_line(text) receives pip's progress lines (Collecting / Downloading / Processing) as they come.
+    `pre`: pre-releases may be picked (pip's --pre)."""
     command = pip_command(env) + [
         "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
         "--disable-pip-version-check", "--no-input", "-d", dest,
-    ] + list(requirements)
+    ] + (["--pre"] if pre else []) + list(requirements)
     lines = _run(command, env, timeout, on_line)
     wheels = sorted(os.path.join(dest, n) for n in os.listdir(dest) if n.endswith(".whl"))
     if not wheels:
@@ -118,7 +120,19 @@ def _run(command: "list[str]", env: "Env", timeout: float, on_line: "OnLine") ->
     """Run pip, stream its output, kill it at the deadline or when we are interrupted.
 
     pip runs in its own session (cudaswitch.run) so that killing it takes any helper it started
-    along (a CUDASWITCH_PIP wrapper script, a keyring helper) instead of leaving them orphaned."""
+    along (a CUDASWITCH_PIP wrapper script, a keyring helper) instead of leaving them orphaned, and
+    with a private TMPDIR removed whatever happens: pip killed midway leaves its pip-unpack-*,
+    pip-download-* and pip-build-tracker-* dirs behind."""
+    import shutil
+
+    private = tempfile.mkdtemp(prefix="cudaswitch-pip-")
+    try:
+        return _run_in(command, dict(env, TMPDIR=private), timeout, on_line)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _run_in(command: "list[str]", env: "Env", timeout: float, on_line: "OnLine") -> "list[str]":
     from cudaswitch.run import run
 
     lines: "list[str]" = []

@@ -25,7 +25,8 @@ def available(paths: "Paths", env: "Env", mirror: "str | None" = None) -> dict:
     try:
         releases, offline = cache.releases()
     except redist.Unreachable as exc:
-        raise redist.Unreachable(exc.message, "no cached index for it either; " + DEFAULT_BASE_NOTE) from None
+        raise redist.Unreachable(exc.message, "no cached index for it either; %s; `cudaswitch install --list "
+                                 "--from pypi` lists NVIDIA's wheels through pip" % DEFAULT_BASE_NOTE) from None
     driver = driver_facts(paths, env)
     rows = []
     for label in sorted(releases, key=_key, reverse=True):

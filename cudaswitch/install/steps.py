@@ -6,6 +6,7 @@ and what an installed tree holds. The wheel source (install.py) and the redist s
 import contextlib
 import fcntl
 import os
+import re
 import shutil
 import signal
 import stat
@@ -18,6 +19,7 @@ from cudaswitch.toolkit import version_tuple
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
+    from typing import BinaryIO
 
     from cudaswitch.toolkit import Env
 
@@ -26,6 +28,10 @@ if TYPE_CHECKING:
 
 SCRATCH_MARKER = ".cudaswitch-scratch"  # inside each build and trash dir cudaswitch makes
 SCRATCH_TEXT = b"made by cudaswitch install; removed by the next install when its owner is gone\n"
+
+
+# an exact pre-release of NVIDIA's wheels (13.4.0rc1): a request only `install` understands
+PRE_RELEASE = re.compile(r"^\d+(?:\.\d+)*(?:a|b|rc)\d+$")
 
 
 class InstallInterrupted(CudaSwitchError):
@@ -40,6 +46,8 @@ def index_requirement(text: str) -> str:
     """The pip requirement for the metapackage a request means: '13.1' -> 'cuda-toolkit==13.1.*'."""
     from cudaswitch.request import ToolkitRequest
 
+    if PRE_RELEASE.match(text):
+        return "%s==%s" % (wheels.META_PACKAGE, text)
     request = ToolkitRequest.parse(text)
     if request.source not in (None, "managed"):
         raise UsageError("install makes managed toolkits; %r names the %s source" % (text, request.source),
@@ -82,6 +90,16 @@ def install_once(target: str, fill: "Callable[[str, str], None]", progress: "Pro
     return True
 
 
+def is_pre_release(version: str) -> bool:
+    """13.4.0rc1, 13.4.0.0b2, 13.4.0.dev1: not a release, whatever pip would pick."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version).is_prerelease
+    except InvalidVersion:
+        return False
+
+
 def minor_ranges(versions: "Iterable[str]") -> str:
     """['11.8.0', '12.0.1', ..., '12.9.2.0', '13.0.0'] -> '11.8, 12.0-12.9, 13.0'."""
     minors = sorted({version_tuple(v)[:2] for v in versions if len(version_tuple(v)) >= 2})
@@ -96,17 +114,33 @@ def minor_ranges(versions: "Iterable[str]") -> str:
 
 @contextlib.contextmanager
 def version_lock(managed_dir: str, name: str, progress: "Progress" = quiet) -> "Iterator[None]":
-    """An exclusive fcntl lock on `.lock-<name>`; says so when it has to wait for another process."""
+    """An exclusive fcntl lock on `.lock-<name>`; says so when it has to wait for another process.
+    The file is removed when the work ends (while still held), so lock files do not pile up."""
     path = os.path.join(managed_dir, ".lock-" + name)
-    handle = open(path, "a+b")
+    handle = _lock_file(path, name, progress)
     try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        handle.close()
+
+
+def _lock_file(path: str, name: str, progress: "Progress") -> "BinaryIO":
+    """The lock file at `path`, locked. One that its holder removed while we waited is no lock any
+    more (a third process may have made a new one): take the file at `path` again."""
+    while True:
+        handle = open(path, "a+b")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             progress("waiting for another cudaswitch working on %s (lock %s)" % (name, path))
             fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-    finally:
+        try:
+            if os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
+                return handle
+        except FileNotFoundError:
+            pass
         handle.close()
 
 
@@ -156,12 +190,13 @@ def is_scratch(path: str) -> bool:
 
 
 def _lock_is_free(managed_dir: str, name: str) -> bool:
+    """No lock file (its holder ended and removed it) or one nobody holds; never makes one."""
     try:
-        with open(os.path.join(managed_dir, ".lock-" + name), "a+b") as handle:
+        with open(os.path.join(managed_dir, ".lock-" + name), "rb") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return True
     except OSError:
-        return False
+        return not os.path.lexists(os.path.join(managed_dir, ".lock-" + name))
 
 
 def _build(target: str, fill: "Callable[[str, str], None]") -> None:

@@ -22,6 +22,13 @@ FORMAT = 1
 # compat/ libcuda (forward compatibility, data-center GPUs), not at all, or cannot tell.
 WORDS = ("ok", "minor-compat", "compat", "no", "cannot tell")
 RUNS = WORDS[:3]  # what `list --runnable` keeps
+NO_DRIVER = "no NVIDIA driver readable on this host"
+
+
+def driver_unknown(found: "dict[str, dict]") -> bool:
+    """True when no verdict could be made because no driver was readable: `list --runnable` then
+    cannot tell what runs, which is not "none runs"."""
+    return bool(found) and all(v["why"] == NO_DRIVER for v in found.values())
 
 
 def verdicts(paths: "Paths", env: "Env", records: "list[dict]") -> "dict[str, dict]":
@@ -61,7 +68,7 @@ def verdict(driver: dict, record: "AnyRecord") -> "tuple[str, str]":
     if not version:
         return "cannot tell", "the toolkit's CUDA version is unknown"
     if not driver.get("present"):
-        return "cannot tell", "no NVIDIA driver readable on this host"
+        return "cannot tell", NO_DRIVER
     result = driver_runs_toolkit(driver, version, record["root"])
     facts = result["facts"]
     if result["level"] == "info":

@@ -1,4 +1,9 @@
-"""Toolkits installed by `cudaswitch install` under the data dir."""
+"""Toolkits installed by `cudaswitch install` under the data dir.
+
+Under a root prefix (`CUDASWITCH_ROOT`, `audit --root`, `audit --image`) the default data dir
+($XDG_DATA_HOME or ~/.local/share) is the invoking user's, not the audited root's, so it is not
+read: an audit names only what is in the root. A data dir named by CUDASWITCH_DATA_DIR is read,
+as the caller said it belongs to that host (how a test host or a node's admin names it)."""
 
 import os
 
@@ -14,7 +19,9 @@ DESCRIPTION = "toolkits installed by `cudaswitch install`"
 
 
 def find(scan: Scan) -> "Iterator[Candidate]":
-    base = scan.paths.managed_dir
+    base = managed_dir(scan)
+    if base is None:
+        return
     scan.watch(base)  # made private later (chmod changes its identity): listed again
     problem = private_problem(base)
     if problem:  # another user could have put a toolkit there, whose nvcc `use` would put first
@@ -28,3 +35,10 @@ def find(scan: Scan) -> "Iterator[Candidate]":
             # the one its modulefile names too
             root = os.path.realpath(path) if os.path.islink(path) else path
             yield Candidate(root, NAME, path)
+
+
+def managed_dir(scan: Scan) -> "str | None":
+    """The managed toolkits dir this scan may read, or None (a root prefix with the default data dir)."""
+    if scan.paths.root != "/" and not scan.env.get("CUDASWITCH_DATA_DIR"):
+        return None
+    return scan.paths.managed_dir
