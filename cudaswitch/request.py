@@ -124,6 +124,9 @@ def choose(request: ToolkitRequest, records: "Sequence[Record]", source_order: "
     best = max(matches, key=rank)
     if not _partial(request):
         return best, []
+    # A partial request takes a pre-release (13.4.0rc1) only when nothing else matches, as pip does.
+    matches = [r for r in matches if not _pre_release(r["version"])] or matches
+    best = max(matches, key=rank)
     wishes = ([lambda r: r["status"] == "ok" and driver_runs(r)] if driver_runs else []) + [
         lambda r: r["status"] == "ok"]
     for wish in wishes:
@@ -132,6 +135,13 @@ def choose(request: ToolkitRequest, records: "Sequence[Record]", source_order: "
             chosen = max(fitting, key=rank)
             return chosen, sorted((r for r in matches if rank(r) > rank(chosen)), key=rank, reverse=True)
     return best, []
+
+
+def _pre_release(version: "str | None") -> bool:
+    """'13.4.0rc1', '13.4.0a2', '13.4.0b1' (what pip and a managed install name a pre-release)."""
+    tail = (version or "").lstrip("0123456789.")
+    label = tail.rstrip("0123456789")
+    return label in ("a", "b", "rc") and label != tail
 
 
 def _partial(request: ToolkitRequest) -> bool:

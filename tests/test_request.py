@@ -155,3 +155,13 @@ def test_cudaswitch_vars_override_xdg(clean_env, tmp_path):
     clean_env.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     clean_env.setenv("CUDASWITCH_CONFIG_DIR", str(tmp_path / "mine"))
     assert Paths(dict(os.environ)).config_file == str(tmp_path / "mine/config.toml")
+
+
+def test_a_partial_request_takes_a_pre_release_only_when_nothing_else_matches():
+    """`install 13.4 --pre` made a managed 13.4.0rc1 beside a 13.1 release: `latest` and `13` keep
+    the release (as pip does), `13.4` names the rc, and with nothing else installed `13` takes it."""
+    release, rc = record("13.1.0", "managed"), record("13.4.0rc1", "managed")
+    assert select(ToolkitRequest.parse("latest"), [release, rc], SOURCES) is release
+    assert select(ToolkitRequest.parse("13"), [rc, release], SOURCES) is release
+    assert select(ToolkitRequest.parse("13.4"), [release, rc], SOURCES) is rc
+    assert select(ToolkitRequest.parse("13"), [rc], SOURCES) is rc
