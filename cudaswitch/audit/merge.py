@@ -16,6 +16,9 @@ import os
 import re
 import stat
 
+from typing import Optional
+
+from cudaswitch.audit.report import REPORT_FORMAT, REPORT_KIND
 from cudaswitch.audit.validate import TRACKED, BadReport, validate
 from cudaswitch.toolkit import STATUSES, version_tuple
 
@@ -24,25 +27,62 @@ STATUS_RANK = {status: rank for rank, status in enumerate(STATUSES)}  # ok best,
 HOST_PREFIX = re.compile(r"^([A-Za-z0-9_.\-\[\]]{1,255}): ")  # pdsh's and clush's "node01: "
 JSON_SPACE = " \t\r\n"  # what JSON calls whitespace; str.strip() would take more
 MAX_REPORT_BYTES = 16 << 20  # a host with 100 toolkits writes ~500 KB
+DICT_OR_NULL, LIST_OR_NULL = (dict, type(None)), (list, type(None))
+TEXT_TYPES, FLAG_TYPES = frozenset(DICT_OR_NULL[1:] + (str,)), frozenset((bool, type(None)))
 
 
 # Nodes share a handful of versions: sort keys and GPU checks are computed once per value.
 version_key = functools.lru_cache(maxsize=8192)(version_tuple)
 
 
-def read_inputs(names, stdin):
-    """(label, report, None) or (label, None, why) per document in `names` ('-' is stdin), one
-    at a time: a file is read whole (capped), stdin line by line when it carries JSON lines."""
+def read_inputs(names, stdin, on_skipped=lambda directory, skipped: None):
+    """(label, report, None) or (label, None, why) per document in `names` ('-' is stdin, a
+    directory its *.json files), one at a time: a file is read whole (capped), stdin line by line
+    when it carries JSON lines. on_skipped(directory, [what]) hears what a directory held besides."""
     for name in names:
         if name == "-":
             yield from _stream_documents("<stdin>", stdin)
-            continue
-        text, why = _read_capped(name)
-        label = name if name.isprintable() else repr(name)  # a newline in a file name: still one line
-        if why is not None:
-            yield label, None, why
+        elif os.path.isdir(name):
+            yield from _directory(name, on_skipped)
         else:
-            yield from parse_documents(label, text)
+            yield from _file(name, name)
+
+
+def _file(name, path):
+    text, why = _read_capped(path)
+    label = name if name.isprintable() else repr(name)  # a newline in a file name: still one line
+    if why is not None:
+        yield label, None, why
+    else:
+        yield from parse_documents(label, text)
+
+
+def _directory(name, on_skipped):
+    """What the shell's DIR/*.json would give, in name order, without the argument limit
+    (srun --output=DIR/%N.json on 100,000 nodes): hidden names are left out as the glob leaves
+    them, and a subdirectory or a file not named *.json is skipped and told to on_skipped. A
+    link is followed only where it stays inside the directory: the directory is what the admin
+    named, and a link out of it is refused unread."""
+    try:
+        entries = sorted((entry.name, entry) for entry in os.scandir(name) if not entry.name.startswith("."))
+    except OSError as exc:
+        yield name, None, "cannot read the directory (%s)" % (exc.strerror or exc)
+        return
+    inside, skipped = os.path.join(os.path.realpath(name), ""), []
+    if not any(base.endswith(".json") for base, _ in entries):
+        yield name, None, "a directory without *.json files"
+    for base, entry in entries:
+        label, path = os.path.join(name, base), entry.path
+        if not base.endswith(".json"):
+            skipped.append(base + ("/" if entry.is_dir() else ""))
+        elif entry.is_symlink() and not os.path.realpath(path).startswith(inside):
+            yield label, None, "a link out of %s, not followed" % name
+        elif entry.is_dir():
+            skipped.append(base + "/")
+        else:
+            yield from _file(label, path)
+    if skipped:
+        on_skipped(name, skipped)
 
 
 def _read_capped(name):
@@ -97,7 +137,7 @@ def _stream_documents(label, stream):
         rest = "".join(_strip_prefix(line)[1] + "\n" for line in _capped_lines(stream))
         yield from _checked(label, document + "\n" + rest)
         return
-    yield from _checked_data(_line_label(label, number, node), data)
+    yield _line_label(label, number, node), data, None
     for line_number, line in enumerate(_capped_lines(stream), number + 1):
         if line.strip(JSON_SPACE):
             node, document = _strip_prefix(line)
@@ -169,18 +209,9 @@ def _line_label(label, number, node):
 
 
 def _checked(label, document):
+    """(label, parsed JSON, None) or (label, None, why): Merger.add checks the report's shape."""
     data, error = _loads(document)
-    if error is not None:
-        yield label, None, error
-    else:
-        yield from _checked_data(label, data)
-
-
-def _checked_data(label, data):
-    try:
-        yield label, validate(data), None
-    except BadReport as exc:
-        yield label, None, str(exc)
+    yield label, data, error
 
 
 def _loads(text):
@@ -192,31 +223,57 @@ def _loads(text):
         return None, "not JSON (%s)" % str(exc).splitlines()[0][:200]
 
 
-class Merger:
-    """Folds reports in one at a time; result() is the merged matrix."""
+class Kind:
+    """What merge keeps of a report but its host name. Identical reports share one Kind (looked up
+    by their shape, see _shape), so 100,000 nodes of a few kinds keep a few of these."""
 
-    def __init__(self) -> None:
-        self.hosts: list = []
-        self.rows: dict = {}
-        self.errors: list = []
-        self.nodes: list = []
-        self._taken: set = set()
+    __slots__ = ("root", "driver", "gpus", "toolkits", "cells", "summary")
 
-    def add(self, label: str, report: dict) -> None:
-        name = self._unique_name(report["host"], label)
+    def __init__(self, report: dict) -> None:
         driver = report.get("driver") or {}
-        self.hosts.append({"host": name, "file": label, "root": report.get("root"),
-                           "driver": driver.get("release"), "gpus": len(report.get("gpus") or []),
-                           "toolkits": len(report["toolkits"])})
+        self.root, self.driver = report.get("root"), driver.get("release")
+        self.gpus, self.toolkits = len(report.get("gpus") or []), len(report["toolkits"])
+        self.cells: dict = {}
         for entry in report["toolkits"]:
-            cell = self.rows.setdefault(entry.get("version"), {}).setdefault(
-                name, {"statuses": [], "copies": 0, "roots": []})
+            cell = self.cells.setdefault(entry.get("version"), {"statuses": [], "copies": 0, "roots": []})
             cell["copies"] += 1
             cell["roots"].append(entry.get("root"))
             if entry["status"] not in cell["statuses"]:
                 cell["statuses"].append(entry["status"])
                 cell["statuses"].sort(key=STATUS_RANK.get)
-        self.nodes.append(node_summary(name, report))
+        self.summary = node_summary(report)
+
+
+class Merger:
+    """Folds reports in one at a time, keeping per node its name, its file and its Kind;
+    result() is the merged matrix."""
+
+    def __init__(self) -> None:
+        self.names: list = []
+        self.files: list = []
+        self.kinds: list = []
+        self.errors: list = []
+        self._taken: set = set()
+        self._by_shape: dict = {}
+
+    def add(self, label: str, report) -> Optional[str]:
+        """Fold in one parsed report; the reason it was refused, or None."""
+        shape = _shape(report) if type(report) is dict else None
+        kind = self._by_shape.get(shape) if shape is not None else None
+        host = report.get("host") if kind is not None else None
+        if kind is None or not (type(host) is str and 0 < len(host) <= 255 and host.isprintable()):
+            try:  # a shape not seen yet, or a bad host name: validate() says exactly what is wrong
+                validate(report)
+            except BadReport as exc:
+                self.errors.append({"file": label, "error": str(exc)})
+                return str(exc)
+            kind = kind or Kind(report)
+            if shape is not None:
+                self._by_shape[shape] = kind
+        self.names.append(self._unique_name(report["host"], label))
+        self.files.append(label)
+        self.kinds.append(kind)
+        return None
 
     def refuse(self, label: str, error: str) -> None:
         self.errors.append({"file": label, "error": error})
@@ -230,15 +287,50 @@ class Merger:
         self._taken.add(name)
         return name
 
+    @property
+    def nodes(self) -> list:
+        """[(name, summary)]: what the skew report compares; identical nodes share one summary."""
+        return [(name, kind.summary) for name, kind in zip(self.names, self.kinds)]
+
     def result(self) -> dict:
-        names = [h["host"] for h in self.hosts]
-        ordered = sorted(self.rows, key=lambda v: (v is not None, version_key(v)), reverse=True)
-        return {"hosts": self.hosts, "toolkits": [_row(version, self.rows[version], names) for version in ordered],
+        hosts = [{"host": name, "file": label, "root": kind.root, "driver": kind.driver, "gpus": kind.gpus,
+                  "toolkits": kind.toolkits} for name, label, kind in zip(self.names, self.files, self.kinds)]
+        versions = {version for kind in {id(k): k for k in self.kinds}.values() for version in kind.cells}
+        ordered = sorted(versions, key=lambda v: (v is not None, version_key(v)), reverse=True)
+        return {"hosts": hosts, "toolkits": [_row(version, self.names, self.kinds) for version in ordered],
                 "errors": self.errors}
 
 
-def node_summary(name, report):
-    """What the skew report compares across nodes, nothing more (10,000 of these stay small)."""
+def _shape(report):
+    """Every value merge reads from a report but its host, as one hashable tuple, or None when a
+    value is not of the type a valid report has there. Two reports of one shape are refused or
+    accepted alike and fold in alike, so validation and folding run once per shape. Values are
+    type-checked, not just compared: 1 == 1.0 == True, and each reads differently."""
+    driver, gpus, toolkits = report.get("driver"), report.get("gpus"), report.get("toolkits")
+    if type(toolkits) is not list or type(driver) not in DICT_OR_NULL or type(gpus) not in LIST_OR_NULL:
+        return None
+    driver = driver or {}
+    texts = [report.get("kind", REPORT_KIND), report.get("root"), driver.get("release"), driver.get("cuda")]
+    flags = []
+    try:  # an entry that is not an object has no .get: that report goes the slow way
+        for gpu in gpus or ():
+            texts += (gpu.get("name"), gpu.get("model"), gpu.get("capability"))
+        for entry in toolkits:
+            found = entry.get("components")
+            found = {} if found is None else found
+            texts += (entry.get("status"), entry.get("version"), entry.get("root"), *map(found.get, TRACKED))
+            flags.append(entry.get("driver_supported"))
+    except AttributeError:
+        return None
+    form = report.get("format", REPORT_FORMAT)
+    if type(form) is not int or not TEXT_TYPES.issuperset(map(type, texts)) or \
+            not FLAG_TYPES.issuperset(map(type, flags)):
+        return None
+    return form, tuple(flags), tuple(texts)
+
+
+def node_summary(report):
+    """What the skew report compares across nodes, nothing more (shared by identical nodes)."""
     driver = report.get("driver") or {}
     release = driver.get("release")
     toolkits, versions, unsupported, components = {}, {}, set(), {}
@@ -259,7 +351,7 @@ def node_summary(name, report):
     for gpu in report.get("gpus") or ():
         label = (gpu.get("name") or gpu.get("model") or "unknown GPU", gpu.get("capability"))
         gpus[label] = gpus.get(label, 0) + 1
-    return {"host": name, "driver": release, "branch": release.split(".")[0] if release else None,
+    return {"driver": release, "branch": release.split(".")[0] if release else None,
             "driver_cuda": driver.get("cuda"), "toolkits": toolkits, "unsupported": sorted(unsupported),
             "versions": {v: versions[v] for v in sorted(versions, key=version_key)},
             "components": {key: sorted(components.get(key, ()), key=version_key) for key in TRACKED},
@@ -277,20 +369,22 @@ def _short(version):
     return ".".join(version.split(".")[:2]) if version else None
 
 
-def merge_inputs(names, stdin, on_refused) -> Merger:
-    """Every report of `names` ('-' is stdin) folded into a Merger as it is read; each refused
-    one is told to on_refused(label, error) at once, so a long merge names them as it goes."""
+def merge_inputs(names, stdin, on_refused, on_skipped) -> Merger:
+    """Every report of `names` ('-' is stdin, a directory its *.json) folded into a Merger as it
+    is read; each refused one is told to on_refused(label, error) at once, so a long merge names
+    them as it goes, and what a directory held besides reports to on_skipped(directory, names)."""
     merger = Merger()
     # JSON trees hold no cycles: refcounting frees each report, and the cyclic collector would
     # only rescan the growing matrix every few hundred reports (~12% of a 10,000-node merge).
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for label, report, error in read_inputs(names, stdin):
+        for label, report, error in read_inputs(names, stdin, on_skipped):
             if error is None:
-                merger.add(label, report)
+                error = merger.add(label, report)
             else:
                 merger.refuse(label, error)
+            if error is not None:
                 on_refused(label, error)
     finally:
         gc.freeze()  # the matrix lives until exit: later passes (skew, JSON) need not rescan it
@@ -299,25 +393,17 @@ def merge_inputs(names, stdin, on_refused) -> Merger:
     return merger
 
 
-def merge(reports, errors=()):
-    """The merged matrix of [(label, report)] and [(label, error)] (all in memory: for callers
-    that already hold the reports; the command streams through Merger)."""
-    merger = Merger()
-    for label, report in reports:
-        merger.add(label, report)
-    for label, error in errors:
-        merger.refuse(label, error)
-    return merger.result()
-
-
-def _row(version, cells, names):
-    best = {name: cell["statuses"][0] for name, cell in cells.items()}
-    return {
-        "version": version,
-        "hosts": {name: cells[name] for name in names if name in cells},
-        "ok_on": [n for n in names if best.get(n) == "ok"],
-        "incomplete_on": [n for n in names if best.get(n) == "incomplete"],
-        "broken_on": [n for n in names if best.get(n) == "broken"],
-        # a toolkit without a version (dangling link, empty dir) is not something a host lacks
-        "missing_on": [n for n in names if n not in cells] if version is not None else [],
-    }
+def _row(version, names, kinds):
+    hosts, best = {}, {"ok": [], "incomplete": [], "broken": []}
+    missing = []
+    for name, kind in zip(names, kinds):
+        cell = kind.cells.get(version)
+        if cell is None:
+            missing.append(name)
+        else:
+            hosts[name] = cell
+            best[cell["statuses"][0]].append(name)
+    return {"version": version, "hosts": hosts, "ok_on": best["ok"], "incomplete_on": best["incomplete"],
+            "broken_on": best["broken"],
+            # a toolkit without a version (dangling link, empty dir) is not something a host lacks
+            "missing_on": missing if version is not None else []}

@@ -60,21 +60,23 @@ def merge(file, as_json=False, strict=False, wide=False, nodes=None, require=(),
     rules = cluster_skew.parse_require(require or []), cluster_skew.parse_same(same or [])
     expected = cluster_hosts.expand(nodes) if nodes is not None else None
     merger = audit_merge.merge_inputs(file or ["-"], sys.stdin,
-                                      lambda label, error: render.message("cudaswitch: error: %s: %s" % (label, error)))
-    if not merger.hosts:
+                                      lambda label, error: render.message("cudaswitch: error: %s: %s" % (label, error)),
+                                      _skipped)
+    if not merger.names:
         raise CudaSwitchError("no audit report could be read", "make them with `cudaswitch audit --json`")
-    merged = cluster_skew.add_skew(merger.result(), merger.nodes, expected, *rules)
+    nodes = merger.nodes
+    merged = cluster_skew.add_skew(merger.result(), nodes, expected, *rules)
     if image is not None:
         from cudaswitch.audit import imageaudit
 
-        merged["image"] = imageaudit.on_nodes(image, merger.nodes)
+        merged["image"] = imageaudit.on_nodes(image, ({"host": host, **node} for host, node in nodes))
     if html:
         from cudaswitch.audit import html as cluster_html
 
         cluster_html.write_page(html, merged)
     if as_json:
         # indented JSON goes through Python's slow encoder: 10,000 nodes' is 8 MB and takes seconds
-        render.emit_json(merged, compact=len(merger.hosts) > COMPACT_ABOVE)
+        audit_render.emit_merged_json(merged, compact=len(merger.names) > COMPACT_ABOVE)
     else:
         audit_render.merge_report(merged, wide=wide)
     failures = cluster_skew.strict_failures(merged)
@@ -85,6 +87,15 @@ def merge(file, as_json=False, strict=False, wide=False, nodes=None, require=(),
             render.message("cudaswitch: error: " + line)
         return 1
     return 0
+
+
+def _skipped(directory, names):
+    """One line for what a directory held besides reports: named, so a misplaced report is seen."""
+    from cudaswitch.render import counted
+
+    shown = ", ".join(name if name.isprintable() else repr(name) for name in names[:10])
+    render.message("cudaswitch: %s: skipped %s (not *.json files): %s%s"
+                   % (directory, counted(len(names), "entry", "entries"), shown, ", ..." if len(names) > 10 else ""))
 
 
 def _image_lines(result, as_json):
