@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import subprocess
 
 import pytest
@@ -168,3 +169,36 @@ def test_directory_without_reports_is_one_line_and_exit_1(tmp_path):
     assert proc.returncode == 1 and proc.stdout == b""
     assert proc.stderr.decode().splitlines()[0] == "cudaswitch: error: empty: a directory without *.json files"
     assert b"Traceback" not in proc.stderr
+
+
+GROUP = re.compile(r'<th class="group( hidden)?" data-type="([^"]*)" data-nodes="[^"]*">.*?'
+                   r'<small class="count">([^<]*)</small><small class="matches">([^<]*)</small></th>')
+
+
+def test_html_page_groups_the_fleet_in_chromium(tmp_path):
+    """10,000 nodes in 193 node types: one column per type, every one shown with its node count and
+    share; a filter by node name (from a link) keeps the types holding such nodes and says how
+    many of each type's nodes match. Counts are checked against the JSON's node types."""
+    from tests import browser_support as browser
+
+    page = tmp_path / "fleet.html"
+    proc = merge(tmp_path, "--json", "--html", page, stdin=fleet_lines())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    types = {t["name"]: t["nodes"] for t in json.loads(proc.stdout)["node_types"]}
+    total = sum(map(len, types.values()))
+    dom, console = browser.load(page.as_uri(), tmp_path / "profile")
+    assert console == [] and 'data-ready="1"' in dom
+    groups = GROUP.findall(dom)
+    assert [name for _, name, _, _ in groups] == list(types) and len(types) > 100
+    for hidden, name, count, matches in groups:
+        share = 100.0 * len(types[name]) / total
+        assert not hidden and matches == "" and count == "{:,} node{}, {:.1f}%".format(
+            len(types[name]), "" if len(types[name]) == 1 else "s", share)
+    assert "<h1>CUDA audit of {:,} nodes: {} node types</h1>".format(total, len(types)) in dom
+
+    filtered, console = browser.load(page.as_uri() + "#filter=gpu0001", tmp_path / "profile")
+    assert console == []
+    holding = {name: sum("gpu0001" in node for node in nodes) for name, nodes in types.items()}
+    shown = {name: matches for hidden, name, _, matches in GROUP.findall(filtered) if not hidden}
+    assert shown == {name: "%d of %s nodes match" % (count, "{:,}".format(len(types[name])))
+                     for name, count in holding.items() if count}
