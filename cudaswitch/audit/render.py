@@ -164,7 +164,9 @@ def _json_pieces(value, depth, chunk=5000):
 
     def dumps(item):
         return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
-    if not depth or not value or not isinstance(value, (dict, list)):
+    if isinstance(value, dict) and len(value) > chunk and all(type(key) is str for key in value):
+        yield _shared_values_dict(value, dumps)
+    elif not depth or not value or not isinstance(value, (dict, list)):
         yield dumps(value)
     elif isinstance(value, dict):
         for number, (key, item) in enumerate(value.items()):
@@ -180,6 +182,21 @@ def _json_pieces(value, depth, chunk=5000):
         for start in range(0, len(value), chunk):
             yield ("," if start else "[") + dumps(value[start:start + chunk])[1:-1]
         yield "]"
+
+
+def _shared_values_dict(value, dumps):
+    """dumps(value) for a dict of many keys sharing a few value objects (a toolkit row's hosts:
+    100,000 names, a few cells): each shared value encoded once, not once per key."""
+    from json.encoder import encode_basestring  # the C encoder's own quoting for ensure_ascii=False
+
+    texts: dict = {}
+    parts = []
+    for key, item in value.items():
+        text = texts.get(id(item))
+        if text is None:
+            text = texts[id(item)] = dumps(item)
+        parts.append(encode_basestring(key) + ":" + text)
+    return "{" + ",".join(parts) + "}"
 
 
 def _wrapped(lines, width):
