@@ -268,7 +268,11 @@ def add_skew(merged: dict, nodes: List[tuple], expected: Optional[List[str]], re
 
 
 def _name_order(pair):
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in DIGITS.split(pair[0])]
+    """node2 before node10: split at digit runs, the runs compared as numbers. The split puts text
+    at even places and digits at odd ones, so like is always compared with like."""
+    parts = DIGITS.split(pair[0])
+    parts[1::2] = map(int, parts[1::2])
+    return parts
 
 
 def strict_failures(merged: dict) -> List[str]:
