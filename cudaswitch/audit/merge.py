@@ -5,34 +5,27 @@ Reports come from files or stdin, one JSON document per file or one per line (JS
 which pdsh and clush add without -N, is taken off and names the node). A report that cannot be
 read is refused with one line naming it, and the others still merge.
 
-The merge streams: one report is read, checked and folded into the matrix at a time, and only a
-small summary per node is kept, so 10,000 nodes' reports merge in the memory of a few.
+A directory stands for its *.json files, so 100,000 nodes' files need no argument list. The
+merge streams: one report is read, checked and folded in at a time, and per node only its name,
+file and Kind stay: identical reports share one Kind, so 100,000 reports merge in ~100 MiB.
 """
 
-import functools
 import gc
 import json
 import os
 import re
 import stat
-
 from typing import Optional
 
 from cudaswitch.audit.report import REPORT_FORMAT, REPORT_KIND
-from cudaswitch.audit.validate import TRACKED, BadReport, validate
-from cudaswitch.toolkit import STATUSES, version_tuple
+from cudaswitch.audit.skew import STATUS_RANK, node_summary, version_key
+from cudaswitch.audit.validate import BadReport, validate
 
-STATUS_RANK = {status: rank for rank, status in enumerate(STATUSES)}  # ok best, broken worst
-# A CUDA (or cuDNN, NCCL, driver) version: bounded, so "12." + 5,000 digits is refused, not parsed.
 HOST_PREFIX = re.compile(r"^([A-Za-z0-9_.\-\[\]]{1,255}): ")  # pdsh's and clush's "node01: "
 JSON_SPACE = " \t\r\n"  # what JSON calls whitespace; str.strip() would take more
 MAX_REPORT_BYTES = 16 << 20  # a host with 100 toolkits writes ~500 KB
 DICT_OR_NULL, LIST_OR_NULL = (dict, type(None)), (list, type(None))
 FLAG_TYPES = frozenset((bool, type(None)))
-
-
-# Nodes share a handful of versions: sort keys and GPU checks are computed once per value.
-version_key = functools.lru_cache(maxsize=8192)(version_tuple)
 
 
 def read_inputs(names, stdin, on_skipped=lambda directory, skipped: None):
@@ -135,44 +128,35 @@ def _stream_documents(label, stream):
     data, error = _loads(document)
     if error is not None:  # a pretty-printed document: the rest of the stream is part of it
         rest = "".join(_strip_prefix(line)[1] + "\n" for line in _capped_lines(stream))
-        yield from _checked(label, document + "\n" + rest)
+        yield _checked(label, document + "\n" + rest)
         return
     yield _line_label(label, number, node), data, None
     for line_number, line in enumerate(_capped_lines(stream), number + 1):
         if line.strip(JSON_SPACE):
             node, document = _strip_prefix(line)
-            yield from _checked(_line_label(label, line_number, node), document)
+            yield _checked(_line_label(label, line_number, node), document)
 
 
 def _capped_lines(stream):
     """Lines of at most MAX_REPORT_BYTES; a longer one is cut there (and then refused as JSON).
     Read as bytes when the stream has them: a text stream's readline(limit) is 10x slower."""
     raw = getattr(stream, "buffer", None)
-    if raw is not None:
-        for line in _capped_byte_lines(raw):
-            yield line.decode("utf-8", "replace")
+    if raw is None:  # a replaced stdin that only has text
+        yield from _capped(stream, "\n", "\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20))
         return
+    for line in _capped(raw, b"\n", b"\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20)):
+        yield line.decode("utf-8", "replace")
+
+
+def _capped(stream, newline, longer):
     while True:
         line = stream.readline(MAX_REPORT_BYTES)
         if not line:
             return
-        while len(line) == MAX_REPORT_BYTES and not line.endswith("\n"):
+        while len(line) == MAX_REPORT_BYTES and not line.endswith(newline):
             line = stream.readline(MAX_REPORT_BYTES)  # drop the rest of an over-long line
-            if not line or line.endswith("\n"):
-                line = "\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20)
-                break
-        yield line
-
-
-def _capped_byte_lines(raw):
-    while True:
-        line = raw.readline(MAX_REPORT_BYTES)
-        if not line:
-            return
-        while len(line) == MAX_REPORT_BYTES and not line.endswith(b"\n"):
-            line = raw.readline(MAX_REPORT_BYTES)  # drop the rest of an over-long line
-            if not line or line.endswith(b"\n"):
-                line = b"\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20)
+            if not line or line.endswith(newline):
+                line = longer
                 break
         yield line
 
@@ -190,11 +174,11 @@ def parse_documents(label, text):
         for number, line in enumerate(text.split("\n"), 1):
             if line.strip(JSON_SPACE):
                 node, document = _strip_prefix(line)
-                yield from _checked(_line_label(label, number, node), document)
+                yield _checked(_line_label(label, number, node), document)
     elif HOST_PREFIX.match(first):  # pdsh without -N in front of a pretty-printed report
-        yield from _checked(label, "\n".join(_strip_prefix(line)[1] for line in body.split("\n")))
+        yield _checked(label, "\n".join(_strip_prefix(line)[1] for line in body.split("\n")))
     else:
-        yield from _checked(label, text)  # as written: json's own rules, nothing stripped
+        yield _checked(label, text)  # as written: json's own rules, nothing stripped
 
 
 def _strip_prefix(line):
@@ -210,8 +194,7 @@ def _line_label(label, number, node):
 
 def _checked(label, document):
     """(label, parsed JSON, None) or (label, None, why): Merger.add checks the report's shape."""
-    data, error = _loads(document)
-    yield label, data, error
+    return (label, *_loads(document))
 
 
 def _loads(text):
@@ -229,7 +212,7 @@ class Kind:
 
     __slots__ = ("root", "driver", "gpus", "toolkits", "cells", "summary")
 
-    def __init__(self, report: dict) -> None:
+    def __init__(self, report: dict, summaries: dict) -> None:
         driver = report.get("driver") or {}
         self.root, self.driver = report.get("root"), driver.get("release")
         self.gpus, self.toolkits = len(report.get("gpus") or []), len(report["toolkits"])
@@ -241,7 +224,9 @@ class Kind:
             if entry["status"] not in cell["statuses"]:
                 cell["statuses"].append(entry["status"])
                 cell["statuses"].sort(key=STATUS_RANK.get)
-        self.summary = node_summary(report)
+        summary = node_summary(report)
+        # reports that differ only where the skew does not look (a toolkit's root) share one summary
+        self.summary = summaries.setdefault(repr(summary), summary)
 
 
 class Merger:
@@ -255,6 +240,7 @@ class Merger:
         self.errors: list = []
         self._taken: set = set()
         self._by_shape: dict = {}
+        self._summaries: dict = {}
 
     def add(self, label: str, report) -> Optional[str]:
         """Fold in one parsed report; the reason it was refused, or None."""
@@ -270,7 +256,7 @@ class Merger:
             except BadReport as exc:
                 self.errors.append({"file": label, "error": str(exc)})
                 return str(exc)
-            kind = kind or Kind(report)
+            kind = kind or Kind(report, self._summaries)
             if shape is not None:
                 self._by_shape[shape] = kind
         self.names.append(self._unique_name(report["host"], label))
@@ -332,46 +318,6 @@ def _shape(report):
 def _tracked(found):
     found = {} if found is None else found
     return found.get("cudnn"), found.get("nccl"), found.get("cupti")  # validate.TRACKED, spelled out: 10% faster
-
-
-def node_summary(report):
-    """What the skew report compares across nodes, nothing more (shared by identical nodes)."""
-    driver = report.get("driver") or {}
-    release = driver.get("release")
-    toolkits, versions, unsupported, components = {}, {}, set(), {}
-    for entry in report["toolkits"]:
-        version, status = entry.get("version"), entry["status"]
-        if version:
-            short = _short(version)
-            _keep_best(toolkits, short, status)
-            _keep_best(versions, version, status)
-            if entry.get("driver_supported") is False:
-                unsupported.add(short)
-        found = entry.get("components")
-        if found:
-            for key in TRACKED:
-                if found.get(key):
-                    components.setdefault(key, set()).add(found[key])
-    gpus = {}
-    for gpu in report.get("gpus") or ():
-        label = (gpu.get("name") or gpu.get("model") or "unknown GPU", gpu.get("capability"))
-        gpus[label] = gpus.get(label, 0) + 1
-    return {"driver": release, "branch": release.split(".")[0] if release else None,
-            "driver_cuda": driver.get("cuda"), "toolkits": toolkits, "unsupported": sorted(unsupported),
-            "versions": {v: versions[v] for v in sorted(versions, key=version_key)},
-            "components": {key: sorted(components.get(key, ()), key=version_key) for key in TRACKED},
-            "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items())}
-
-
-def _keep_best(best, version, status):
-    """best[version] = the best status seen for it (ok over incomplete over broken)."""
-    if version and STATUS_RANK[status] < STATUS_RANK.get(best.get(version), len(STATUSES)):
-        best[version] = status
-
-
-@functools.lru_cache(maxsize=8192)
-def _short(version):
-    return ".".join(version.split(".")[:2]) if version else None
 
 
 def merge_inputs(names, stdin, on_refused, on_skipped) -> Merger:

@@ -189,7 +189,7 @@ def _shared_values_dict(value, dumps):
     100,000 names, a few cells): each shared value encoded once, not once per key."""
     from json.encoder import encode_basestring  # the C encoder's own quoting for ensure_ascii=False
 
-    texts: dict = {}
+    texts = {}
     parts = []
     for key, item in value.items():
         text = texts.get(id(item))

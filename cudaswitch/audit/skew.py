@@ -5,17 +5,63 @@ only, GPU models and the toolkits that cannot target them, nodes that sent no re
 node types (identical nodes grouped); and the user's `--require` / `--same` rules.
 """
 
+import functools
 import re
 from typing import List, Optional, Sequence
 
-from cudaswitch.audit.merge import TRACKED, version_key
-from cudaswitch.audit.validate import VERSION
+from cudaswitch.audit.validate import TRACKED, VERSION
 from cudaswitch.errors import UsageError
 from cudaswitch.render import counted
+from cudaswitch.toolkit import STATUSES, version_tuple
 
 REQUIRE_KEYS = ("cuda",) + TRACKED + ("driver",)
 SAME_KEYS = ("driver", "branch", "gpus", "toolkits") + TRACKED
 DIGITS = re.compile(r"(\d+)")
+STATUS_RANK = {status: rank for rank, status in enumerate(STATUSES)}  # ok best, broken worst
+
+# Nodes share a handful of versions: sort keys and GPU checks are computed once per value.
+version_key = functools.lru_cache(maxsize=8192)(version_tuple)
+
+
+def node_summary(report):
+    """What the skew report compares of a (valid) report, nothing more: made once per report
+    shape, and shared by the nodes of that shape."""
+    driver = report.get("driver") or {}
+    release = driver.get("release")
+    toolkits, versions, unsupported, components = {}, {}, set(), {}
+    for entry in report["toolkits"]:
+        version, status = entry.get("version"), entry["status"]
+        if version:
+            short = _short(version)
+            _keep_best(toolkits, short, status)
+            _keep_best(versions, version, status)
+            if entry.get("driver_supported") is False:
+                unsupported.add(short)
+        found = entry.get("components")
+        if found:
+            for key in TRACKED:
+                if found.get(key):
+                    components.setdefault(key, set()).add(found[key])
+    gpus = {}
+    for gpu in report.get("gpus") or ():
+        label = (gpu.get("name") or gpu.get("model") or "unknown GPU", gpu.get("capability"))
+        gpus[label] = gpus.get(label, 0) + 1
+    return {"driver": release, "branch": release.split(".")[0] if release else None,
+            "driver_cuda": driver.get("cuda"), "toolkits": toolkits, "unsupported": sorted(unsupported),
+            "versions": {v: versions[v] for v in sorted(versions, key=version_key)},
+            "components": {key: sorted(components.get(key, ()), key=version_key) for key in TRACKED},
+            "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items())}
+
+
+def _keep_best(best, version, status):
+    """best[version] = the best status seen for it (ok over incomplete over broken)."""
+    if version and STATUS_RANK[status] < STATUS_RANK.get(best.get(version), len(STATUSES)):
+        best[version] = status
+
+
+@functools.lru_cache(maxsize=8192)
+def _short(version):
+    return ".".join(version.split(".")[:2]) if version else None
 
 
 def parse_require(texts: Sequence[str]) -> List[tuple]:
