@@ -27,6 +27,10 @@ JSON_SPACE = " \t\r\n"  # what JSON calls whitespace; str.strip() would take mor
 MAX_REPORT_BYTES = 16 << 20  # a host with 100 toolkits writes ~500 KB
 DICT_OR_NULL, LIST_OR_NULL = (dict, type(None)), (list, type(None))
 FLAG_TYPES = frozenset((bool, type(None)))
+# A fleet's reports come in a few shapes. Where every node differs (per-node toolkit roots), each
+# remembered shape (~2 KB) would never be met again: past this many, a new shape is checked and
+# folded each time it comes instead.
+MAX_SHAPES = 4096
 
 
 def read_inputs(names, stdin, on_skipped=lambda directory, skipped: None):
@@ -258,7 +262,7 @@ class Merger:
                 self.errors.append({"file": label, "error": str(exc)})
                 return str(exc)
             kind = kind or Kind(report, self._summaries)
-            if shape is not None:
+            if shape is not None and len(self._by_shape) < MAX_SHAPES:
                 self._by_shape[shape] = kind
         self.names.append(self._unique_name(report["host"], label))
         self.files.append(label)
