@@ -20,7 +20,7 @@ from typing import Optional
 
 from cudaswitch.audit.report import REPORT_FORMAT, REPORT_KIND
 from cudaswitch.audit.skew import STATUS_RANK, node_summary, version_key
-from cudaswitch.audit.validate import BadReport, validate
+from cudaswitch.audit.validate import MAX_TEXT, BadReport, validate
 
 HOST_PREFIX = re.compile(r"^([A-Za-z0-9_.\-\[\]]{1,255}): ")  # pdsh's and clush's "node01: "
 JSON_SPACE = " \t\r\n"  # what JSON calls whitespace; str.strip() would take more
@@ -213,25 +213,48 @@ def _loads(text):
 
 class Kind:
     """What merge keeps of a report but its host name. Identical reports share one Kind (looked up
-    by their shape, see _shape), so 100,000 nodes of a few kinds keep a few of these."""
+    by their shape, see _shape), so 100,000 nodes of a few kinds keep a few of these; reports
+    that differ only in their paths (audited under per-node roots) share all but their cells."""
 
-    __slots__ = ("root", "driver", "gpus", "toolkits", "cells", "summary")
+    __slots__ = ("root", "driver", "gpus", "toolkits", "cells", "summary", "kits", "paths")
 
     def __init__(self, report: dict, summaries: dict) -> None:
         driver = report.get("driver") or {}
-        self.root, self.driver = report.get("root"), driver.get("release")
+        self.driver = driver.get("release")
         self.gpus, self.toolkits = len(report.get("gpus") or []), len(report["toolkits"])
-        self.cells: dict = {}
-        for entry in report["toolkits"]:
-            cell = self.cells.setdefault(entry.get("version"), {"statuses": [], "copies": 0, "roots": []})
-            cell["copies"] += 1
-            cell["roots"].append(entry.get("root"))
-            if entry["status"] not in cell["statuses"]:
-                cell["statuses"].append(entry["status"])
-                cell["statuses"].sort(key=STATUS_RANK.get)
+        self.kits = [(entry.get("version"), entry["status"]) for entry in report["toolkits"]]
+        self.paths = (report.get("root"), *[entry.get("root") for entry in report["toolkits"]])
+        self.root, self.cells = self.paths[0], _cells(self.kits, self.paths[1:])
         summary = node_summary(report)
         # reports that differ only where the skew does not look (a toolkit's root) share one summary
         self.summary = summaries.setdefault(repr(summary), summary)
+
+    def moved(self, paths: tuple) -> "Kind":
+        """This kind as a report with other (checked) paths has it."""
+        kind = Kind.__new__(Kind)
+        for name in Kind.__slots__:
+            setattr(kind, name, getattr(self, name))
+        kind.paths, kind.root, kind.cells = paths, paths[0], _cells(self.kits, paths[1:])
+        return kind
+
+
+def _cells(kits, roots):
+    """{version: {statuses (best first), copies, roots}} of a node's toolkits."""
+    cells = {}
+    for (version, status), root in zip(kits, roots):
+        cell = cells.setdefault(version, {"statuses": [], "copies": 0, "roots": []})
+        cell["copies"] += 1
+        cell["roots"].append(root)
+        if status not in cell["statuses"]:
+            cell["statuses"].append(status)
+            cell["statuses"].sort(key=STATUS_RANK.get)
+    return cells
+
+
+def _paths_ok(paths):
+    """The report's root and its toolkits' roots as validate() accepts them."""
+    return (paths[0] is None or type(paths[0]) is str) and all(
+        root is None or (type(root) is str and len(root) <= MAX_TEXT) for root in paths[1:])
 
 
 class Merger:
@@ -249,11 +272,13 @@ class Merger:
 
     def add(self, label: str, report) -> Optional[str]:
         """Fold in one parsed report; the reason it was refused, or None."""
-        shape = _shape(report) if type(report) is dict else None
+        key, paths = _shape(report) if type(report) is dict else (None, None)
         try:
-            kind = self._by_shape.get(shape) if shape is not None else None
+            kind = self._by_shape.get(key) if key is not None else None
         except TypeError:  # an array or object where a valid report has a string
-            shape = kind = None
+            key = kind = None
+        if kind is not None and paths != kind.paths:
+            kind = kind.moved(paths) if _paths_ok(paths) else None
         host = report.get("host") if kind is not None else None
         if kind is None or not (type(host) is str and 0 < len(host) <= 255 and host.isprintable()):
             try:  # a shape not seen yet, or a bad host name: validate() says exactly what is wrong
@@ -262,8 +287,8 @@ class Merger:
                 self.errors.append({"file": label, "error": str(exc)})
                 return str(exc)
             kind = kind or Kind(report, self._summaries)
-            if shape is not None and len(self._by_shape) < MAX_SHAPES:
-                self._by_shape[shape] = kind
+            if key is not None and len(self._by_shape) < MAX_SHAPES:
+                self._by_shape.setdefault(key, kind)
         self.names.append(self._unique_name(report["host"], label))
         self.files.append(label)
         self.kinds.append(kind)
@@ -296,28 +321,30 @@ class Merger:
 
 
 def _shape(report):
-    """Every value merge reads from a report but its host, as one hashable tuple (None: a part
-    of it is not an object or array where a valid report has one). Reports of one shape are
-    refused or accepted alike and fold in alike, so validation and folding run once per shape,
-    and only a valid report's shape is ever looked up again. Where a valid report holds a string
-    or null, an equal value is that string or null; an unhashable one (a list where a version
+    """(every value merge reads from a report but its host and paths, as one hashable tuple; the
+    paths), or (None, None) where a part is not an object or array where a valid report has one.
+    Reports of one shape are refused or accepted alike and fold in alike, so validation and
+    folding run once per shape (the paths, checked by themselves, only rebuild the cells), and
+    only a valid report's shape is ever looked up again. Where a valid report holds a string or
+    null, an equal value is that string or null; an unhashable one (a list where a version
     belongs) fails the lookup (TypeError). Numbers are the exception (1 == 1.0 == True, and each
     reads differently), so the format and driver_supported are type-checked."""
     driver, gpus, toolkits = report.get("driver"), report.get("gpus"), report.get("toolkits")
     if type(toolkits) is not list or type(driver) not in DICT_OR_NULL or type(gpus) not in LIST_OR_NULL:
-        return None
+        return None, None
     driver = driver or {}
     try:  # an entry that is not an object has no .get: that report goes the slow way
-        kits = [(entry.get("status"), entry.get("version"), entry.get("root"), entry.get("driver_supported"),
+        kits = [(entry.get("status"), entry.get("version"), entry.get("driver_supported"),
                  *_tracked(entry.get("components"))) for entry in toolkits]
         cards = [(gpu.get("name"), gpu.get("model"), gpu.get("capability")) for gpu in gpus or ()]
     except AttributeError:
-        return None
+        return None, None
     form = report.get("format", REPORT_FORMAT)
-    if type(form) is not int or not FLAG_TYPES.issuperset([type(kit[3]) for kit in kits]):
-        return None
-    return (form, report.get("kind", REPORT_KIND), report.get("root"), driver.get("release"), driver.get("cuda"),
-            tuple(cards), tuple(kits))
+    if type(form) is not int or not FLAG_TYPES.issuperset([type(kit[2]) for kit in kits]):
+        return None, None
+    paths = (report.get("root"), *[entry.get("root") for entry in toolkits])
+    return (form, report.get("kind", REPORT_KIND), driver.get("release"), driver.get("cuda"), tuple(cards),
+            tuple(kits)), paths
 
 
 def _tracked(found):

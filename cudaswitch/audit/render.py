@@ -164,7 +164,8 @@ def _json_pieces(value, depth, chunk=5000):
 
     def dumps(item):
         return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
-    if isinstance(value, dict) and len(value) > chunk and all(type(key) is str for key in value):
+    if isinstance(value, dict) and len(value) > chunk and all(type(key) is str for key in value) and \
+            len({id(item) for item in value.values()}) * 4 < len(value):
         yield _shared_values_dict(value, dumps)
     elif not depth or not value or not isinstance(value, (dict, list)):
         yield dumps(value)
@@ -186,7 +187,8 @@ def _json_pieces(value, depth, chunk=5000):
 
 def _shared_values_dict(value, dumps):
     """dumps(value) for a dict of many keys sharing a few value objects (a toolkit row's hosts:
-    100,000 names, a few cells): each shared value encoded once, not once per key."""
+    100,000 names, a few cells): each shared value encoded once, not once per key. (Where most
+    values differ, one dumps of the whole is faster.)"""
     from json.encoder import encode_basestring  # the C encoder's own quoting for ensure_ascii=False
 
     texts = {}
