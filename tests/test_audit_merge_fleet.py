@@ -19,11 +19,12 @@ from tests import kits
 from tests.conftest import CUDASWITCH, Host
 
 ARGS = ["--json", "--nodes", "gpu[00001-10010]", "--require", "cuda=12.4", "--same", "driver"]
-FLEET_DIGESTS = {"lines": "f24fab12d07264794b10ed00b16a80fe2bcf6968222f8d9f228242d36f976ad6",
-                 "files": "466e5e340b3bbec3c5d96e2f8e3dc2038cf58a6a4cf4b127242e9bbf5ee70846"}
+FLEET_DIGESTS = {"lines": "f51e90522a8be1ce8b0eb661cf8b0f0ca8139b5ec3d0c2614ddfa6df3c974808",
+                 "files": "6055e8b6aa4a60654f63802c2d1f4acd0d8a2daaf1071ef30121a0fb6080d489"}
 GPUS = [("NVIDIA H100 80GB HBM3", "9.0"), ("NVIDIA A100-SXM4-80GB", "8.0"), ("Tesla V100-SXM2-32GB", "7.0")]
 DRIVERS = [{"release": "580.95.05", "cuda": "13.0"}, {"release": "570.195.03", "cuda": "12.8"},
            {"release": None, "cuda": "12.9"}, None]
+KIT_SHAPE = {"version": "13.0.88", "status": "ok", "driver_supported": None, "components": None}
 KITS = [("13.0.88", "ok", "2.27.3"), ("12.8.93", "ok", "2.26.2"), ("12.4.131", "incomplete", "2.21.5"),
         ("11.8.89", "ok", None)]
 
@@ -54,6 +55,10 @@ def fleet_report(rng, number):
     host = "gpu%05d" % (number - 1 if number % 2503 == 0 else number)
     report = {"kind": "cudaswitch-audit", "format": 1, "host": host, "root": "/", "driver": driver, "gpus": gpus,
               "toolkits": kits, "checks": []}
+    if number % 50 == 0:  # audited with --root under a per-node image: every path differs
+        report["root"] = "/srv/images/gpu%05d" % number
+        for kit in kits:
+            kit["root"] = report["root"] + kit["root"]
     return _odd(report, number)
 
 
@@ -68,8 +73,12 @@ def _odd(report, number):
             kit["driver_supported"] = 1
     if number % 4001 == 0:
         report["format"] = 1.0  # refused
-    elif number % 4003 == 0 and report["gpus"]:
+    elif number % 4003 == 0:
         report["gpus"][0]["name"] = [report["gpus"][0].get("name")]  # refused
+    elif number % 4007 == 0:
+        report["toolkits"] = [dict(KIT_SHAPE, root="/x" * 2100)]  # refused: longer than a path
+    elif number % 4013 == 0:
+        report["root"] = 7  # refused
     return report
 
 
@@ -105,8 +114,8 @@ def merge(cwd, *args, stdin=None):
 
 
 def refused(number):
-    """Cut short, format 1.0, or a GPU name that is an array."""
-    return number % 1999 == 0 or number % 4001 == 0 or number % 4003 == 0
+    """Cut short, format 1.0, a GPU name that is an array, a root too long or not a path."""
+    return any(number % every == 0 for every in (1999, 4001, 4003, 4007, 4013))
 
 
 REFUSED = sum(map(refused, range(1, 10_001)))
