@@ -2,10 +2,12 @@
 
 `audit merge` at cluster scale: N generated node reports (default 10,000; each the shape and size
 of a real `audit --json` of a node with CUDA 12.4, 12.8 and 13.0 and NCCL, 8 GPUs; a few nodes
-drift: another driver, a missing toolkit), merged from files (`audit merge DIR/*.json --json`;
-one line each, as `audit --json` writes a file, and indented, as on a terminal), from JSON lines
-on stdin (pdsh/clush), and with `--html`. Reports wall time and the peak RSS of the merge process
-(getrusage of the child), median of R rounds. JSON goes to bench/out/merge-latest.json."""
+drift: another driver, a missing toolkit), merged from a directory of files (`audit merge DIR
+--json`, one line each as `audit --json` writes a file; DIR/*.json would pass the kernel's argument
+limit at 100,000), from JSON lines on stdin (pdsh/clush), and with `--html`. Reports wall time, CPU
+time and the peak RSS of the merge process (getrusage of the child), median of R rounds, beside the
+floor: Python reading and json.loads-ing the same bytes, nothing else. JSON goes to
+bench/out/merge-latest.json."""
 
 import argparse
 import json
@@ -52,16 +54,18 @@ def report(node, count):
 
 def generate(directory, count):
     directory.mkdir(parents=True, exist_ok=True)
-    one_line = directory.parent / "audit-one-line"
-    one_line.mkdir(exist_ok=True)
     with open(directory.parent / "lines.jsonl", "w") as lines:
         for node in range(1, count + 1):
             data = report(node, count)
-            (directory / ("node%05d.json" % node)).write_text(json.dumps(data, indent=2))
             # what `srun --output=audit/%N.json cudaswitch audit --json` writes: stdout is a file
-            (one_line / ("node%05d.json" % node)).write_text(json.dumps(data) + "\n")
+            (directory / ("node%06d.json" % node)).write_text(json.dumps(data) + "\n")
             lines.write(json.dumps(data, separators=(",", ":")) + "\n")
-    return sorted(str(p) for p in directory.iterdir()), sorted(str(p) for p in one_line.iterdir())
+
+
+# The floor: the same bytes read and parsed by Python, nothing kept (what no merge can beat).
+PARSE_LINES = "import json, sys\nfor line in sys.stdin.buffer:\n    json.loads(line)\n"
+PARSE_FILES = ("import json, os, sys\nfor name in sorted(os.listdir(sys.argv[1])):\n"
+               "    with open(os.path.join(sys.argv[1], name), 'rb') as f:\n        json.loads(f.read())\n")
 
 
 def timed(argv, stdin_path=None):
@@ -107,12 +111,15 @@ def main():
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cudaswitch-bench-merge-"))
     try:
-        files, one_line = generate(work / "audit", args.reports)
+        audit = work / "audit"
+        generate(audit, args.reports)
         page = work / "report.html"
-        cases = {"files, one line": ([args.cudaswitch, "audit", "merge", *one_line, "--json"], None),
-                 "files, indented": ([args.cudaswitch, "audit", "merge", *files, "--json"], None),
+        cases = {"directory": ([args.cudaswitch, "audit", "merge", str(audit), "--json"], None),
+                 "  parse floor": ([sys.executable, "-c", PARSE_FILES, str(audit)], None),
                  "stdin JSON lines": ([args.cudaswitch, "audit", "merge", "--json"], work / "lines.jsonl"),
-                 "files, --html": ([args.cudaswitch, "audit", "merge", *files, "--json", "--html", str(page)], None)}
+                 "  parse floor ": ([sys.executable, "-c", PARSE_LINES], work / "lines.jsonl"),
+                 "directory, --html": ([args.cudaswitch, "audit", "merge", str(audit), "--json", "--html", str(page)],
+                                       None)}
         results = {}
         for name, (argv, stdin) in cases.items():
             runs = [timed(argv, stdin) for _ in range(args.rounds)]
@@ -121,7 +128,7 @@ def main():
                              "median_cpu_s": round(statistics.median(r[2] for r in runs), 3)}
         results["html page in Chromium"] = chromium_load(page, work)
         floor = [timed([args.cudaswitch, "audit", "merge", "--help"])[0] for _ in range(args.rounds)]
-        out = {"reports": args.reports, "report_bytes": sum(os.path.getsize(f) for f in files) // len(files),
+        out = {"reports": args.reports, "report_bytes": (work / "lines.jsonl").stat().st_size // args.reports,
                "rounds": args.rounds, "cases": results, "html_bytes": page.stat().st_size,
                "typer_floor_s": round(statistics.median(floor), 3), "load_average": os.getloadavg()}
     finally:

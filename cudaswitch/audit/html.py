@@ -17,6 +17,7 @@ th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-al
 thead th { background: #f3f3f3; } th.group small { display: block; font-weight: normal; color: #555; }
 td.skew { background: #ffd54f; font-weight: bold; } td.absent { color: #999; }
 td.skew.absent { color: #7a4d00; } li.problem { color: #b00020; } .hidden { display: none; }
+th.group small.count { color: #222; } th.group small.matches { color: #0b5394; }
 #controls { margin-top: 1em; } #filter { width: 24em; padding: 3px; }
 """
 
@@ -26,12 +27,17 @@ SCRIPT = """
   var onlySkew = document.getElementById('only-skew');
   var groups = Array.prototype.slice.call(document.querySelectorAll('th.group'));
   var rows = Array.prototype.slice.call(document.querySelectorAll('#matrix tbody tr'));
+  // split and lower-cased once: a type of 60,000 nodes is not re-split on every key stroke
+  var names = groups.map(function (th) { return th.getAttribute('data-nodes').toLowerCase().split('\\n'); });
+  var labels = groups.map(function (th) { return th.textContent.toLowerCase(); });
   function apply() {
     var text = filter.value.trim().toLowerCase();
     groups.forEach(function (th, index) {
-      var nodes = th.getAttribute('data-nodes').split(' ');
-      var shown = !text || th.textContent.toLowerCase().indexOf(text) >= 0 ||
-        nodes.some(function (n) { return n.toLowerCase().indexOf(text) >= 0; });
+      var matching = text ? names[index].filter(function (n) { return n.indexOf(text) >= 0; }).length : 0;
+      var shown = !text || labels[index].indexOf(text) >= 0 || matching > 0;
+      // how many of the type's nodes the filter names: "3 of 59,880 nodes match"
+      th.querySelector('.matches').textContent = text && matching ?
+        matching.toLocaleString('en-US') + ' of ' + names[index].length.toLocaleString('en-US') + ' nodes match' : '';
       th.classList.toggle('hidden', !shown);
       rows.forEach(function (tr) { tr.children[index + 1].classList.toggle('hidden', !shown); });
     });
@@ -72,9 +78,9 @@ def page(merged: dict) -> str:
     types = merged["node_types"]
     nodes = sum(len(t["nodes"]) for t in types)
     parts = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-             "<title>cudaswitch audit: %d nodes</title><style>%s</style></head>"
-             "<body data-ready=\"0\">" % (nodes, STYLE),
-             "<h1>CUDA audit of %d nodes: %d node type(s)</h1>" % (nodes, len(types)),
+             "<title>cudaswitch audit: %s nodes</title><style>%s</style></head>"
+             "<body data-ready=\"0\">" % ("{:,}".format(nodes), STYLE),
+             "<h1>CUDA audit of %s: %s</h1>" % (_counted(nodes, "node"), _counted(len(types), "node type")),
              _problems(merged),
              "<div id=\"controls\"><input id=\"filter\" type=\"search\" "
              "placeholder=\"filter node types by node name or fact\">"
@@ -96,9 +102,15 @@ def _problems(merged):
 
 
 def _matrix(types):
-    head = "".join("<th class=\"group\" data-type=\"%s\" data-nodes=\"%s\">%s<small>%s (%d)</small></th>" % (
-        _e(t["name"]), _e(" ".join(t["nodes"])), _e(t["name"]), _e(fold_short(t["nodes"], 120)), len(t["nodes"]))
-        for t in types)
+    """Facts x node types: a column stands for every node of its type (its count and share in the
+    header), so 100,000 nodes of 6 types are 6 columns, not 100,000 of anything. Its nodes are
+    one per line in data-nodes: a renamed duplicate ("node01 (audit/b.json)") holds spaces, and
+    no host name or label holds a line break."""
+    total = sum(len(t["nodes"]) for t in types)
+    head = "".join("<th class=\"group\" data-type=\"%s\" data-nodes=\"%s\">%s<small>%s</small>"
+                   "<small class=\"count\">%s, %.1f%%</small><small class=\"matches\"></small></th>" % (
+                       _e(t["name"]), _e("\n".join(t["nodes"])), _e(t["name"]), _e(fold_short(t["nodes"], 120)),
+                       _counted(len(t["nodes"]), "node"), 100.0 * len(t["nodes"]) / total) for t in types)
     body = "".join(_row(label, values, [len(t["nodes"]) for t in types]) for label, values in _rows(types))
     return "<table id=\"matrix\"><thead><tr><th>fact</th>%s</tr></thead><tbody>%s</tbody></table>" % (head, body)
 
@@ -134,6 +146,10 @@ def _row(label, values, weights):
         _e(value if value is not None else "absent")) for value in values)
     return "<tr class=\"%s\" data-fact=\"%s\"><th>%s</th>%s</tr>" % (
         "skewed" if skewed else "same", _e(label), _e(label), cells)
+
+
+def _counted(count, noun):
+    return "{:,} {}".format(count, noun if count == 1 else noun + "s")
 
 
 def _e(text):

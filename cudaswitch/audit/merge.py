@@ -5,44 +5,82 @@ Reports come from files or stdin, one JSON document per file or one per line (JS
 which pdsh and clush add without -N, is taken off and names the node). A report that cannot be
 read is refused with one line naming it, and the others still merge.
 
-The merge streams: one report is read, checked and folded into the matrix at a time, and only a
-small summary per node is kept, so 10,000 nodes' reports merge in the memory of a few.
+A directory stands for its *.json files, so 100,000 nodes' files need no argument list. The
+merge streams: one report is read, checked and folded in at a time, and per node only its name,
+file and Kind stay: identical reports share one Kind, so 100,000 reports merge in ~100 MiB.
 """
 
-import functools
+import contextlib
 import gc
 import json
 import os
 import re
 import stat
+from typing import Optional
 
-from cudaswitch.audit.validate import TRACKED, BadReport, validate
-from cudaswitch.toolkit import STATUSES, version_tuple
+from cudaswitch.audit.inventory import REPORT_FORMAT, REPORT_KIND
+from cudaswitch.audit.skew import STATUS_RANK, node_summary, version_key
+from cudaswitch.audit.validate import MAX_TEXT, BadReport, validate
 
-STATUS_RANK = {status: rank for rank, status in enumerate(STATUSES)}  # ok best, broken worst
-# A CUDA (or cuDNN, NCCL, driver) version: bounded, so "12." + 5,000 digits is refused, not parsed.
 HOST_PREFIX = re.compile(r"^([A-Za-z0-9_.\-\[\]]{1,255}): ")  # pdsh's and clush's "node01: "
 JSON_SPACE = " \t\r\n"  # what JSON calls whitespace; str.strip() would take more
 MAX_REPORT_BYTES = 16 << 20  # a host with 100 toolkits writes ~500 KB
+DICT_OR_NULL, LIST_OR_NULL = (dict, type(None)), (list, type(None))
+FLAG_TYPES = frozenset((bool, type(None)))
+# A fleet's reports come in a few shapes. Where every node differs (per-node toolkit roots), each
+# remembered shape (~2 KB) would never be met again: past this many, a new shape is checked and
+# folded each time it comes instead.
+MAX_SHAPES = 4096
 
 
-# Nodes share a handful of versions: sort keys and GPU checks are computed once per value.
-version_key = functools.lru_cache(maxsize=8192)(version_tuple)
-
-
-def read_inputs(names, stdin):
-    """(label, report, None) or (label, None, why) per document in `names` ('-' is stdin), one
-    at a time: a file is read whole (capped), stdin line by line when it carries JSON lines."""
+def read_inputs(names, stdin, on_skipped=lambda directory, skipped: None):
+    """(label, report, None) or (label, None, why) per document in `names` ('-' is stdin, a
+    directory its *.json files), one at a time: a file is read whole (capped), stdin line by line
+    when it carries JSON lines. on_skipped(directory, [what]) hears what a directory held besides."""
     for name in names:
         if name == "-":
             yield from _stream_documents("<stdin>", stdin)
-            continue
-        text, why = _read_capped(name)
-        label = name if name.isprintable() else repr(name)  # a newline in a file name: still one line
-        if why is not None:
-            yield label, None, why
+        elif os.path.isdir(name):
+            yield from _directory(name, on_skipped)
         else:
-            yield from parse_documents(label, text)
+            yield from _file(name, name)
+
+
+def _file(name, path):
+    text, why = _read_capped(path)
+    label = name if name.isprintable() else repr(name)  # a newline in a file name: still one line
+    if why is not None:
+        yield label, None, why
+    else:
+        yield from parse_documents(label, text)
+
+
+def _directory(name, on_skipped):
+    """What the shell's DIR/*.json would give, in name order, without the argument limit
+    (srun --output=DIR/%N.json on 100,000 nodes): hidden names are left out as the glob leaves
+    them, and a subdirectory or a file not named *.json is skipped and told to on_skipped. A
+    link is followed only where it stays inside the directory: the directory is what the admin
+    named, and a link out of it is refused unread."""
+    try:
+        entries = sorted((entry.name, entry) for entry in os.scandir(name) if not entry.name.startswith("."))
+    except OSError as exc:
+        yield name, None, "cannot read the directory (%s)" % (exc.strerror or exc)
+        return
+    inside, skipped = os.path.join(os.path.realpath(name), ""), []
+    if not any(base.endswith(".json") for base, _ in entries):
+        yield name, None, "a directory without *.json files"
+    for base, entry in entries:
+        label, path = os.path.join(name, base), entry.path
+        if not base.endswith(".json"):
+            skipped.append(base + ("/" if entry.is_dir() else ""))
+        elif entry.is_symlink() and not os.path.realpath(path).startswith(inside):
+            yield label, None, "a link out of %s, not followed" % name
+        elif entry.is_dir():
+            skipped.append(base + "/")
+        else:
+            yield from _file(label, path)
+    if skipped:
+        on_skipped(name, skipped)
 
 
 def _read_capped(name):
@@ -95,44 +133,35 @@ def _stream_documents(label, stream):
     data, error = _loads(document)
     if error is not None:  # a pretty-printed document: the rest of the stream is part of it
         rest = "".join(_strip_prefix(line)[1] + "\n" for line in _capped_lines(stream))
-        yield from _checked(label, document + "\n" + rest)
+        yield _checked(label, document + "\n" + rest)
         return
-    yield from _checked_data(_line_label(label, number, node), data)
+    yield _line_label(label, number, node), data, None
     for line_number, line in enumerate(_capped_lines(stream), number + 1):
         if line.strip(JSON_SPACE):
             node, document = _strip_prefix(line)
-            yield from _checked(_line_label(label, line_number, node), document)
+            yield _checked(_line_label(label, line_number, node), document)
 
 
 def _capped_lines(stream):
     """Lines of at most MAX_REPORT_BYTES; a longer one is cut there (and then refused as JSON).
     Read as bytes when the stream has them: a text stream's readline(limit) is 10x slower."""
     raw = getattr(stream, "buffer", None)
-    if raw is not None:
-        for line in _capped_byte_lines(raw):
-            yield line.decode("utf-8", "replace")
+    if raw is None:  # a replaced stdin that only has text
+        yield from _capped(stream, "\n", "\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20))
         return
+    for line in _capped(raw, b"\n", b"\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20)):
+        yield line.decode("utf-8", "replace")
+
+
+def _capped(stream, newline, longer):
     while True:
         line = stream.readline(MAX_REPORT_BYTES)
         if not line:
             return
-        while len(line) == MAX_REPORT_BYTES and not line.endswith("\n"):
+        while len(line) == MAX_REPORT_BYTES and not line.endswith(newline):
             line = stream.readline(MAX_REPORT_BYTES)  # drop the rest of an over-long line
-            if not line or line.endswith("\n"):
-                line = "\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20)
-                break
-        yield line
-
-
-def _capped_byte_lines(raw):
-    while True:
-        line = raw.readline(MAX_REPORT_BYTES)
-        if not line:
-            return
-        while len(line) == MAX_REPORT_BYTES and not line.endswith(b"\n"):
-            line = raw.readline(MAX_REPORT_BYTES)  # drop the rest of an over-long line
-            if not line or line.endswith(b"\n"):
-                line = b"\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20)
+            if not line or line.endswith(newline):
+                line = longer
                 break
         yield line
 
@@ -150,11 +179,11 @@ def parse_documents(label, text):
         for number, line in enumerate(text.split("\n"), 1):
             if line.strip(JSON_SPACE):
                 node, document = _strip_prefix(line)
-                yield from _checked(_line_label(label, number, node), document)
+                yield _checked(_line_label(label, number, node), document)
     elif HOST_PREFIX.match(first):  # pdsh without -N in front of a pretty-printed report
-        yield from _checked(label, "\n".join(_strip_prefix(line)[1] for line in body.split("\n")))
+        yield _checked(label, "\n".join(_strip_prefix(line)[1] for line in body.split("\n")))
     else:
-        yield from _checked(label, text)  # as written: json's own rules, nothing stripped
+        yield _checked(label, text)  # as written: json's own rules, nothing stripped
 
 
 def _strip_prefix(line):
@@ -169,18 +198,8 @@ def _line_label(label, number, node):
 
 
 def _checked(label, document):
-    data, error = _loads(document)
-    if error is not None:
-        yield label, None, error
-    else:
-        yield from _checked_data(label, data)
-
-
-def _checked_data(label, data):
-    try:
-        yield label, validate(data), None
-    except BadReport as exc:
-        yield label, None, str(exc)
+    """(label, parsed JSON, None) or (label, None, why): Merger.add checks the report's shape."""
+    return (label, *_loads(document))
 
 
 def _loads(text):
@@ -192,31 +211,88 @@ def _loads(text):
         return None, "not JSON (%s)" % str(exc).splitlines()[0][:200]
 
 
+class Kind:
+    """What merge keeps of a report but its host name. Identical reports share one Kind (looked up
+    by their shape, see _shape), so 100,000 nodes of a few kinds keep a few of these; reports
+    that differ only in their paths (audited under per-node roots) share all but their cells."""
+
+    __slots__ = ("root", "driver", "gpus", "toolkits", "cells", "summary", "kits", "paths")
+
+    def __init__(self, report: dict, summaries: dict) -> None:
+        driver = report.get("driver") or {}
+        self.driver = driver.get("release")
+        self.gpus, self.toolkits = len(report.get("gpus") or []), len(report["toolkits"])
+        self.kits = [(entry.get("version"), entry["status"]) for entry in report["toolkits"]]
+        self.paths = (report.get("root"), *[entry.get("root") for entry in report["toolkits"]])
+        self.root, self.cells = self.paths[0], _cells(self.kits, self.paths[1:])
+        summary = node_summary(report)
+        # reports that differ only where the skew does not look (a toolkit's root) share one summary
+        self.summary = summaries.setdefault(repr(summary), summary)
+
+    def moved(self, paths: tuple) -> "Kind":
+        """This kind as a report with other (checked) paths has it."""
+        kind = Kind.__new__(Kind)
+        for name in Kind.__slots__:
+            setattr(kind, name, getattr(self, name))
+        kind.paths, kind.root, kind.cells = paths, paths[0], _cells(self.kits, paths[1:])
+        return kind
+
+
+def _cells(kits, roots):
+    """{version: {statuses (best first), copies, roots}} of a node's toolkits."""
+    cells = {}
+    for (version, status), root in zip(kits, roots):
+        cell = cells.setdefault(version, {"statuses": [], "copies": 0, "roots": []})
+        cell["copies"] += 1
+        cell["roots"].append(root)
+        if status not in cell["statuses"]:
+            cell["statuses"].append(status)
+            cell["statuses"].sort(key=STATUS_RANK.get)
+    return cells
+
+
+def _paths_ok(paths):
+    """The report's root and its toolkits' roots as validate() accepts them."""
+    return (paths[0] is None or type(paths[0]) is str) and all(
+        root is None or (type(root) is str and len(root) <= MAX_TEXT) for root in paths[1:])
+
+
 class Merger:
-    """Folds reports in one at a time; result() is the merged matrix."""
+    """Folds reports in one at a time, keeping per node its name, its file and its Kind;
+    result() is the merged matrix."""
 
     def __init__(self) -> None:
-        self.hosts: list = []
-        self.rows: dict = {}
+        self.names: list = []
+        self.files: list = []
+        self.kinds: list = []
         self.errors: list = []
-        self.nodes: list = []
         self._taken: set = set()
+        self._by_shape: dict = {}
+        self._summaries: dict = {}
 
-    def add(self, label: str, report: dict) -> None:
-        name = self._unique_name(report["host"], label)
-        driver = report.get("driver") or {}
-        self.hosts.append({"host": name, "file": label, "root": report.get("root"),
-                           "driver": driver.get("release"), "gpus": len(report.get("gpus") or []),
-                           "toolkits": len(report["toolkits"])})
-        for entry in report["toolkits"]:
-            cell = self.rows.setdefault(entry.get("version"), {}).setdefault(
-                name, {"statuses": [], "copies": 0, "roots": []})
-            cell["copies"] += 1
-            cell["roots"].append(entry.get("root"))
-            if entry["status"] not in cell["statuses"]:
-                cell["statuses"].append(entry["status"])
-                cell["statuses"].sort(key=STATUS_RANK.get)
-        self.nodes.append(node_summary(name, report))
+    def add(self, label: str, report) -> Optional[str]:
+        """Fold in one parsed report; the reason it was refused, or None."""
+        key, paths = _shape(report) if type(report) is dict else (None, None)
+        try:
+            kind = self._by_shape.get(key) if key is not None else None
+        except TypeError:  # an array or object where a valid report has a string
+            key = kind = None
+        if kind is not None and paths != kind.paths:
+            kind = kind.moved(paths) if _paths_ok(paths) else None
+        host = report.get("host") if kind is not None else None
+        if kind is None or not (type(host) is str and 0 < len(host) <= 255 and host.isprintable()):
+            try:  # a shape not seen yet, or a bad host name: validate() says exactly what is wrong
+                validate(report)
+            except BadReport as exc:
+                self.errors.append({"file": label, "error": str(exc)})
+                return str(exc)
+            kind = kind or Kind(report, self._summaries)
+            if key is not None and len(self._by_shape) < MAX_SHAPES:
+                self._by_shape.setdefault(key, kind)
+        self.names.append(self._unique_name(report["host"], label))
+        self.files.append(label)
+        self.kinds.append(kind)
+        return None
 
     def refuse(self, label: str, error: str) -> None:
         self.errors.append({"file": label, "error": error})
@@ -230,94 +306,92 @@ class Merger:
         self._taken.add(name)
         return name
 
+    @property
+    def nodes(self) -> list:
+        """[(name, summary)]: what the skew report compares; identical nodes share one summary."""
+        return [(name, kind.summary) for name, kind in zip(self.names, self.kinds)]
+
     def result(self) -> dict:
-        names = [h["host"] for h in self.hosts]
-        ordered = sorted(self.rows, key=lambda v: (v is not None, version_key(v)), reverse=True)
-        return {"hosts": self.hosts, "toolkits": [_row(version, self.rows[version], names) for version in ordered],
+        hosts = [{"host": name, "file": label, "root": kind.root, "driver": kind.driver, "gpus": kind.gpus,
+                  "toolkits": kind.toolkits} for name, label, kind in zip(self.names, self.files, self.kinds)]
+        versions = {version for kind in {id(k): k for k in self.kinds}.values() for version in kind.cells}
+        ordered = sorted(versions, key=lambda v: (v is not None, version_key(v)), reverse=True)
+        return {"hosts": hosts, "toolkits": [_row(version, self.names, self.kinds) for version in ordered],
                 "errors": self.errors}
 
 
-def node_summary(name, report):
-    """What the skew report compares across nodes, nothing more (10,000 of these stay small)."""
-    driver = report.get("driver") or {}
-    release = driver.get("release")
-    toolkits, versions, unsupported, components = {}, {}, set(), {}
-    for entry in report["toolkits"]:
-        version, status = entry.get("version"), entry["status"]
-        if version:
-            short = _short(version)
-            _keep_best(toolkits, short, status)
-            _keep_best(versions, version, status)
-            if entry.get("driver_supported") is False:
-                unsupported.add(short)
-        found = entry.get("components")
-        if found:
-            for key in TRACKED:
-                if found.get(key):
-                    components.setdefault(key, set()).add(found[key])
-    gpus = {}
-    for gpu in report.get("gpus") or ():
-        label = (gpu.get("name") or gpu.get("model") or "unknown GPU", gpu.get("capability"))
-        gpus[label] = gpus.get(label, 0) + 1
-    return {"host": name, "driver": release, "branch": release.split(".")[0] if release else None,
-            "driver_cuda": driver.get("cuda"), "toolkits": toolkits, "unsupported": sorted(unsupported),
-            "versions": {v: versions[v] for v in sorted(versions, key=version_key)},
-            "components": {key: sorted(components.get(key, ()), key=version_key) for key in TRACKED},
-            "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items())}
+def _shape(report):
+    """(every value merge reads from a report but its host and paths, as one hashable tuple; the
+    paths), or (None, None) where a part is not an object or array where a valid report has one.
+    Reports of one shape are refused or accepted alike and fold in alike, so validation and
+    folding run once per shape (the paths, checked by themselves, only rebuild the cells), and
+    only a valid report's shape is ever looked up again. Where a valid report holds a string or
+    null, an equal value is that string or null; an unhashable one (a list where a version
+    belongs) fails the lookup (TypeError). Numbers are the exception (1 == 1.0 == True, and each
+    reads differently), so the format and driver_supported are type-checked."""
+    driver, gpus, toolkits = report.get("driver"), report.get("gpus"), report.get("toolkits")
+    if type(toolkits) is not list or type(driver) not in DICT_OR_NULL or type(gpus) not in LIST_OR_NULL:
+        return None, None
+    driver = driver or {}
+    try:  # an entry that is not an object has no .get: that report goes the slow way
+        kits = [(entry.get("status"), entry.get("version"), entry.get("driver_supported"),
+                 *_tracked(entry.get("components"))) for entry in toolkits]
+        cards = [(gpu.get("name"), gpu.get("model"), gpu.get("capability")) for gpu in gpus or ()]
+    except AttributeError:
+        return None, None
+    form = report.get("format", REPORT_FORMAT)
+    if type(form) is not int or not FLAG_TYPES.issuperset([type(kit[2]) for kit in kits]):
+        return None, None
+    paths = (report.get("root"), *[entry.get("root") for entry in toolkits])
+    return (form, report.get("kind", REPORT_KIND), driver.get("release"), driver.get("cuda"), tuple(cards),
+            tuple(kits)), paths
 
 
-def _keep_best(best, version, status):
-    """best[version] = the best status seen for it (ok over incomplete over broken)."""
-    if version and STATUS_RANK[status] < STATUS_RANK.get(best.get(version), len(STATUSES)):
-        best[version] = status
+def _tracked(found):
+    found = {} if found is None else found
+    return found.get("cudnn"), found.get("nccl"), found.get("cupti")  # validate.TRACKED, spelled out: 10% faster
 
 
-@functools.lru_cache(maxsize=8192)
-def _short(version):
-    return ".".join(version.split(".")[:2]) if version else None
-
-
-def merge_inputs(names, stdin, on_refused) -> Merger:
-    """Every report of `names` ('-' is stdin) folded into a Merger as it is read; each refused
-    one is told to on_refused(label, error) at once, so a long merge names them as it goes."""
+def merge_inputs(names, stdin, on_refused, on_skipped) -> Merger:
+    """Every report of `names` ('-' is stdin, a directory its *.json) folded into a Merger as it
+    is read; each refused one is told to on_refused(label, error) at once, so a long merge names
+    them as it goes, and what a directory held besides reports to on_skipped(directory, names)."""
     merger = Merger()
-    # JSON trees hold no cycles: refcounting frees each report, and the cyclic collector would
-    # only rescan the growing matrix every few hundred reports (~12% of a 10,000-node merge).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        for label, report, error in read_inputs(names, stdin):
-            if error is None:
-                merger.add(label, report)
-            else:
-                merger.refuse(label, error)
-                on_refused(label, error)
-    finally:
-        gc.freeze()  # the matrix lives until exit: later passes (skew, JSON) need not rescan it
-        if collecting:
-            gc.enable()
+    for label, report, error in read_inputs(names, stdin, on_skipped):
+        if error is None:
+            error = merger.add(label, report)
+        else:
+            merger.refuse(label, error)
+        if error is not None:
+            on_refused(label, error)
     return merger
 
 
-def merge(reports, errors=()):
-    """The merged matrix of [(label, report)] and [(label, error)] (all in memory: for callers
-    that already hold the reports; the command streams through Merger)."""
-    merger = Merger()
-    for label, report in reports:
-        merger.add(label, report)
-    for label, error in errors:
-        merger.refuse(label, error)
-    return merger.result()
+@contextlib.contextmanager
+def without_cycle_collector():
+    """The whole merge without the cyclic collector: JSON trees and the matrix hold no cycles, so
+    refcounting frees all there is to free, and the collector would only rescan what grows (the
+    nodes, then the skew's and the output's host lists): a tenth of a merge's time."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
-def _row(version, cells, names):
-    best = {name: cell["statuses"][0] for name, cell in cells.items()}
-    return {
-        "version": version,
-        "hosts": {name: cells[name] for name in names if name in cells},
-        "ok_on": [n for n in names if best.get(n) == "ok"],
-        "incomplete_on": [n for n in names if best.get(n) == "incomplete"],
-        "broken_on": [n for n in names if best.get(n) == "broken"],
-        # a toolkit without a version (dangling link, empty dir) is not something a host lacks
-        "missing_on": [n for n in names if n not in cells] if version is not None else [],
-    }
+def _row(version, names, kinds):
+    hosts, best = {}, {"ok": [], "incomplete": [], "broken": []}
+    missing = []
+    for name, kind in zip(names, kinds):
+        cell = kind.cells.get(version)
+        if cell is None:
+            missing.append(name)
+        else:
+            hosts[name] = cell
+            best[cell["statuses"][0]].append(name)
+    return {"version": version, "hosts": hosts, "ok_on": best["ok"], "incomplete_on": best["incomplete"],
+            "broken_on": best["broken"],
+            # a toolkit without a version (dangling link, empty dir) is not something a host lacks
+            "missing_on": missing if version is not None else []}

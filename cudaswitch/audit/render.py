@@ -137,6 +137,70 @@ def merge_report(merged, max_matrix_hosts=12, wide=False):
     render.emit_lines(lines)
 
 
+def emit_merged_json(merged, compact):
+    """`audit merge --json` as render.emit_json writes it, but a large (compact) merge goes out
+    in pieces of a few MiB: 100,000 nodes' JSON is 40 MiB, and one string of it, its escaped
+    copy and its bytes would hold three times that at the peak."""
+    from cudaswitch import render
+
+    if not compact:
+        render.emit_json(merged)
+        return
+    batch, size = [], 0
+    for piece in _json_pieces(merged, 3):
+        batch.append(piece)
+        size += len(piece)
+        if size >= 1 << 20:  # a write per MiB, not one per piece
+            render.emit_text(render.escape_surrogates("".join(batch)))
+            batch, size = [], 0
+    render.emit_text(render.escape_surrogates("".join(batch)) + "\n")
+
+
+def _json_pieces(value, depth, chunk=5000):
+    """The text of json.dumps(value, ensure_ascii=False, separators=(",", ":")), in pieces: dicts
+    and short lists (a few rows, node types) opened `depth` levels deep, long lists (hosts)
+    dumped `chunk` items at a time."""
+    import json
+
+    def dumps(item):
+        return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, dict) and len(value) > chunk and all(type(key) is str for key in value) and \
+            len({id(item) for item in value.values()}) * 4 < len(value):
+        yield _shared_values_dict(value, dumps)
+    elif not depth or not value or not isinstance(value, (dict, list)):
+        yield dumps(value)
+    elif isinstance(value, dict):
+        for number, (key, item) in enumerate(value.items()):
+            yield ("," if number else "{") + dumps(key) + ":"
+            yield from _json_pieces(item, depth - 1, chunk)
+        yield "}"
+    elif len(value) <= 100:
+        for number, item in enumerate(value):
+            yield "," if number else "["
+            yield from _json_pieces(item, depth - 1, chunk)
+        yield "]"
+    else:
+        for start in range(0, len(value), chunk):
+            yield ("," if start else "[") + dumps(value[start:start + chunk])[1:-1]
+        yield "]"
+
+
+def _shared_values_dict(value, dumps):
+    """dumps(value) for a dict of many keys sharing a few value objects (a toolkit row's hosts:
+    100,000 names, a few cells): each shared value encoded once, not once per key. (Where most
+    values differ, one dumps of the whole is faster.)"""
+    from json.encoder import encode_basestring  # the C encoder's own quoting for ensure_ascii=False
+
+    texts = {}
+    parts = []
+    for key, item in value.items():
+        text = texts.get(id(item))
+        if text is None:
+            text = texts[id(item)] = dumps(item)
+        parts.append(encode_basestring(key) + ":" + text)
+    return "{" + ",".join(parts) + "}"
+
+
 def _wrapped(lines, width):
     import textwrap
 

@@ -1,19 +1,67 @@
-"""The skew between nodes that breaks multi-node jobs, from `audit merge`'s node summaries:
+"""The skew between nodes that breaks multi-node jobs, from `audit merge`'s nodes, (host, summary)
+pairs in which identical nodes share one summary, so each fact is computed once per summary:
 driver releases and branches, toolkits and libraries (cuDNN, NCCL, CUPTI) present on some nodes
 only, GPU models and the toolkits that cannot target them, nodes that sent no readable report;
 node types (identical nodes grouped); and the user's `--require` / `--same` rules.
 """
 
+import functools
 import re
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
-from cudaswitch.audit.merge import TRACKED, version_key
-from cudaswitch.audit.validate import VERSION
+from cudaswitch.audit.validate import TRACKED, VERSION
 from cudaswitch.errors import UsageError
 from cudaswitch.render import counted
+from cudaswitch.toolkit import STATUSES, version_tuple
 
 REQUIRE_KEYS = ("cuda",) + TRACKED + ("driver",)
 SAME_KEYS = ("driver", "branch", "gpus", "toolkits") + TRACKED
+DIGITS = re.compile(r"(\d+)")
+STATUS_RANK = {status: rank for rank, status in enumerate(STATUSES)}  # ok best, broken worst
+
+# Nodes share a handful of versions: sort keys and GPU checks are computed once per value.
+version_key = functools.lru_cache(maxsize=8192)(version_tuple)
+
+
+def node_summary(report):
+    """What the skew report compares of a (valid) report, nothing more: made once per report
+    shape, and shared by the nodes of that shape."""
+    driver = report.get("driver") or {}
+    release = driver.get("release")
+    toolkits, versions, unsupported, components = {}, {}, set(), {}
+    for entry in report["toolkits"]:
+        version, status = entry.get("version"), entry["status"]
+        if version:
+            short = _short(version)
+            _keep_best(toolkits, short, status)
+            _keep_best(versions, version, status)
+            if entry.get("driver_supported") is False:
+                unsupported.add(short)
+        found = entry.get("components")
+        if found:
+            for key in TRACKED:
+                if found.get(key):
+                    components.setdefault(key, set()).add(found[key])
+    gpus = {}
+    for gpu in report.get("gpus") or ():
+        label = (gpu.get("name") or gpu.get("model") or "unknown GPU", gpu.get("capability"))
+        gpus[label] = gpus.get(label, 0) + 1
+    return {"driver": release, "branch": release.split(".")[0] if release else None,
+            "driver_cuda": driver.get("cuda"), "toolkits": toolkits, "unsupported": sorted(unsupported),
+            "versions": {v: versions[v] for v in sorted(versions, key=version_key)},
+            "components": {key: sorted(components.get(key, ()), key=version_key) for key in TRACKED},
+            "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items())}
+
+
+def _keep_best(best, version, status):
+    """best[version] = the best status seen for it (ok over incomplete over broken)."""
+    if version and STATUS_RANK[status] < STATUS_RANK.get(best.get(version), len(STATUSES)):
+        best[version] = status
+
+
+@functools.lru_cache(maxsize=8192)
+def _short(version):
+    return ".".join(version.split(".")[:2]) if version else None
 
 
 def parse_require(texts: Sequence[str]) -> List[tuple]:
@@ -41,12 +89,51 @@ def _shown(text, limit=40):
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _by_value(nodes, value_of):
-    """{value: [hosts]} in the order first seen."""
-    out = {}
-    for node in nodes:
-        out.setdefault(value_of(node), []).append(node["host"])
-    return out
+class Nodes:
+    """The merged nodes in name order (node2 before node10, so the report does not depend on the
+    order pdsh, clush or srun delivered them in), each as its host and the index of its summary
+    among the few distinct ones: a fact is computed once per summary, and only the host lists
+    it yields grow with the nodes."""
+
+    def __init__(self, pairs: List[tuple]) -> None:
+        index: dict = {}
+        self.hosts: List[str] = []
+        self.sids: List[int] = []
+        self.summaries: List[dict] = []
+        for host, summary in sorted(pairs, key=_name_order):
+            number = index.get(id(summary))  # a summary lives as long as `pairs`: its id is not reused
+            if number is None:
+                number = index[id(summary)] = len(self.summaries)
+                self.summaries.append(summary)
+            self.hosts.append(host)
+            self.sids.append(number)
+
+    def __len__(self) -> int:
+        return len(self.hosts)
+
+    def group(self, value_of) -> dict:
+        """{value_of(summary): [hosts]}, values in the order first seen."""
+        values = [value_of(summary) for summary in self.summaries]
+        lists: dict = {}
+        for value in values:
+            lists.setdefault(value, [])
+        if len(lists) == 1:
+            return {values[0]: list(self.hosts)}
+        per_summary = [lists[value] for value in values]
+        for host, number in zip(self.hosts, self.sids):
+            per_summary[number].append(host)
+        return lists
+
+    def where(self, test) -> List[str]:
+        """[hosts] whose summary passes test."""
+        passes = [bool(test(summary)) for summary in self.summaries]
+        if all(passes):
+            return list(self.hosts)
+        return [host for host, number in zip(self.hosts, self.sids) if passes[number]] if any(passes) else []
+
+    def count(self, test) -> int:
+        passes = [bool(test(summary)) for summary in self.summaries]
+        return sum(1 for number in self.sids if passes[number])
 
 
 def _gpu_text(node):
@@ -68,7 +155,7 @@ def _driver_text(node):
 
 def _driver_compared_by(nodes):
     """What the driver skew could compare: "release", "cuda" (no release known), "release or cuda"."""
-    kinds = {"release" if n["driver"] else "cuda" for n in nodes if n["driver"] or n["driver_cuda"]}
+    kinds = {"release" if n["driver"] else "cuda" for n in nodes.summaries if n["driver"] or n["driver_cuda"]}
     return " or ".join(sorted(kinds, reverse=True)) or "none"
 
 
@@ -82,17 +169,16 @@ VALUE_OF = {
 }
 
 
-def skew(nodes: List[dict], expected: Optional[List[str]], errors: List[dict]) -> dict:
+def skew(nodes: Nodes, expected: Optional[List[str]], errors: List[dict]) -> dict:
     """Every fact of the skew report as data (what `--json` prints under "skew")."""
-    hosts = [n["host"] for n in nodes]
-    reported = set(hosts) | {_bare(h) for h in hosts}
+    reported = set(nodes.hosts) | {_bare(h) for h in nodes.hosts}
     return {
-        "driver": {"releases": _by_value(nodes, VALUE_OF["driver"]), "branches": _by_value(nodes, VALUE_OF["branch"]),
-                   "cuda": _by_value(nodes, lambda n: n["driver_cuda"] or "none found"),
+        "driver": {"releases": nodes.group(VALUE_OF["driver"]), "branches": nodes.group(VALUE_OF["branch"]),
+                   "cuda": nodes.group(lambda n: n["driver_cuda"] or "none found"),
                    "compared_by": _driver_compared_by(nodes)},
         "toolkits": _partial(nodes, lambda n: n["toolkits"]),
         "components": {key: _partial(nodes, lambda n, key=key: n["components"][key]) for key in TRACKED},
-        "gpus": {"models": _by_value(nodes, _gpu_text), "cannot_target": cannot_target(nodes)},
+        "gpus": {"models": nodes.group(_gpu_text), "cannot_target": cannot_target(nodes)},
         "driver_cannot_run": _unsupported(nodes),
         "missing": [name for name in expected or [] if name not in reported],
         "refused": [e["file"] for e in errors],
@@ -106,49 +192,49 @@ def _bare(host):
 
 def _partial(nodes, versions_of):
     """[{version, on, missing_on}] for each version present on some nodes but not all."""
-    present = {}
-    for node in nodes:
-        for version in versions_of(node):
-            present.setdefault(version, []).append(node["host"])
+    versions = {version for summary in nodes.summaries for version in versions_of(summary)}
     out = []
-    for version in sorted(present, key=version_key, reverse=True):
-        if len(present[version]) < len(nodes):
-            have = set(present[version])
-            out.append({"version": version, "on": len(have),
-                        "missing_on": [n["host"] for n in nodes if n["host"] not in have]})
+    for version in sorted(versions, key=version_key, reverse=True):
+        on = nodes.count(lambda n, version=version: version in versions_of(n))
+        if on < len(nodes):
+            missing = nodes.where(lambda n, version=version: version not in versions_of(n))
+            out.append({"version": version, "on": on, "missing_on": missing})
     return out
 
 
 def _unsupported(nodes):
     """[{toolkit, nodes}]: the node's driver is too old for a toolkit it has (the audit's verdict,
     minor-version compatibility included): what builds on one node and fails on another."""
-    out = {}
-    for node in nodes:
-        for short in node["unsupported"]:
-            out.setdefault(short, []).append(node["host"])
-    return [{"toolkit": short, "nodes": out[short]} for short in sorted(out, key=version_key)]
+    shorts = {short for summary in nodes.summaries for short in summary["unsupported"]}
+    return [{"toolkit": short, "nodes": nodes.where(lambda n, short=short: short in n["unsupported"])}
+            for short in sorted(shorts, key=version_key)]
 
 
-def cannot_target(nodes: List[dict]) -> List[dict]:
+def cannot_target(nodes: Nodes) -> List[dict]:
     """[{toolkit, gpu, model, nodes}]: a toolkit on a node that cannot build for a GPU of that
     node (compat.toml's arch table: first and last CUDA per architecture)."""
+    verdicts: dict = {}
+    failing = {id(summary): _untargeted(summary, verdicts) for summary in nodes.summaries}
+    keys = {key for found in failing.values() for key in found}
+    return [{"toolkit": short, "gpu": "sm_" + capability.replace(".", ""), "model": model,
+             "nodes": nodes.where(lambda n, key=(short, capability, model): key in failing[id(n)])}
+            for short, capability, model in sorted(keys, key=lambda k: (version_key(k[0]), k[1:]))]
+
+
+def _untargeted(node, verdicts):
+    """{(toolkit, capability, model)} of the node that cannot build for its GPU."""
     from cudaswitch.verify import facttables
 
-    verdicts: dict = {}
-    out: dict = {}
-    for node in nodes:
-        for model, capability, _ in node["gpus"]:
-            if not capability:
-                continue  # /proc names the model only: the architecture is not known
-            for short in node["toolkits"]:
-                key = (short, capability)
-                if key not in verdicts:
-                    verdicts[key] = _targets(facttables.arch_row(capability), short)
-                if verdicts[key] is False:
-                    entry = out.setdefault((short, capability, model), {
-                        "toolkit": short, "gpu": "sm_" + capability.replace(".", ""), "model": model, "nodes": []})
-                    entry["nodes"].append(node["host"])
-    return [out[key] for key in sorted(out, key=lambda k: (version_key(k[0]), k[1:]))]
+    failing = set()
+    for model, capability, _ in node["gpus"]:
+        if not capability:
+            continue  # /proc names the model only: the architecture is not known
+        for short in node["toolkits"]:
+            if (short, capability) not in verdicts:
+                verdicts[short, capability] = _targets(facttables.arch_row(capability), short)
+            if verdicts[short, capability] is False:
+                failing.add((short, capability, model))
+    return failing
 
 
 def _targets(row, short):
@@ -161,35 +247,38 @@ def _targets(row, short):
     return not (row.get("last") and have > version_key(row["last"])[:2])
 
 
-def node_types(nodes: List[dict]) -> List[dict]:
+def node_types(nodes: Nodes) -> List[dict]:
     """Identical nodes grouped (driver, GPUs, toolkits with status, libraries), largest first."""
-    groups: Dict[tuple, dict] = {}
-    for node in nodes:
-        key = (node["driver"], node["driver_cuda"], tuple(node["gpus"]), tuple(sorted(node["toolkits"].items())),
-               tuple(node["versions"].items()), tuple((k, tuple(v)) for k, v in sorted(node["components"].items())),
-               tuple(node["unsupported"]))
-        group = groups.get(key)
-        if group is None:
-            facts = {"driver": node["driver"], "driver_cuda": node["driver_cuda"], "gpus": _gpu_text(node),
-                     "toolkits": dict(sorted(node["toolkits"].items(), key=lambda kv: version_key(kv[0]))),
-                     "versions": node["versions"], "components": node["components"],
-                     "driver_cannot_run": node["unsupported"]}
-            group = groups[key] = {"facts": facts, "nodes": []}
-        group["nodes"].append(node["host"])
-    ordered = sorted(groups.values(), key=lambda g: -len(g["nodes"]))
+    first: dict = {}
+    for summary in nodes.summaries:
+        first.setdefault(_type_key(summary), summary)
+    groups = [{"facts": _type_facts(first[key]), "nodes": hosts} for key, hosts in nodes.group(_type_key).items()]
+    ordered = sorted(groups, key=lambda g: -len(g["nodes"]))
     return [{"name": "type %d" % number, **group} for number, group in enumerate(ordered, 1)]
 
 
-def check_rules(nodes: List[dict], require: List[tuple], same: List[str]) -> List[dict]:
+def _type_key(node):
+    return (node["driver"], node["driver_cuda"], tuple(node["gpus"]), tuple(sorted(node["toolkits"].items())),
+            tuple(node["versions"].items()), tuple((k, tuple(v)) for k, v in sorted(node["components"].items())),
+            tuple(node["unsupported"]))
+
+
+def _type_facts(node):
+    return {"driver": node["driver"], "driver_cuda": node["driver_cuda"], "gpus": _gpu_text(node),
+            "toolkits": dict(sorted(node["toolkits"].items(), key=lambda kv: version_key(kv[0]))),
+            "versions": node["versions"], "components": node["components"], "driver_cannot_run": node["unsupported"]}
+
+
+def check_rules(nodes: Nodes, require: List[tuple], same: List[str]) -> List[dict]:
     """[{rule, nodes, message}], one per broken rule, naming the nodes that break it."""
     broken = []
     for key, version in require:
-        failing = [n["host"] for n in nodes if not _has(n, key, version)]
+        failing = nodes.where(lambda n, key=key, version=version: not _has(n, key, version))
         if failing:
             broken.append({"rule": "require %s=%s" % (key, version), "nodes": failing,
                            "message": "%s %s is not on %s" % (key, version, counted(len(failing), "node"))})
     for key in same:
-        values = _by_value(nodes, VALUE_OF[key])
+        values = nodes.group(VALUE_OF[key])
         if len(values) > 1:
             common = max(values, key=lambda v: len(values[v]))
             failing = [h for value, hosts in values.items() if value != common for h in hosts]
@@ -213,20 +302,23 @@ def _has(node, key, version):
     return any(v == version or v.startswith(version + ".") for v in have)
 
 
-def add_skew(merged: dict, nodes: List[dict], expected: Optional[List[str]], require: List[tuple],
+def add_skew(merged: dict, nodes: List[tuple], expected: Optional[List[str]], require: List[tuple],
              same: List[str]) -> dict:
-    """`merged` (audit_merge's matrix) with "skew", "node_types" and "rules" added. Nodes are taken
-    in name order (node2 before node10), so the report does not depend on the order pdsh, clush or
-    srun delivered them in."""
-    nodes = sorted(nodes, key=_name_order)
-    merged["skew"] = skew(nodes, expected, merged["errors"])
-    merged["node_types"] = node_types(nodes)
-    merged["rules"] = check_rules(nodes, require, same)
+    """`merged` (audit_merge's matrix) with "skew", "node_types" and "rules" added, from the
+    merge's (host, summary) pairs."""
+    index = Nodes(nodes)
+    merged["skew"] = skew(index, expected, merged["errors"])
+    merged["node_types"] = node_types(index)
+    merged["rules"] = check_rules(index, require, same)
     return merged
 
 
-def _name_order(node):
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", node["host"])]
+def _name_order(pair):
+    """node2 before node10: split at digit runs, the runs compared as numbers. The split puts text
+    at even places and digits at odd ones, so like is always compared with like."""
+    parts = DIGITS.split(pair[0])
+    parts[1::2] = map(int, parts[1::2])
+    return parts
 
 
 def strict_failures(merged: dict) -> List[str]:

@@ -59,32 +59,19 @@ def merge(file: "list[str] | None", as_json: bool = False, strict: bool = False,
     """Merge many hosts' reports and the skew between them; a report that cannot be read is named
     on stderr and the rest still merge."""
     from cudaswitch.audit import merge as audit_merge
-    from cudaswitch.audit import render as audit_render
-    from cudaswitch.audit import hosts as cluster_hosts
     from cudaswitch.audit import skew as cluster_skew
 
     if not file and sys.stdin.isatty():
-        raise UsageError("give report FILEs, or pipe JSON lines to stdin", "see `cudaswitch audit merge --help`")
-    rules = cluster_skew.parse_require(require or []), cluster_skew.parse_same(same or [])
-    expected = cluster_hosts.expand(nodes) if nodes is not None else None
-    merger = audit_merge.merge_inputs(file or ["-"], sys.stdin,
-                                      lambda label, error: render.message("cudaswitch: error: %s: %s" % (label, error)))
-    if not merger.hosts:
-        raise CudaSwitchError("no audit report could be read", "make them with `cudaswitch audit --json`")
-    merged = cluster_skew.add_skew(merger.result(), merger.nodes, expected, *rules)
-    if image is not None:
+        raise UsageError("give report FILEs or a directory of them, or pipe JSON lines to stdin",
+                         "see `cudaswitch audit merge --help`")
+    with audit_merge.without_cycle_collector():
+        merged, pairs = _merged(file, nodes, require, same)
+    if image is not None:  # not without the collector: reading an image is not a merge's plain JSON
         from cudaswitch.audit import imageaudit
 
-        merged["image"] = imageaudit.on_nodes(image, merger.nodes)
-    if html:
-        from cudaswitch.audit import html as cluster_html
-
-        cluster_html.write_page(html, merged)
-    if as_json:
-        # indented JSON goes through Python's slow encoder: 10,000 nodes' is 8 MB and takes seconds
-        render.emit_json(merged, compact=len(merger.hosts) > COMPACT_ABOVE)
-    else:
-        audit_render.merge_report(merged, wide=wide)
+        merged["image"] = imageaudit.on_nodes(image, ({"host": host, **node} for host, node in pairs))
+    with audit_merge.without_cycle_collector():
+        _show_merged(merged, len(pairs), as_json, wide, html)
     failures = cluster_skew.strict_failures(merged)
     if image is not None:
         failures += _image_lines(merged["image"], as_json)
@@ -93,6 +80,47 @@ def merge(file: "list[str] | None", as_json: bool = False, strict: bool = False,
             render.message("cudaswitch: error: " + line)
         return 1
     return 0
+
+
+def _merged(file: "list[str] | None", nodes: "str | None", require: "Sequence[str]",
+            same: "Sequence[str]") -> "tuple[dict, list]":
+    """(the merged matrix with its skew, [(host, summary)] in the order the reports came)."""
+    from cudaswitch.audit import hosts as cluster_hosts
+    from cudaswitch.audit import merge as audit_merge
+    from cudaswitch.audit import skew as cluster_skew
+
+    rules = cluster_skew.parse_require(require or []), cluster_skew.parse_same(same or [])
+    expected = cluster_hosts.expand(nodes) if nodes is not None else None
+    merger = audit_merge.merge_inputs(file or ["-"], sys.stdin,
+                                      lambda label, error: render.message("cudaswitch: error: %s: %s" % (label, error)),
+                                      _skipped)
+    if not merger.names:
+        raise CudaSwitchError("no audit report could be read", "make them with `cudaswitch audit --json`")
+    pairs = merger.nodes
+    return cluster_skew.add_skew(merger.result(), pairs, expected, *rules), pairs
+
+
+def _show_merged(merged: dict, count: int, as_json: bool, wide: bool, html: "str | None") -> None:
+    from cudaswitch.audit import render as audit_render
+
+    if html:
+        from cudaswitch.audit import html as cluster_html
+
+        cluster_html.write_page(html, merged)
+    if as_json:
+        # indented JSON goes through Python's slow encoder: 10,000 nodes' is 8 MB and takes seconds
+        audit_render.emit_merged_json(merged, compact=count > COMPACT_ABOVE)
+    else:
+        audit_render.merge_report(merged, wide=wide)
+
+
+def _skipped(directory: str, names: "list[str]") -> None:
+    """One line for what a directory held besides reports: named, so a misplaced report is seen."""
+    from cudaswitch.render import counted
+
+    shown = ", ".join(name if name.isprintable() else repr(name) for name in names[:10])
+    render.message("cudaswitch: %s: skipped %s (not *.json files): %s%s"
+                   % (directory, counted(len(names), "entry", "entries"), shown, ", ..." if len(names) > 10 else ""))
 
 
 def _image_lines(result: dict, as_json: bool) -> "list[str]":
