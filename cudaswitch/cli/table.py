@@ -221,7 +221,8 @@ COMMANDS = (
             help="Merge many hosts' reports into one matrix of toolkit versions x hosts, and the skew between them. "
                  "A report that cannot be read is named on stderr and the rest merge; exit 0 when one merged "
                  "(--strict: 1 when anything is refused, missing or against a rule), 1 when none did.",
-            args=(Arg("FILE", "Reports from `audit --json`; none or '-': JSON lines on stdin.", nargs="*"),),
+            args=(Arg("FILE", "Reports from `audit --json`, or directories of them (every *.json in it); none "
+                           "or '-': JSON lines on stdin.", nargs="*"),),
             options=(Opt("--json", "as_json", "flag", "The matrix and the skew report as JSON (one line above "
                          "1,000 hosts)."),
                      Opt("--strict", "strict", "flag", "Exit 1 when any report is refused or missing, or a "
