@@ -285,12 +285,13 @@ def check_cases(cases_file, out_dir, cwd):
         env = dict(base, CUDASWITCH_STATE=value)
         start = time.monotonic()
         try:
-            diffs = [decide.off(env), decide.use(reg, env, "13.0")[1], decide.hook_env(lambda: reg, env, cwd)[1]]
+            switch = decide.use(reg, env, "13.0")
+            changes = [decide.off(env), switch, decide.hook_env(lambda: reg, env, cwd)[1]]
             envstate.before_switch(env)
             active.describe(reg, env)
-            decide.notes(diffs[1])
+            decide.notes(switch)
             decide.off_notes(env)
-            for diff in filter(None, diffs):
+            for diff in (change.diff for change in changes if change):
                 for fmt in shells.FORMATS:
                     try:
                         text = shells.renderer(fmt)(diff)

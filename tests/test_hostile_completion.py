@@ -44,11 +44,13 @@ def write_cache(host, versions):
     """A sealed registry cache, as discovery writes it, whose records carry these versions."""
     records = [{"version": v, "sources": ["system", "conda", "x$(touch y)"], "root": "/opt/t%d" % i}
                for i, v in enumerate(versions)]
+    from cudaswitch import __version__
+
     path = host.work / "cache" / "registry.marshal"
     path.parent.mkdir(parents=True, exist_ok=True)
     import marshal
 
-    path.write_bytes(seal(marshal.dumps({"records": records})))
+    path.write_bytes(seal(marshal.dumps((__version__, {"records": records}))))
 
 
 def complete_with(host, protocol, line):

@@ -144,7 +144,7 @@ def test_init_names_a_launcher_with_the_option_where_the_installer_dropped_it(st
     text = proc_out(script, env, tmp_path, "init", "bash")
     program = Path(re.search(r"^__cudaswitch_bin='([^']+)'$", text, re.M).group(1))
     assert program.parent.parent.parent == tmp_path / "data" and program.name == "cudaswitch"
-    assert program.read_text().split("\n", 1)[0] == "#!%s -ES" % sys.executable
+    assert program.read_text().split("\n", 1)[0] == "#!%s -E" % sys.executable
     stamp = program.stat().st_mtime_ns
     assert proc_out(script, env, tmp_path, "init", "zsh").count(str(program)) >= 1
     assert program.stat().st_mtime_ns == stamp  # written once, not at every shell start
