@@ -142,7 +142,7 @@ def floors(small, script, python, rounds):
     argv_a, argv_b = [str(script), "--help"], [str(python), "-c", "pass"]
     samples_a, samples_b = timing.alternate(timing.command_runner(argv_a, small.env, small.work),
                                             timing.command_runner(argv_b, small.env, small.work), rounds)
-    return result("floors", side("cudaswitch --help (pip script; no typer)", _cmd_text(argv_a), samples_a),
+    return result("floors", side("cudaswitch --help (pip script; typer renders it)", _cmd_text(argv_a), samples_a),
                   side("python -c pass (the venv's interpreter)", _cmd_text(argv_b), samples_b),
                   "information", lambda a, b, r: None)
 
