@@ -1,5 +1,5 @@
 """Plain-text tables that fit the terminal (no rich: `list` runs on the fast path). Base layer:
-render.py and audit/render.py lay out their tables here.
+render.py and audit/console.py lay out their tables here.
 
 A table is laid out in this order until it fits the width: every column on one line; then the
 `shorten` columns (long paths) shortened in the middle, down to MIN_SHORTENED characters; then the

@@ -170,7 +170,7 @@ def test_adding_a_shell_is_one_module_and_its_texts(monkeypatch, tmp_path, capsy
     name in the registry; the command table's choices and help, `--shell`, the hook, completion
     and the hints follow from them with no other file changed."""
     module = types.ModuleType("cudaswitch.switch.shells.nu")
-    module.SHELL, module.render = Nu(), Nu().render
+    module.SHELL = Nu()  # as docs/architecture.md says: the module gives SHELL, whose render is a method
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setattr(shells, "nu", module, raising=False)
     monkeypatch.setattr(shells, "SHELLS", shells.SHELLS + ("nu",))
@@ -185,7 +185,8 @@ def test_adding_a_shell_is_one_module_and_its_texts(monkeypatch, tmp_path, capsy
     assert main(["init", "nu"]) == 0
     out = capsys.readouterr().out
     assert "'*/.cudaversion' => { return $fp }" in out and out.endswith("# nu completion\n")
-    assert shells.renderer("nu") is module.render and "nu" in shells.listed(shells.FORMATS)
+    assert shells.renderer("nu")({"set": {"CUDA_HOME": "/opt/x"}, "unset": []}) == module.SHELL.render(
+        {"set": {"CUDA_HOME": "/opt/x"}, "unset": []}) and shells.rerunner("nu") is None and "nu" in shells.listed(shells.FORMATS)
     monkeypatch.setattr(shells, "parent_shell", lambda: "nu")
     assert hints.switch_command({}, "off") == "cudaswitch off | save -f cudaswitch.nu; source cudaswitch.nu"
     assert "cudaswitch init nu | save" in hints.not_applied_note({})

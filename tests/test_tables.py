@@ -79,7 +79,7 @@ def test_audit_fits_80_columns_with_versions_statuses_and_sizes_whole(long_host,
     lines, _ = in_tmux(long_host, tmp_path, "cudaswitch audit --no-progress")
     assert max(len(line) for line in lines) <= WIDTH, "\n".join(lines)
     report = json.loads(long_host.run("audit", "--json", check=True, timeout=300).stdout)
-    from cudaswitch.audit.render import human_size
+    from cudaswitch.audit.console import human_size
 
     for entry in report["toolkits"]:
         size = human_size(entry["size_bytes"])

@@ -90,7 +90,7 @@ def page(merged: dict) -> str:
 
 
 def _problems(merged):
-    from cudaswitch.audit.render import skew_lines
+    from cudaswitch.audit.console import skew_lines
 
     items = ["<li class=\"%s\">%s</li>" % ("problem" if line.startswith(("skew", "rule")) else "fact", _e(line))
              for line in skew_lines(merged)]

@@ -1,5 +1,5 @@
 """How `audit --image` and `audit merge --image` look to a person: the image's own facts and the
-verdict, as lines (the toolkit table is audit/render.py's)."""
+verdict, as lines (the toolkit table is audit/console.py's)."""
 
 from cudaswitch import render
 
@@ -31,10 +31,10 @@ def verdict_line(facts):
 
 
 def print_image_report(report, wide=False):
-    from cudaswitch.audit import render as audit_render
+    from cudaswitch.audit import console
 
     render.emit_lines(image_lines(report["image"]))
-    audit_render.audit_report(report, wide=wide)
+    console.audit_report(report, wide=wide)
     if report["image"]["requirement"]["verdict"] == "ok":  # any other verdict is among the checks above
         render.emit_lines([verdict_line(report["image"])])
 

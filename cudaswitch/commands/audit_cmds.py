@@ -17,7 +17,7 @@ def audit(as_json: bool = False, compact: bool = False, root: "str | None" = Non
           allow_exec: bool = False, progress: "bool | None" = None, wide: bool = False, image: "str | None" = None,
           driver: "str | None" = None, gpu: "Sequence[str]" = ()) -> int:
     """Which toolkits this host (or image) has, which work, and which the driver supports."""
-    from cudaswitch.audit import render as audit_render
+    from cudaswitch.audit import console
     from cudaswitch.audit.inventory import run_audit
 
     show = sys.stderr.isatty() if progress is None else progress
@@ -25,12 +25,12 @@ def audit(as_json: bool = False, compact: bool = False, root: "str | None" = Non
         return _audit_image(image, driver, gpu, as_json, compact, show, wide, root, compile_ or allow_exec)
     if driver or gpu:
         raise UsageError("--driver and --gpu judge an image", "add --image REF")
-    with audit_render.progress_bar(show) as tick:
+    with console.progress_bar(show) as tick:
         report = run_audit(dict(os.environ), root=root, compile_=compile_, allow_exec=allow_exec, progress=tick)
     if as_json or compact:
         render.emit_json(report, compact=compact)
     else:
-        audit_render.audit_report(report, wide=wide)
+        console.audit_report(report, wide=wide)
     return 0
 
 
@@ -38,13 +38,13 @@ def _audit_image(image: str, driver: "str | None", gpu: "Sequence[str]", as_json
                  wide: bool, root: "str | None", runs_something: bool) -> int:
     """`audit --image`: exit 1 when the image cannot start with the driver and GPUs judged."""
     from cudaswitch.audit import imageaudit, imagerender
-    from cudaswitch.audit import render as audit_render
+    from cudaswitch.audit import console
 
     if root is not None:
         raise UsageError("--image and --root audit different things", "give one of them")
     if runs_something:
         raise UsageError("--compile and --exec run binaries; nothing from an image is run")
-    with audit_render.progress_bar(show) as tick:
+    with console.progress_bar(show) as tick:
         report = imageaudit.audit_image(dict(os.environ), image, driver, gpu, progress=tick)
     if as_json or compact:
         render.emit_json(report, compact=compact)
@@ -101,7 +101,7 @@ def _merged(file: "list[str] | None", nodes: "str | None", require: "Sequence[st
 
 
 def _show_merged(merged: dict, count: int, as_json: bool, wide: bool, html: "str | None") -> None:
-    from cudaswitch.audit import render as audit_render
+    from cudaswitch.audit import console
 
     if html:
         from cudaswitch.audit import html as cluster_html
@@ -109,9 +109,9 @@ def _show_merged(merged: dict, count: int, as_json: bool, wide: bool, html: "str
         cluster_html.write_page(html, merged)
     if as_json:
         # indented JSON goes through Python's slow encoder: 10,000 nodes' is 8 MB and takes seconds
-        audit_render.emit_merged_json(merged, compact=count > COMPACT_ABOVE)
+        console.emit_merged_json(merged, compact=count > COMPACT_ABOVE)
     else:
-        audit_render.merge_report(merged, wide=wide)
+        console.merge_report(merged, wide=wide)
 
 
 def _skipped(directory: str, names: "list[str]") -> None:

@@ -70,19 +70,26 @@ def _module(name: str) -> "ModuleType":
     return __import__("cudaswitch.switch.shells." + MODULES.get(name, name), fromlist=["render"])
 
 
-def renderer(name: str) -> "Callable[[dict], str]":
-    """The render function of the output format `name`; a usage error for any other name."""
+def _writer(name: str) -> "object":
+    """What renders `name`: a hooked shell's SHELL (its own render and rerun), else the format's module."""
     if name not in FORMATS:
         from cudaswitch.errors import UsageError
 
         raise UsageError("unknown --shell %r" % name, "one of " + ", ".join(FORMATS))
-    return _module(name).render
+    module = _module(name)
+    return getattr(module, "SHELL", module)
+
+
+def renderer(name: str) -> "Callable[[dict], str]":
+    """The render function of the output format `name`; a usage error for any other name."""
+    render: Callable[[dict], str] = getattr(_writer(name), "render")
+    return render
 
 
 def rerunner(name: str) -> "Callable[[list, list], str] | None":
     """The format's `rerun(argv, names)` (code that runs argv again with `names` exported), or None
     where it has none: only bash's code can export what the shell holds unexported."""
-    return getattr(_module(name), "rerun", None) if name in FORMATS else None
+    return getattr(_writer(name), "rerun", None) if name in FORMATS else None
 
 
 def shell(name: str) -> Shell:

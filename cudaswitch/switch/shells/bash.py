@@ -53,6 +53,7 @@ class Bash(Shell):
     rule_needs_word = "[[ $content == *%(word)s* || ${#content} -ge %(full)s ]] || continue"
     quote = staticmethod(quote)
     render = staticmethod(render)
+    rerun = staticmethod(rerun)
 
 
 SHELL = Bash()
