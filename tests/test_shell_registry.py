@@ -185,8 +185,9 @@ def test_adding_a_shell_is_one_module_and_its_texts(monkeypatch, tmp_path, capsy
     assert main(["init", "nu"]) == 0
     out = capsys.readouterr().out
     assert "'*/.cudaversion' => { return $fp }" in out and out.endswith("# nu completion\n")
-    assert shells.renderer("nu")({"set": {"CUDA_HOME": "/opt/x"}, "unset": []}) == module.SHELL.render(
-        {"set": {"CUDA_HOME": "/opt/x"}, "unset": []}) and shells.rerunner("nu") is None and "nu" in shells.listed(shells.FORMATS)
+    switch = {"set": {"CUDA_HOME": "/opt/x"}, "unset": []}
+    assert shells.renderer("nu")(switch) == "$env.CUDA_HOME = r#'/opt/x'#\n" and shells.rerunner("nu") is None
+    assert "nu" in shells.listed(shells.FORMATS)
     monkeypatch.setattr(shells, "parent_shell", lambda: "nu")
     assert hints.switch_command({}, "off") == "cudaswitch off | save -f cudaswitch.nu; source cudaswitch.nu"
     assert "cudaswitch init nu | save" in hints.not_applied_note({})

@@ -90,5 +90,5 @@ def test_the_annotation_scan_sees_a_missing_annotation(tmp_path):
     private one is not."""
     sample = tmp_path / "sample.py"
     sample.write_text("def resolve(request: str):\n    pass\n\n\ndef _helper(x):\n    pass\n\n\n"
-                      "class Registry:\n    def active(self, env) -> None:\n        pass\n")
+                      "class Lookup:\n    def active(self, env) -> None:\n        pass\n")
     assert public_functions_missing_annotations(sample) == ["resolve(return)", "active(env)"]

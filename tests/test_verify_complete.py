@@ -104,7 +104,7 @@ def test_first_use_builds_once_and_ten_more_switches_start_no_process(logged_nvc
 
 def test_cached_verdict_starts_no_process_in_process(logged_nvcc, monkeypatch):
     """The same, with every way of starting a process refused."""
-    from cudaswitch.registry import discover as registry
+    from cudaswitch.registry import discover
     from cudaswitch.paths import Paths
     from cudaswitch.registry.resolve import resolve
     from cudaswitch.switch.plan import plan
@@ -112,7 +112,7 @@ def test_cached_verdict_starts_no_process_in_process(logged_nvcc, monkeypatch):
 
     host, log, _ = logged_nvcc
     paths = Paths(host.env)
-    record = resolve(registry.load(paths, host.env), "13.1")
+    record = resolve(discover.load(paths, host.env), "13.1")
     new_env = plan(host.env, record, "shell", paths=paths).env
     first = verdict_for_use(paths, record, new_env)
     assert len(builds(log)) == 1

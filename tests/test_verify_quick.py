@@ -20,7 +20,7 @@ HEAVY = ("json", "re", "typing", "dataclasses", "tomllib", "packaging", "subproc
 def setup(host, tmp_path):
     """(paths, record, new_env, log): 13.1 under ROOT, the torch venv first on PATH, probes logged."""
     from cudaswitch.switch import envdiff
-    from cudaswitch.registry import discover as registry
+    from cudaswitch.registry import discover
     from cudaswitch.paths import Paths
     from cudaswitch.registry.resolve import resolve
 
@@ -29,7 +29,7 @@ def setup(host, tmp_path):
     env = dict(host.env, PATH=str(torch_venv() / "bin") + os.pathsep + host.env["PATH"],
                CUDASWITCH_PROBE_LOG=str(log), CUDASWITCH_LIBCUDA=str(build_libcuda(tmp_path, 13010)))
     paths = Paths(env)
-    record = resolve(registry.load(paths, env), "13.1")
+    record = resolve(discover.load(paths, env), "13.1")
     return paths, record, envdiff.switched(env, record, "shell"), log
 
 

@@ -92,9 +92,9 @@ def root_env(env, root, root_vars=None):
 
 
 def _toolkit_entry(record, registry, env, executes):
-    from cudaswitch.switch.registry import Registry
+    from cudaswitch.switch.lookup import Lookup
 
-    entry = Registry(registry, env).public(record)
+    entry = Lookup(registry, env).public(record)
     entry["problems"] = list(entry["problems"])  # the audit adds its own; the record stays as found
     entry["system_default"] = record["real"] == registry["system_real"]
     entry["layout"] = record.get("layout")

@@ -21,7 +21,7 @@ def _context(refresh: bool = False) -> "tuple[Paths, dict]":
 
 
 def list_(as_json: bool = False, refresh: bool = False, wide: bool = False, runnable: bool = False) -> int:
-    from cudaswitch.switch.registry import Registry, list_items, list_json_text
+    from cudaswitch.switch.lookup import Lookup, list_items, list_json_text
     from cudaswitch.verify import runs_here
 
     paths, reg = _context(refresh)
@@ -40,9 +40,9 @@ def list_(as_json: bool = False, refresh: bool = False, wide: bool = False, runn
         reg = dict(reg, records=[reg["records"][i] for i in keep], list_json=[reg["list_json"][i] for i in keep])
     picks = _partial_picks(reg, runs)
     if as_json and not render.stdout_is_terminal():  # a script reading it: the pre-rendered text
-        render.emit_json_text(list_json_text(Registry(reg, os.environ), runs, picks))
+        render.emit_json_text(list_json_text(Lookup(reg, os.environ), runs, picks))
         return 0
-    items = list_items(Registry(reg, os.environ), runs, picks)
+    items = list_items(Lookup(reg, os.environ), runs, picks)
     if as_json:
         render.emit_json(items)
     elif items:
@@ -71,10 +71,10 @@ def _partial_picks(reg: dict, runs: dict) -> dict:
 
 
 def which(request: "str | None" = None, tool: "str | None" = None) -> int:
-    from cudaswitch.switch.registry import Registry, which as which_path
+    from cudaswitch.switch.lookup import Lookup, which as which_path
 
     _, reg = _context()
-    render.emit_lines([which_path(Registry(reg, os.environ), request, tool)])
+    render.emit_lines([which_path(Lookup(reg, os.environ), request, tool)])
     return 0
 
 
@@ -84,19 +84,19 @@ def _request_or_unset(request: "str | None", unset: bool) -> None:
 
 
 def local(request: "str | None" = None, unset: bool = False) -> int:
-    from cudaswitch.switch import local as project_cmds
+    from cudaswitch.switch.local import set_local
 
     _request_or_unset(request, unset)
-    render.message(project_cmds.set_local(request or "", unset))
+    render.message(set_local(request or "", unset))
     return 0
 
 
 def global_(request: "str | None" = None, unset: bool = False) -> int:
-    from cudaswitch.switch.registry import Registry, set_global
+    from cudaswitch.switch.lookup import Lookup, set_global
 
     _request_or_unset(request, unset)
     paths, reg = _context()
-    render.message(set_global(paths, Registry(reg, os.environ), request))
+    render.message(set_global(paths, Lookup(reg, os.environ), request))
     return 0
 
 

@@ -18,11 +18,11 @@ def _context() -> "tuple[Paths, dict]":
 
 
 def _record(reg: dict, request: "str | None") -> dict:
-    from cudaswitch.switch.registry import Registry
+    from cudaswitch.switch.lookup import Lookup
     from cudaswitch.registry.resolve import resolve
 
     if request in (None, "current"):
-        return Registry(reg, os.environ).current()
+        return Lookup(reg, os.environ).current()
     return resolve(reg, request)
 
 

@@ -327,12 +327,12 @@ def _unpack_all(found: "list[str]", tree: str, release: str, env: "Env", progres
 
 def uninstall(paths: "Paths", env: "Env", registry: dict, request: str, force: bool = False) -> dict:
     """Remove one managed toolkit; refuses others, and the active one unless `force`."""
-    from cudaswitch.switch.registry import Registry
+    from cudaswitch.switch.lookup import Lookup
     from cudaswitch.request import ToolkitRequest
 
     record = _managed_record(paths, registry, ToolkitRequest.parse(request, allow_path=True))
     root = record["root"]
-    was_active = Registry(registry, env).is_active(record)
+    was_active = Lookup(registry, env).is_active(record)
     if was_active and not force:
         from cudaswitch.switch.shells import hints
 

@@ -3,7 +3,7 @@ check registry (verify/checkregistry.py): hardware, driver, toolkit, compiler (t
 framework, deps (project dependencies), env (environment hygiene). The set is the registry's
 `doctor` set (verify/checkset.py); the checks only doctor shows live in verify/hostchecks.py."""
 
-from cudaswitch.switch.registry import Registry
+from cudaswitch.switch.lookup import Lookup
 from cudaswitch.verify import checkset
 from cudaswitch.verify.host import Host
 
@@ -18,5 +18,5 @@ def doctor(paths: "Paths", registry: dict, env: dict, python: "str | None" = Non
     host = Host(paths, registry, env, python=python, timeout=timeout)
     checks = checkset.run(host, "doctor")
     record = host.record
-    public = Registry(registry, env).public(record) if record else None
+    public = Lookup(registry, env).public(record) if record else None
     return {"toolkit": public, "checks": checks, "driver": host.driver, "torch": host.torch}

@@ -142,10 +142,10 @@ class Host:
 
 def current_or_none(registry: dict, env: dict) -> "dict | None":
     """The active (else default) toolkit's record; None where there is none, which is no error here."""
-    from cudaswitch.switch.registry import Registry
+    from cudaswitch.switch.lookup import Lookup
     from cudaswitch.errors import CudaSwitchError
 
     try:
-        return Registry(registry, env).current()
+        return Lookup(registry, env).current()
     except CudaSwitchError:
         return None

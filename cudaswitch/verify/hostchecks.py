@@ -8,7 +8,7 @@ import re
 from cudaswitch.switch.standins import is_stand_in
 from cudaswitch.switch.toolkitdirs import Owner, known_roots
 from cudaswitch.render import counted
-from cudaswitch.switch.registry import Registry
+from cudaswitch.switch.lookup import Lookup
 from cudaswitch.toolkit import short_version
 from cudaswitch.verify import driver as drivermod
 from cudaswitch.verify.checks import compat_libcuda_dirs
@@ -84,7 +84,7 @@ def toolkit_layer(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
         return [check("toolkit.active", "info", "%s found, none active and no default"
                       % counted(len(registry["records"]), "toolkit"),
                       "`cudaswitch use VERSION` or `cudaswitch global VERSION`")]
-    how = "active in this shell" if Registry(registry, host.env).is_active(record) else "the default"
+    how = "active in this shell" if Lookup(registry, host.env).is_active(record) else "the default"
     return [check("toolkit.active", "ok", "CUDA %s at %s is %s" % (record["version"], record["root"], how),
                   root=record["root"])]
 

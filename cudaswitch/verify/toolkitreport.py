@@ -1,7 +1,7 @@
 """`verify`: every check of one toolkit against nvcc, the host gcc, the driver and the user's torch,
 in the environment the user will have after switching to it."""
 
-from cudaswitch.switch.registry import Registry
+from cudaswitch.switch.lookup import Lookup
 from cudaswitch.verify import checkset
 from cudaswitch.verify.host import Host
 
@@ -20,7 +20,7 @@ def verify_toolkit(paths: "Paths", registry: dict, record: dict, env: dict, pyth
     the cached one unless `smoke_compile` asks for a fresh one."""
     host = Host(paths, registry, env, record, python=python, timeout=timeout, fresh_build=smoke_compile)
     checks = checkset.run(host, "verify")
-    public = Registry(registry, current_env or {}).public(record)
+    public = Lookup(registry, current_env or {}).public(record)
     return {"toolkit": public, "checks": checks, "driver": host.driver, "torch": host.torch}
 
 

@@ -314,7 +314,7 @@ def gather(paths: "Paths", load_registry: Callable[[], dict], env: dict, request
 
 def _toolkit_record(load_registry: "Callable[[], dict]", env: "Env", request: "str | None") -> "dict | None":
     """The toolkit a REQUEST names (it must exist), else the active or default one, else None."""
-    from cudaswitch.switch.registry import Registry
+    from cudaswitch.switch.lookup import Lookup
     from cudaswitch.errors import CudaSwitchError
     from cudaswitch.registry.resolve import resolve
 
@@ -322,6 +322,6 @@ def _toolkit_record(load_registry: "Callable[[], dict]", env: "Env", request: "s
     if request:
         return resolve(reg, request)
     try:
-        return Registry(reg, env).current()
+        return Lookup(reg, env).current()
     except CudaSwitchError:
         return None

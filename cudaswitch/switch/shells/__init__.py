@@ -17,6 +17,7 @@ TYPE_CHECKING = False  # typing's own costs an import on the fast path; mypy rea
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from types import ModuleType
+    from typing import Any
 
 SHELLS = ("bash", "zsh", "fish")
 RENDER_ONLY = ("posix", "json", "dotenv", "github")
@@ -70,7 +71,7 @@ def _module(name: str) -> "ModuleType":
     return __import__("cudaswitch.switch.shells." + MODULES.get(name, name), fromlist=["render"])
 
 
-def _writer(name: str) -> "object":
+def _writer(name: str) -> "Any":
     """What renders `name`: a hooked shell's SHELL (its own render and rerun), else the format's module."""
     if name not in FORMATS:
         from cudaswitch.errors import UsageError
@@ -82,7 +83,7 @@ def _writer(name: str) -> "object":
 
 def renderer(name: str) -> "Callable[[dict], str]":
     """The render function of the output format `name`; a usage error for any other name."""
-    render: Callable[[dict], str] = getattr(_writer(name), "render")
+    render: Callable[[dict], str] = _writer(name).render
     return render
 
 

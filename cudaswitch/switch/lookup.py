@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from cudaswitch.toolkit import AnyRecord, Env
 
 
-class Registry:
+class Lookup:
     """Answers about the records of `data` for the shell whose environment is `env`. Records are
     toolkit.ToolkitRecord; they are handed out as plain dicts because most callers still annotate
     a record as `dict`, which mypy does not let a TypedDict pass for."""
@@ -72,7 +72,7 @@ class Registry:
         return Toolkit(record).public(default=self.is_default(record), active=self.is_active(record))
 
 
-def list_items(registry: Registry, runs: "dict | None" = None, picks: "dict | None" = None) -> "list[dict]":
+def list_items(registry: Lookup, runs: "dict | None" = None, picks: "dict | None" = None) -> "list[dict]":
     """`list`'s objects; `runs`: {root: verdict} of verify/runs_here (whether this driver runs it);
     `picks`: {root: the partial requests ("12", "latest") that choose it}."""
     items = [registry.public(r) for r in registry.records]
@@ -85,7 +85,7 @@ def list_items(registry: Registry, runs: "dict | None" = None, picks: "dict | No
     return items
 
 
-def list_json_text(registry: Registry, runs: "dict | None" = None, picks: "dict | None" = None) -> str:
+def list_json_text(registry: Lookup, runs: "dict | None" = None, picks: "dict | None" = None) -> str:
     """`list --json` as one line of JSON text: the same objects as list_items, from the fragments
     discovery rendered (registry/discover.py) and runs_here cached, closed with "default" and "active"."""
     runs, picks = runs or {}, picks or {}
@@ -100,7 +100,7 @@ def _json_bool(value: bool) -> str:
     return "true" if value else "false"
 
 
-def which(registry: Registry, request: "str | None" = None, tool: "str | None" = None) -> str:
+def which(registry: Lookup, request: "str | None" = None, tool: "str | None" = None) -> str:
     """The root of the requested (else the current) toolkit, or the path of `tool` in it."""
     record = registry.current() if request is None or request == "current" else registry.resolve(request)
     if tool is None:
@@ -115,7 +115,7 @@ def which(registry: Registry, request: "str | None" = None, tool: "str | None" =
                           "its status is %s: %s" % (record["status"], "; ".join(record["problems"]) or "ok"))
 
 
-def set_global(paths: "Paths", registry: Registry, request: "str | None") -> str:
+def set_global(paths: "Paths", registry: Lookup, request: "str | None") -> str:
     from cudaswitch import config
 
     if request is None:
