@@ -24,28 +24,14 @@ class NotAState(ValueError):
     """The bytes are not a state this program wrote."""
 
 
-# The text encode() last made and its marshal bytes: a switch reads back the state it has just
-# written (its notes, its plan), and those bytes are ours, so marshal may load them (~0.3 ms of
-# the bounded reader saved on every `use`). Any other text goes through the reader.
-_written = (None, b"")
-
-
 def encode(state):
     import marshal
 
-    global _written
-    data = marshal.dumps(state)
-    text = binascii.b2a_base64(data, newline=False).decode("ascii")
-    _written = (text, data)
-    return text
+    return binascii.b2a_base64(marshal.dumps(state), newline=False).decode("ascii")
 
 
 def decode(raw):
     """The object CUDASWITCH_STATE holds, or raise NotAState (too big, not base64, foreign types)."""
-    if raw is not None and raw == _written[0]:
-        import marshal
-
-        return marshal.loads(_written[1])  # a fresh copy: callers may change what they get
     if not isinstance(raw, str) or len(raw) > MAX_CHARS:
         raise NotAState("too long")
     try:
