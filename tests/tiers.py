@@ -11,6 +11,9 @@ SLOW_MODULES = frozenset({
     "test_hostile_wheels",
     # installs from mirrors and wheels, with their signals and atomicity
     "test_install", "test_install_redist", "test_install_redist11", "test_install_atomic", "test_install_signals",
+    # real `install --from pypi` with pip from local wheels: the fast tier installs nothing
+    "test_install_prerelease", "test_install_site", "test_uninstall_ambiguous", "test_install_list_pypi",
+    "test_install_pypi12", "test_install_leftovers", "test_install_list_offline", "test_hostile_redirect",
     # torch venvs and the planner over them, fatbinaries of the real wheel
     "test_torch_plan", "test_torch_fatbin", "test_verify_torch", "test_verify_arch", "test_verify_quick",
     # shells on ptys over many cases, module systems, Jupyter, cluster fan-out
@@ -18,7 +21,7 @@ SLOW_MODULES = frozenset({
     "test_first_run", "test_hints", "test_prose_width", "test_module_account", "test_torch_quiet", "test_use_module",
     "test_state_names_nothing", "test_hostile_state_names",
     # many real commands each: every explain wording, gcc ceilings, image builds, driver x toolkit matrix
-    "test_verify_explain", "test_verify_gcc", "test_audit_image", "test_gpu_check", "test_registry_bad_input",
+    "test_verify_explain", "test_explain_layers", "test_explain_driver_layer", "test_verify_gcc", "test_audit_image", "test_gpu_check", "test_registry_bad_input",
     "test_corrupt_state", "test_list_runs_here",
     # explain, doctor, verify and audit over the same host states (about 30 real commands)
     "test_checks_agree",
@@ -27,5 +30,7 @@ SLOW_MODULES = frozenset({
     # use / edit / off in real bash, zsh and fish from empty and unset path lists (~140 cases)
     "test_restore_empty",
     # small hostile images built by skopeo (writing them costs more than refusing them)
-    "test_hostile_images",
+    "test_hostile_images", "test_audit_image_hostile",
+    # 100,000-node merges in small and the fleet page in Chromium
+    "test_audit_merge_fleet",
 })
