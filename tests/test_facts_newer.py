@@ -107,3 +107,17 @@ def test_rows_since_13_1():
     releases = {r["cuda"]: r for r in facttables.load()["release"]}
     assert releases["13.4"]["label"] == "13.4.1" and releases["13.5"]["date"] == "2026-11-04"
     assert facttables.driver_cuda("610.43.02") == {"cuda": "13.2", "cuda_at_least": True, "older_than": None}
+
+
+def test_mixed_gpus_say_the_policy_and_conda_pins_a_cuda_build(bare):
+    """A workstation with a GTX 1080 and an RTX 3090 on R550: every GPU must be covered, and the
+    conda line must not resolve to a CPU build on a GPU-less build host."""
+    proc = torch(bare, "--driver", "550.54.14", "--gpu", "sm_61", "--gpu", "sm_86")
+    lines = proc.stdout.splitlines()
+    assert lines[1].startswith("GPUs: sm_61, sm_86 (mixed: a build must have code for every GPU; conda's "
+                               "__cuda_arch names only the lowest, NVIDIA's variant provider the highest)")
+    conda = [line for line in lines if line.startswith("  conda install -c conda-forge")]
+    assert conda and '"pytorch=' in conda[0] and '=cuda*"' in conda[0], lines
+    assert "conda builds carry their own arch lists, not these pip wheels'" in proc.stdout
+    single = torch(bare, "--driver", "550.54.14", "--gpu", "sm_86").stdout.splitlines()[1]
+    assert single == "GPUs: sm_86"

@@ -235,6 +235,19 @@ def arch_row(sm: str) -> "dict | None":
     return None
 
 
+def can_target(cuda: str, capability: str) -> bool:
+    """Can any code a CUDA `cuda` toolkit emits run on a GPU of `capability` ('6.1')? Its nvcc
+    targets the architectures of table 6 whose range holds it; code runs on a GPU only at an
+    equal or lower capability (SASS of its major, PTX of any), so a toolkit whose lowest target
+    is above the GPU (CUDA 13 for a Pascal card) can build nothing for it, whatever the arch list."""
+    have, want = version_tuple(cuda)[:2], version_tuple(capability)[:2]
+    for row in load()["arch"]:
+        if version_tuple(row["first"]) <= have and (not row["last"] or have <= version_tuple(row["last"])):
+            if any(s.isdigit() and (int(s[:-1]), int(s[-1])) <= want for s in row["sm"]):
+                return True
+    return False
+
+
 # What makes each kind of evidence checkable; "none" is a build known to exist (its source says
 # so) whose arch list nobody has confirmed: cudaswitch cannot tell whether it fits.
 EVIDENCE = {"wheel": ("wheel", "sha256"), "build-script": ("path", "commit"), "release-pr": ("pr",),

@@ -6,6 +6,10 @@ from typing import List
 from cudaswitch.verify.compat import cuda_words
 
 FIT_WORD = {True: "fits", False: "no", None: "unknown"}
+# conda/pixi's __cuda_arch is the lowest compute capability, NVIDIA's variant provider picks from
+# the highest: neither covers every GPU of a mixed machine, which is what a process may run on.
+MIXED = (" (mixed: a build must have code for every GPU; conda's __cuda_arch names only the lowest, NVIDIA's "
+         "variant provider the highest)")
 EVIDENCE_WORD = {"wheel": "read from the wheel", "build-script": "build script", "release-pr": "release PR",
                  "published": "published list", "installed": "its own flags", "none": "no evidence"}
 
@@ -21,6 +25,8 @@ def plan_lines(result: dict) -> List[str]:
     elif best:
         lines.append("recommended: torch %s+%s (%s)" % (best["torch"], best["variant"], result["reason"]))
         lines += ["  " + best["install"][k] for k in ("pip", "uv", "conda")]
+        lines.append("  (conda builds carry their own arch lists, not these pip wheels': the verdict is the pip "
+                     "wheel's)")
         lines += _extension_lines(best)
         newer = next(b for b in result["builds"] if b["fits"] is True and b["published"] and b["verified"])
         if newer is not best:
@@ -50,7 +56,7 @@ def _host_lines(result: dict) -> "list[str]":
     else:
         said = "none visible"
     return ["driver: " + said,
-            "GPUs: %s" % (gpus or "none visible"),
+            "GPUs: %s" % (gpus or "none visible") + (MIXED if len(result["gpus"]) > 1 else ""),
             "toolkit: %s" % ("%s (%s)" % (result["toolkit"]["version"], result["toolkit"]["root"])
                              if result["toolkit"] else "none")]
 

@@ -141,7 +141,8 @@ def install_lines(build: dict) -> Dict[str, str]:
     if version_tuple(build["torch"]) <= version_tuple(index["conda_channel_last"]):
         conda = "conda install pytorch==%s.* pytorch-cuda=%s -c pytorch -c nvidia" % (build["torch"], build["cuda"])
     else:
-        conda = "conda install -c conda-forge pytorch=%s cuda-version=%s" % (build["torch"], build["cuda"])
+        # a CUDA build pinned: without it a solver on a GPU-less build host may pick the CPU build
+        conda = "conda install -c conda-forge \"pytorch=%s=cuda*\" cuda-version=%s" % (build["torch"], build["cuda"])
     return {"pip": "pip install \"%s\" --index-url %s" % (pin, index["pip"].format(variant=name)),
             "uv": "UV_TORCH_BACKEND=%s uv pip install \"%s\"" % (name, pin), "uv_backend": name, "conda": conda}
 
@@ -158,6 +159,10 @@ def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict],
     if not build["verified"]:
         checks.append(check("torch_build.evidence", "info", "no evidence for %s's arch list (the build exists: %s): "
                             "cannot tell which GPUs it has code for" % (subject, build["source"]), None, **base))
+        checks += [check("torch_build.gpu_arch", "error", "CUDA %s cannot emit code for sm_%s: its nvcc targets "
+                         "only newer GPUs" % (build["cuda"], g["capability"].replace(".", "")), None, arch_list=[],
+                         gpu=g["name"], capability=g["capability"], **base)
+                   for g in gpus if not facttables.can_target(build["cuda"], g["capability"])]
     else:
         checks += [arch_in_build(gpu, build["arch"], base) for gpu in gpus]
     if not gpus:
