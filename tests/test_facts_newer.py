@@ -121,3 +121,24 @@ def test_mixed_gpus_say_the_policy_and_conda_pins_a_cuda_build(bare):
     assert "conda builds carry their own arch lists, not these pip wheels'" in proc.stdout
     single = torch(bare, "--driver", "550.54.14", "--gpu", "sm_86").stdout.splitlines()[1]
     assert single == "GPUs: sm_86"
+
+
+def test_use_prints_at_least_in_its_verdict_line(host, tmp_path):
+    complete_toolkit(host.path("/usr/local/cuda-12.9"), "12.9", "86")
+    write_proc_version(host.root, "610.43.02")
+    env = {"CUDASWITCH_LIBCUDA": str(tmp_path / "absent" / "libcuda.so.1")}
+    proc = host.run("use", "12.9", "--shell", "json", env=env, timeout=300)
+    assert proc.returncode == 0 and "driver CUDA at least 13.2" in proc.stderr, proc.stderr
+
+
+def test_an_image_needing_a_newer_cuda_than_the_table_is_cannot_tell_on_a_newer_driver():
+    """NVIDIA_REQUIRE_CUDA=cuda>=13.4 on an R615 node: the table's newest driver row is 13.2's, so
+    the driver supports 13.2 or newer: cannot tell, never "cannot start"."""
+    from cudaswitch.audit.imagecheck import judge_term
+    from cudaswitch.verify import facttables
+
+    driver = dict(facttables.driver_cuda("615.71.09"), release="615.71.09")
+    ok, said = judge_term(("cuda", ">=", "13.4"), driver, None)
+    assert ok is None and "at least 13.2" in said
+    assert judge_term(("cuda", "<", "13.0"), driver, None)[0] is False
+    assert judge_term(("cuda", ">=", "13.4"), dict(driver, cuda_at_least=False), None)[0] is False
