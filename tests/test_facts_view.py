@@ -9,6 +9,7 @@ import datetime
 import json
 
 from tests import redist_mirror
+from tests.test_json_schemas import validate
 
 RELEASES = {"13.1.2": ("2026-03-05", "590.48.01"), "13.2.0": ("2026-03-03", "595.45.04"),
             "13.3.0": ("2026-05-19", None), "13.3.1": ("2026-06-23", "610.43.02"),
@@ -24,7 +25,9 @@ def test_facts_names_the_newest_of_each_table_with_source_and_date(host):
     assert lines[4].startswith("newest GPU architecture: sm_107 (from CUDA 13.4)")
     assert lines[6] == "newest torch release: 2.15 (2.15.0, CUDA 13.2)"
     assert all(line.startswith("  source: ") and ", read 2026-" in line for line in lines[1:8:2])
-    shipped = json.loads(host.run("facts", "--json").stdout)["shipped"]
+    found = json.loads(host.run("facts", "--json").stdout)
+    validate(found, "facts")
+    shipped = found["shipped"]
     assert {k: (v["source"], v["retrieved"]) for k, v in shipped.items()} == {
         "cuda": ("PyPI-cuda-toolkit", "2026-12-04"), "driver_branch": ("NV-repo", "2026-12-04"),
         "gpu_arch": ("nvcc-list", "2026-12-04"), "torch": ("PyPI-wheel", "2026-12-01")}
@@ -38,6 +41,7 @@ def test_refresh_reads_the_drivers_of_newer_releases_and_keeps_them_apart(host, 
         served.close()
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     found = json.loads(proc.stdout)
+    validate(found, "facts")
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     assert found["refreshed"]["read"] == today and found["refreshed"]["base"] == served.url
     assert found["refreshed"]["releases"] == [
