@@ -301,3 +301,21 @@ class Mirror:
         self.server.release.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+def driver_index(root: Path, releases: dict) -> Path:
+    """`root` as a mirror root whose compute/cuda/redist holds one manifest per release with only
+    the `nvidia_driver` entry NVIDIA's manifests carry (the bundled driver; None: no entry), as
+    `facts refresh` reads them. {label: (release_date, driver)}."""
+    base = root / "compute" / "cuda" / "redist"
+    base.mkdir(parents=True)
+    for label, (date, driver) in releases.items():
+        items = {}
+        if driver:
+            path = "nvidia_driver/linux-x86_64/nvidia_driver-linux-x86_64-%s-archive.tar.xz" % driver
+            items["nvidia_driver"] = {"name": "NVIDIA Linux Driver", "license": "NVIDIA Driver",
+                                      "license_path": "nvidia_driver/LICENSE.txt", "version": driver,
+                                      "linux-x86_64": {"relative_path": path, "sha256": "0" * 64, "md5": "0" * 32,
+                                                       "size": "1"}}
+        _manifest(base, label, date, "cuda", items)
+    return root

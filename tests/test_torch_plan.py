@@ -63,8 +63,8 @@ def expected_fits(build, gpu, driver_int):
     all of branches that drive these GPUs."""
     if not driver_runs(driver_int, build["cuda"]):
         return False
-    if build["evidence"] == "none":
-        return None
+    if build["evidence"] == "none":  # CUDA 13's nvcc emits nothing below sm_75 (`nvcc --list-gpu-arch`)
+        return False if int(build["cuda"].split(".")[0]) >= 13 and _split(gpu) < (7, 5) else None
     return runs_on(gpu, build["arch"])
 
 
@@ -125,7 +125,7 @@ def test_each_case_picks_the_build_a_user_needs(torch_host, real_torch):
             assert extensions["level"] == "ok"
     assert picks[(12040, "sm_61")][1] == "12.6" and picks[(13000, "sm_61")][1] == "12.6"
     assert picks[(13000, "sm_120")] == ("2.14", "13.0", "installed")
-    assert picks[(12080, "sm_90")] == ("2.10", "12.8", "PyPI-wheel")
+    assert picks[(12080, "sm_90")] == ("2.11", "12.8", "PT-issue-182250")  # newest with evidence for sm_90
 
 
 @pytest.mark.parametrize("driver_int,gpu", CASES)

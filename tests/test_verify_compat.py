@@ -54,7 +54,8 @@ def test_driver_table_lookups():
 
     assert facts.cuda_for_driver("535.129.03") == "12.2"
     assert facts.cuda_for_driver("580.65.06") == "13.0"
-    assert facts.cuda_for_driver("390.1") is None
+    assert facts.cuda_for_driver("390.1") == "9.0"  # 9.1 needs 390.46
+    assert facts.cuda_for_driver("375.26") is None  # older than every row (9.0: 384.81)
     assert facts.driver_minimum("12.4.131")["driver"] == "550.54.14"
 
 

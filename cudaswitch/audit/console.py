@@ -9,6 +9,7 @@ import contextlib
 import sys
 
 from cudaswitch.toolkit import version_tuple
+from cudaswitch.verify.compat import cuda_words
 
 STATUS_STYLE = {"ok": "green", "incomplete": "yellow", "broken": "bold red", "missing": "dim"}
 LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim", "ok": "green"}
@@ -69,7 +70,8 @@ def audit_report(report, wide=False):
     width, colour = tables.terminal_width(wide), tables.colour_enabled()
     driver = report["driver"]
     gpus = ", ".join(g.get("name") or g.get("model") or g.get("bus") or "?" for g in report["gpus"]) or "none found"
-    driver_text = "%s (CUDA %s)" % (driver.get("release") or "?", driver.get("cuda") or "?") if driver else "none found"
+    driver_text = "%s (CUDA %s)" % (driver.get("release") or "?", cuda_words(driver) if driver.get("cuda") else "?") \
+        if driver else "none found"
     lines = tables.wrap("host %s  root %s  driver %s  GPUs: %s" % (
         tables.printable(report["host"]), tables.printable(report["root"]), driver_text, tables.printable(gpus)), width)
     rows, styles = [], []

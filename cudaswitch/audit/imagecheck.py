@@ -13,7 +13,7 @@ runtime refuse the container. Where the runtime assumes a fact it cannot read is
 """
 
 from cudaswitch.verify import facttables
-from cudaswitch.verify.compat import check
+from cudaswitch.verify.compat import check, cuda_words
 from cudaswitch.verify.checkregistry import registered
 
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
@@ -82,6 +82,9 @@ def judge_term(term, driver, gpu):
         have = driver.get("cuda") if key == "cuda" else driver.get("release")
         if not have or not set(have) <= VERSION_CHARS:
             return None, "the driver's %s is not known" % ("CUDA version" if key == "cuda" else "release")
+        if key == "cuda" and driver.get("cuda_at_least") and op in (">", ">=", "=") \
+                and not compare_versions(have, op, value):
+            return None, "the driver supports CUDA %s" % cuda_words(driver)  # it may support a newer one
         return compare_versions(have, op, value), "%s %s" % ("the driver supports CUDA" if key == "cuda" else
                                                               "the driver is", have)
     if gpu is None or (key == "arch" and not gpu.get("capability")):

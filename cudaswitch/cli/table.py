@@ -288,6 +288,18 @@ COMMANDS = (
                      Opt("--python", "python", "str", "The Python whose installed torch to read.", metavar="PY"),
                      JSON),
             examples=("cudaswitch torch", "cudaswitch torch --driver 550.54 --gpu sm_61 --json")),
+    Command("facts", "cudaswitch.commands.install_cmds:facts",
+            help="What cudaswitch knows and how old it is: the newest CUDA release, driver branch, GPU architecture "
+                 "and torch release in its tables, each with its source and date, and what `facts refresh` added.",
+            options=(JSON,), examples=("cudaswitch facts", "cudaswitch facts --json")),
+    Command("facts refresh", "cudaswitch.commands.install_cmds:facts_refresh",
+            help="Read the redist index `install` reads for CUDA releases newer than the shipped driver table and "
+                 "the driver bundled with each; cached and printed apart, marked with the day read (a shipped fact is "
+                 "never replaced). Unreachable: one line, then the facts cudaswitch has.",
+            options=(Opt("--mirror", "mirror", "str", "Base URL of a mirror of NVIDIA's redist index (default: "
+                         "config redist_url, else NVIDIA's).", metavar="URL"), JSON),
+            examples=("cudaswitch facts refresh",
+                      "cudaswitch facts refresh --mirror file:///srv/mirror/compute/cuda/redist")),
     Command("kernel install", "cudaswitch.commands.integration_cmds:kernel_install",
             help="Write a Jupyter kernelspec whose env is the switched environment of REQUEST.",
             args=(Arg("REQUEST", "Toolkit the kernel runs with, e.g. 13.0."),),
@@ -304,8 +316,9 @@ COMMANDS = (
             examples=("cudaswitch kernel remove cuda-13.0",)),
 )
 
-GROUPS = {"config": "The config file.", "audit": None,
-          "kernel": "Jupyter kernels that run with a toolkit switched in."}  # audit is a command with subcommands
+# audit and facts are commands with subcommands
+GROUPS = {"config": "The config file.", "audit": None, "facts": None,
+          "kernel": "Jupyter kernels that run with a toolkit switched in."}
 
 
 def find(words: "list[str]") -> "tuple[Command, list[str]] | None":

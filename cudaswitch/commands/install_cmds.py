@@ -115,3 +115,39 @@ def uninstall(request: str, force: bool = False) -> int:
 
         render.message(hints.after_removing_active(os.environ, envstate.read_state(os.environ), os.getcwd()))
     return 0
+
+
+def facts(as_json: bool = False) -> int:
+    """What cudaswitch knows and how old it is: the newest CUDA release, driver branch, GPU
+    architecture and torch release in its tables, each with source and date."""
+    from cudaswitch.install import knownfacts
+    from cudaswitch.paths import Paths
+
+    _show_facts(knownfacts.view(Paths()), as_json)
+    return 0
+
+
+def facts_refresh(mirror: "str | None" = None, as_json: bool = False) -> int:
+    """Read the redist index `install` reads for releases newer than the shipped driver table and
+    their bundled drivers; cached, shown apart from the shipped facts. Unreachable: one line, and
+    what the cache has."""
+    from cudaswitch.install import knownfacts, redist
+    from cudaswitch.install.redist_install import configured_base
+    from cudaswitch.paths import Paths
+
+    paths = Paths()
+    base = configured_base(paths, mirror) or redist.NVIDIA_CUDA
+    found, problem = knownfacts.refresh(paths, base)
+    if problem:
+        render.message("cudaswitch: %s; showing the facts cudaswitch already has" % problem)
+    _show_facts(found, as_json)
+    return 0
+
+
+def _show_facts(found: dict, as_json: bool) -> None:
+    from cudaswitch.install import knownfacts
+
+    if as_json:
+        render.emit_json(found)
+    else:
+        render.emit_lines(knownfacts.lines(found))

@@ -31,13 +31,30 @@ def driver_supports(driver: dict, cuda: str, check_id: str, subject: str) -> "Ch
     if not driver.get("present"):
         return check(check_id, "info", "no NVIDIA driver on this host: %s can build code but not run it"
                      % subject, "install the NVIDIA driver on a machine with a GPU to run", **facts)
+    oldest = driver.get("older_than")
+    if not driver.get("cuda") and oldest:
+        return check(check_id, "error", "driver %s is older than every CUDA release cudaswitch knows (CUDA %s needs "
+                     "%s): it cannot run %s" % (driver.get("release"), oldest["cuda"], oldest["driver"], subject),
+                     "update the NVIDIA driver", **facts)
     if not driver.get("cuda"):
         return check(check_id, "info", "driver %s found, but the CUDA version it supports is unknown"
                      % driver.get("release"), None, **facts)
     have, want = version_tuple(driver["cuda"])[:2], version_tuple(cuda)[:2]
     if have >= want:
-        return check(check_id, "ok", "driver supports CUDA %s, enough for %s" % (driver["cuda"], subject), **facts)
+        return check(check_id, "ok", "driver supports CUDA %s, enough for %s" % (cuda_words(driver), subject),
+                     **facts)
+    if driver.get("cuda_at_least") and not _minor_version_compatible(driver, have, want):
+        return check(check_id, "info", "cannot tell whether driver %s runs %s: it supports CUDA %s"
+                     % (driver.get("release"), subject, cuda_words(driver)), None, cannot_tell=True, **facts)
     return _older_driver(driver, have, want, check_id, subject, facts)
+
+
+def cuda_words(driver: dict) -> str:
+    """The CUDA version a driver supports as a user should read it: a driver on a branch newer than
+    the table supports that CUDA or a newer one, never exactly an older one."""
+    if driver.get("cuda_at_least"):
+        return "at least %s (newer than the facts cudaswitch has)" % driver["cuda"]
+    return str(driver.get("cuda"))
 
 
 def _older_driver(driver: dict, have: "tuple[int, ...]", want: "tuple[int, ...]", check_id: str, subject: str,
@@ -50,7 +67,7 @@ def _older_driver(driver: dict, have: "tuple[int, ...]", want: "tuple[int, ...]"
         caveat = facttables.load()["minor_compat_caveat"]["text"]
         facts.update(minor_version_compatibility=True, source="NV-mvc")
         return check(check_id, "ok", "driver supports CUDA %s; %s (CUDA %d.%d) runs through minor-version "
-                     "compatibility, but %s" % (driver["cuda"], subject, want[0], want[1], caveat),
+                     "compatibility, but %s" % (cuda_words(driver), subject, want[0], want[1], caveat),
                      upgrade + " for full support", **facts)
     facts["source"] = "NV-rn"
     facts["line"] = "driver supports CUDA %s only; CUDA %d.%d needs a newer one" % (driver["cuda"], want[0], want[1])

@@ -117,10 +117,8 @@ def driver_facts(paths: "Paths", env: "Env", timeout: float = DRIVER_TIMEOUT) ->
         _ask_nvidia_smi(facts, env, timeout)
     if facts["cuda"] is None and facts["release"]:
         from cudaswitch.verify import facttables
-        derived = facttables.cuda_for_driver(facts["release"])
-        if derived:
-            facts["cuda"] = derived
-            facts["cuda_source"] = "derived from the driver release (compat.toml driver_minimum)"
+        derived = facttables.driver_cuda(facts["release"])
+        facts.update(derived, cuda_source="derived from the driver release (compat.toml driver_minimum)")
     facts["present"] = bool(facts["cuda"] or facts["release"])
     return facts
 

@@ -27,7 +27,8 @@ DATA_FILES = ("sources.toml", "compat.toml", "torch_builds.toml")
 # The tables each file may hold, each read by a lookup of this module (or verify/torchplan.py), with
 # the fields that name one fact: a second row with the same value states that fact twice (a list's
 # every item counts). None: a single table.
-COMPAT_TABLES = {"driver_minimum": ("cuda",), "minor_compat": ("major",), "minor_compat_caveat": None,
+COMPAT_TABLES = {"driver_minimum": ("cuda",), "release": ("cuda",), "minor_compat": ("major",),
+                 "minor_compat_caveat": None,
                  "gcc_ceiling": ("cuda_from",), "arch": ("sm",), "gpu_kinds": None, "wheel_libraries": None,
                  "error": ("id",)}
 TORCH_TABLES = {"index": None, "driver_branch": ("sm",), "build": ("torch", "cuda", "platform")}
@@ -182,10 +183,22 @@ def driver_minimum(cuda: str) -> "dict | None":
 
 
 def cuda_for_driver(release: str) -> "str | None":
-    """Newest CUDA 'x.y' whose GA minimum the driver release meets (when libcuda cannot say)."""
+    """Newest CUDA 'x.y' whose GA minimum the driver release meets (when libcuda cannot say). A
+    release given with fewer parts (550.54) stands for every 550.54.x: compared on the parts it has."""
+    return driver_cuda(release)["cuda"]
+
+
+def driver_cuda(release: str) -> dict:
+    """{"cuda": as cuda_for_driver, "cuda_at_least": True when the release's branch is newer than
+    every branch of the table (it supports that CUDA or a newer one the table does not know yet),
+    "older_than": the oldest row when the release predates every one}."""
     have = release_tuple(release)
-    fits = [r["cuda"] for r in load()["driver_minimum"] if release_tuple(r["driver"]) <= have]
-    return max(fits, key=version_tuple) if fits else None
+    rows = sorted(load()["driver_minimum"], key=lambda r: release_tuple(r["driver"]))
+    fits = [r for r in rows if release_tuple(r["driver"])[:len(have)] <= have]
+    newest = max(fits, key=lambda r: version_tuple(r["cuda"]), default=None)
+    return {"cuda": newest["cuda"] if newest else None,
+            "cuda_at_least": bool(have) and have[0] > release_tuple(rows[-1]["driver"])[0],
+            "older_than": None if fits or not rows else rows[0]}
 
 
 def minor_compat(major: int) -> "dict | None":
@@ -220,6 +233,19 @@ def arch_row(sm: str) -> "dict | None":
         if key in row["sm"]:
             return row
     return None
+
+
+def can_target(cuda: str, capability: str) -> bool:
+    """Can any code a CUDA `cuda` toolkit emits run on a GPU of `capability` ('6.1')? Its nvcc
+    targets the architectures of table 6 whose range holds it; code runs on a GPU only at an
+    equal or lower capability (SASS of its major, PTX of any), so a toolkit whose lowest target
+    is above the GPU (CUDA 13 for a Pascal card) can build nothing for it, whatever the arch list."""
+    have, want = version_tuple(cuda)[:2], version_tuple(capability)[:2]
+    for row in load()["arch"]:
+        if version_tuple(row["first"]) <= have and (not row["last"] or have <= version_tuple(row["last"])):
+            if any(s.isdigit() and (int(s[:-1]), int(s[-1])) <= want for s in row["sm"]):
+                return True
+    return False
 
 
 # What makes each kind of evidence checkable; "none" is a build known to exist (its source says

@@ -12,7 +12,7 @@ from cudaswitch.switch.lookup import Lookup
 from cudaswitch.toolkit import short_version
 from cudaswitch.verify import driver as drivermod
 from cudaswitch.verify.checks import compat_libcuda_dirs
-from cudaswitch.verify.compat import check, looks_like_toolkit, nvcc_target, torch_home
+from cudaswitch.verify.compat import check, cuda_words, looks_like_toolkit, nvcc_target, torch_home
 from cudaswitch.verify.checkregistry import Ask, registered
 from cudaswitch.pathsearch import which
 
@@ -65,8 +65,9 @@ def driver_checks(drv: dict, where: str = "/") -> "list[CheckResult]":
     if not drv["present"]:
         out.append(no_driver(where, **facts))
     else:
+        said = cuda_words(drv) if drv["cuda"] else "?"
         out.append(check("driver.present", "ok", "driver %s supports CUDA %s (%s)%s" % (
-            drv["release"] or "(release unknown)", drv["cuda"] or "?", drv["cuda_source"] or "no libcuda",
+            drv["release"] or "(release unknown)", said, drv["cuda_source"] or "no libcuda",
             " under WSL" if drv["wsl"] else ""), **facts))
     for problem in drv["problems"]:
         level = "info" if problem.startswith("cuInit") and not drv["gpus"] else "warning"

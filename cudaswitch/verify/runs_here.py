@@ -62,6 +62,7 @@ def _compute(paths: "Paths", env: "Env", records: "list[dict]") -> dict:
 
 def verdict(driver: dict, record: "AnyRecord") -> "tuple[str, str]":
     """(word, why) for one toolkit: verify's driver.supports_toolkit, then its forward compatibility."""
+    from cudaswitch.verify.compat import cuda_words
     from cudaswitch.verify.pipeline import driver_runs_toolkit
 
     version = record.get("version")
@@ -76,8 +77,8 @@ def verdict(driver: dict, record: "AnyRecord") -> "tuple[str, str]":
     if result["level"] == "ok":
         if facts.get("minor_version_compatibility"):
             return "minor-compat", ("driver supports CUDA %s: runs through minor-version compatibility (PTX built "
-                                    "by it does not JIT on this driver)" % driver["cuda"])
-        return "ok", "driver supports CUDA %s" % driver["cuda"]
+                                    "by it does not JIT on this driver)" % cuda_words(driver))
+        return "ok", "driver supports CUDA %s" % cuda_words(driver)
     if _forward_compatible(driver, record):
         return "compat", "through its own compat/ libcuda (forward compatibility on data-center GPUs)"
     needs = facts.get("needs_driver")

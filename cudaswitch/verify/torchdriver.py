@@ -13,7 +13,6 @@ import re
 from typing import Optional
 
 from cudaswitch.errors import UsageError
-from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify import facttables
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.checkregistry import registered
@@ -47,8 +46,9 @@ def parse_driver(text: str) -> dict:
 
 
 def with_release(driver: dict, release: str, how: str) -> dict:
-    cuda = cuda_for_release(release)
-    return dict(driver, release=release, cuda=cuda, cuda_source=how, branch=facttables.release_tuple(release)[0])
+    derived = facttables.driver_cuda(release)
+    return dict(driver, release=release, cuda=derived["cuda"], cuda_at_least=derived["cuda_at_least"],
+                older_than=derived["older_than"], cuda_source=how, branch=facttables.release_tuple(release)[0])
 
 
 def branch_first_release(branch: str) -> str:
@@ -56,15 +56,6 @@ def branch_first_release(branch: str) -> str:
     rows = facttables.load()["driver_minimum"]
     listed = [r["driver"] for r in rows if facttables.release_tuple(r["driver"])[0] == int(branch)]
     return min(listed, key=facttables.release_tuple) if listed else branch
-
-
-def cuda_for_release(release: str) -> Optional[str]:
-    """Newest CUDA whose GA minimum driver the release meets. A release given with fewer parts
-    (550.54) stands for every 550.54.x, so it is compared on the parts it has."""
-    have = facttables.release_tuple(release)
-    fits = [r["cuda"] for r in facttables.load()["driver_minimum"]
-            if facttables.release_tuple(r["driver"])[:len(have)] <= have]
-    return max(fits, key=version_tuple) if fits else None
 
 
 def complete(driver: dict) -> dict:

@@ -3,7 +3,13 @@ the lines that install the recommended build), then every build with its verdict
 
 from typing import List
 
+from cudaswitch.verify.compat import cuda_words
+
 FIT_WORD = {True: "fits", False: "no", None: "unknown"}
+# conda/pixi's __cuda_arch is the lowest compute capability, NVIDIA's variant provider picks from
+# the highest: neither covers every GPU of a mixed machine, which is what a process may run on.
+MIXED = (" (mixed: a build must have code for every GPU; conda's __cuda_arch names only the lowest, NVIDIA's "
+         "variant provider the highest)")
 EVIDENCE_WORD = {"wheel": "read from the wheel", "build-script": "build script", "release-pr": "release PR",
                  "published": "published list", "installed": "its own flags", "none": "no evidence"}
 
@@ -19,6 +25,8 @@ def plan_lines(result: dict) -> List[str]:
     elif best:
         lines.append("recommended: torch %s+%s (%s)" % (best["torch"], best["variant"], result["reason"]))
         lines += ["  " + best["install"][k] for k in ("pip", "uv", "conda")]
+        lines.append("  (conda builds carry their own arch lists, not these pip wheels': the verdict is the pip "
+                     "wheel's)")
         lines += _extension_lines(best)
         newer = next(b for b in result["builds"] if b["fits"] is True and b["published"] and b["verified"])
         if newer is not best:
@@ -41,9 +49,14 @@ def _host_lines(result: dict) -> "list[str]":
     if driver.get("release"):
         release = ", release %s%s" % (driver["release"], " assumed: the lowest that supports it"
                                       if driver.get("release_assumed") else "")
-    return ["driver: %s" % ("CUDA %s (%s%s)" % (driver["cuda"], driver.get("cuda_source"), release)
-                            if driver.get("cuda") else "none visible"),
-            "GPUs: %s" % (gpus or "none visible"),
+    if driver.get("cuda"):
+        said = "CUDA %s (%s%s)" % (cuda_words(driver), driver.get("cuda_source"), release)
+    elif driver.get("release"):
+        said = "release %s, CUDA unknown (%s)" % (driver["release"], driver.get("cuda_source"))
+    else:
+        said = "none visible"
+    return ["driver: " + said,
+            "GPUs: %s" % (gpus or "none visible") + (MIXED if len(result["gpus"]) > 1 else ""),
             "toolkit: %s" % ("%s (%s)" % (result["toolkit"]["version"], result["toolkit"]["root"])
                              if result["toolkit"] else "none")]
 
@@ -57,6 +70,8 @@ def _extension_lines(build: dict) -> "list[str]":
 def _short_reason(item: dict) -> str:
     """One failed check in a few words: which CUDA the driver lacks, which GPU has no code."""
     facts = item["facts"]
+    if "driver_cuda" in facts and not facts["driver_cuda"]:  # older than every release the table has
+        return "the driver is older than every CUDA cudaswitch knows"
     if "driver_cuda" in facts:  # the driver's CUDA against the build's
         return "the driver (CUDA %s) is too old for CUDA %s" % (facts.get("driver_cuda"), facts.get("cuda"))
     if "arch_list" not in facts:  # the driver's branch against the GPU: its own words

@@ -77,8 +77,11 @@ def parse_gpu(text: str) -> dict:
     if not match:
         raise UsageError("--gpu %r is not a compute capability" % text[:40], "give e.g. sm_61, sm_120 or 8.6")
     capability = "%d.%d" % (int(match.group(1)), int(match.group(2)))
-    return {"name": "sm_%d%d" % (int(match.group(1)), int(match.group(2))), "capability": capability,
-            "source": "--gpu"}
+    name = "sm_%d%d" % (int(match.group(1)), int(match.group(2)))
+    if facttables.arch_row(name) is None:
+        raise UsageError("--gpu %s is no GPU architecture cudaswitch knows" % name,
+                         "give one of `cudaswitch facts`'s architectures, e.g. sm_61, sm_90 or sm_120")
+    return {"name": name, "capability": capability, "source": "--gpu"}
 
 
 def probe_installed(paths: "Paths", python: str, env: dict, timeout: float) -> dict:
@@ -138,7 +141,8 @@ def install_lines(build: dict) -> Dict[str, str]:
     if version_tuple(build["torch"]) <= version_tuple(index["conda_channel_last"]):
         conda = "conda install pytorch==%s.* pytorch-cuda=%s -c pytorch -c nvidia" % (build["torch"], build["cuda"])
     else:
-        conda = "conda install -c conda-forge pytorch=%s cuda-version=%s" % (build["torch"], build["cuda"])
+        # a CUDA build pinned: without it a solver on a GPU-less build host may pick the CPU build
+        conda = "conda install -c conda-forge \"pytorch=%s=cuda*\" cuda-version=%s" % (build["torch"], build["cuda"])
     return {"pip": "pip install \"%s\" --index-url %s" % (pin, index["pip"].format(variant=name)),
             "uv": "UV_TORCH_BACKEND=%s uv pip install \"%s\"" % (name, pin), "uv_backend": name, "conda": conda}
 
@@ -155,6 +159,10 @@ def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict],
     if not build["verified"]:
         checks.append(check("torch_build.evidence", "info", "no evidence for %s's arch list (the build exists: %s): "
                             "cannot tell which GPUs it has code for" % (subject, build["source"]), None, **base))
+        checks += [check("torch_build.gpu_arch", "error", "CUDA %s cannot emit code for sm_%s: its nvcc targets "
+                         "only newer GPUs" % (build["cuda"], g["capability"].replace(".", "")), None, arch_list=[],
+                         gpu=g["name"], capability=g["capability"], **base)
+                   for g in gpus if not facttables.can_target(build["cuda"], g["capability"])]
     else:
         checks += [arch_in_build(gpu, build["arch"], base) for gpu in gpus]
     if not gpus:
@@ -165,7 +173,8 @@ def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict],
     levels = [c["level"] for c in checks]
     if "error" in levels:
         fits = False
-    elif not driver.get("present") or not driver.get("cuda") or not gpus or not build["verified"]:
+    elif not driver.get("present") or not driver.get("cuda") or not gpus or not build["verified"] \
+            or checks[0]["facts"].get("cannot_tell"):
         fits = None
     else:
         fits = True
@@ -249,7 +258,8 @@ def recommend(assessed: List[dict], toolkit: Optional[dict]) -> "tuple[Optional[
         unknown = any(b["fits"] is None for b in assessed)
         return None, ("no build with evidence for its arch list fits; the builds marked unknown have none"
                       if unknown
-                      else "no known build (torch 2.6 and newer) has code for every GPU and runs on this driver")
+                      else "no known build (torch %s and newer) has code for every GPU and runs on this driver"
+                      % min((b["torch"] for b in assessed), key=version_tuple, default="?"))
     preferred = [b for b in fitting if toolkit and b["extensions"] != "warning"]
     if preferred:
         return preferred[0], "newest fitting build that the toolkit can build extensions for"
@@ -258,6 +268,9 @@ def recommend(assessed: List[dict], toolkit: Optional[dict]) -> "tuple[Optional[
 
 def _missing_facts(driver: dict, gpus: list) -> "str | None":
     """Why the plan cannot tell, and what to give instead."""
+    if driver.get("older_than"):
+        return "driver %s is older than every CUDA release cudaswitch knows (CUDA %s needs %s)" % (
+            driver["release"], driver["older_than"]["cuda"], driver["older_than"]["driver"])
     if not driver.get("present") or not driver.get("cuda"):
         what = "no NVIDIA driver visible" if not driver.get("present") else "the driver's CUDA version is unknown"
         return "cannot tell: %s; give --driver and --gpu for the target machine" % what
@@ -266,7 +279,8 @@ def _missing_facts(driver: dict, gpus: list) -> "str | None":
 
 
 def _driver_summary(driver: dict) -> dict:
-    keys = ("present", "release", "release_assumed", "branch", "cuda", "cuda_source", "libcuda_choice", "problems")
+    keys = ("present", "release", "release_assumed", "branch", "cuda", "cuda_at_least", "cuda_source", "older_than",
+            "libcuda_choice", "problems")
     return {k: driver.get(k) for k in keys if k in driver}
 
 

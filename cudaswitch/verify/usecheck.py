@@ -4,7 +4,7 @@ import os
 
 from cudaswitch.settings import USE_TORCH_TIMEOUT
 from cudaswitch.verify import checkset
-from cudaswitch.verify.compat import LEVELS, worst
+from cudaswitch.verify.compat import LEVELS, cuda_words, worst
 from cudaswitch.verify.host import Host, settings
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -41,7 +41,7 @@ def summarize(record: dict, checks: "list[CheckResult]", host: "Host") -> tuple:
         return level, line, line
     drv = host.driver
     no_driver = not drv.get("cuda")
-    parts = ["driver CUDA %s" % drv["cuda"] if drv.get("cuda") else "no NVIDIA driver here"]
+    parts = ["driver CUDA %s" % cuda_words(drv) if drv.get("cuda") else "no NVIDIA driver here"]
     if any(c["level"] == "ok" and c["facts"].get("built") is True for c in checks):  # the real build
         parts.append("builds with nvcc")
     chosen = [c for c in checks if c["facts"].get("chosen") and c["facts"].get("compiler")]  # the host compiler
