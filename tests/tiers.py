@@ -21,7 +21,8 @@ SLOW_MODULES = frozenset({
     "test_first_run", "test_hints", "test_prose_width", "test_module_account", "test_torch_quiet", "test_use_module",
     "test_state_names_nothing", "test_hostile_state_names",
     # many real commands each: every explain wording, gcc ceilings, image builds, driver x toolkit matrix
-    "test_verify_explain", "test_explain_layers", "test_explain_driver_layer", "test_verify_gcc", "test_audit_image", "test_gpu_check", "test_registry_bad_input",
+    "test_verify_explain", "test_explain_layers", "test_explain_driver_layer", "test_verify_gcc", "test_audit_image",
+    "test_gpu_check", "test_registry_bad_input",
     "test_corrupt_state", "test_list_runs_here",
     # explain, doctor, verify and audit over the same host states (about 30 real commands)
     "test_checks_agree",
