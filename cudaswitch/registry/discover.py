@@ -20,7 +20,10 @@ from cudaswitch.toolkit import STATUSES, version_tuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from cudaswitch.paths import Paths
+    from cudaswitch.registry.sources import Candidate, Scan
     from cudaswitch.toolkit import Env, ToolkitRecord
 
 # 8: every record holds every key of toolkit.ToolkitRecord (made by toolkit.new_record); 9: paths
@@ -40,13 +43,13 @@ def cache_key(paths: "Paths", env: "Env") -> tuple:
     return _key_of(paths, envstate.before_switch(env))
 
 
-def _key_of(paths, base):
+def _key_of(paths: "Paths", base: "Env") -> tuple:
     """Two data dirs (CUDASWITCH_DATA_DIR, XDG_DATA_HOME) can share one cache dir: the managed
     toolkits and the config file in use are part of what a cache was built from."""
     return (paths.managed_dir, paths.config_file) + tuple(base.get(k) for k in ENV_KEYS)
 
 
-def _cache_keys(paths, env):
+def _cache_keys(paths: "Paths", env: "Env") -> "tuple[tuple, tuple]":
     """The keys a cached registry may have for this shell: the one before the switch, or the one of
     the environment as it is (what discovery reads when the state's record is not one it used)."""
     return cache_key(paths, env), _key_of(paths, env)
@@ -84,7 +87,7 @@ def read_cache(paths: "Paths", env: "Env") -> "dict | None":
     return cache
 
 
-def _shape_ok(cache):
+def _shape_ok(cache: dict) -> bool:
     """A file with our format number but another shape (another build, a bit flip) is foreign."""
     records, watched = cache.get("records"), cache.get("watched")
     if not isinstance(watched, dict) or not isinstance(records, list) or not isinstance(cache.get("key"), tuple):
@@ -99,7 +102,7 @@ def _shape_ok(cache):
         cache.get(k) is None or isinstance(cache.get(k), str) for k in ("system_real", "default_real"))
 
 
-def _record_ok(record):
+def _record_ok(record: dict) -> bool:
     strings = ("root", "real", "status")
     lists = ("sources", "problems", "bin_dirs", "lib_dirs")
     # version None: a broken root (a dangling link), which must not make the whole cache foreign
@@ -123,7 +126,7 @@ def load(paths: "Paths", env: "Env", refresh: bool = False, config: "dict | None
     return cache
 
 
-def _old_probes(paths):
+def _old_probes(paths: "Paths") -> dict:
     cache = cachefile.load(paths.cache_dir, CACHE_FILE)
     probes = cache.get("nvcc_probes") if isinstance(cache, dict) else None
     if not isinstance(probes, dict):
@@ -196,7 +199,8 @@ def absolute_only(env: "Env") -> "dict[str, str]":
     return out
 
 
-def _merge(by_real, candidate, scan, nvcc_probes, layouts, views):
+def _merge(by_real: "dict[str, ToolkitRecord]", candidate: "Candidate", scan: "Scan", nvcc_probes: dict,
+           layouts: "ModuleType", views: "ModuleType") -> None:
     """Add `candidate` to the records by real path: a root found again gains a source, a new one
     is described (and given its view, when isolated)."""
     if candidate.dangling:
@@ -220,7 +224,7 @@ def _merge(by_real, candidate, scan, nvcc_probes, layouts, views):
     by_real[real] = record
 
 
-def _add_view(record, scan, views):
+def _add_view(record: "ToolkitRecord", scan: "Scan", views: "ModuleType") -> None:
     """An isolated toolkit (inside a conda env) is switched through its view of CUDA-only links."""
     if record["isolated"] and record["status"] != "broken":
         view_bin, view_lib = views.build(scan.paths.cache_dir, record)
@@ -228,7 +232,8 @@ def _add_view(record, scan, views):
         scan.watch(view_bin)  # a cleaned cache dir must not leave `use` pointing at nothing
 
 
-def _describe(candidate, real, error, scan, nvcc_probes, layouts):
+def _describe(candidate: "Candidate", real: str, error: "str | None", scan: "Scan", nvcc_probes: dict,
+              layouts: "ModuleType") -> "ToolkitRecord":
     root = candidate.root
     if error:
         return layouts.broken(root, real, error)
