@@ -118,7 +118,7 @@ def away(paths: Paths, env: dict, load: "str | None" = None) -> "tuple[dict, dic
     return new, {"kind": command[0], "unloaded": loaded, "dir": directory, "account": account_changes(env, new)}
 
 
-def _loaded(command, env, loaded, load):
+def _loaded(command: "tuple[str, list[str]]", env: dict, loaded: "list[str]", load: str) -> dict:
     """env after `module unload` of the CUDA modules there and `module load` of `load`."""
     new = dict(env)
     for args in ([["unload", *loaded]] if loaded else []) + [["load", load]]:
@@ -158,8 +158,8 @@ def valid(info: object) -> "dict | None":
     return info
 
 
-def _valid_account(account):
-    def value(v):
+def _valid_account(account: object) -> bool:
+    def value(v: object) -> bool:
         return v is None or isinstance(v, str)
 
     return isinstance(account, dict) and all(
@@ -187,7 +187,7 @@ def back(env: dict, info: object) -> dict:
     return new
 
 
-def _undone(info, env):
+def _undone(info: dict, env: dict) -> dict:
     """env with the switch's module swapped back for those it replaced, by the module system."""
     from cudaswitch.registry.sources import modules
 
@@ -225,7 +225,7 @@ def off_note(info: dict, env: dict) -> str:
     return "loading module %s again" % ", ".join(info["unloaded"])
 
 
-def _account_restored(at_off, new, account):
+def _account_restored(at_off: dict, new: dict, account: "dict[str, list]") -> dict:
     """`new` with the module system's variables as they were before the swap, when nothing but the
     swap changed them (each as the swap left it at `off`) and the reload loaded the same modules
     again; else `new` as the module system made it."""
@@ -248,7 +248,8 @@ def _account_restored(at_off, new, account):
     return restored
 
 
-def _run(command, args, env, hint=None):
+def _run(command: "tuple[str, list[str]]", args: "list[str]", env: dict,
+         hint: "str | None" = None) -> "dict[str, str | None]":
     from cudaswitch.registry.sources import modules
 
     try:
@@ -257,7 +258,7 @@ def _run(command, args, env, hint=None):
         raise CudaSwitchError("module %s failed: %s" % (" ".join(args), exc), hint) from None
 
 
-def _apply(env, changes):
+def _apply(env: dict, changes: "dict[str, str | None]") -> dict:
     new = dict(env)
     for name, value in changes.items():
         if value is None:
@@ -267,16 +268,16 @@ def _apply(env, changes):
     return new
 
 
-def _dirs(modulepath):
+def _dirs(modulepath: "str | None") -> "list[str]":
     return [d for d in (modulepath or "").split(":") if d]
 
 
-def _with_dir(modulepath, directory):
+def _with_dir(modulepath: "str | None", directory: str) -> str:
     entries = _dirs(modulepath)
     return ":".join(entries + ([directory] if directory not in entries else []))
 
 
-def _marker_dir(paths, kind):
+def _marker_dir(paths: Paths, kind: str) -> str:
     """The MODULEPATH dir holding the marker modulefile for this module system, written once."""
     directory = os.path.join(paths.cache_dir, "modulefiles-" + kind)
     path = os.path.join(directory, "cuda", MARKER_FILE[kind])
@@ -314,7 +315,7 @@ def seal_of(paths: Paths, info: dict, create: bool = True) -> "str | None":
     return hashlib.blake2b(body.encode("utf-8", "surrogatepass"), key=key, digest_size=32).hexdigest()
 
 
-def _canonical(value):
+def _canonical(value: object) -> object:
     """The record with its dicts sorted: the same text whatever order a reader rebuilt them in."""
     if isinstance(value, dict):
         return sorted((str(k), _canonical(v)) for k, v in value.items())
@@ -323,7 +324,7 @@ def _canonical(value):
     return value
 
 
-def _key(path, create):
+def _key(path: str, create: bool) -> "bytes | None":
     """The key: a file of this user's own in the private cache dir (cache.py); a new one when it
     is absent or not usable (two first switches at once may each write one: the record of the one
     whose key lost then reloads its modules by name, as an unsealed record does)."""

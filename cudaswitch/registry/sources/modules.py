@@ -288,7 +288,8 @@ def module_command(env: "Env") -> "tuple[str, list[str]] | None":
     return kind, command
 
 
-def run_module(command: "list[str]", args: "list[str]", env: "Env", timeout: float) -> "dict[str, str | None]":
+def run_module(command: "tuple[str, list[str]]", args: "list[str]", env: "Env",
+               timeout: float) -> "dict[str, str | None]":
     """The variables `module ARGS` changes, {name: value | None (unset)}, asked in the module
     system's `python` output (`os.environ['X'] = '...'`, `del os.environ['X']`), read as Python
     literals without running anything. Raises OSError with the module system's message on failure."""
