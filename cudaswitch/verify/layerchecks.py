@@ -52,7 +52,7 @@ def cudnn_sublibraries(host: "Host", ask: Ask = PLAIN) -> list:
                   None, **facts)]
 
 
-def _cudnn_dirs(host):
+def _cudnn_dirs(host: "Host") -> "list[str]":
     dirs = list(loaderdirs.library_path(host.env, host.paths))
     torch_dir = host.torch.get("torch_dir")
     if torch_dir:

@@ -95,7 +95,7 @@ def named_library(text: str) -> "str | None":
     return wanted.group(1) if wanted else None
 
 
-def _wheel_copies(host, name):
+def _wheel_copies(host: "Host", name: str) -> "list[str]":
     """Copies in the user's Python's NVIDIA wheels (site-packages/nvidia/*/lib), where torch's live."""
     import glob
 

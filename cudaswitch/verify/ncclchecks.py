@@ -11,6 +11,7 @@ from cudaswitch.verify.checkregistry import Ask, registered
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
+    from cudaswitch.paths import Paths
     from cudaswitch.verify.host import Host
 
 PLAIN = Ask("explain")
@@ -64,7 +65,7 @@ def interface_matches(spec: "str | None", names: list) -> list:
     exact = body.startswith("=")
     wanted = [w for w in (body[1:] if exact else body).split(",") if w]
 
-    def hit(name):
+    def hit(name: str) -> bool:
         return any(name == w if exact else name.startswith(w) for w in wanted)
 
     return [n for n in names if hit(n) != exclude]
@@ -93,7 +94,7 @@ def nccl_foreign(host: "Host", ask: Ask = PLAIN) -> list:
                   "use the NCCL PyTorch ships: %s" % _removal(found), **facts)]
 
 
-def _candidates(env, paths):
+def _candidates(env: dict, paths: "Paths") -> "list[tuple[str, str]]":
     """(how it is reached, path) of every libnccl the environment puts before torch's RUNPATH."""
     out = [("LD_PRELOAD", p) for p in loaderdirs.preloads(env, paths) if os.path.basename(p).startswith("libnccl.so")]
     for directory in loaderdirs.library_path(env, paths):
@@ -101,7 +102,7 @@ def _candidates(env, paths):
     return out
 
 
-def _removal(found):
+def _removal(found: "list[dict]") -> str:
     vias = sorted({f["via"] for f in found})
     parts = []
     if "LD_PRELOAD" in vias:
@@ -112,7 +113,7 @@ def _removal(found):
     return " and ".join(parts)
 
 
-def _torch_nccl(probe):
+def _torch_nccl(probe: dict) -> "tuple[str | None, str | None]":
     """(site-packages/nvidia/nccl/lib, its wheel version) of the user's torch, or (None, None)."""
     torch_dir = probe.get("torch_dir")
     if not torch_dir:
