@@ -13,6 +13,12 @@ import os
 
 from cudaswitch.statecodec import NotAState, decode, encode
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeGuard
+
+    from cudaswitch.toolkit import Env
+
 STATE_VAR = "CUDASWITCH_STATE"
 SCALARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "CUDA_DIR", "CUDACXX", "CUDAToolkit_ROOT")
 LISTS = ("PATH", "LD_LIBRARY_PATH", "CPATH", "LIBRARY_PATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
@@ -35,7 +41,7 @@ OUTER_NAMES = frozenset(("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_P
                          "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME"))
 
 
-def read_state(env):
+def read_state(env: "Env") -> "dict | None":
     """The state of the active switch, or None (absent, foreign or corrupt: never fatal)."""
     raw = env.get(STATE_VAR)
     if not raw:
@@ -53,7 +59,7 @@ def read_state(env):
     return state
 
 
-def _from_v1(old, env):
+def _from_v1(old: dict, env: "Env") -> "dict | None":
     """The v2 form of a v1 state, which kept the replaced scalars (`prev`) and the entries it added
     (`added`) and undid by restoring the one and removing the first occurrence of the other."""
     prev, added = old.get("prev"), old.get("added")
@@ -61,7 +67,7 @@ def _from_v1(old, env):
         return None
     scalars = {n: (prev[n], env.get(n)) for n in ("CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDAToolkit_ROOT")
                if n in prev and isinstance(prev[n], (str, type(None)))}
-    lists = {}
+    lists: "dict[str, tuple[str | None, str, int]]" = {}
     for name in ("PATH", "LD_LIBRARY_PATH"):
         ours = added.get(name)
         if not isinstance(ours, list) or env.get(name) is None:
@@ -76,11 +82,11 @@ def _from_v1(old, env):
             "origin": old.get("origin"), "file": old.get("file"), "scalars": scalars, "lists": lists}
 
 
-def _shape_ok(state):
+def _shape_ok(state: dict) -> bool:
     """Every entry as switched() writes it, names included: a state from another build, a hand edit
     or an attacker's is foreign. Names become shell code, so a name is one a switch sets; text
     (a toolkit root may hold any byte a path can) only holds no NUL, which no variable can."""
-    lists = state.get("lists")
+    lists: "Any" = state.get("lists")  # checked by _entries before its values are read
     return (_text(state.get("root"), optional=False) and bool(state["root"]) and _text(state.get("version"))
             and state.get("origin") in ORIGINS and _text(state.get("file"))
             and _entries(state.get("scalars"), SCALAR_NAMES, 2) and _entries(lists, LISTS, 3)
@@ -89,15 +95,15 @@ def _shape_ok(state):
             and _modules_ok(state.get("modules")))
 
 
-def _text(value, optional=True):
+def _text(value: object, optional: bool = True) -> bool:
     return (value is None and optional) or (isinstance(value, str) and "\0" not in value)
 
 
-def _names(names, allowed):
+def _names(names: object, allowed: "frozenset[str] | set[str]") -> bool:
     return isinstance(names, list) and all(isinstance(n, str) and n in allowed for n in names)
 
 
-def _entries(table, allowed, width):
+def _entries(table: object, allowed: "frozenset[str] | tuple[str, ...]", width: int) -> bool:
     """{name: (before, set[, how many entries are ours])} with names from `allowed`."""
     return isinstance(table, dict) and all(
         name in allowed and isinstance(v, tuple) and len(v) == width and _text(v[0]) and _text(v[1])
@@ -105,7 +111,7 @@ def _entries(table, allowed, width):
         for name, v in table.items())
 
 
-def _modules_ok(info):
+def _modules_ok(info: object) -> bool:
     """None, or the record modswitch.away() wrote: which module system, the CUDA modules it
     unloaded (names the module command gets as arguments), the marker's dir, and `outer` (what
     discovery reads, as it was before the swap)."""
@@ -122,24 +128,24 @@ def _modules_ok(info):
     return isinstance(outer, dict) and all(n in OUTER_NAMES and _text(v) for n, v in outer.items())
 
 
-def _module_name(name):
+def _module_name(name: str) -> bool:
     """A loaded module's name as LOADEDMODULES gives it: never an option to the module command."""
     return (_text(name, False) and bool(name) and not name.startswith("-") and name.isprintable()
             and not any(c.isspace() for c in name))  # printable: it is quoted in notes on a terminal
 
 
-def encode_state(state):
+def encode_state(state: dict) -> str:
     return encode(state)
 
 
-def _assign(env, name, value):
+def _assign(env: "dict[str, str]", name: str, value: "str | None") -> None:
     if value is None:
         env.pop(name, None)
     else:
         env[name] = value
 
 
-def pristine(env, state=None):
+def pristine(env: "Env", state: "dict | None" = None) -> "dict[str, str]":
     """The environment as it was before cudaswitch touched it (user changes since kept)."""
     state = read_state(env) if state is None else state
     out = dict(env)
@@ -161,7 +167,7 @@ def pristine(env, state=None):
     return out
 
 
-def added_ccbin(before, mine):
+def added_ccbin(before: "str | None", mine: "str | None") -> "str | None":
     """The `-ccbin PATH` words a switch put in front of a flag variable, or None."""
     words = (mine or "").split(" ")
     if words[:1] != ["-ccbin"] or len(words) < 2 or (before or "").split(" ")[:2] == words[:2]:
@@ -169,17 +175,17 @@ def added_ccbin(before, mine):
     return " ".join(words[:2])
 
 
-def leads(words, flags):
+def leads(words: "str | None", flags: "str | None") -> "TypeGuard[str]":
     """Do `words` open the flag string `flags` (as whole words)?"""
-    return bool(words) and (flags == words or (flags or "").startswith(words + " "))
+    return bool(words) and (flags == words or (flags or "").startswith((words or "") + " "))
 
 
-def in_front(words, flags):
+def in_front(words: str, flags: "str | None") -> str:
     """`words` put in front of a flag string (which may be unset or empty)."""
     return words + " " + flags if flags else words
 
 
-def without_added_ccbin(before, mine, now):
+def without_added_ccbin(before: "str | None", mine: "str | None", now: str) -> "str | None":
     """`now` without the -ccbin words the switch added, where they still lead it: `off` must not
     leave cudaswitch's compiler behind for the user's own edits (nvcc takes the last -ccbin)."""
     added = added_ccbin(before, mine)
@@ -189,7 +195,7 @@ def without_added_ccbin(before, mine, now):
     return now
 
 
-def before_switch(env):
+def before_switch(env: "Env") -> "dict[str, str]":
     """pristine(env), and where `use` swapped a module out, the variables discovery reads as they
     were before that swap: the registry cache built before a `use` stays valid after it. This is
     the state's claim, chosen by whoever set the variable: discovery reads it only where it is the
@@ -206,11 +212,12 @@ def before_switch(env):
 MAX_ALIGN = 1 << 20  # cells of the edit-script table: a hostile state's list cannot stall `off`
 
 
-def split(value):
+def split(value: "str | None") -> "list[str]":
     return [] if not value else value.split(os.pathsep)
 
 
-def merged(before, mine, now, ours, name="PATH"):
+def merged(before: "str | None", mine: "str | None", now: "str | None", ours: int,
+           name: str = "PATH") -> "str | None":
     """`before` with the user's edits to `mine` (which began with `ours` cudaswitch entries) kept.
 
     The entries cudaswitch removed return in the gap they came from; the user's new entries stay in
@@ -221,7 +228,8 @@ def merged(before, mine, now, ours, name="PATH"):
     set_, cur = split(mine), split(now)
     added = set_[:ours]
     removed = _returning(split(before), set_[ours:])
-    out, pending = [], []
+    out: "list[str]" = []
+    pending: "list[str]" = []
     for op, m, c in _align(set_, cur):
         if op == "ins":
             if cur[c]:  # an empty entry the edit made goes (see above)
@@ -243,10 +251,10 @@ def merged(before, mine, now, ours, name="PATH"):
     return "" if before == "" else None  # never "" where it was unset: an empty CPATH entry is "."
 
 
-def _returning(old, kept):
+def _returning(old: "list[str]", kept: "list[str]") -> "list[list[str]]":
     """The entries of `old` a switch took out, by the gap of `kept` they return to: list i goes
     before kept[i], the last one after all of kept."""
-    removed = [[] for _ in range(len(kept) + 1)]
+    removed: "list[list[str]]" = [[] for _ in range(len(kept) + 1)]
     k = 0
     for entry in old:
         if k < len(kept) and entry == kept[k]:
@@ -256,7 +264,7 @@ def _returning(old, kept):
     return removed
 
 
-def _align(a, b):
+def _align(a: "list[str]", b: "list[str]") -> "list[tuple[str, Any, Any]]":  # an index, or None where op has none
     """An edit script turning list a into list b: ("keep", i, j), ("del", i, None), ("ins", None, j),
     in order, from a longest common subsequence (common prefix and suffix taken first: user edits
     are mostly prepends and appends, so the quadratic part stays tiny)."""
@@ -276,7 +284,7 @@ def _align(a, b):
     for i in range(rows - 1, -1, -1):
         for j in range(cols - 1, -1, -1):
             lcs[i][j] = lcs[i + 1][j + 1] + 1 if mid_a[i] == mid_b[j] else max(lcs[i + 1][j], lcs[i][j + 1])
-    ops = [("keep", i, i) for i in range(start)]
+    ops: "list[tuple[str, Any, Any]]" = [("keep", i, i) for i in range(start)]
     i = j = 0
     while i < rows or j < cols:
         if i < rows and j < cols and mid_a[i] == mid_b[j]:

@@ -24,13 +24,13 @@ class NotAState(ValueError):
     """The bytes are not a state this program wrote."""
 
 
-def encode(state):
+def encode(state: dict) -> str:
     import marshal
 
     return binascii.b2a_base64(marshal.dumps(state), newline=False).decode("ascii")
 
 
-def decode(raw):
+def decode(raw: object) -> object:
     """The object CUDASWITCH_STATE holds, or raise NotAState (too big, not base64, foreign types)."""
     if not isinstance(raw, str) or len(raw) > MAX_CHARS:
         raise NotAState("too long")
@@ -49,29 +49,30 @@ def decode(raw):
 
 
 class _Reader:
-    def __init__(self, data):
+    def __init__(self, data: bytes) -> None:
         self.data, self.pos, self.cost = data, 0, 0
-        self.refs = []  # (object, cost); None while the container it names is still being read
+        # (object, cost); None while the container it names is still being read
+        self.refs: "list[tuple[object, int] | None]" = []
 
-    def take(self, count):
+    def take(self, count: int) -> bytes:
         if count < 0 or self.pos + count > len(self.data):
             raise NotAState("truncated")
         chunk = self.data[self.pos:self.pos + count]
         self.pos += count
         return chunk
 
-    def count(self, width):
+    def count(self, width: int) -> int:
         value = int.from_bytes(self.take(width), "little", signed=width == 4)
         if value < 0 or value > len(self.data) - self.pos:  # every item needs at least one byte
             raise NotAState("bad length")
         return value
 
-    def spend(self, cost):
+    def spend(self, cost: int) -> None:
         self.cost += cost
         if self.cost > MAX_COST:
             raise NotAState("too big")
 
-    def read(self, depth):
+    def read(self, depth: int) -> object:
         code = self.take(1)[0]
         flagged, code = code & FLAG_REF, code & ~FLAG_REF
         if code == ord("r"):
@@ -86,15 +87,16 @@ class _Reader:
             self.refs[slot] = (value, self.cost - start)
         return value
 
-    def reference(self):
+    def reference(self) -> object:
         index = int.from_bytes(self.take(4), "little")
-        if index >= len(self.refs) or self.refs[index] is None:
+        entry = self.refs[index] if index < len(self.refs) else None
+        if entry is None:
             raise NotAState("bad reference")
-        value, cost = self.refs[index]
+        value, cost = entry
         self.spend(cost)
         return value
 
-    def value(self, code, depth):
+    def value(self, code: int, depth: int) -> object:
         self.spend(1)
         if code == ord("N"):
             return None
@@ -112,7 +114,7 @@ class _Reader:
             return self.mapping(depth)
         raise NotAState("type %r" % chr(code))
 
-    def text(self, code):
+    def text(self, code: int) -> str:
         raw = self.take(self.count(1 if code in ONE_BYTE_LEN else 4))
         self.spend(len(raw))
         try:  # marshal writes lone surrogates (an environment's undecodable bytes) with surrogatepass
@@ -120,8 +122,8 @@ class _Reader:
         except UnicodeError:
             raise NotAState("bad text") from None
 
-    def mapping(self, depth):
-        out = {}
+    def mapping(self, depth: int) -> "dict[str, object]":
+        out: "dict[str, object]" = {}
         while True:
             if self.data[self.pos:self.pos + 1] == b"0":  # the end of a dict
                 self.pos += 1
@@ -132,6 +134,6 @@ class _Reader:
             out[key] = self.read(depth + 1)
 
 
-def is_name(text):
+def is_name(text: object) -> bool:
     """A variable name every reader takes as one: [A-Za-z_][A-Za-z0-9_]* (no `re` import here)."""
     return isinstance(text, str) and text.isascii() and text.isidentifier()
