@@ -5,7 +5,7 @@ Expanding lets `audit merge --nodes` know which nodes should have reported; fold
 """
 
 import re
-from typing import Iterable, List
+from typing import Iterable, Iterator, List
 
 from cudaswitch.errors import UsageError
 
@@ -28,9 +28,10 @@ def expand(hostlist: str) -> List[str]:
     return list(dict.fromkeys(names))
 
 
-def _split_top(hostlist):
+def _split_top(hostlist: str) -> List[str]:
     """Split on commas outside brackets."""
-    items, depth, start = [], 0, 0
+    items: List[str] = []
+    depth, start = 0, 0
     for index, char in enumerate(hostlist):
         depth += {"[": 1, "]": -1}.get(char, 0)
         if char == "," and depth == 0:
@@ -40,14 +41,14 @@ def _split_top(hostlist):
     return [item.strip() for item in items if item.strip()]
 
 
-def _expand_item(item, whole):
+def _expand_item(item: str, whole: str) -> List[str]:
     match = BRACKET.search(item)
     if match is None:
         if "[" in item or "]" in item or not item.isprintable():
             raise UsageError("host list %s is not one pdsh would read" % _short(whole))
         return [item]
     head, tail = item[:match.start()], item[match.end():]
-    out = []
+    out: List[str] = []
     for number in _numbers(match.group(1), whole):
         out.extend(_expand_item(head + number + tail, whole))
         if len(out) > MAX_NODES:
@@ -55,7 +56,7 @@ def _expand_item(item, whole):
     return out
 
 
-def _numbers(ranges, whole):
+def _numbers(ranges: str, whole: str) -> Iterator[str]:
     for part in ranges.split(","):
         match = RANGE.match(part.strip())
         if not match:
@@ -92,9 +93,10 @@ def fold_short(names: Iterable[str], limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit].rsplit(",", 1)[0] + ",..."
 
 
-def _spans(values, width):
+def _spans(values: List[int], width: int) -> List[str]:
     """[1, 2, 3, 7] -> ['01-03', '07'] for width 2."""
-    spans, start = [], 0
+    spans: List[str] = []
+    start = 0
     for index in range(1, len(values) + 1):
         if index == len(values) or values[index] != values[index - 1] + 1:
             low, high = str(values[start]).zfill(width), str(values[index - 1]).zfill(width)
@@ -103,6 +105,6 @@ def _spans(values, width):
     return spans
 
 
-def _short(text, limit=60):
+def _short(text: str, limit: int = 60) -> str:
     text = repr(text)
     return text if len(text) <= limit else text[:limit] + "..."

@@ -4,7 +4,7 @@ nodes stay a few columns wide; a cell that differs from what most nodes have is 
 """
 
 import html
-from typing import List
+from typing import Dict, List, Optional
 
 from cudaswitch.audit.hosts import fold_short
 from cudaswitch.errors import CudaSwitchError
@@ -89,7 +89,7 @@ def page(merged: dict) -> str:
     return "".join(parts)
 
 
-def _problems(merged):
+def _problems(merged: dict) -> str:
     from cudaswitch.audit.console import skew_lines
 
     items = ["<li class=\"%s\">%s</li>" % ("problem" if line.startswith(("skew", "rule")) else "fact", _e(line))
@@ -101,7 +101,7 @@ def _problems(merged):
     return "<ul id=\"skew\">%s</ul>" % "".join(items)
 
 
-def _matrix(types):
+def _matrix(types: List[dict]) -> str:
     """Facts x node types: a column stands for every node of its type (its count and share in the
     header), so 100,000 nodes of 6 types are 6 columns, not 100,000 of anything. Its nodes are
     one per line in data-nodes: a renamed duplicate ("node01 (audit/b.json)") holds spaces, and
@@ -115,7 +115,7 @@ def _matrix(types):
     return "<table id=\"matrix\"><thead><tr><th>fact</th>%s</tr></thead><tbody>%s</tbody></table>" % (head, body)
 
 
-def _rows(types) -> List[tuple]:
+def _rows(types: List[dict]) -> List[tuple]:
     """(label, [value per type]) per fact; None is 'absent on these nodes'."""
     facts = [t["facts"] for t in types]
     rows = [("driver release", [f["driver"] or "none found" for f in facts]),
@@ -128,18 +128,18 @@ def _rows(types) -> List[tuple]:
     return rows
 
 
-def _status(facts, version):
+def _status(facts: dict, version: str) -> Optional[str]:
     status = facts["versions"].get(version)
     if status and ".".join(version.split(".")[:2]) in facts.get("driver_cannot_run", ()):
         return status + ", driver too old"
     return status
 
 
-def _row(label, values, weights):
-    counts = {}
+def _row(label: str, values: List[Optional[str]], weights: List[int]) -> str:
+    counts: Dict[Optional[str], int] = {}
     for value, weight in zip(values, weights):
         counts[value] = counts.get(value, 0) + weight
-    common = max(counts, key=counts.get)
+    common = max(counts, key=counts.__getitem__)
     skewed = len(counts) > 1
     cells = "".join("<td class=\"%s\">%s</td>" % (" ".join(
         c for c in ("cell", "skew" if skewed and value != common else "", "absent" if value is None else "") if c),
@@ -148,9 +148,9 @@ def _row(label, values, weights):
         "skewed" if skewed else "same", _e(label), _e(label), cells)
 
 
-def _counted(count, noun):
+def _counted(count: int, noun: str) -> str:
     return "{:,} {}".format(count, noun if count == 1 else noun + "s")
 
 
-def _e(text):
+def _e(text: object) -> str:
     return html.escape(str(text), quote=True)

@@ -1,13 +1,15 @@
 """How `audit --image` and `audit merge --image` look to a person: the image's own facts and the
 verdict, as lines (the toolkit table is audit/console.py's)."""
 
+from typing import Dict, List, Tuple
+
 from cudaswitch import render
 
 SHOWN_ENV = ("CUDA_VERSION", "NVIDIA_REQUIRE_CUDA", "NVIDIA_DISABLE_REQUIRE", "PATH", "LD_LIBRARY_PATH")
 VERDICT_LABEL = {"ok": "ok", "cannot run": "error", "cannot tell": "info", "not checked": "info"}
 
 
-def image_lines(facts):
+def image_lines(facts: dict) -> List[str]:
     """The header of an image report: reference, digest, platform, OS, Env, torch."""
     platform = "/".join(p for p in (facts["os"], facts["architecture"], facts["variant"]) if p) or "?"
     digest = facts["manifest_digest"] or facts["config_digest"]
@@ -25,12 +27,12 @@ def image_lines(facts):
     return lines
 
 
-def verdict_line(facts):
+def verdict_line(facts: dict) -> str:
     requirement = facts["requirement"]
     return "%s: %s" % (VERDICT_LABEL[requirement["verdict"]], requirement["message"])
 
 
-def print_image_report(report, wide=False):
+def print_image_report(report: dict, wide: bool = False) -> None:
     from cudaswitch.audit import console
 
     render.emit_lines(image_lines(report["image"]))
@@ -39,7 +41,7 @@ def print_image_report(report, wide=False):
         render.emit_lines([verdict_line(report["image"])])
 
 
-def node_lines(result):
+def node_lines(result: dict) -> List[str]:
     """Which nodes start the image, which cannot and why, which cannot be told."""
     total = sum(len(result[k]) for k in ("can_run", "cannot_run", "cannot_tell"))
     lines = ["image %s starts on %d of %d nodes: %s" % (
@@ -50,16 +52,16 @@ def node_lines(result):
     return lines
 
 
-def _printable(text):
+def _printable(text: object) -> str:
     """Control characters escaped: an image's Env value or tag cannot break or restyle a line."""
     return "".join(c if " " <= c != "\x7f" else repr(c)[1:-1] for c in str(text))
 
 
-def _by_reason(items):
+def _by_reason(items: List[dict]) -> List[Tuple[str, str]]:
     """Nodes with the same reasons folded into one hostlist."""
     from cudaswitch.audit.hosts import fold
 
-    grouped = {}
+    grouped: Dict[str, List[str]] = {}
     for item in items:
         grouped.setdefault("; ".join(item["reasons"]) or "no reason recorded", []).append(item["host"])
     return [(reason, fold(hosts)) for reason, hosts in sorted(grouped.items())]

@@ -14,6 +14,7 @@ import os
 import platform
 import re
 import tarfile
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple, cast
 
 from cudaswitch import tarsafe
 from cudaswitch.errors import CudaSwitchError, UsageError
@@ -38,7 +39,7 @@ class ImageError(CudaSwitchError):
     """An image that cannot be read as one: the message names the reference and what is wrong."""
 
 
-def parse_reference(text):
+def parse_reference(text: str) -> Dict[str, Any]:
     """'oci:/srv/img:12.4' -> {"transport", "path", "tag", "text"}; a path holds no ':' (skopeo's rule)."""
     transport, sep, rest = text.partition(":")
     path, _, tag = rest.partition(":")
@@ -54,18 +55,19 @@ class Layer:
 
     __slots__ = ("label", "open", "digest", "size", "over")
 
-    def __init__(self, label, opener, digest, size, over):
+    def __init__(self, label: str, opener: Callable[[], IO[bytes]], digest: str, size: Optional[int],
+                 over: str) -> None:
         self.label, self.open, self.digest, self.size, self.over = label, opener, digest, size, over
 
 
-def parse_digest(value, what):
+def parse_digest(value: object, what: str) -> Tuple[str, str]:
     match = DIGEST.match(value) if isinstance(value, str) else None
     if not match or len(match.group(2)) != HEX_LENGTH[match.group(1)]:
         raise ImageError("%s has no valid digest (%s)" % (what, quote_prefix(str(value), 30)))
     return match.group(1), match.group(2)
 
 
-def hasher(digest):
+def hasher(digest: str) -> "hashlib._Hash":
     return hashlib.new(parse_digest(digest, "a blob")[0])
 
 
@@ -75,12 +77,12 @@ def hasher(digest):
 class LayoutDir:
     """An OCI image layout on disk: oci-layout, index.json, blobs/<alg>/<hex>."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path, self.label = path, path
         if not os.path.isdir(path):
             raise ImageError("%s is not a directory (an OCI image layout)" % path)
 
-    def open(self, name):
+    def open(self, name: str) -> IO[bytes]:
         try:
             fd = open_regular(os.path.join(self.path, name))
         except FileNotFoundError:
@@ -89,7 +91,7 @@ class LayoutDir:
             raise ImageError("%s in %s: %s" % (name, self.label, exc)) from None
         return os.fdopen(fd, "rb")
 
-    def close(self):
+    def close(self) -> None:
         pass
 
 
@@ -99,7 +101,7 @@ class Archive:
     go through tarsafe, as a layer's do: tarfile's own pax parser is quadratic (a 256 KiB pax
     header of digits held the audit for 70 s)."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path, self.label = path, path
         try:
             self.raw = os.fdopen(open_regular(path), "rb")
@@ -120,32 +122,33 @@ class Archive:
             self.raw.close()
             raise ImageError("%s is not a readable tar archive (%s)" % (path, _one_line(exc))) from None
 
-    def _index(self):
+    def _index(self) -> Dict[str, tarfile.TarInfo]:
         members = {}
         for count, member in enumerate(self.tar, 1):
             if count > MAX_ARCHIVE_MEMBERS:
                 raise ImageError("%s has more than %d members: not an image archive" % (self.path, MAX_ARCHIVE_MEMBERS))
             members[os.path.normpath(member.name.lstrip("/"))] = member
-            self.tar.members = []  # the index above is all that is kept
+            self.tar.members = []  # type: ignore[attr-defined]  # the index above is all that is kept
         return members
 
-    def open(self, name, hops=0):
+    def open(self, name: str, hops: int = 0) -> IO[bytes]:
         member = self.members.get(os.path.normpath(name))
         if member is not None and member.issym() and hops < 8:
             target = os.path.normpath(os.path.join(os.path.dirname(name), member.linkname))
             return self.open(target, hops + 1)
         if member is None or not member.isfile():
             raise ImageError("%s has no %s" % (self.label, name))
-        return self.tar.extractfile(member)
+        return cast(IO[bytes], self.tar.extractfile(member))  # a regular file: never None
 
-    def close(self):
+    def close(self) -> None:
         self.raw.close()
 
 
 # ---------------------------------------------------------------- JSON documents
 
 
-def read_json(store, name, digest=None, size=None, what=None):
+def read_json(store: "LayoutDir | Archive", name: str, digest: Optional[str] = None, size: Optional[int] = None,
+              what: Optional[str] = None) -> dict:
     """A JSON object from the store, its bytes checked against digest and size first."""
     what = what or name
     with store.open(name) as handle:
@@ -170,12 +173,12 @@ def read_json(store, name, digest=None, size=None, what=None):
     return value
 
 
-def blob_name(digest, what):
+def blob_name(digest: str, what: str) -> str:
     algorithm, hexdigest = parse_digest(digest, what)
     return "blobs/%s/%s" % (algorithm, hexdigest)
 
 
-def _descriptor(value, what):
+def _descriptor(value: object, what: str) -> Tuple[Optional[str], str, int]:
     """A descriptor's (mediaType, digest, size), each type-checked."""
     if not isinstance(value, dict):
         raise ImageError("%s is not a descriptor" % what)
@@ -190,7 +193,7 @@ def _descriptor(value, what):
 # ---------------------------------------------------------------- OCI layouts
 
 
-def _oci_manifest(store, ref):
+def _oci_manifest(store: "LayoutDir | Archive", ref: dict) -> Tuple[dict, str]:
     layout = read_json(store, "oci-layout")
     if not isinstance(layout.get("imageLayoutVersion"), str):
         raise ImageError("%s: oci-layout has no imageLayoutVersion" % store.label)
@@ -210,8 +213,8 @@ def _oci_manifest(store, ref):
     raise ImageError("%s: image indexes nest more than 3 levels" % store.label)
 
 
-def _by_tag(entries, tag, label):
-    def name_of(entry):
+def _by_tag(entries: list, tag: Optional[str], label: str) -> object:
+    def name_of(entry: object) -> object:
         annotations = entry.get("annotations") if isinstance(entry, dict) else None
         return annotations.get(REF_NAME) if isinstance(annotations, dict) else None
 
@@ -229,7 +232,7 @@ def _by_tag(entries, tag, label):
     return entries[0]
 
 
-def _by_platform(entries, label):
+def _by_platform(entries: object, label: str) -> object:
     """The entry for this machine's architecture (linux), or the only one."""
     if not isinstance(entries, list) or not entries:
         raise ImageError("%s: an image index lists no manifests" % label)
@@ -243,7 +246,7 @@ def _by_platform(entries, label):
     raise ImageError("%s: no manifest for linux/%s among %d platforms" % (label, want, len(entries)))
 
 
-def _oci_image(store, ref):
+def _oci_image(store: "LayoutDir | Archive", ref: dict) -> Dict[str, Any]:
     manifest, digest = _oci_manifest(store, ref)
     if manifest.get("schemaVersion") != 2:
         raise ImageError("manifest %s is not schema version 2" % digest[:19])
@@ -252,19 +255,20 @@ def _oci_image(store, ref):
     descriptors = manifest.get("layers")
     if not isinstance(descriptors, list) or len(descriptors) > MAX_LAYERS:
         raise ImageError("manifest %s has no valid layer list" % digest[:19])
-    layers = []
+    layers: List[Layer] = []
     for number, item in enumerate(descriptors, 1):
         _media, layer_digest, size = _descriptor(item, "layer %d" % number)
         name = blob_name(layer_digest, "layer %d" % number)
         layers.append(Layer("layer %d (%s)" % (number, layer_digest[:19]),
-                            lambda name=name: store.open(name), layer_digest, size, "stored"))
+                            lambda name=name: store.open(name),  # type: ignore[misc]  # mypy: a default arg
+                            layer_digest, size, "stored"))
     return {"manifest_digest": digest, "config_digest": config_digest, "config": config, "layers": layers}
 
 
 # ---------------------------------------------------------------- docker save
 
 
-def _docker_image(store, ref):
+def _docker_image(store: "LayoutDir | Archive", ref: dict) -> Dict[str, Any]:
     with store.open("manifest.json") as handle:
         data = handle.read(JSON_LIMIT + 1)
     try:
@@ -274,28 +278,29 @@ def _docker_image(store, ref):
     if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
         raise ImageError("%s: manifest.json is not docker save's list of images" % store.label)
     entry = _docker_entry(entries, ref["tag"], store.label)
-    config_name = entry.get("Config")
+    config_name: Any = entry.get("Config")  # a JSON value, checked below
     match = DOCKER_BLOB_NAME.match(config_name) if isinstance(config_name, str) else None
     if not match:
         raise ImageError("%s: the image's Config is not named by its digest" % store.label)
     config_digest = "sha256:" + match.group(1)
     config = read_json(store, config_name, config_digest, None, "the image config")
     names = entry.get("Layers")
-    rootfs = config.get("rootfs") if isinstance(config.get("rootfs"), dict) else {}
+    rootfs: Any = config.get("rootfs") if isinstance(config.get("rootfs"), dict) else {}
     diff_ids = rootfs.get("diff_ids")
     if not isinstance(names, list) or not isinstance(diff_ids, list) or len(names) != len(diff_ids) \
             or len(names) > MAX_LAYERS or not all(isinstance(n, str) for n in names):
         raise ImageError("%s: the layers in manifest.json do not match the config's diff_ids" % store.label)
-    layers = []
+    layers: List[Layer] = []
     for number, (name, diff_id) in enumerate(zip(names, diff_ids), 1):
         parse_digest(diff_id, "layer %d" % number)
-        layers.append(Layer("layer %d (%s)" % (number, diff_id[:19]), lambda name=name: store.open(name),
+        layers.append(Layer("layer %d (%s)" % (number, diff_id[:19]),
+                            lambda name=name: store.open(name),  # type: ignore[misc]  # mypy: a default arg
                             diff_id, None, "uncompressed"))
     return {"manifest_digest": None, "config_digest": config_digest, "config": config, "layers": layers,
             "repo_tags": [t for t in entry.get("RepoTags") or [] if isinstance(t, str)]}
 
 
-def _docker_entry(entries, name, label):
+def _docker_entry(entries: List[dict], name: Optional[str], label: str) -> dict:
     if name is None:
         if len(entries) > 1:
             raise ImageError("%s holds %d images: name one" % (label, len(entries)), "add :NAME:TAG or :@INDEX")
@@ -311,7 +316,7 @@ def _docker_entry(entries, name, label):
     raise ImageError("%s has no image named %s" % (label, quote_prefix(name, 40)))
 
 
-def docker_name(name):
+def docker_name(name: str) -> str:
     """A name as docker stores it: 'cuda:12.4' and 'docker.io/library/cuda:12.4' are one image."""
     if ":" not in name.rsplit("/", 1)[-1]:
         name += ":latest"
@@ -326,7 +331,7 @@ def docker_name(name):
 # ---------------------------------------------------------------- the image
 
 
-def open_image(ref):
+def open_image(ref: dict) -> Tuple["LayoutDir | Archive", Dict[str, Any]]:
     """(store, image facts + layers); the caller closes the store when the layers are applied."""
     store = LayoutDir(ref["path"]) if ref["transport"] == "oci" else Archive(ref["path"])
     try:
@@ -343,9 +348,9 @@ ENV_KEYS = ("CUDA_VERSION", "NVIDIA_REQUIRE_CUDA", "NVIDIA_DISABLE_REQUIRE", "NV
             "VIRTUAL_ENV", "CONDA_PREFIX", "HOME")
 
 
-def config_facts(config):
+def config_facts(config: dict) -> Dict[str, Any]:
     """The config's architecture, os and Env (every NVIDIA_REQUIRE_* kept: the runtime checks all)."""
-    inner = config.get("config") if isinstance(config.get("config"), dict) else {}
+    inner: Any = config.get("config") if isinstance(config.get("config"), dict) else {}
     env = {}
     for item in inner.get("Env") or []:
         if isinstance(item, str) and "=" in item and len(item) < 65536 and "\x00" not in item:
@@ -356,9 +361,9 @@ def config_facts(config):
             "variant": _text(config.get("variant")), "created": _text(config.get("created")), "env": env}
 
 
-def _text(value):
+def _text(value: object) -> Optional[str]:
     return value[:200] if isinstance(value, str) else None
 
 
-def _one_line(exc):
+def _one_line(exc: BaseException) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0][:200]

@@ -18,7 +18,7 @@ class BadReport(ValueError):
     """One line saying why a report was refused."""
 
 
-def validate(report):
+def validate(report: object) -> dict:
     """The report if it has the shape merge reads, else BadReport naming what is wrong: a report
     from a broken node must be refused here, not fail the merge of all the others."""
     if not isinstance(report, dict):
@@ -31,6 +31,7 @@ def validate(report):
     host = report.get("host")
     if not isinstance(host, str) or not host or len(host) > 255 or not host.isprintable():
         raise BadReport("not an audit report (no \"host\" that is a host name)")
+    key: object  # a field name, then a GPU's key
     for key, kinds in (("toolkits", list), ("driver", (dict, type(None))), ("gpus", (list, type(None))),
                        ("root", (str, type(None)))):
         if not isinstance(report.get(key), kinds):
@@ -47,22 +48,22 @@ def validate(report):
     return report
 
 
-def _json_type(value):
+def _json_type(value: object) -> str:
     names = {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}
     return names.get(type(value), "null")
 
 
-def _quote(value, limit=40):
+def _quote(value: object, limit: int = 40) -> str:
     """A short, escaped prefix of a refused value: an error never echoes a whole stranger's file."""
     text = repr(value) if isinstance(value, (str, int, float, bool, type(None))) else "a JSON %s" % _json_type(value)
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _is_version(value):
+def _is_version(value: object) -> bool:
     return isinstance(value, str) and VERSION.fullmatch(value) is not None
 
 
-def _validate_driver(driver):
+def _validate_driver(driver: "dict | None") -> None:
     if driver is None:
         return
     for key in ("release", "cuda"):
@@ -73,7 +74,7 @@ def _validate_driver(driver):
 _VALID_GPUS: set = set()
 
 
-def _gpu_key(gpu):
+def _gpu_key(gpu: object) -> "tuple | None":
     """A hashable key for a GPU entry already checked once (8 GPUs x 10,000 nodes, few models)."""
     if not isinstance(gpu, dict):
         return None
@@ -84,7 +85,7 @@ def _gpu_key(gpu):
     return key
 
 
-def _validate_gpu(index, gpu):
+def _validate_gpu(index: int, gpu: object) -> None:
     if not isinstance(gpu, dict):
         raise BadReport("gpu %d is a JSON %s, not an object" % (index, _json_type(gpu)))
     for key in ("name", "model"):
@@ -95,7 +96,7 @@ def _validate_gpu(index, gpu):
         raise BadReport("gpu %d has a \"capability\" that is not major.minor: %s" % (index, _quote(capability)))
 
 
-def _validate_toolkit(index, entry):
+def _validate_toolkit(index: int, entry: object) -> None:
     if not isinstance(entry, dict) or entry.get("status") not in STATUSES:
         raise BadReport("toolkit %d has no valid \"status\"" % index)
     version = entry.get("version")

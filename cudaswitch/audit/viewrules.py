@@ -5,6 +5,7 @@ placeholders; nvcc as the version banner read from its bytes. Everything else st
 """
 
 import re
+from typing import IO, Sequence
 
 from cudaswitch.audit.toolkitfiles import NVCC_BANNER
 
@@ -26,7 +27,7 @@ CONDA_RECORD = re.compile(r"^(?:cuda|cudatoolkit|cudnn|nccl|pytorch|libcu)[^/]*\
 BANNER_OVERLAP = 256
 
 
-def kind_of(parts):
+def kind_of(parts: Sequence[str]) -> "tuple | None":
     """How a regular file at image path `parts` is kept: ("content", limit, refuse_larger),
     ("banner", limit), ("placeholder",) or None (not at all)."""
     name, parent = parts[-1], parts[-2] if len(parts) > 1 else ""
@@ -53,13 +54,13 @@ def kind_of(parts):
     return None
 
 
-def keeps_link(parts):
+def keeps_link(parts: Sequence[str]) -> bool:
     """A symlink kept even where no kept file is beside it: toolkit roots and sonames."""
     name = parts[-1]
     return name.startswith("cuda") or LIBRARY.match(name) is not None or PYTHON.match(name) is not None
 
 
-def keeps_dir(parts):
+def keeps_dir(parts: Sequence[str]) -> bool:
     """Directories kept even when empty: where toolkits are looked for (an empty
     /usr/local/cuda-11.0 is reported, as on the host)."""
     if len(parts) == 3 and parts[:2] == ["usr", "local"]:
@@ -69,7 +70,7 @@ def keeps_dir(parts):
     return len(parts) == 2 or (len(parts) == 3 and parts[1].startswith("cuda"))
 
 
-def find_banner(stream, size):
+def find_banner(stream: IO[bytes], size: int) -> bytes:
     """nvcc's `Cuda compilation tools, release X, VX.Y.Z` line from its bytes, or b""; a
     script nvcc (a wrapper) is kept whole."""
     head = stream.read(min(size, SCRIPT_LIMIT))
