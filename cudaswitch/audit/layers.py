@@ -16,10 +16,11 @@ import collections
 import hashlib
 import tarfile
 import zlib
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 from cudaswitch import tarsafe
 from cudaswitch.audit import viewrules
-from cudaswitch.audit.oci import ImageError
+from cudaswitch.audit.oci import ImageError, Layer
 
 # The whole image's budget, counted over every layer as applied (a layer listed twice counts
 # twice, though its bytes are read once). A real CUDA image is far below each: nvidia/cuda 12.x
@@ -47,20 +48,22 @@ class Node:
 
     __slots__ = ("kind", "layer", "mode", "size", "data", "target", "children")
 
-    def __init__(self, kind, layer, mode=0o755, size=0, data=None, target=None):
+    def __init__(self, kind: str, layer: int, mode: int = 0o755, size: int = 0, data: Optional[bytes] = None,
+                 target: Optional[str] = None) -> None:
         self.kind, self.layer, self.mode, self.size, self.data, self.target = kind, layer, mode, size, data, target
-        self.children = {} if kind == "dir" else None
+        # None on files and links; read only where kind is "dir"
+        self.children: Dict[str, Node] = {} if kind == "dir" else None  # type: ignore[assignment]
 
 
 class Tree:
     """The merged filesystem of the layers applied so far."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.root = Node("dir", -1)
         self.spent = dict.fromkeys(BUDGET, 0)
         self.kept_bytes = 0
 
-    def charge(self, what, amount=1):
+    def charge(self, what: str, amount: int = 1) -> None:
         """Counts `amount` against the image's budget (BUDGET); past it, the image is refused."""
         self.spent[what] += amount
         if self.spent[what] > BUDGET[what]:
@@ -69,15 +72,15 @@ class Tree:
             raise ImageError("the image %s (a real CUDA image has far fewer): refused" % (
                 OVER_BUDGET[what] % (size if what.endswith("bytes") else "{:,}".format(limit))))
 
-    def charge_name(self, name):
+    def charge_name(self, name: str) -> None:
         """A name the tree is about to hold: the tree lives in memory, names are most of it."""
         self.charge("name bytes", len(name))
 
-    def new_dir(self, layer):
+    def new_dir(self, layer: int) -> Node:
         self.charge("dirs")
         return Node("dir", layer)
 
-    def parent_of(self, parts, what, layer):
+    def parent_of(self, parts: Sequence[str], what: str, layer: int) -> Node:
         """The dir node holding parts[-1]; missing parents are made (as tar does), a symlink on the
         way is refused: a layer never writes through a link."""
         node = self.root
@@ -94,15 +97,16 @@ class Tree:
             node = child
         return node
 
-    def lookup(self, parts):
+    def lookup(self, parts: Sequence[str]) -> Optional[Node]:
         node = self.root
         for name in parts:
-            node = node.children.get(name) if node.kind == "dir" else None
-            if node is None:
+            child = node.children.get(name) if node.kind == "dir" else None
+            if child is None:
                 return None
+            node = child
         return node
 
-    def put(self, parts, node, what):
+    def put(self, parts: Sequence[str], node: Node, what: str) -> None:
         parent = self.parent_of(parts, what, node.layer)
         old = parent.children.get(parts[-1])
         if old is None:
@@ -114,7 +118,7 @@ class Tree:
             self.charge("dirs")
         parent.children[parts[-1]] = node
 
-    def whiteout(self, parts, layer, what):
+    def whiteout(self, parts: Sequence[str], layer: int, what: str) -> None:
         """`.wh.NAME` hides NAME of lower layers; `.wh..wh..opq` everything lower in its directory."""
         parent = self.parent_of(parts, what, layer)
         name = parts[-1]
@@ -129,7 +133,7 @@ class Tree:
             del parent.children[hidden]
 
 
-def _prune_lower(directory, layer):
+def _prune_lower(directory: Node, layer: int) -> None:
     for name, child in list(directory.children.items()):
         if child.layer < layer:
             del directory.children[name]
@@ -140,7 +144,7 @@ def _prune_lower(directory, layer):
 # ---------------------------------------------------------------- member checks
 
 
-def member_parts(name, what):
+def member_parts(name: str, what: str) -> List[str]:
     """A member name as path components; absolute names and `..` are refused."""
     if name.startswith("/") or "\x00" in name:
         raise ImageError("%s: member %s has an absolute name" % (what, shown(name)))
@@ -152,7 +156,7 @@ def member_parts(name, what):
     return parts
 
 
-def link_target_parts(parts, target, what):
+def link_target_parts(parts: Sequence[str], target: str, what: str) -> List[str]:
     """Where a symlink points, as image path components (absolute targets are the image's own
     root); a target that climbs above the root is refused."""
     if not target or "\x00" in target:
@@ -169,7 +173,7 @@ def link_target_parts(parts, target, what):
     return start
 
 
-def shown(text, limit=80):
+def shown(text: str, limit: int = 80) -> str:
     text = "".join(c if " " <= c != "\x7f" else "?" for c in text)
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -180,11 +184,11 @@ def shown(text, limit=80):
 class Reader:
     """A layer's stored bytes: counted, hashed when the digest is over them, at most `size` read."""
 
-    def __init__(self, raw, digest, size, over, label):
+    def __init__(self, raw: IO[bytes], digest: str, size: Optional[int], over: str, label: str) -> None:
         self.raw, self.size, self.label, self.count = raw, size, label, 0
         self.hash = hashlib.new(digest.split(":")[0]) if over == "stored" else None
 
-    def read(self, n=-1):
+    def read(self, n: int = -1) -> bytes:
         if self.size is not None:
             n = self.size + 1 - self.count if n < 0 else min(n, self.size + 1 - self.count)
         data = self.raw.read(n if n >= 0 else 1 << 20)
@@ -200,7 +204,7 @@ class Expanded:
     """The tar inside a layer: gunzipped when it is gzip, hashed when the digest is over the tar,
     and stopped once it expands past what any real layer does."""
 
-    def __init__(self, stored, digest, over, label, tree):
+    def __init__(self, stored: Reader, digest: str, over: str, label: str, tree: Tree) -> None:
         self.stored, self.label, self.count, self.buffer, self.tree = stored, label, 0, b"", tree
         self.hash = hashlib.new(digest.split(":")[0]) if over == "uncompressed" else None
         head = stored.read(4)
@@ -210,7 +214,7 @@ class Expanded:
         self.pending = head
         self.eof = False
 
-    def read(self, n=-1):
+    def read(self, n: int = -1) -> bytes:
         n = 1 << 20 if n < 0 else n
         while len(self.buffer) < n and not self.eof:
             self._fill(n)
@@ -224,7 +228,7 @@ class Expanded:
             self.hash.update(data)
         return data
 
-    def _fill(self, n):
+    def _fill(self, n: int) -> None:
         want = max(n, 1 << 16)
         if self.inflate is None:
             chunk, self.pending = self.pending or self.stored.read(want), b""
@@ -248,18 +252,18 @@ class Expanded:
         except zlib.error as exc:
             raise ImageError("%s is not valid gzip (%s)" % (self.label, exc)) from None
 
-    def drain(self):
+    def drain(self) -> None:
         while self.read(1 << 20):
             pass
 
 
-def apply_layers(tree, listed, progress):
+def apply_layers(tree: Tree, listed: List[Layer], progress: Callable[[str, int, int], None]) -> None:
     """Every layer (oci.Layer) applied in order. A blob listed again (same digest and size) is not
     read again: what its first reading did to the tree is done again at its new place (a small
     image listing one gzip blob 512 times was 512 inflations)."""
     keys = [(layer.digest, layer.size, layer.over) for layer in listed]
     again = {key for key, count in collections.Counter(keys).items() if count > 1}
-    done = {}
+    done: Dict[tuple, Tuple[Any, int]] = {}  # (ops, bytes): ops a list wherever the key is in `again`
     for number, (layer, key) in enumerate(zip(listed, keys), 1):
         progress("reading layers", number - 1, len(listed))
         if key in done:
@@ -274,7 +278,7 @@ def apply_layers(tree, listed, progress):
     progress("reading layers", len(listed), len(listed))
 
 
-def apply_layer(tree, layer, number, ops=None):
+def apply_layer(tree: Tree, layer: Layer, number: int, ops: Optional[List[tuple]] = None) -> int:
     """Apply one layer (oci.Layer) to the tree, appending what it did to `ops` when given; its
     digest is checked when it has been read; the bytes it expanded to. A layer that fails to
     parse is first checked against its digest: an altered blob is named so."""
@@ -286,7 +290,8 @@ def apply_layer(tree, layer, number, ops=None):
         stored = Reader(raw, layer.digest, layer.size, layer.over, layer.label)
         expanded = Expanded(stored, layer.digest, layer.over, layer.label, tree)
         try:
-            tar = tarfile.open(fileobj=expanded, mode="r|", bufsize=1 << 20, tarinfo=tarsafe.BoundedInfo)
+            tar = tarfile.open(fileobj=cast(IO[bytes], expanded), mode="r|", bufsize=1 << 20,  # read() only
+                               tarinfo=tarsafe.BoundedInfo)
             _members(tree, tar, layer.label, number, ops)
             expanded.drain()
         except (tarfile.TarError, EOFError, zlib.error, ImageError, tarsafe.HeaderRefused) as exc:
@@ -307,7 +312,7 @@ def apply_layer(tree, layer, number, ops=None):
     return expanded.count
 
 
-def _digest_first(layer, stored):
+def _digest_first(layer: Layer, stored: Reader) -> None:
     """Where the digest is over the stored bytes, read the rest and check it (an ImageError if not)."""
     if stored.hash is None:
         return
@@ -319,22 +324,23 @@ def _digest_first(layer, stored):
     _check_digest(layer, stored, None)
 
 
-def _check_digest(layer, stored, expanded):
+def _check_digest(layer: Layer, stored: Reader, expanded: Optional[Expanded]) -> None:
     if layer.size is not None and stored.count < layer.size:
         raise ImageError("%s is truncated: %d of %d bytes" % (layer.label, stored.count, layer.size))
     if layer.size is not None and stored.count > layer.size:
         raise ImageError("%s is larger than its manifest says (%d bytes)" % (layer.label, layer.size))
-    check = stored.hash or expanded.hash
+    # over the stored bytes, else over the tar (the one caller without `expanded` has the first)
+    check = cast("hashlib._Hash", stored.hash or cast(Expanded, expanded).hash)
     if "%s:%s" % (check.name, check.hexdigest()) != layer.digest:
         raise ImageError("%s does not match its digest (a damaged or altered blob)" % layer.label)
 
 
-def _members(tree, tar, label, number, ops):
+def _members(tree: Tree, tar: tarfile.TarFile, label: str, number: int, ops: Optional[List[tuple]]) -> None:
     while True:
         member = tar.next()
         if member is None:
             return
-        tar.members = []  # tarfile keeps every header it read; the tree is what we keep
+        tar.members = []  # type: ignore[attr-defined]  # tarfile keeps every header it read; the tree is what we keep
         tree.charge("members")
         parts = member_parts(member.name, label)
         if parts:
@@ -344,7 +350,8 @@ def _members(tree, tar, label, number, ops):
             apply_op(tree, op, number, label)
 
 
-def _op(tree, tar, member, parts, label, number):
+def _op(tree: Tree, tar: tarfile.TarFile, member: tarfile.TarInfo, parts: List[str], label: str,
+        number: int) -> tuple:
     """What a member does to the tree, checked, as a tuple apply_op does (again, for a layer
     listed twice): (kind, parts, ...)."""
     if parts[-1].startswith(WHITEOUT):
@@ -364,7 +371,7 @@ def _op(tree, tar, member, parts, label, number):
     raise ImageError("%s: member /%s is a device, FIFO or other special file" % (label, shown("/".join(parts))))
 
 
-def apply_op(tree, op, number, label):
+def apply_op(tree: Tree, op: tuple, number: int, label: str) -> None:
     kind, parts = op[0], op[1]
     if kind == "whiteout":
         tree.whiteout(parts, number, label)
@@ -383,18 +390,19 @@ def apply_op(tree, op, number, label):
         tree.put(parts, Node("file", number, *op[2:]), label)
 
 
-def _file_node(tree, tar, member, parts, label, number):
+def _file_node(tree: Tree, tar: tarfile.TarFile, member: tarfile.TarInfo, parts: List[str], label: str,
+               number: int) -> Node:
     mode = 0o755 if member.mode & 0o111 else 0o644
     how = viewrules.kind_of(parts)
     data = None
     if how is not None and how[0] == "placeholder":
         data = b""
     elif how is not None and how[0] == "banner" and member.size <= how[1]:
-        data = viewrules.find_banner(tar.extractfile(member), member.size)
+        data = viewrules.find_banner(cast(IO[bytes], tar.extractfile(member)), member.size)  # a regular file
     elif how is not None and how[0] == "banner":
         raise ImageError("%s: /%s is %d bytes, more than any nvcc" % (label, shown("/".join(parts)), member.size))
     elif how is not None and member.size <= how[1]:
-        data = tar.extractfile(member).read(member.size)
+        data = cast(IO[bytes], tar.extractfile(member)).read(member.size)
     elif how is not None and how[2]:
         raise ImageError("%s: /%s is %d bytes, more than such a file holds (%d)"
                          % (label, shown("/".join(parts)), member.size, how[1]))
@@ -410,10 +418,10 @@ def _file_node(tree, tar, member, parts, label, number):
 # ---------------------------------------------------------------- the view on disk
 
 
-def resolve(tree, parts, hops=0):
+def resolve(tree: Tree, parts: Sequence[str], hops: int = 0) -> Optional[List[str]]:
     """Image path components after following every link, as the container sees them (absolute
     targets from the image root, `..` stopping at the root); None for a loop."""
-    done = []
+    done: List[str] = []
     pending = list(parts)
     while pending:
         name = pending.pop(0)
@@ -428,7 +436,7 @@ def resolve(tree, parts, hops=0):
             hops += 1
             if hops > LINK_HOPS:
                 return None
-            target = node.target
+            target = cast(str, node.target)  # a link has one
             if target.startswith("/"):
                 done = []
             pending = [p for p in target.split("/")] + pending
@@ -437,7 +445,7 @@ def resolve(tree, parts, hops=0):
     return done
 
 
-def size_under(tree, path):
+def size_under(tree: Tree, path: str) -> int:
     """Bytes of the files under an image path (apparent sizes, hardlinks once)."""
     node = tree.lookup([p for p in path.split("/") if p])
     total, stack = 0, [node] if node is not None else []

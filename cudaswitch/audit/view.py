@@ -10,6 +10,7 @@ Nothing is written through a link: directories and files first, links last.
 
 import os
 import posixpath
+from typing import Dict, List, Sequence, Set, Tuple
 
 from cudaswitch.audit import layers, viewrules
 from cudaswitch.audit.oci import ImageError
@@ -18,10 +19,11 @@ NAME_MAX = 255
 PATH_MAX = 4096  # with the terminating NUL: a path or link target of 4096 bytes is already too long
 
 
-def write_view(tree, view):
+def write_view(tree: layers.Tree, view: str) -> Dict[str, int]:
     """Write the kept part of `tree` under the empty directory `view`; {"files", "links", "bytes"}."""
     files, dirs, links = _collect(tree)
-    kept_links = []
+    kept_links: List[Tuple[Sequence[str], str]] = []
+    parts: Sequence[str]  # a link's as a list, a dir's or file's as a tuple
     for parts, _node in links:
         if tuple(parts[:-1]) in dirs or viewrules.keeps_link(parts):
             _ancestors(dirs, parts[:-1])
@@ -43,11 +45,11 @@ def write_view(tree, view):
     return {"files": len(files), "links": len(kept_links), "bytes": written}
 
 
-def _size(text):
+def _size(text: str) -> int:
     return len(text.encode("utf-8", "surrogateescape"))
 
 
-def _check_path(view, parts):
+def _check_path(view: str, parts: Sequence[str]) -> None:
     """The image path fits the host's limits once under the view (the kernel would refuse it)."""
     for name in parts:
         if _size(name) > NAME_MAX:
@@ -58,10 +60,12 @@ def _check_path(view, parts):
             layers.shown("/".join(parts)), PATH_MAX))
 
 
-def _collect(tree):
+def _collect(tree: layers.Tree) -> Tuple[Dict[tuple, layers.Node], Set[tuple], List[Tuple[List[str], layers.Node]]]:
     """({parts: kept file node}, {dir parts that must exist}, [(parts, link node)])."""
-    files, dirs, links = {}, {()}, []
-    stack = [((), tree.root)]
+    files: Dict[tuple, layers.Node] = {}
+    dirs: Set[tuple] = {()}
+    links: List[Tuple[List[str], layers.Node]] = []
+    stack: List[Tuple[tuple, layers.Node]] = [((), tree.root)]
     while stack:
         parts, node = stack.pop()
         for name, child in node.children.items():
@@ -78,14 +82,14 @@ def _collect(tree):
     return files, dirs, links
 
 
-def _ancestors(dirs, parts):
+def _ancestors(dirs: Set[tuple], parts: Sequence[str]) -> None:
     parts = tuple(parts)
     while parts not in dirs:
         dirs.add(parts)
         parts = parts[:-1]
 
 
-def _link_text(tree, parts, files, dirs):
+def _link_text(tree: layers.Tree, parts: Sequence[str], files: Dict[tuple, layers.Node], dirs: Set[tuple]) -> str:
     """The link's new target: relative, to where it resolves in the image; that place is made to
     exist. A loop stays a loop (a link to itself)."""
     resolved = layers.resolve(tree, parts)
@@ -101,7 +105,7 @@ def _link_text(tree, parts, files, dirs):
     return posixpath.relpath("/" + "/".join(resolved), here)
 
 
-def _write_file(path, node):
+def _write_file(path: str, node: layers.Node) -> int:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags, node.mode)
     try:
