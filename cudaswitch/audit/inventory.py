@@ -9,6 +9,7 @@ Discovery then reads nvcc's version from its binary instead of running it (regis
 """
 
 import os
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Tuple, cast
 
 from cudaswitch import __version__
 from cudaswitch.audit import toolkitfiles
@@ -18,6 +19,12 @@ from cudaswitch.paths import Paths
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify.checkregistry import registered  # a leaf: `audit merge` reads this module's constants
 
+if TYPE_CHECKING:
+    from cudaswitch.toolkit import ToolkitRecord
+    from cudaswitch.verify.checkregistry import CheckResult
+
+    Progress = Callable[[str, int, Optional[int]], None]
+
 REPORT_KIND = "cudaswitch-audit"
 REPORT_FORMAT = 1
 COMPILE_TIMEOUT = 120.0
@@ -26,7 +33,8 @@ STOCK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ROOT_VARS = ("PATH", "HOME", "CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV", "CONDA_PREFIX")
 
 
-def run_audit(env, root=None, compile_=False, allow_exec=False, progress=None, root_vars=None):
+def run_audit(env: dict, root: Optional[str] = None, compile_: bool = False, allow_exec: bool = False,
+              progress: "Optional[Progress]" = None, root_vars: Optional[Dict[str, str]] = None) -> dict:
     """The audit report of `root` (None: this host). `progress(label, done, total)` is told of
     each step; total None means 'not known yet'. `root_vars`: what the root's own environment
     says (an image's PATH, CUDA_HOME, ...), used instead of the stock one."""
@@ -39,7 +47,7 @@ def run_audit(env, root=None, compile_=False, allow_exec=False, progress=None, r
     progress("discovering toolkits", 0, None)
     paths, registry, used_env = _discover(env, root, executes, root_vars)
     records = registry["records"]
-    toolkits = []
+    toolkits: List[dict] = []
     for done, record in enumerate(records, 1):
         toolkits.append(_toolkit_entry(record, registry, used_env, executes))
         progress("reading toolkits", done, len(records))
@@ -58,7 +66,8 @@ def run_audit(env, root=None, compile_=False, allow_exec=False, progress=None, r
     }
 
 
-def _discover(env, root, executes, root_vars=None):
+def _discover(env: dict, root: Optional[str], executes: bool,
+              root_vars: Optional[Dict[str, str]] = None) -> Tuple[Paths, dict, dict]:
     from cudaswitch import config as configmod
     from cudaswitch.registry import discover
 
@@ -69,13 +78,13 @@ def _discover(env, root, executes, root_vars=None):
     paths = Paths(used_env)
     host_config = configmod.load(paths)
     # The user's registered toolkits and default describe their host, not the audited root.
-    config = {key: host_config[key] for key in ("source_order", "probe_timeout") if key in host_config}
+    config: dict = {key: host_config[key] for key in ("source_order", "probe_timeout") if key in host_config}
     config["probe_exec"] = executes
     # discover.discover, not load: an audit of a root must not replace this host's registry cache.
     return paths, discover.discover(paths, used_env, config, {}), used_env
 
 
-def root_env(env, root, root_vars=None):
+def root_env(env: dict, root: str, root_vars: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     """The environment discovery sees for a root: a stock PATH, the caller's HOME (looked up under
     the root) and the caller's MODULEPATH dirs that exist under the root (read by this host's Lmod);
     PATH, HOME and the toolkit variables the root's own environment names replace those."""
@@ -91,7 +100,7 @@ def root_env(env, root, root_vars=None):
     return out
 
 
-def _toolkit_entry(record, registry, env, executes):
+def _toolkit_entry(record: "ToolkitRecord", registry: dict, env: dict, executes: bool) -> dict:
     from cudaswitch.switch.lookup import Lookup
 
     entry = Lookup(registry, env).public(record)
@@ -111,20 +120,20 @@ def _toolkit_entry(record, registry, env, executes):
     return entry
 
 
-def _nvcc_probe(registry, record):
+def _nvcc_probe(registry: dict, record: "ToolkitRecord") -> Optional[str]:
     """The version nvcc printed during discovery (registry's probe cache), if it ran."""
     from cudaswitch.registry import nvcc_probe as probe
 
     if not record.get("nvcc"):
         return None
     try:
-        result = registry.get("nvcc_probes", {}).get(probe.nvcc_key(record["nvcc"]))
+        result = registry.get("nvcc_probes", {}).get(probe.nvcc_key(cast(str, record["nvcc"])))  # set: checked above
     except OSError:
         return None
     return (result or {}).get("version")
 
 
-def _check_nvcc_agrees(entry, nvcc_ran):
+def _check_nvcc_agrees(entry: dict, nvcc_ran: Optional[str]) -> None:
     """Without running nvcc the registry cannot see nvcc disagree with the files; the banner in
     nvcc's binary can."""
     own, files = entry["components"]["nvcc"], entry["version"]
@@ -136,10 +145,10 @@ def _check_nvcc_agrees(entry, nvcc_ran):
 
 
 @registered("toolkit.duplicate", layer="toolkit", shown_by=("audit", "image"))
-def _duplicates(toolkits):
+def _duplicates(toolkits: List[dict]) -> "List[CheckResult]":
     """Same version installed more than once: mark each entry, one check per version. Copies in
     the same layout are waste (warning); a conda env beside a system install is usually meant (info)."""
-    by_version = {}
+    by_version: Dict[str, List[dict]] = {}
     for entry in toolkits:
         if entry["version"]:
             by_version.setdefault(entry["version"], []).append(entry)
@@ -158,14 +167,14 @@ def _duplicates(toolkits):
     return checks
 
 
-def _iec_size(num):
+def _iec_size(num: float) -> str:
     """Sizes in IEC units, as every other size cudaswitch shows (a duplicate's hint said MB)."""
     from cudaswitch.render import iec_size
 
     return iec_size(num)
 
 
-def _some(items, shown=4):
+def _some(items: Iterable[str], shown: int = 4) -> str:
     """'a, b, c, d and 34 more': a check message stays readable; its facts keep them all."""
     items = list(items)
     if len(items) <= shown + 1:  # "and 1 more" would be longer than the one it hides
@@ -173,7 +182,8 @@ def _some(items, shown=4):
     return "%s and %d more" % (", ".join(items[:shown]), len(items) - shown)
 
 
-def _compile_all(paths, records, env, toolkits, progress):
+def _compile_all(paths: Paths, records: List[dict], env: dict, toolkits: List[dict],
+                 progress: "Progress") -> None:
     """The one-kernel build of verify/build.py, remembered with the builds `use` and `verify` made,
     in the environment the switch plan gives (audit/host.switched_env): what `use` would give."""
     from cudaswitch.audit.hostfacts import switched_env
@@ -193,7 +203,7 @@ def _compile_all(paths, records, env, toolkits, progress):
 
 
 @registered("audit.no_exec", "system.default_link", layer="toolkit", shown_by=("audit",))
-def _checks(paths, registry, toolkits, driver, executes):
+def _checks(paths: Paths, registry: dict, toolkits: List[dict], driver: dict, executes: bool) -> "List[CheckResult]":
     from cudaswitch.verify.compat import check
 
     checks = []
@@ -216,7 +226,7 @@ def _checks(paths, registry, toolkits, driver, executes):
 
 
 @registered("toolkit.broken", "toolkit.incomplete", "toolkit.compiles", layer="toolkit", shown_by=("audit", "image"))
-def _toolkit_checks(entry):
+def _toolkit_checks(entry: dict) -> "List[CheckResult]":
     from cudaswitch.verify.compat import check
 
     label = "%s at %s" % (entry["version"] or "a toolkit without a version", entry["root"])
