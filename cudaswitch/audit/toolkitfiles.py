@@ -10,9 +10,15 @@ import glob
 import mmap
 import os
 import re
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, cast
 
 from cudaswitch.safeio import Unreadable, open_regular, read_or_none
 from cudaswitch.toolkit import COMPONENTS, VERSION_JSON_KEYS
+
+if TYPE_CHECKING:
+    from cudaswitch.toolkit import AnyRecord
+
+    Found = Tuple[Optional[str], Optional[str]]  # (version, where it was read), or (None, None)
 
 # wheel (dist-info) names per component
 WHEELS = {"cudart": "nvidia_cuda_runtime", "nvcc": "nvidia_cuda_nvcc", "cupti": "nvidia_cuda_cupti",
@@ -29,7 +35,7 @@ WHEEL_DIST = re.compile(r"^(nvidia_[a-z_]+?)(?:_cu\d+)?-(\d+(?:\.\d+)+)[^/]*\.di
 NVCC_BANNER = re.compile(rb"Cuda compilation tools, release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 
 
-def search_dirs(record):
+def search_dirs(record: "AnyRecord") -> Tuple[List[str], List[str]]:
     """(include dirs, library dirs) of a record, in every layout (classic, conda, pip-split)."""
     root = record["root"]
     if record.get("layout") == "pip-split":
@@ -40,7 +46,7 @@ def search_dirs(record):
     return [d for d in includes if os.path.isdir(d)], [d for d in libs if os.path.isdir(d)]
 
 
-def header_version(include_dirs, names, macros):
+def header_version(include_dirs: Sequence[str], names: Sequence[str], macros: Sequence[str]) -> "Found":
     """'9.1.0' from #define MAJOR/MINOR/PATCH in the first of `names` found; (version, path)."""
     for directory in include_dirs:
         for name in names:
@@ -51,11 +57,11 @@ def header_version(include_dirs, names, macros):
             text = data.decode("latin-1")
             values = [re.search(r"^\s*#\s*define\s+%s\s+(\d+)" % m, text, re.M) for m in macros]
             if all(values):
-                return ".".join(v.group(1) for v in values), path
+                return ".".join(v.group(1) for v in values if v), path  # `if v`: all are, as checked
     return None, None
 
 
-def cudart_header_version(include_dirs):
+def cudart_header_version(include_dirs: Sequence[str]) -> "Found":
     """CUDART_VERSION 13000 in cuda_runtime_api.h -> '13.0' (major*1000 + minor*10)."""
     for directory in include_dirs:
         path = os.path.join(directory, "cuda_runtime_api.h")
@@ -67,9 +73,10 @@ def cudart_header_version(include_dirs):
     return None, None
 
 
-def soname_version(lib_dirs, stem):
+def soname_version(lib_dirs: Sequence[str], stem: str) -> "Found":
     """Longest version in the library file names: libcudnn.so.9.1.0 -> '9.1.0'; (version, path)."""
-    best, where = None, None
+    best: Optional[str] = None
+    where: Optional[str] = None
     pattern = re.compile(re.escape(stem) + r"\.so\.(\d+(?:\.\d+)*)$")
     for directory in lib_dirs:
         for path in glob.glob(os.path.join(directory, stem + ".so.*")):
@@ -79,7 +86,7 @@ def soname_version(lib_dirs, stem):
     return best, where
 
 
-def dist_info_versions(record):
+def dist_info_versions(record: "AnyRecord") -> "Dict[str, Found]":
     """{component: (version, dist-info path)} from the wheels' metadata beside the toolkit."""
     root = record["root"]
     dirs = [os.path.join(root, "dist-info")]
@@ -87,7 +94,7 @@ def dist_info_versions(record):
         dirs.append(os.path.dirname(root))
     elif os.path.basename(os.path.dirname(root)) == "nvidia":  # site-packages/nvidia/cu13
         dirs.append(os.path.dirname(os.path.dirname(root)))
-    found = {}
+    found: "Dict[str, Found]" = {}
     for directory in dirs:
         for path in sorted(glob.glob(os.path.join(directory, "nvidia_*.dist-info"))):
             match = WHEEL_DIST.match(os.path.basename(path))
@@ -97,7 +104,7 @@ def dist_info_versions(record):
     return found
 
 
-def nvcc_binary_version(nvcc):
+def nvcc_binary_version(nvcc: str) -> Optional[str]:
     """The version nvcc prints for --version, read from the binary's bytes (nothing is run)."""
     try:
         fd = open_regular(nvcc)  # a FIFO named nvcc would block a plain open forever
@@ -113,7 +120,8 @@ def nvcc_binary_version(nvcc):
         os.close(fd)
 
 
-def components(record, nvcc_version=None):
+def components(record: "AnyRecord", nvcc_version: Optional[str] = None
+               ) -> Tuple[Dict[str, Optional[str]], Dict[str, Optional[str]]]:
     """({component: version | None}, {component: where it was read}) for one record.
 
     Trust order: version.json, dist-info, headers, sonames; nvcc's own word (its --version, or the
@@ -121,7 +129,7 @@ def components(record, nvcc_version=None):
     includes, libs = search_dirs(record)
     version_json = {k: v for k, v in record.get("components", {}).items() if k != "cudart_soname"}
     wheels = dist_info_versions(record)
-    found = {}
+    found: "Dict[str, Found]" = {}
     for name in COMPONENTS:
         found[name] = _first(
             (version_json.get(VERSION_JSON_KEYS.get(name, "")), os.path.join(record["root"], "version.json")),
@@ -130,7 +138,7 @@ def components(record, nvcc_version=None):
             _full_soname(libs, LIBRARIES.get(name)),
         )
     if record.get("nvcc"):
-        own = nvcc_version or nvcc_binary_version(record["nvcc"])
+        own = nvcc_version or nvcc_binary_version(cast(str, record["nvcc"]))
         if own:
             found["nvcc"] = (own, record["nvcc"])
     else:  # version.json lists cuda_nvcc for a runtime-only tree too (ptxas is in that package)
@@ -140,7 +148,7 @@ def components(record, nvcc_version=None):
     return {k: v[0] for k, v in found.items()}, {k: v[1] for k, v in found.items() if v[0]}
 
 
-def _full_soname(libs, stem):
+def _full_soname(libs: Sequence[str], stem: Optional[str]) -> "Found":
     if not stem:
         return None, None
     version, path = soname_version(libs, stem)
@@ -148,11 +156,11 @@ def _full_soname(libs, stem):
     return (version, path) if version and version.count(".") >= 2 else (None, None)
 
 
-def _first(*pairs):
+def _first(*pairs: "Found") -> "Found":
     return next((p for p in pairs if p and p[0]), (None, None))
 
 
-def tree_size(path):
+def tree_size(path: str) -> int:
     """Bytes on disk as `du -sb` counts them: apparent sizes of files, links and directories,
     each inode once (toolkits are often hardlinked copies), without following links."""
     try:
@@ -180,5 +188,5 @@ def tree_size(path):
     return total
 
 
-def _numbers(text):
+def _numbers(text: str) -> Tuple[int, ...]:
     return tuple(int(p[:9]) for p in text.split(".") if p.isascii() and p.isdigit())
