@@ -12,11 +12,16 @@ import os
 import re
 import shutil
 import tempfile
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from cudaswitch.audit import imagecheck, layers, oci, view
 from cudaswitch.verify import checkregistry
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.checkregistry import registered
+
+if TYPE_CHECKING:
+    from cudaswitch.audit.inventory import Progress
+    from cudaswitch.verify.checkregistry import CheckResult
 
 TORCH_VERSION = re.compile(r"""^__version__\s*(?::[^=]*)?=\s*['"]([^'"]{1,64})['"]""", re.M)
 TORCH_CUDA = re.compile(r"""^cuda\s*(?::[^=]*)?=\s*['"]([0-9.]{1,16})['"]""", re.M)
@@ -24,7 +29,8 @@ SITE_DIRS = ("site-packages", "dist-packages")
 CUDA_ONLY = re.compile(r"^\d{1,2}\.\d$")
 
 
-def target_facts(env, driver_text=None, gpu_texts=()):
+def target_facts(env: dict, driver_text: Optional[str] = None,
+                 gpu_texts: Optional[Sequence[str]] = ()) -> Tuple[dict, List[dict]]:
     """(driver, gpus) an image is judged against: --driver / --gpu, else this host's."""
     from cudaswitch.verify import torchplan
 
@@ -44,7 +50,7 @@ def target_facts(env, driver_text=None, gpu_texts=()):
     return driver, gpus
 
 
-def read_image(text, progress=None):
+def read_image(text: str, progress: "Optional[Progress]" = None) -> Tuple[dict, dict, layers.Tree]:
     """(reference, image facts, tree) with every layer applied and its digest checked."""
     progress = progress or (lambda label, done, total: None)
     ref = oci.parse_reference(text)
@@ -57,7 +63,8 @@ def read_image(text, progress=None):
     return ref, image, tree
 
 
-def audit_image(env, text, driver_text=None, gpu_texts=(), progress=None):
+def audit_image(env: dict, text: str, driver_text: Optional[str] = None, gpu_texts: Optional[Sequence[str]] = (),
+                progress: "Optional[Progress]" = None) -> dict:
     """The report: `audit --json`'s shape for the image's files, plus "image" (its facts and the
     verdict for the driver and GPUs); the judged driver stands where a host's would."""
     driver, gpus = target_facts(env, driver_text, gpu_texts)
@@ -74,7 +81,7 @@ def audit_image(env, text, driver_text=None, gpu_texts=(), progress=None):
     return report
 
 
-def image_facts(ref, image, torches, shape=None):
+def image_facts(ref: dict, image: dict, torches: List[dict], shape: Optional[dict] = None) -> dict:
     config = image["config_facts"]
     return {"reference": ref["text"], "transport": ref["transport"], "path": ref["path"], "tag": ref["tag"],
             "manifest_digest": image["manifest_digest"], "config_digest": image["config_digest"],
@@ -83,14 +90,15 @@ def image_facts(ref, image, torches, shape=None):
             "os_release": shape.pop("os_release", {}) if shape else {}, "torch": torches, "view": shape}
 
 
-def _audit_view(env, ref, image, tree, progress):
+def _audit_view(env: dict, ref: dict, image: dict, tree: layers.Tree,
+                progress: "Optional[Progress]") -> Tuple[dict, dict]:
     """run_audit on a fresh view of the tree, which is removed before this returns."""
     from cudaswitch.audit.inventory import run_audit
 
     work = tempfile.mkdtemp(prefix="cudaswitch-image-")
     try:
         try:
-            shape = view.write_view(tree, work)
+            shape: Dict[str, Any] = view.write_view(tree, work)  # os_release joins the counts below
         except OSError as exc:  # the host refuses what the image holds (a name or link too long for it)
             raise oci.ImageError("the image's files cannot be laid out for the audit (%s)" % (
                 exc.strerror or exc)) from None
@@ -106,7 +114,7 @@ def _audit_view(env, ref, image, tree, progress):
     return report, shape
 
 
-def _root_vars(image):
+def _root_vars(image: dict) -> Dict[str, str]:
     env = dict(image["config_facts"]["env"])
     if "PATH" in env:
         entries = [p for p in env["PATH"].split(":") if p.startswith("/")][:64]
@@ -114,7 +122,7 @@ def _root_vars(image):
     return {k: v for k, v in env.items() if v.startswith("/") and len(v) < 4096}
 
 
-def _unhost(value, work):
+def _unhost(value: Any, work: str) -> Any:
     if isinstance(value, str):
         return value.replace(work + "/", "/").replace(work, "/")
     if isinstance(value, list):
@@ -124,10 +132,11 @@ def _unhost(value, work):
     return value
 
 
-def find_torch(tree):
+def find_torch(tree: layers.Tree) -> List[dict]:
     """Each torch in a site-packages of the image: version and CUDA from torch/version.py, the
     build's arch list where torch_builds.toml knows it."""
-    found, stack = [], [((), tree.root)]
+    found: List[dict] = []
+    stack: List[Tuple[tuple, layers.Node]] = [((), tree.root)]
     while stack:
         parts, node = stack.pop()
         for name, child in sorted(node.children.items()):
@@ -141,7 +150,7 @@ def find_torch(tree):
     return sorted(found, key=lambda t: t["site"])
 
 
-def _torch_at(site, node):
+def _torch_at(site: Tuple[str, ...], node: layers.Node) -> Optional[dict]:
     torch = node.children.get("torch")
     version_file = torch.children.get("version.py") if torch is not None and torch.kind == "dir" else None
     if version_file is None or version_file.kind != "file" or not version_file.data:
@@ -150,15 +159,16 @@ def _torch_at(site, node):
     version, cuda = TORCH_VERSION.search(text), TORCH_CUDA.search(text)
     if not version:
         return None
-    item = {"version": version.group(1), "cuda": cuda.group(1) if cuda else None, "site": "/" + "/".join(site),
-            "arch": None, "arch_source": None, "arch_verified": None}
+    item: Dict[str, Any] = {
+        "version": version.group(1), "cuda": cuda.group(1) if cuda else None, "site": "/" + "/".join(site),
+        "arch": None, "arch_source": None, "arch_verified": None}
     row = imagecheck.build_row(item["version"], item["cuda"])
     if row:
         item.update(arch=list(row["arch"]), arch_source=row.get("source"), arch_verified=row.get("verified", True))
     return item
 
 
-def os_release(work):
+def os_release(work: str) -> Dict[str, str]:
     from cudaswitch.safeio import read_or_none
 
     for name in ("etc/os-release", "usr/lib/os-release"):
@@ -181,7 +191,7 @@ def rejudged_ids() -> set:
 
 
 @registered("image.no_exec", layer="toolkit", shown_by=("image",))
-def _rejudge(report, driver, gpus):
+def _rejudge(report: dict, driver: dict, gpus: List[dict]) -> None:
     """The image's toolkits against the judged driver, which is the host's, not the view's."""
     from cudaswitch.audit.hostfacts import driver_verdict
 
@@ -197,14 +207,14 @@ def _rejudge(report, driver, gpus):
 
 
 @registered("image.require_cuda", layer="driver", shown_by=("image",))
-def _requirement_check(requirement):
+def _requirement_check(requirement: dict) -> "CheckResult":
     level = {"ok": "ok", "not checked": "info", "cannot tell": "info"}.get(requirement["verdict"], "error")
     return check("image.require_cuda", level, requirement["message"],
                  "a newer driver, or an image built for an older CUDA" if level == "error" else None,
                  verdict=requirement["verdict"], conditions=requirement["conditions"])
 
 
-def _runs(requirement, torch_checks):
+def _runs(requirement: dict, torch_checks: "List[CheckResult]") -> Optional[bool]:
     if requirement["ok"] is False or any(c["level"] == "error" for c in torch_checks):
         return False
     return requirement["ok"]
@@ -213,14 +223,14 @@ def _runs(requirement, torch_checks):
 # ---------------------------------------------------------------- a cluster's nodes
 
 
-def on_nodes(text, nodes, progress=None):
+def on_nodes(text: str, nodes: Iterable[dict], progress: "Optional[Progress]" = None) -> dict:
     """Which merged nodes (audit/merge.py's node summaries) can start the image: {"image": facts,
     "can_run", "cannot_run", "cannot_tell": [{"host", "reasons"}], and hostlists of each}."""
     from cudaswitch.audit.hosts import fold
 
     ref, image, tree = read_image(text, progress)
     torches = find_torch(tree)
-    groups = {"can_run": [], "cannot_run": [], "cannot_tell": []}
+    groups: Dict[str, List[dict]] = {"can_run": [], "cannot_run": [], "cannot_tell": []}
     for node in nodes:
         driver = {"present": bool(node["driver"] or node["driver_cuda"]), "release": node["driver"],
                   "cuda": node["driver_cuda"]}
@@ -237,7 +247,7 @@ def on_nodes(text, nodes, progress=None):
     return out
 
 
-def _reasons(requirement, checks, runs):
+def _reasons(requirement: dict, checks: "List[CheckResult]", runs: Optional[bool]) -> List[str]:
     """Why a node cannot start the image (or why it cannot be told): the verdicts' own lines."""
     if runs is True:
         return []
