@@ -12,9 +12,16 @@ runtime refuse the container. Where the runtime assumes a fact it cannot read is
 "cannot tell" (None): never ok on a guess.
 """
 
+from typing import TYPE_CHECKING, List, Mapping, Optional, Sequence, Tuple
+
 from cudaswitch.verify import facttables
 from cudaswitch.verify.compat import check, cuda_words
 from cudaswitch.verify.checkregistry import registered
+
+if TYPE_CHECKING:
+    from cudaswitch.verify.checkregistry import CheckResult
+
+    Term = Tuple[str, str, str]  # (key, op, value)
 
 OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
 KEYS = ("cuda", "driver", "arch", "brand")
@@ -26,7 +33,7 @@ class Invalid(ValueError):
     """A condition the runtime refuses as an invalid expression."""
 
 
-def requirements(env):
+def requirements(env: Mapping[str, str]) -> List[Tuple[str, str]]:
     """[(variable, condition)] the runtime checks for an image's Env; [] when disabled."""
     found = [(key, value) for key, value in sorted(env.items())
              if key.startswith("NVIDIA_REQUIRE_") and key != "NVIDIA_REQUIRE_JETPACK" and value.strip()]
@@ -36,11 +43,11 @@ def requirements(env):
     return found
 
 
-def disabled(env):
+def disabled(env: Mapping[str, str]) -> bool:
     return env.get("NVIDIA_DISABLE_REQUIRE", "") in TRUE_WORDS
 
 
-def parse_term(text):
+def parse_term(text: str) -> "Term":
     """'driver>=535' -> ('driver', '>=', '535'), as the runtime splits it."""
     cut = next((i for i, c in enumerate(text) if c in "<>=!"), None)
     if not cut:
@@ -58,12 +65,12 @@ def parse_term(text):
     return key, op, value
 
 
-def alternatives(condition):
+def alternatives(condition: str) -> "List[List[Term]]":
     """'a,b c' -> [[term a, term b], [term c]]; Invalid when any term is malformed."""
     return [[parse_term(t) for t in alt.split(",") if t] for alt in condition.split(" ") if alt.strip(",")]
 
 
-def compare_versions(have, op, want):
+def compare_versions(have: str, op: str, want: str) -> bool:
     """The runtime's comparison: number by number; '12.4' = '12.4.0'."""
     a, b = _numbers(have), _numbers(want)
     width = max(len(a), len(b))
@@ -71,11 +78,11 @@ def compare_versions(have, op, want):
     return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
 
 
-def _numbers(text):
+def _numbers(text: str) -> Tuple[int, ...]:
     return tuple(int(p) for p in text.split(".") if p)
 
 
-def judge_term(term, driver, gpu):
+def judge_term(term: "Term", driver: dict, gpu: Optional[dict]) -> Tuple[Optional[bool], str]:
     """(True | False | None, what was compared) for one term on one GPU (or None: no GPU known)."""
     key, op, value = term
     if key in ("cuda", "driver"):
@@ -98,25 +105,27 @@ def judge_term(term, driver, gpu):
     return (same if op == "=" else not same), "GPU %s is %s" % (_gpu_name(gpu), brand)
 
 
-def _gpu_name(gpu):
+def _gpu_name(gpu: dict) -> str:
     return gpu.get("name") or gpu.get("model") or "?"
 
 
-def _all(values):
+def _all(values: Sequence[Optional[bool]]) -> Optional[bool]:
     return False if False in values else (None if None in values else True)
 
 
-def _any(values):
+def _any(values: Sequence[Optional[bool]]) -> Optional[bool]:
     return True if True in values else (None if None in values else False)
 
 
-def judge_condition(condition, driver, gpus):
+def judge_condition(condition: str, driver: dict, gpus: Sequence[Optional[dict]]) -> dict:
     """{"ok": True | False | None, "unmet": [...], "unknown": [...]} for one condition on every GPU
     (the runtime checks each visible GPU; with none known, device terms cannot be told)."""
     alts = alternatives(condition)
-    unmet, unknown, per_gpu = [], [], []
+    unmet: List[str] = []
+    unknown: List[str] = []
+    per_gpu: List[Optional[bool]] = []
     for gpu in gpus or [None]:
-        results = []
+        results: List[Optional[bool]] = []
         for alt in alts:
             verdicts = [(term, judge_term(term, driver, gpu)) for term in alt]
             results.append(_all([v[0] for _t, v in verdicts]))
@@ -129,14 +138,14 @@ def judge_condition(condition, driver, gpus):
     return {"ok": _all(per_gpu), "unmet": unmet, "unknown": unknown}
 
 
-def judge_image(env, driver, gpus):
+def judge_image(env: Mapping[str, str], driver: dict, gpus: Sequence[dict]) -> dict:
     """The runtime's verdict on an image's Env for a driver and GPUs (driver facts as
     verify/driver.py gives them): {"verdict": ok | cannot run | cannot tell | not checked, ...}."""
     conditions = requirements(env)
     if disabled(env):
         return {"verdict": "not checked", "ok": True, "conditions": [], "disabled": True,
                 "message": "NVIDIA_DISABLE_REQUIRE is set: the runtime checks no requirement"}
-    judged = []
+    judged: List[dict] = []
     for variable, condition in conditions:
         try:
             result = judge_condition(condition, driver, gpus)
@@ -149,7 +158,7 @@ def judge_image(env, driver, gpus):
             "message": _message(verdict, judged, driver)}
 
 
-def _message(verdict, judged, driver):
+def _message(verdict: str, judged: List[dict], driver: dict) -> str:
     if not judged:
         return "the image states no NVIDIA_REQUIRE_CUDA or CUDA_VERSION: the runtime checks nothing"
     where = "driver %s (CUDA %s)" % (driver.get("release") or "?", driver.get("cuda") or "?")
@@ -162,7 +171,7 @@ def _message(verdict, judged, driver):
     return "cannot tell whether it starts on %s: %s" % (where, "; ".join(unknown))
 
 
-def _minimum_hint(judged):
+def _minimum_hint(judged: List[dict]) -> str:
     """'cuda>=12.4' unmet: the driver compat.toml says CUDA 12.4 needs."""
     for condition in judged:
         for alt in condition["condition"].split(" "):
@@ -176,7 +185,7 @@ def _minimum_hint(judged):
 # ---------------------------------------------------------------- the torch inside
 
 
-def build_row(torch_version, cuda):
+def build_row(torch_version: str, cuda: Optional[str]) -> Optional[dict]:
     """torch_builds.toml's row for a torch release and its CUDA ('2.4.1+cu124', '12.4'), or None."""
     from cudaswitch.toolkit import version_tuple
     from cudaswitch.verify import torchplan
@@ -191,7 +200,7 @@ def build_row(torch_version, cuda):
 
 
 @registered("image.torch_cuda", "image.torch_driver", "image.torch_arch", layer="framework", shown_by=("image",))
-def torch_checks(torch, driver, gpus):
+def torch_checks(torch: dict, driver: dict, gpus: Sequence[dict]) -> "List[CheckResult]":
     """The image's torch against the driver (its CUDA) and each GPU (its arch list, where known)."""
     from cudaswitch.verify.checks import arch_in_build
     from cudaswitch.verify.compat import driver_supports
@@ -199,7 +208,8 @@ def torch_checks(torch, driver, gpus):
     subject = "the image's torch %s" % torch["version"]
     if not torch["cuda"]:
         return [check("image.torch_cuda", "info", "%s is a CPU-only build" % subject, torch=torch["version"])]
-    out = [dict(driver_supports(driver, torch["cuda"], "image.torch_driver", subject))]
+    # CheckResults copied (dict() keeps their keys, not their type)
+    out: list = [dict(driver_supports(driver, torch["cuda"], "image.torch_driver", subject))]
     for gpu in gpus:
         if not gpu.get("capability"):
             continue
