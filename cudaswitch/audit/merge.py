@@ -16,7 +16,7 @@ import json
 import os
 import re
 import stat
-from typing import Optional
+from typing import IO, Any, AnyStr, Callable, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple, cast
 
 from cudaswitch.audit.inventory import REPORT_FORMAT, REPORT_KIND
 from cudaswitch.audit.skew import STATUS_RANK, node_summary, version_key
@@ -31,9 +31,13 @@ FLAG_TYPES = frozenset((bool, type(None)))
 # remembered shape (~2 KB) would never be met again: past this many, a new shape is checked and
 # folded each time it comes instead.
 MAX_SHAPES = 4096
+# (label, parsed JSON, None) or (label, None, why it cannot be read)
+Document = Tuple[str, Any, Optional[str]]
+OnSkipped = Callable[[str, List[str]], None]
 
 
-def read_inputs(names, stdin, on_skipped=lambda directory, skipped: None):
+def read_inputs(names: Iterable[str], stdin: TextIO,
+                on_skipped: OnSkipped = lambda directory, skipped: None) -> Iterator[Document]:
     """(label, report, None) or (label, None, why) per document in `names` ('-' is stdin, a
     directory its *.json files), one at a time: a file is read whole (capped), stdin line by line
     when it carries JSON lines. on_skipped(directory, [what]) hears what a directory held besides."""
@@ -46,16 +50,16 @@ def read_inputs(names, stdin, on_skipped=lambda directory, skipped: None):
             yield from _file(name, name)
 
 
-def _file(name, path):
+def _file(name: str, path: str) -> Iterator[Document]:
     text, why = _read_capped(path)
     label = name if name.isprintable() else repr(name)  # a newline in a file name: still one line
     if why is not None:
         yield label, None, why
     else:
-        yield from parse_documents(label, text)
+        yield from parse_documents(label, cast(str, text))  # read: no reason why not
 
 
-def _directory(name, on_skipped):
+def _directory(name: str, on_skipped: OnSkipped) -> Iterator[Document]:
     """What the shell's DIR/*.json would give, in name order, without the argument limit
     (srun --output=DIR/%N.json on 100,000 nodes): hidden names are left out as the glob leaves
     them, and a subdirectory or a file not named *.json is skipped and told to on_skipped. A
@@ -66,7 +70,8 @@ def _directory(name, on_skipped):
     except OSError as exc:
         yield name, None, "cannot read the directory (%s)" % (exc.strerror or exc)
         return
-    inside, skipped = os.path.join(os.path.realpath(name), ""), []
+    inside = os.path.join(os.path.realpath(name), "")
+    skipped: List[str] = []
     if not any(base.endswith(".json") for base, _ in entries):
         yield name, None, "a directory without *.json files"
     for base, entry in entries:
@@ -83,7 +88,7 @@ def _directory(name, on_skipped):
         on_skipped(name, skipped)
 
 
-def _read_capped(name):
+def _read_capped(name: str) -> Tuple[Optional[str], Optional[str]]:
     """(text, None) or (None, why): opened without blocking (a FIFO or device never hangs us),
     a regular file only, at most MAX_REPORT_BYTES."""
     try:
@@ -104,10 +109,11 @@ def _read_capped(name):
     return data.decode("utf-8", "replace"), None
 
 
-def _read_fd(fd, size):
+def _read_fd(fd: int, size: int) -> bytes:
     """Up to MAX_REPORT_BYTES + 1 bytes, in chunks sized from the file's size: one big read
     buffer per file would cost more than the JSON (10,000 files)."""
-    chunks, total = [], 0
+    chunks: List[bytes] = []
+    total = 0
     while total <= MAX_REPORT_BYTES:
         chunk = os.read(fd, min(max(size + 1, 1 << 16), MAX_REPORT_BYTES + 1 - total))
         if not chunk:
@@ -119,7 +125,7 @@ def _read_fd(fd, size):
     return b"".join(chunks)
 
 
-def _stream_documents(label, stream):
+def _stream_documents(label: str, stream: TextIO) -> Iterator[Document]:
     """JSON lines read one at a time, or one document when the first line is not one by itself."""
     first, number = None, 0
     for index, line in enumerate(_capped_lines(stream), 1):
@@ -142,7 +148,7 @@ def _stream_documents(label, stream):
             yield _checked(_line_label(label, line_number, node), document)
 
 
-def _capped_lines(stream):
+def _capped_lines(stream: TextIO) -> Iterator[str]:
     """Lines of at most MAX_REPORT_BYTES; a longer one is cut there (and then refused as JSON).
     Read as bytes when the stream has them: a text stream's readline(limit) is 10x slower."""
     raw = getattr(stream, "buffer", None)
@@ -153,7 +159,7 @@ def _capped_lines(stream):
         yield line.decode("utf-8", "replace")
 
 
-def _capped(stream, newline, longer):
+def _capped(stream: IO[AnyStr], newline: AnyStr, longer: AnyStr) -> Iterator[AnyStr]:
     while True:
         line = stream.readline(MAX_REPORT_BYTES)
         if not line:
@@ -166,7 +172,7 @@ def _capped(stream, newline, longer):
         yield line
 
 
-def parse_documents(label, text):
+def parse_documents(label: str, text: str) -> Iterator[Document]:
     """(label, report, None) / (label, None, error) per document of one file's text: one JSON
     document, or JSON lines when its first line is a document by itself."""
     body = text.strip(JSON_SPACE)
@@ -186,23 +192,23 @@ def parse_documents(label, text):
         yield _checked(label, text)  # as written: json's own rules, nothing stripped
 
 
-def _strip_prefix(line):
+def _strip_prefix(line: str) -> Tuple[Optional[str], str]:
     """(node or None, the line without pdsh's/clush's `node: ` prefix)."""
     line = line.strip(JSON_SPACE)
     match = HOST_PREFIX.match(line)
     return (match.group(1), line[match.end():]) if match else (None, line)
 
 
-def _line_label(label, number, node):
+def _line_label(label: str, number: int, node: Optional[str]) -> str:
     return "%s line %d%s" % (label, number, " (%s)" % node if node else "")
 
 
-def _checked(label, document):
+def _checked(label: str, document: str) -> Document:
     """(label, parsed JSON, None) or (label, None, why): Merger.add checks the report's shape."""
     return (label, *_loads(document))
 
 
-def _loads(text):
+def _loads(text: str) -> Tuple[Any, Optional[str]]:
     try:
         return json.loads(text), None
     except RecursionError:
@@ -238,9 +244,9 @@ class Kind:
         return kind
 
 
-def _cells(kits, roots):
+def _cells(kits: List[Tuple[Optional[str], str]], roots: tuple) -> Dict[Optional[str], dict]:
     """{version: {statuses (best first), copies, roots}} of a node's toolkits."""
-    cells = {}
+    cells: Dict[Optional[str], dict] = {}
     for (version, status), root in zip(kits, roots):
         cell = cells.setdefault(version, {"statuses": [], "copies": 0, "roots": []})
         cell["copies"] += 1
@@ -251,7 +257,7 @@ def _cells(kits, roots):
     return cells
 
 
-def _paths_ok(paths):
+def _paths_ok(paths: tuple) -> bool:
     """The report's root and its toolkits' roots as validate() accepts them."""
     return (paths[0] is None or type(paths[0]) is str) and all(
         root is None or (type(root) is str and len(root) <= MAX_TEXT) for root in paths[1:])
@@ -270,7 +276,7 @@ class Merger:
         self._by_shape: dict = {}
         self._summaries: dict = {}
 
-    def add(self, label: str, report) -> Optional[str]:
+    def add(self, label: str, report: Any) -> Optional[str]:
         """Fold in one parsed report; the reason it was refused, or None."""
         key, paths = _shape(report) if type(report) is dict else (None, None)
         try:
@@ -278,6 +284,7 @@ class Merger:
         except TypeError:  # an array or object where a valid report has a string
             key = kind = None
         if kind is not None and paths != kind.paths:
+            paths = cast(tuple, paths)  # a shape's key comes with its paths
             kind = kind.moved(paths) if _paths_ok(paths) else None
         host = report.get("host") if kind is not None else None
         if kind is None or not (type(host) is str and 0 < len(host) <= 255 and host.isprintable()):
@@ -297,7 +304,7 @@ class Merger:
     def refuse(self, label: str, error: str) -> None:
         self.errors.append({"file": label, "error": error})
 
-    def _unique_name(self, host, label):
+    def _unique_name(self, host: str, label: str) -> str:
         name, number = host, 2
         if name in self._taken:
             name = "%s (%s)" % (host, label)
@@ -320,7 +327,7 @@ class Merger:
                 "errors": self.errors}
 
 
-def _shape(report):
+def _shape(report: dict) -> Tuple[Optional[tuple], Optional[tuple]]:
     """(every value merge reads from a report but its host and paths, as one hashable tuple; the
     paths), or (None, None) where a part is not an object or array where a valid report has one.
     Reports of one shape are refused or accepted alike and fold in alike, so validation and
@@ -347,12 +354,13 @@ def _shape(report):
             tuple(kits)), paths
 
 
-def _tracked(found):
+def _tracked(found: Optional[dict]) -> Tuple[Any, Any, Any]:
     found = {} if found is None else found
     return found.get("cudnn"), found.get("nccl"), found.get("cupti")  # validate.TRACKED, spelled out: 10% faster
 
 
-def merge_inputs(names, stdin, on_refused, on_skipped) -> Merger:
+def merge_inputs(names: Iterable[str], stdin: TextIO, on_refused: Callable[[str, str], None],
+                 on_skipped: OnSkipped) -> Merger:
     """Every report of `names` ('-' is stdin, a directory its *.json) folded into a Merger as it
     is read; each refused one is told to on_refused(label, error) at once, so a long merge names
     them as it goes, and what a directory held besides reports to on_skipped(directory, names)."""
@@ -368,7 +376,7 @@ def merge_inputs(names, stdin, on_refused, on_skipped) -> Merger:
 
 
 @contextlib.contextmanager
-def without_cycle_collector():
+def without_cycle_collector() -> Iterator[None]:
     """The whole merge without the cyclic collector: JSON trees and the matrix hold no cycles, so
     refcounting frees all there is to free, and the collector would only rescan what grows (the
     nodes, then the skew's and the output's host lists): a tenth of a merge's time."""
@@ -381,9 +389,10 @@ def without_cycle_collector():
             gc.enable()
 
 
-def _row(version, names, kinds):
-    hosts, best = {}, {"ok": [], "incomplete": [], "broken": []}
-    missing = []
+def _row(version: Optional[str], names: List[str], kinds: List[Kind]) -> dict:
+    hosts: Dict[str, dict] = {}
+    best: Dict[str, List[str]] = {"ok": [], "incomplete": [], "broken": []}
+    missing: List[str] = []
     for name, kind in zip(names, kinds):
         cell = kind.cells.get(version)
         if cell is None:
