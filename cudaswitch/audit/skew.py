@@ -7,7 +7,7 @@ node types (identical nodes grouped); and the user's `--require` / `--same` rule
 
 import functools
 import re
-from typing import List, Optional, Sequence
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Set, Tuple, cast
 
 from cudaswitch.audit.validate import TRACKED, VERSION
 from cudaswitch.errors import UsageError
@@ -17,22 +17,27 @@ from cudaswitch.toolkit import STATUSES, version_tuple
 REQUIRE_KEYS = ("cuda",) + TRACKED + ("driver",)
 SAME_KEYS = ("driver", "branch", "gpus", "toolkits") + TRACKED
 DIGITS = re.compile(r"(\d+)")
-STATUS_RANK = {status: rank for rank, status in enumerate(STATUSES)}  # ok best, broken worst
+STATUS_RANK: Dict[Optional[str], int] = {status: rank for rank, status in enumerate(STATUSES)}  # ok best, broken worst
 
 # Nodes share a handful of versions: sort keys and GPU checks are computed once per value.
 version_key = functools.lru_cache(maxsize=8192)(version_tuple)
+# A fact of a node's summary; `...`: its lambdas bind loop values as default arguments
+ValueOf = Callable[..., Any]
 
 
-def node_summary(report):
+def node_summary(report: dict) -> dict:
     """What the skew report compares of a (valid) report, nothing more: made once per report
     shape, and shared by the nodes of that shape."""
     driver = report.get("driver") or {}
     release = driver.get("release")
-    toolkits, versions, unsupported, components = {}, {}, set(), {}
+    toolkits: Dict[str, str] = {}
+    versions: Dict[str, str] = {}
+    unsupported: Set[str] = set()
+    components: Dict[str, Set[str]] = {}
     for entry in report["toolkits"]:
         version, status = entry.get("version"), entry["status"]
         if version:
-            short = _short(version)
+            short = cast(str, _short(version))  # a version has a major.minor
             _keep_best(toolkits, short, status)
             _keep_best(versions, version, status)
             if entry.get("driver_supported") is False:
@@ -42,7 +47,7 @@ def node_summary(report):
             for key in TRACKED:
                 if found.get(key):
                     components.setdefault(key, set()).add(found[key])
-    gpus = {}
+    gpus: Dict[Tuple[str, Optional[str]], int] = {}
     for gpu in report.get("gpus") or ():
         label = (gpu.get("name") or gpu.get("model") or "unknown GPU", gpu.get("capability"))
         gpus[label] = gpus.get(label, 0) + 1
@@ -53,14 +58,14 @@ def node_summary(report):
             "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items())}
 
 
-def _keep_best(best, version, status):
+def _keep_best(best: Dict[str, str], version: str, status: str) -> None:
     """best[version] = the best status seen for it (ok over incomplete over broken)."""
     if version and STATUS_RANK[status] < STATUS_RANK.get(best.get(version), len(STATUSES)):
         best[version] = status
 
 
 @functools.lru_cache(maxsize=8192)
-def _short(version):
+def _short(version: Optional[str]) -> Optional[str]:
     return ".".join(version.split(".")[:2]) if version else None
 
 
@@ -83,7 +88,7 @@ def parse_same(texts: Sequence[str]) -> List[str]:
     return list(texts)
 
 
-def _shown(text, limit=40):
+def _shown(text: str, limit: int = 40) -> str:
     """A short, printable prefix of what the user typed: an error stays one line."""
     text = text if text.isprintable() else repr(text)
     return text if len(text) <= limit else text[:limit] + "..."
@@ -111,7 +116,7 @@ class Nodes:
     def __len__(self) -> int:
         return len(self.hosts)
 
-    def group(self, value_of) -> dict:
+    def group(self, value_of: ValueOf) -> dict:
         """{value_of(summary): [hosts]}, values in the order first seen."""
         values = [value_of(summary) for summary in self.summaries]
         lists: dict = {}
@@ -124,28 +129,28 @@ class Nodes:
             per_summary[number].append(host)
         return lists
 
-    def where(self, test) -> List[str]:
+    def where(self, test: ValueOf) -> List[str]:
         """[hosts] whose summary passes test."""
         passes = [bool(test(summary)) for summary in self.summaries]
         if all(passes):
             return list(self.hosts)
         return [host for host, number in zip(self.hosts, self.sids) if passes[number]] if any(passes) else []
 
-    def count(self, test) -> int:
+    def count(self, test: ValueOf) -> int:
         passes = [bool(test(summary)) for summary in self.summaries]
         return sum(1 for number in self.sids if passes[number])
 
 
-def _gpu_text(node):
+def _gpu_text(node: dict) -> str:
     return ", ".join("%dx %s%s" % (count, model, " (sm_%s)" % cap.replace(".", "") if cap else "")
                      for model, cap, count in node["gpus"]) or "none found"
 
 
-def _component_text(key):
+def _component_text(key: str) -> ValueOf:
     return lambda node: " ".join(node["components"][key]) or "none"
 
 
-def _driver_text(node):
+def _driver_text(node: dict) -> str:
     """The release where the report has it, else the CUDA version the driver supports (a libcuda-only
     read: WSL, some containers), so two such nodes of different drivers are not "the same"."""
     if node["driver"]:
@@ -153,14 +158,14 @@ def _driver_text(node):
     return "CUDA %s (release unknown)" % node["driver_cuda"] if node["driver_cuda"] else "none found"
 
 
-def _driver_compared_by(nodes):
+def _driver_compared_by(nodes: Nodes) -> str:
     """What the driver skew could compare: "release", "cuda" (no release known), "release or cuda"."""
     kinds = {"release" if n["driver"] else "cuda" for n in nodes.summaries if n["driver"] or n["driver_cuda"]}
     return " or ".join(sorted(kinds, reverse=True)) or "none"
 
 
 # What `--same KEY` compares, as the text shown for each node's value.
-VALUE_OF = {
+VALUE_OF: Dict[str, ValueOf] = {
     "driver": _driver_text,
     "branch": lambda n: n["branch"] or "none found",
     "gpus": _gpu_text,
@@ -185,12 +190,12 @@ def skew(nodes: Nodes, expected: Optional[List[str]], errors: List[dict]) -> dic
     }
 
 
-def _bare(host):
+def _bare(host: str) -> str:
     """'node01 (file)' (a duplicate renamed by merge) -> 'node01'."""
     return host.split(" (", 1)[0]
 
 
-def _partial(nodes, versions_of):
+def _partial(nodes: Nodes, versions_of: ValueOf) -> List[dict]:
     """[{version, on, missing_on}] for each version present on some nodes but not all."""
     versions = {version for summary in nodes.summaries for version in versions_of(summary)}
     out = []
@@ -202,7 +207,7 @@ def _partial(nodes, versions_of):
     return out
 
 
-def _unsupported(nodes):
+def _unsupported(nodes: Nodes) -> List[dict]:
     """[{toolkit, nodes}]: the node's driver is too old for a toolkit it has (the audit's verdict,
     minor-version compatibility included): what builds on one node and fails on another."""
     shorts = {short for summary in nodes.summaries for short in summary["unsupported"]}
@@ -221,11 +226,11 @@ def cannot_target(nodes: Nodes) -> List[dict]:
             for short, capability, model in sorted(keys, key=lambda k: (version_key(k[0]), k[1:]))]
 
 
-def _untargeted(node, verdicts):
+def _untargeted(node: dict, verdicts: Dict[Tuple[str, str], Optional[bool]]) -> Set[Tuple[str, str, str]]:
     """{(toolkit, capability, model)} of the node that cannot build for its GPU."""
     from cudaswitch.verify import facttables
 
-    failing = set()
+    failing: Set[Tuple[str, str, str]] = set()
     for model, capability, _ in node["gpus"]:
         if not capability:
             continue  # /proc names the model only: the architecture is not known
@@ -237,7 +242,7 @@ def _untargeted(node, verdicts):
     return failing
 
 
-def _targets(row, short):
+def _targets(row: Optional[dict], short: str) -> Optional[bool]:
     """True / False from a table-6 row, None when the table has no row for the GPU."""
     if row is None:
         return None
@@ -257,13 +262,13 @@ def node_types(nodes: Nodes) -> List[dict]:
     return [{"name": "type %d" % number, **group} for number, group in enumerate(ordered, 1)]
 
 
-def _type_key(node):
+def _type_key(node: dict) -> Hashable:
     return (node["driver"], node["driver_cuda"], tuple(node["gpus"]), tuple(sorted(node["toolkits"].items())),
             tuple(node["versions"].items()), tuple((k, tuple(v)) for k, v in sorted(node["components"].items())),
             tuple(node["unsupported"]))
 
 
-def _type_facts(node):
+def _type_facts(node: dict) -> dict:
     return {"driver": node["driver"], "driver_cuda": node["driver_cuda"], "gpus": _gpu_text(node),
             "toolkits": dict(sorted(node["toolkits"].items(), key=lambda kv: version_key(kv[0]))),
             "versions": node["versions"], "components": node["components"], "driver_cannot_run": node["unsupported"]}
@@ -289,7 +294,7 @@ def check_rules(nodes: Nodes, require: List[tuple], same: List[str]) -> List[dic
     return broken
 
 
-def _has(node, key, version):
+def _has(node: dict, key: str, version: str) -> bool:
     """Whether the node has `version` (a prefix at a dot: 12.4 matches 12.4.131) of `key`; a
     toolkit counts unless it is broken."""
     if key == "cuda":
@@ -313,7 +318,7 @@ def add_skew(merged: dict, nodes: List[tuple], expected: Optional[List[str]], re
     return merged
 
 
-def _name_order(pair):
+def _name_order(pair: tuple) -> List[Any]:  # text at even places, numbers at odd ones
     """node2 before node10: split at digit runs, the runs compared as numbers. The split puts text
     at even places and digits at odd ones, so like is always compared with like."""
     parts = DIGITS.split(pair[0])
