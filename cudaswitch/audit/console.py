@@ -7,16 +7,22 @@ with --wide, colour only on a terminal without NO_COLOR.
 
 import contextlib
 import sys
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify.compat import cuda_words
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from cudaswitch.audit.inventory import Progress
 
 STATUS_STYLE = {"ok": "green", "incomplete": "yellow", "broken": "bold red", "missing": "dim"}
 LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim", "ok": "green"}
 SHOWN_COMPONENTS = ("cudart", "nvcc", "cudnn", "nccl", "cupti", "cublas")
 
 
-def _console(stderr=False):
+def _console(stderr: bool = False) -> "Console":
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
@@ -24,34 +30,34 @@ def _console(stderr=False):
 
 
 @contextlib.contextmanager
-def progress_bar(enabled):
+def progress_bar(enabled: bool) -> "Iterator[Progress]":
     """A callback progress(label, done, total) drawing on stderr (transient), or a no-op one."""
     if not enabled:
         yield lambda label, done, total: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    tasks = {}
+    tasks: Dict[str, Any] = {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=_console(stderr=True), transient=True) as bar:
-        def progress(label, done, total):
+        def progress(label: str, done: int, total: Optional[int]) -> None:
             if label not in tasks:
                 tasks[label] = bar.add_task(label, total=total)
             bar.update(tasks[label], completed=done, total=total)
         yield progress
 
 
-def human_size(size):
+def human_size(size: float) -> str:
     from cudaswitch.render import iec_size
 
     return iec_size(size)  # IEC, as install and list say it
 
 
-def _yes_no(value, unknown="?"):
+def _yes_no(value: Optional[bool], unknown: str = "?") -> str:
     return {True: "yes", False: "no", None: unknown}[value]
 
 
-def _components(entry):
+def _components(entry: dict) -> str:
     found = entry["components"]
     return " ".join("%s %s" % (name, found[name]) for name in SHOWN_COMPONENTS if found.get(name))
 
@@ -63,7 +69,7 @@ AUDIT_SHORTEN = (6, 7)
 AUDIT_SPILL = (3, 7, 6)
 
 
-def audit_report(report, wide=False):
+def audit_report(report: dict, wide: bool = False) -> None:
     """The report of one host: a header line, the toolkits table, then problems and checks."""
     from cudaswitch import tables
 
@@ -74,7 +80,8 @@ def audit_report(report, wide=False):
         if driver else "none found"
     lines = tables.wrap("host %s  root %s  driver %s  GPUs: %s" % (
         tables.printable(report["host"]), tables.printable(report["root"]), driver_text, tables.printable(gpus)), width)
-    rows, styles = [], []
+    rows: List[List[str]] = []
+    styles: List[List[Optional[str]]] = []
     for entry in sorted(report["toolkits"], key=lambda t: version_tuple(t["version"]), reverse=True):
         version = (entry["version"] or "?") + (" (system)" if entry.get("system_default") else "")
         rows.append([version, entry["status"], human_size(entry["size_bytes"]), _components(entry),
@@ -84,7 +91,7 @@ def audit_report(report, wide=False):
                        "bold red" if entry.get("driver_supported") is False else None,
                        "bold red" if entry["compiles"] is False else None, None, None])
     if rows:
-        lines += tables.layout(AUDIT_HEADERS, rows, width, AUDIT_SHORTEN, AUDIT_SPILL, styles, colour)
+        lines += tables.layout(list(AUDIT_HEADERS), rows, width, AUDIT_SHORTEN, AUDIT_SPILL, styles, colour)
     else:
         lines.append("no CUDA toolkits found")
     for check in report["checks"]:
@@ -99,7 +106,7 @@ def audit_report(report, wide=False):
     render.emit_lines(lines)
 
 
-def _origins(entry):
+def _origins(entry: dict) -> str:
     """sources, with the module name that points at the toolkit (other origins are its root)."""
     parts = []
     for source in entry["sources"]:
@@ -108,7 +115,7 @@ def _origins(entry):
     return ", ".join(parts)
 
 
-def merge_report(merged, max_matrix_hosts=12, wide=False):
+def merge_report(merged: dict, max_matrix_hosts: int = 12, wide: bool = False) -> None:
     """The versions x hosts matrix (few hosts, when it fits), or one line per version naming the
     hosts where it is missing or broken (many hosts: a 64-column table helps nobody); then the
     skew report, wrapped to the width like the table."""
@@ -123,7 +130,7 @@ def merge_report(merged, max_matrix_hosts=12, wide=False):
         headers = ["VERSION"] + hosts
         rows = [[row["version"] or "? (no version)"] + [_cell(row["hosts"].get(h)) for h in hosts]
                 for row in merged["toolkits"]]
-        styles = [[None] + [_cell_style(row["hosts"].get(h)) for h in hosts] for row in merged["toolkits"]]
+        styles = [[None, *[_cell_style(row["hosts"].get(h)) for h in hosts]] for row in merged["toolkits"]]
         lines = tables.layout(headers, rows, width, styles=styles, colour=colour)
         matrix = width is None or max(len(line) for line in tables.layout(headers, rows, width)) <= width
     if not matrix:
@@ -139,7 +146,7 @@ def merge_report(merged, max_matrix_hosts=12, wide=False):
     render.emit_lines(lines)
 
 
-def emit_merged_json(merged, compact):
+def emit_merged_json(merged: dict, compact: bool) -> None:
     """`audit merge --json` as render.emit_json writes it, but a large (compact) merge goes out
     in pieces of a few MiB: 100,000 nodes' JSON is 40 MiB, and one string of it, its escaped
     copy and its bytes would hold three times that at the peak."""
@@ -148,7 +155,8 @@ def emit_merged_json(merged, compact):
     if not compact:
         render.emit_json(merged)
         return
-    batch, size = [], 0
+    batch: List[str] = []
+    size = 0
     for piece in _json_pieces(merged, 3):
         batch.append(piece)
         size += len(piece)
@@ -158,13 +166,13 @@ def emit_merged_json(merged, compact):
     render.emit_text(render.escape_surrogates("".join(batch)) + "\n")
 
 
-def _json_pieces(value, depth, chunk=5000):
+def _json_pieces(value: Any, depth: int, chunk: int = 5000) -> Iterator[str]:
     """The text of json.dumps(value, ensure_ascii=False, separators=(",", ":")), in pieces: dicts
     and short lists (a few rows, node types) opened `depth` levels deep, long lists (hosts)
     dumped `chunk` items at a time."""
     import json
 
-    def dumps(item):
+    def dumps(item: Any) -> str:
         return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
     if isinstance(value, dict) and len(value) > chunk and all(type(key) is str for key in value) and \
             len({id(item) for item in value.values()}) * 4 < len(value):
@@ -187,14 +195,14 @@ def _json_pieces(value, depth, chunk=5000):
         yield "]"
 
 
-def _shared_values_dict(value, dumps):
+def _shared_values_dict(value: dict, dumps: Callable[[Any], str]) -> str:
     """dumps(value) for a dict of many keys sharing a few value objects (a toolkit row's hosts:
     100,000 names, a few cells): each shared value encoded once, not once per key. (Where most
     values differ, one dumps of the whole is faster.)"""
     from json.encoder import encode_basestring  # the C encoder's own quoting for ensure_ascii=False
 
-    texts = {}
-    parts = []
+    texts: Dict[int, str] = {}
+    parts: List[str] = []
     for key, item in value.items():
         text = texts.get(id(item))
         if text is None:
@@ -203,7 +211,7 @@ def _shared_values_dict(value, dumps):
     return "{" + ",".join(parts) + "}"
 
 
-def _wrapped(lines, width):
+def _wrapped(lines: List[str], width: Optional[int]) -> List[str]:
     import textwrap
 
     if width is None:
@@ -212,7 +220,7 @@ def _wrapped(lines, width):
             for part in textwrap.wrap(line, width, subsequent_indent="    ", break_on_hyphens=False) or [""]]
 
 
-def _spread(values):
+def _spread(values: Dict[str, List[str]]) -> str:
     """'570.195.03 on node[07,33] (2); 580.95.05 on the other 61': the exceptions by name, the
     most common value by count (naming 9,990 nodes hides the 10 that matter)."""
     from cudaswitch.audit.hosts import fold
@@ -222,12 +230,13 @@ def _spread(values):
     return "; ".join(parts + ["%s on the other %d" % (ordered[-1][0], len(ordered[-1][1]))])
 
 
-def skew_lines(merged):
+def skew_lines(merged: dict) -> List[str]:
     """The skew report as lines: one per fact that differs between nodes, then node types and rules."""
     from cudaswitch import render
     from cudaswitch.audit.hosts import fold, fold_short
 
-    skew, lines = merged["skew"], []
+    skew = merged["skew"]
+    lines: List[str] = []
     for title, values in (("driver release", skew["driver"]["releases"]), ("driver branch", skew["driver"]["branches"]),
                           ("GPUs", skew["gpus"]["models"])):
         if len(values) > 1:
@@ -257,14 +266,14 @@ def skew_lines(merged):
     return lines
 
 
-def _cell(cell):
+def _cell(cell: Optional[dict]) -> str:
     if cell is None:
         return "-"
     text = "+".join(cell["statuses"])
     return text + (" x%d" % cell["copies"] if cell["copies"] > 1 else "")
 
 
-def _cell_style(cell):
+def _cell_style(cell: Optional[dict]) -> Optional[str]:
     """The colour of a cell's worst status (broken over incomplete over ok)."""
     if cell is None:
         return "dim"
