@@ -92,3 +92,21 @@ def test_the_annotation_scan_sees_a_missing_annotation(tmp_path):
     sample.write_text("def resolve(request: str):\n    pass\n\n\ndef _helper(x):\n    pass\n\n\n"
                       "class Lookup:\n    def active(self, env) -> None:\n        pass\n")
     assert public_functions_missing_annotations(sample) == ["resolve(return)", "active(env)"]
+
+
+def test_every_function_of_the_package_must_be_annotated(tmp_path):
+    """disallow_untyped_defs holds for the whole package: set for all of it, no override turns it
+    off for some modules, and a function without annotations is an error under this configuration."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # 3.10
+        import tomli as tomllib
+    conf = tomllib.loads((TOP / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert conf.get("disallow_untyped_defs") is True, conf
+    loosened = [o["module"] for o in conf.get("overrides", [])
+                if o.get("disallow_untyped_defs") is False or o.get("ignore_errors")]
+    assert not loosened, loosened
+    bad = tmp_path / "untyped.py"
+    bad.write_text("def helper(x):\n    return x\n")
+    proc = _mypy("--config-file", str(TOP / "pyproject.toml"), str(bad))
+    assert proc.returncode == 1 and "[no-untyped-def]" in proc.stdout, proc.stdout + proc.stderr
