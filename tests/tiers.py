@@ -19,7 +19,7 @@ SLOW_MODULES = frozenset({
     "test_state_names_nothing", "test_hostile_state_names",
     # many real commands each: every explain wording, gcc ceilings, image builds, driver x toolkit matrix
     "test_verify_explain", "test_verify_gcc", "test_audit_image", "test_gpu_check", "test_registry_bad_input",
-    "test_corrupt_state", "test_list_runs_here",
+    "test_corrupt_state", "test_list_runs_here", "test_audit_expect",
     # explain, doctor, verify and audit over the same host states (about 30 real commands)
     "test_checks_agree",
     # verify against `use` in real bash for each starting state, with real builds

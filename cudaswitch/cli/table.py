@@ -212,8 +212,13 @@ COMMANDS = (
                          "(550.54.15) or the CUDA version it supports (12.4), instead of this host's.",
                          metavar="VERSION"),
                      Opt("--gpu", "gpu", "str", "With --image: judge it for a GPU by compute capability (sm_90, "
-                         "8.6) instead of this host's; repeat for several.", metavar="ARCH", many=True)),
+                         "8.6) instead of this host's; repeat for several.", metavar="ARCH", many=True),
+                     Opt("--expect", "expect", "str", "Check this node against a site policy (toolkits, driver, "
+                         "gpus, nccl): prints `policy met: ...`, or exits 1 printing the first unmet requirement "
+                         "on one line (a drain reason); --json gives every requirement's check.",
+                         metavar="POLICY.toml")),
             examples=("cudaswitch audit", "cudaswitch audit --json --compile",
+                      "cudaswitch audit --expect /etc/cudaswitch/policy.toml",
                       "cudaswitch audit --root /srv/images/rocky9",
                       "cudaswitch audit --image oci:/srv/oci/pytorch:24.05 --driver 535.183.01",
                       "cudaswitch audit --image docker-archive:torch.tar --gpu sm_80")),
