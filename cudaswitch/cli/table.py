@@ -290,9 +290,13 @@ COMMANDS = (
                          "version it supports (12.4).", metavar="VERSION"),
                      Opt("--gpu", "gpu", "str", "Plan for a GPU by compute capability (sm_61, 8.6); repeat for "
                          "several.", metavar="ARCH", many=True),
+                     Opt("--node", "node", "str", "Plan for the driver and GPUs of a compute node's "
+                         "`audit --json` report (--driver / --gpu still win; CUDASWITCH_DRIVER and CUDASWITCH_GPUS "
+                         "apply without either).", metavar="REPORT.json"),
                      Opt("--python", "python", "str", "The Python whose installed torch to read.", metavar="PY"),
                      JSON),
-            examples=("cudaswitch torch", "cudaswitch torch --driver 550.54 --gpu sm_61 --json")),
+            examples=("cudaswitch torch", "cudaswitch torch --driver 550.54 --gpu sm_61 --json",
+                      "cudaswitch torch --node gpu01.json")),
     Command("kernel install", "cudaswitch.commands.integration_cmds:kernel_install",
             help="Write a Jupyter kernelspec whose env is the switched environment of REQUEST.",
             args=(Arg("REQUEST", "Toolkit the kernel runs with, e.g. 13.0."),),
