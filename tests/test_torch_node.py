@@ -71,7 +71,7 @@ def test_a_malformed_report_is_one_line_and_exit_2(host, tmp_path, text):
     bad.write_text(text)
     proc = host.run("torch", "--node", str(bad))
     assert proc.returncode == 2 and proc.stdout == "" and len(proc.stderr.splitlines()) == 1, proc.stderr
-    assert "--node" in proc.stderr and "Traceback" not in proc.stderr
+    assert "--node %s" % bad in proc.stderr and "audit --json" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_a_malformed_variable_is_one_line_and_exit_2(host):
