@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tests import kits
 from tests.conftest import CUDASWITCH, Host
+from tests.test_json_schemas import validate
 from tests.slurm_support import one_host_slurm
 from tests.verify_support import build_libcuda
 
@@ -41,6 +42,7 @@ def test_a_policy_the_node_meets_exits_0_and_json_has_every_requirement(tmp_path
     assert proc.returncode == 0 and proc.stdout.startswith("policy met:"), proc.stdout + proc.stderr
     data = json.loads(host.run("audit", "--expect", path, "--json", timeout=300).stdout)
     assert data["met"] is True
+    validate(data, "audit_expect")  # the JSON shape shipped in the package
     assert [c["id"] for c in data["checks"]] == ["policy.driver", "policy.gpus", "policy.nccl", "policy.toolkit"]
     assert data["checks"][2]["facts"]["have"] == "2.21.5"
     assert data["checks"][3]["facts"]["root"].endswith("/usr/local/cuda-13.1")
