@@ -44,6 +44,9 @@ ENVIRONMENT: dict = {
     "CUDASWITCH_CACHE_DIR": "where the registry and verdict caches live (default: $XDG_CACHE_HOME/cudaswitch)",
     "CUDASWITCH_DATA_DIR": "where managed toolkits are installed (default: $XDG_DATA_HOME/cudaswitch)",
     "CUDASWITCH_LIBCUDA": "the libcuda.so the driver probe loads (default: the loader's own search)",
+    "CUDASWITCH_DRIVER": "plan for this driver (as `torch --driver` takes it) in `torch` and `use`'s verdict; "
+                         "`audit` ignores it",
+    "CUDASWITCH_GPUS": "plan for these GPUs (sm_90,sm_90 or 8.6) in `torch` and `use`'s verdict; `audit` ignores it",
     "CUDASWITCH_PIP": "the pip command `install` runs for NVIDIA's wheels",
     "CUDASWITCH_PIP_TIMEOUT": "seconds one pip run of `install` may take",
     "CUDASWITCH_REDIST_DEADLINE": "seconds one download or document read from NVIDIA's redist server may take",

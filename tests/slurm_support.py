@@ -59,8 +59,9 @@ def _stop(proc):
 
 
 @contextlib.contextmanager
-def one_host_slurm(directory: Path, env: dict):
-    """Yields the env (SLURM_CONF set) in which srun/sinfo talk to this test's own Slurm."""
+def one_host_slurm(directory: Path, env: dict, extra: str = ""):
+    """Yields the env (SLURM_CONF set) in which srun/sinfo talk to this test's own Slurm; `extra`
+    lines are added to slurm.conf (a HealthCheckProgram)."""
     daemons = {name: kits.require(name) for name in ("slurmctld", "slurmd")}
     kits.require("srun")
     sinfo = kits.require("sinfo")
@@ -69,7 +70,7 @@ def one_host_slurm(directory: Path, env: dict):
     conf = directory / "slurm.conf"
     host = socket.gethostname().split(".")[0]
     conf.write_text(CONF.format(host=host, ctld_port=_free_port(), d_port=_free_port(), dir=directory,
-                                cpus=os.cpu_count() or 1))
+                                cpus=os.cpu_count() or 1) + extra)
     env = {**env, "SLURM_CONF": str(conf)}
     started = []
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaswitch.audit import imageaudit, imagecheck, inventory  # noqa: F401  (they register audit's checks)
+from cudaswitch.audit import imageaudit, imagecheck, inventory, policy  # noqa: F401  (they register audit's checks)
 from cudaswitch.verify import checkset, facttables as facts, checkregistry
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cudaswitch"

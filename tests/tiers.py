@@ -23,7 +23,7 @@ SLOW_MODULES = frozenset({
     # many real commands each: every explain wording, gcc ceilings, image builds, driver x toolkit matrix
     "test_verify_explain", "test_explain_layers", "test_explain_driver_layer", "test_verify_gcc", "test_audit_image",
     "test_gpu_check", "test_registry_bad_input",
-    "test_corrupt_state", "test_list_runs_here",
+    "test_corrupt_state", "test_list_runs_here", "test_audit_expect",
     # explain, doctor, verify and audit over the same host states (about 30 real commands)
     "test_checks_agree",
     # verify against `use` in real bash for each starting state, with real builds

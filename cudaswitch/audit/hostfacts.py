@@ -37,10 +37,13 @@ def host_name(paths: "Paths", root: "str | None") -> str:
 def host_driver(paths: "Paths", env: dict) -> dict:
     """verify/driver.py's facts. Under a root prefix it reads /proc/driver/nvidia/version
     there and loads no libcuda (an image's driver is not this kernel's); the audit's env for a root
-    carries no CUDASWITCH_LIBCUDA, so nothing is run."""
+    carries no CUDASWITCH_LIBCUDA, so nothing is run. CUDASWITCH_DRIVER / CUDASWITCH_GPUS (a plan for
+another machine) are not this node's facts and are not read."""
     from cudaswitch.settings import DRIVER_TIMEOUT
     from cudaswitch.verify.host import Host, settings
+    from cudaswitch.verify.target import VARIABLES
 
+    env = {k: v for k, v in env.items() if k not in VARIABLES}  # a report describes its own node
     return Host(paths, None, env, record=None, timeout=DRIVER_TIMEOUT, conf=settings(paths, tolerant=True)).driver
 
 

@@ -33,9 +33,10 @@ def target_facts(env: dict, driver_text: Optional[str] = None,
                  gpu_texts: Optional[Sequence[str]] = ()) -> Tuple[dict, List[dict]]:
     """(driver, gpus) an image is judged against: --driver / --gpu, else this host's."""
     from cudaswitch.verify import torchplan
+    from cudaswitch.verify.target import parse_gpu
 
     driver = torchplan.parse_driver(driver_text) if driver_text else None
-    gpus = [torchplan.parse_gpu(g) for g in gpu_texts or ()]
+    gpus = [parse_gpu(g) for g in gpu_texts or ()]
     if driver is None or not gpus:
         from cudaswitch.paths import Paths
         from cudaswitch.verify.driver import driver_facts

@@ -212,8 +212,13 @@ COMMANDS = (
                          "(550.54.15) or the CUDA version it supports (12.4), instead of this host's.",
                          metavar="VERSION"),
                      Opt("--gpu", "gpu", "str", "With --image: judge it for a GPU by compute capability (sm_90, "
-                         "8.6) instead of this host's; repeat for several.", metavar="ARCH", many=True)),
+                         "8.6) instead of this host's; repeat for several.", metavar="ARCH", many=True),
+                     Opt("--expect", "expect", "str", "Check this node against a site policy (toolkits, driver, "
+                         "gpus, nccl): prints `policy met: ...`, or exits 1 printing the first unmet requirement "
+                         "on one line (a drain reason); --json gives every requirement's check.",
+                         metavar="POLICY.toml")),
             examples=("cudaswitch audit", "cudaswitch audit --json --compile",
+                      "cudaswitch audit --expect /etc/cudaswitch/policy.toml",
                       "cudaswitch audit --root /srv/images/rocky9",
                       "cudaswitch audit --image oci:/srv/oci/pytorch:24.05 --driver 535.183.01",
                       "cudaswitch audit --image docker-archive:torch.tar --gpu sm_80")),
@@ -285,9 +290,13 @@ COMMANDS = (
                          "version it supports (12.4).", metavar="VERSION"),
                      Opt("--gpu", "gpu", "str", "Plan for a GPU by compute capability (sm_61, 8.6); repeat for "
                          "several.", metavar="ARCH", many=True),
+                     Opt("--node", "node", "str", "Plan for the driver and GPUs of a compute node's "
+                         "`audit --json` report (--driver / --gpu still win; CUDASWITCH_DRIVER and CUDASWITCH_GPUS "
+                         "apply without either).", metavar="REPORT.json"),
                      Opt("--python", "python", "str", "The Python whose installed torch to read.", metavar="PY"),
                      JSON),
-            examples=("cudaswitch torch", "cudaswitch torch --driver 550.54 --gpu sm_61 --json")),
+            examples=("cudaswitch torch", "cudaswitch torch --driver 550.54 --gpu sm_61 --json",
+                      "cudaswitch torch --node gpu01.json")),
     Command("facts", "cudaswitch.commands.install_cmds:facts",
             help="What cudaswitch knows and how old it is: the newest CUDA release, driver branch, GPU architecture "
                  "and torch release in its tables, each with its source and date, and what `facts refresh` added.",

@@ -4,7 +4,7 @@ import os
 import sys
 
 from cudaswitch import render
-from cudaswitch.errors import CudaSwitchError, UsageError
+from cudaswitch.errors import CudaSwitchError, UsageError, inert
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -15,8 +15,12 @@ COMPACT_ABOVE = 1000  # hosts; a merge of more prints --json on one line
 
 def audit(as_json: bool = False, compact: bool = False, root: "str | None" = None, compile_: bool = False,
           allow_exec: bool = False, progress: "bool | None" = None, wide: bool = False, image: "str | None" = None,
-          driver: "str | None" = None, gpu: "Sequence[str]" = ()) -> int:
+          driver: "str | None" = None, gpu: "Sequence[str]" = (), expect: "str | None" = None) -> int:
     """Which toolkits this host (or image) has, which work, and which the driver supports."""
+    if expect is not None:
+        if image or root or driver or gpu:
+            raise UsageError("--expect checks this node's policy", "drop --image, --root, --driver and --gpu")
+        return _expect(expect, as_json or compact, compact)
     from cudaswitch.audit import console
     from cudaswitch.audit.inventory import run_audit
 
@@ -32,6 +36,20 @@ def audit(as_json: bool = False, compact: bool = False, root: "str | None" = Non
     else:
         console.audit_report(report, wide=wide)
     return 0
+
+
+def _expect(policy_file: str, as_json: bool, compact: bool) -> int:
+    """Exit 1 when a requirement is unmet: its one line is the node's drain reason."""
+    from cudaswitch.audit import policy
+
+    checks = policy.check_node(dict(os.environ), policy.load(policy_file))
+    unmet = [c for c in checks if c["level"] != "ok"]
+    if as_json:
+        render.emit_json({"policy": policy_file, "met": not unmet, "checks": checks}, compact=compact)
+    else:
+        print(inert("policy unmet: " + unmet[0]["message"] if unmet else "policy met: " + "; ".join(
+            c["message"] for c in checks)))
+    return 1 if unmet else 0
 
 
 def _audit_image(image: str, driver: "str | None", gpu: "Sequence[str]", as_json: bool, compact: bool, show: bool,

@@ -19,7 +19,7 @@ def _paths_and_loader() -> "tuple[Paths, Callable[[], dict]]":
 
 
 def torch(request: "str | None" = None, driver: "str | None" = None, gpu: "Sequence[str]" = (),
-          python: "str | None" = None, as_json: bool = False) -> int:
+          python: "str | None" = None, as_json: bool = False, node: "str | None" = None) -> int:
     """Which PyTorch CUDA builds run here (driver, every GPU's arch, the toolkit), newest first, and
     the pip / uv / conda line for the one to install. Exit 1 when the facts are known and none fits."""
     from cudaswitch.commands.verify_cmds import check_options
@@ -27,7 +27,8 @@ def torch(request: "str | None" = None, driver: "str | None" = None, gpu: "Seque
 
     check_options(python)
     paths, load_registry = _paths_and_loader()
-    result = torchplan.gather(paths, load_registry, dict(os.environ), request, driver, gpu, python)
+    result = torchplan.gather(paths, load_registry, dict(os.environ), request, driver, gpu, python,
+                              node=node)
     if as_json:
         render.emit_json(result)
     else:

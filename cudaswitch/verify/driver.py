@@ -104,7 +104,16 @@ def cuda_string(value: int) -> str:
 
 
 def driver_facts(paths: "Paths", env: "Env", timeout: float = DRIVER_TIMEOUT) -> dict:
-    """{"present", "release", "cuda", "cuda_source", "libcuda", "gpus", "wsl", "problems", ...}."""
+    """{"present", "release", "cuda", "cuda_source", "libcuda", "gpus", "wsl", "problems", ...}; with
+    CUDASWITCH_DRIVER / CUDASWITCH_GPUS set, the machine they name (verify/target.py)."""
+    from cudaswitch.verify import target
+
+    if target.planned(env):
+        return target.override(env, None if env.get("CUDASWITCH_DRIVER") else _probed(paths, env, timeout))
+    return _probed(paths, env, timeout)
+
+
+def _probed(paths: "Paths", env: "Env", timeout: float) -> dict:
     release, proc_line = read_proc_release(paths)
     lib, how = libcuda_choice(paths, env)
     facts: dict = {"present": False, "release": release, "release_source": "proc" if release else None,

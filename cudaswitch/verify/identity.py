@@ -48,6 +48,10 @@ def driver_identity(paths: "Paths", env: "Env") -> tuple:
     """What the driver's answers depend on, read with stat alone: the override libcuda, else the
     kernel module's version text, the loader cache and each libcuda.so.1 the loader may pick (a driver
     upgrade without reboot changes the libraries before /proc), and WSL's libcuda."""
+    planned = (env.get("CUDASWITCH_DRIVER"), env.get("CUDASWITCH_GPUS"))
+    if any(planned):
+        return ("planned", planned, driver_identity(paths, {k: v for k, v in env.items() if k not in
+                                                             ("CUDASWITCH_DRIVER", "CUDASWITCH_GPUS")}))
     override = env.get("CUDASWITCH_LIBCUDA")
     if override:
         return ("override", path_identity(override))

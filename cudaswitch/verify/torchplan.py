@@ -12,16 +12,15 @@ torch that fits is the answer: keep it.
 """
 
 import os
-import re
 from typing import Callable, Dict, List, Optional, Sequence
 
-from cudaswitch.errors import UsageError
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify import facttables
 from cudaswitch.verify import torchdriver
 from cudaswitch.verify.checks import arch_in_build
 from cudaswitch.verify.compat import check, driver_supports
 from cudaswitch.verify.checkregistry import registered
+from cudaswitch.verify.target import parse_gpu
 from cudaswitch.verify.torchdriver import parse_driver
 
 TYPE_CHECKING = False
@@ -32,8 +31,6 @@ if TYPE_CHECKING:
     from cudaswitch.verify.checkregistry import CheckResult
 
 PROBES_FILE = "torch-arch.marshal"
-GPU_SM = re.compile(r"^(?:sm_)?(\d+)(\d)$")
-GPU_DOTTED = re.compile(r"^(\d+)\.(\d+)$")
 
 # Runs in the user's Python (any 3.x, stdlib only): what its torch says about itself.
 _PROBE = r'''
@@ -68,20 +65,6 @@ def variant(cuda: str) -> str:
     """'12.6' -> 'cu126': the name of the wheel index and of UV_TORCH_BACKEND."""
     major, minor = version_tuple(cuda)[:2]
     return "cu%d%d" % (major, minor)
-
-
-def parse_gpu(text: str) -> dict:
-    """`--gpu sm_61` / `61` / `6.1` -> a device like the driver reports one."""
-    value = text.strip().lower()
-    match = GPU_SM.match(value) or GPU_DOTTED.match(value)
-    if not match:
-        raise UsageError("--gpu %r is not a compute capability" % text[:40], "give e.g. sm_61, sm_120 or 8.6")
-    capability = "%d.%d" % (int(match.group(1)), int(match.group(2)))
-    name = "sm_%d%d" % (int(match.group(1)), int(match.group(2)))
-    if facttables.arch_row(name) is None:
-        raise UsageError("--gpu %s is no GPU architecture cudaswitch knows" % name,
-                         "give one of `cudaswitch facts`'s architectures, e.g. sm_61, sm_90 or sm_120")
-    return {"name": name, "capability": capability, "source": "--gpu"}
 
 
 def probe_installed(paths: "Paths", python: str, env: dict, timeout: float) -> dict:
@@ -307,14 +290,19 @@ def plan_lines(result: dict) -> List[str]:
 
 def gather(paths: "Paths", load_registry: Callable[[], dict], env: dict, request: Optional[str] = None,
            driver: Optional[str] = None, gpus: Optional[Sequence[str]] = None, python: Optional[str] = None,
-           timeout: float = 60.0) -> dict:
-    """The plan for this host, or for another machine where --driver / --gpu replace its facts. Bad
-    options are refused before anything runs."""
+           timeout: float = 60.0, node: Optional[str] = None) -> dict:
+    """The plan for this host, or for another machine where --driver / --gpu, else a node's audit
+    report (--node), else CUDASWITCH_DRIVER / CUDASWITCH_GPUS replace its facts. Bad options are
+    refused before anything runs (the registry is read first: it makes the cache dir the tables
+    are kept parsed in, so a second `torch` reads them from there)."""
     from cudaswitch.verify.runner import find_python
+    from cudaswitch.verify.target import from_report
 
-    given_driver = parse_driver(driver) if driver else None
-    given_gpus = [parse_gpu(g) for g in gpus or []]
-    toolkit = toolkit_of(_toolkit_record(load_registry, env, request), env)
+    record = _toolkit_record(load_registry, env, request)
+    node_driver, node_gpus = from_report(node) if node else (None, [])
+    given_driver = parse_driver(driver) if driver else node_driver
+    given_gpus = [parse_gpu(g) for g in gpus or []] or node_gpus
+    toolkit = toolkit_of(record, env)
     if given_driver is None or not given_gpus:
         from cudaswitch.verify.driver import driver_facts
 
