@@ -28,4 +28,6 @@ SLOW_MODULES = frozenset({
     "test_restore_empty",
     # small hostile images built by skopeo (writing them costs more than refusing them)
     "test_hostile_images",
+    # real venvs (one with pip) and doctor/explain over each Python state
+    "test_python_layer",
 })
