@@ -30,4 +30,6 @@ SLOW_MODULES = frozenset({
     "test_hostile_images",
     # real venvs (one with pip) and doctor/explain over each Python state
     "test_python_layer",
+    # WSL roots with a gcc-built libcuda and a real toolkit each
+    "test_wsl",
 })
