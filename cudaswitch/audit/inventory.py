@@ -11,7 +11,7 @@ Discovery then reads nvcc's version from its binary instead of running it (regis
 import os
 
 from cudaswitch import __version__
-from cudaswitch.audit import toolkitfiles
+from cudaswitch.audit import netfacts, toolkitfiles
 from cudaswitch.audit.hostfacts import driver_verdict, host_driver, host_name, read_gpus
 from cudaswitch.errors import UsageError
 from cudaswitch.paths import Paths
@@ -55,6 +55,7 @@ def run_audit(env, root=None, compile_=False, allow_exec=False, progress=None, r
         "driver": driver if driver["present"] else None, "gpus": driver["gpus"] or read_gpus(paths),
         "system_default": next((t["root"] for t in toolkits if t["system_default"]), None),
         "toolkits": toolkits, "checks": _checks(paths, registry, toolkits, driver, executes) + duplicate_checks,
+        "nccl": netfacts.nccl_copies(paths, used_env), "interfaces": netfacts.interfaces(paths),
     }
 
 

@@ -9,6 +9,7 @@ import functools
 import re
 from typing import List, Optional, Sequence
 
+from cudaswitch.audit.netfacts import job_mtus
 from cudaswitch.audit.validate import TRACKED, VERSION
 from cudaswitch.errors import UsageError
 from cudaswitch.render import counted
@@ -50,7 +51,13 @@ def node_summary(report):
             "driver_cuda": driver.get("cuda"), "toolkits": toolkits, "unsupported": sorted(unsupported),
             "versions": {v: versions[v] for v in sorted(versions, key=version_key)},
             "components": {key: sorted(components.get(key, ()), key=version_key) for key in TRACKED},
-            "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items())}
+            "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items()),
+            "nccl": sorted({c["version"] or "unknown" for c in report.get("nccl") or ()}, key=_version_or_text),
+            "mtus": job_mtus(report.get("interfaces") or ())}
+
+
+def _version_or_text(value):
+    return version_key(value) if value[:1].isdigit() else (-1,)
 
 
 def _keep_best(best, version, status):
@@ -179,10 +186,24 @@ def skew(nodes: Nodes, expected: Optional[List[str]], errors: List[dict]) -> dic
         "toolkits": _partial(nodes, lambda n: n["toolkits"]),
         "components": {key: _partial(nodes, lambda n, key=key: n["components"][key]) for key in TRACKED},
         "gpus": {"models": nodes.group(_gpu_text), "cannot_target": cannot_target(nodes)},
+        "nccl": nodes.group(lambda n: " ".join(n["nccl"]) or "none found"),
+        "mtu": mtu_skew(nodes),
         "driver_cannot_run": _unsupported(nodes),
         "missing": [name for name in expected or [] if name not in reported],
         "refused": [e["file"] for e in errors],
     }
+
+
+def mtu_skew(nodes: Nodes) -> dict:
+    """{interface: {mtu: [hosts]}} for each interface that is up on several nodes with different
+    MTUs (jumbo frames on some nodes only: NCCL's connections hang or time out)."""
+    names = {name for summary in nodes.summaries for name, _ in summary["mtus"]}
+    out = {}
+    for name in sorted(names):
+        grouped = nodes.group(lambda n, name=name: str(dict(n["mtus"]).get(name, "down or absent")))
+        if len([mtu for mtu in grouped if mtu != "down or absent"]) > 1:
+            out[name] = grouped
+    return out
 
 
 def _bare(host):
@@ -260,13 +281,14 @@ def node_types(nodes: Nodes) -> List[dict]:
 def _type_key(node):
     return (node["driver"], node["driver_cuda"], tuple(node["gpus"]), tuple(sorted(node["toolkits"].items())),
             tuple(node["versions"].items()), tuple((k, tuple(v)) for k, v in sorted(node["components"].items())),
-            tuple(node["unsupported"]))
+            tuple(node["unsupported"]), tuple(node["nccl"]), node["mtus"])
 
 
 def _type_facts(node):
     return {"driver": node["driver"], "driver_cuda": node["driver_cuda"], "gpus": _gpu_text(node),
             "toolkits": dict(sorted(node["toolkits"].items(), key=lambda kv: version_key(kv[0]))),
-            "versions": node["versions"], "components": node["components"], "driver_cannot_run": node["unsupported"]}
+            "versions": node["versions"], "components": node["components"], "driver_cannot_run": node["unsupported"],
+            "nccl": node["nccl"], "mtus": dict(node["mtus"])}
 
 
 def check_rules(nodes: Nodes, require: List[tuple], same: List[str]) -> List[dict]:
