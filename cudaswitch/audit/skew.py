@@ -52,8 +52,10 @@ def node_summary(report):
             "versions": {v: versions[v] for v in sorted(versions, key=version_key)},
             "components": {key: sorted(components.get(key, ()), key=version_key) for key in TRACKED},
             "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items()),
-            "nccl": sorted({c["version"] or "unknown" for c in report.get("nccl") or ()}, key=_version_or_text),
-            "mtus": job_mtus(report.get("interfaces") or ())}
+            # None for a report from before audit read them: such reports merge byte for byte as they did
+            "nccl": sorted({c["version"] or "unknown" for c in report["nccl"]}, key=_version_or_text)
+            if isinstance(report.get("nccl"), list) else None,
+            "mtus": job_mtus(report["interfaces"]) if isinstance(report.get("interfaces"), list) else None}
 
 
 def _version_or_text(value):
@@ -186,21 +188,28 @@ def skew(nodes: Nodes, expected: Optional[List[str]], errors: List[dict]) -> dic
         "toolkits": _partial(nodes, lambda n: n["toolkits"]),
         "components": {key: _partial(nodes, lambda n, key=key: n["components"][key]) for key in TRACKED},
         "gpus": {"models": nodes.group(_gpu_text), "cannot_target": cannot_target(nodes)},
-        "nccl": nodes.group(lambda n: " ".join(n["nccl"]) or "none found"),
-        "mtu": mtu_skew(nodes),
+
         "driver_cannot_run": _unsupported(nodes),
         "missing": [name for name in expected or [] if name not in reported],
         "refused": [e["file"] for e in errors],
+        **_net_skew(nodes),
     }
+
+
+def _net_skew(nodes: Nodes) -> dict:
+    """NCCL versions and MTUs, where some report has them."""
+    if all(summary["nccl"] is None and summary["mtus"] is None for summary in nodes.summaries):
+        return {}
+    return {"nccl": nodes.group(lambda n: " ".join(n["nccl"] or ()) or "none found"), "mtu": mtu_skew(nodes)}
 
 
 def mtu_skew(nodes: Nodes) -> dict:
     """{interface: {mtu: [hosts]}} for each interface that is up on several nodes with different
     MTUs (jumbo frames on some nodes only: NCCL's connections hang or time out)."""
-    names = {name for summary in nodes.summaries for name, _ in summary["mtus"]}
+    names = {name for summary in nodes.summaries for name, _ in summary["mtus"] or ()}
     out = {}
     for name in sorted(names):
-        grouped = nodes.group(lambda n, name=name: str(dict(n["mtus"]).get(name, "down or absent")))
+        grouped = nodes.group(lambda n, name=name: str(dict(n["mtus"] or ()).get(name, "down or absent")))
         if len([mtu for mtu in grouped if mtu != "down or absent"]) > 1:
             out[name] = grouped
     return out
@@ -281,14 +290,14 @@ def node_types(nodes: Nodes) -> List[dict]:
 def _type_key(node):
     return (node["driver"], node["driver_cuda"], tuple(node["gpus"]), tuple(sorted(node["toolkits"].items())),
             tuple(node["versions"].items()), tuple((k, tuple(v)) for k, v in sorted(node["components"].items())),
-            tuple(node["unsupported"]), tuple(node["nccl"]), node["mtus"])
+            tuple(node["unsupported"]), tuple(node["nccl"] or ()), node["mtus"])
 
 
 def _type_facts(node):
     return {"driver": node["driver"], "driver_cuda": node["driver_cuda"], "gpus": _gpu_text(node),
             "toolkits": dict(sorted(node["toolkits"].items(), key=lambda kv: version_key(kv[0]))),
             "versions": node["versions"], "components": node["components"], "driver_cannot_run": node["unsupported"],
-            "nccl": node["nccl"], "mtus": dict(node["mtus"])}
+            **({} if node["nccl"] is None else {"nccl": node["nccl"], "mtus": dict(node["mtus"] or ())})}
 
 
 def check_rules(nodes: Nodes, require: List[tuple], same: List[str]) -> List[dict]:
