@@ -40,6 +40,9 @@ MESSAGES = [
     ("torch_not_installed", "Traceback (most recent call last):\n  File \"train.py\", line 1, in <module>\n    "
                             "import torch\nModuleNotFoundError: No module named 'torch'"),
     ("torch_not_installed", "ImportError: No module named torch"),
+    ("module_not_installed", "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    "
+                             "from transformers import AutoModel\nModuleNotFoundError: No module named 'transformers'"),
+    ("module_not_installed", "ImportError: No module named cv2"),
     ("cmake_no_nvcc", "CMake Error at CMakeLists.txt:3 (project):\n  No CMAKE_CUDA_COMPILER could be found.\n\n  Tell "
                       "CMake where to find the compiler by setting either the environment\n  variable \"CUDACXX\" or "
                       "the CMake cache entry CMAKE_CUDA_COMPILER"),

@@ -34,4 +34,8 @@ SLOW_MODULES = frozenset({
     "test_hostile_images", "test_audit_image_hostile",
     # 100,000-node merges in small and the fleet page in Chromium
     "test_audit_merge_fleet",
+    # real venvs (one with pip) and doctor/explain over each Python state
+    "test_python_layer",
+    # WSL roots with a gcc-built libcuda and a real toolkit each
+    "test_wsl",
 })

@@ -238,7 +238,7 @@ def skew_lines(merged: dict) -> List[str]:
     skew = merged["skew"]
     lines: List[str] = []
     for title, values in (("driver release", skew["driver"]["releases"]), ("driver branch", skew["driver"]["branches"]),
-                          ("GPUs", skew["gpus"]["models"])):
+                          ("GPUs", skew["gpus"]["models"]), ("NCCL", skew.get("nccl") or {})):
         if len(values) > 1:
             lines.append("skew: %s: %s" % (title, _spread(values)))
     for entry in skew["toolkits"]:
@@ -248,6 +248,8 @@ def skew_lines(merged: dict) -> List[str]:
         for entry in entries:
             lines.append("skew: %s %s is missing on %s (on %d)"
                          % (key, entry["version"], fold(entry["missing_on"]), entry["on"]))
+    for name, values in (skew.get("mtu") or {}).items():
+        lines.append("skew: MTU of %s: %s" % (name, _spread(values)))
     for entry in skew.get("driver_cannot_run", []):
         lines.append("skew: the driver cannot run CUDA %s on %s" % (entry["toolkit"], fold(entry["nodes"])))
     for entry in skew["gpus"]["cannot_target"]:

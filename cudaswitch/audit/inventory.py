@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Tuple, cast
 
 from cudaswitch import __version__
-from cudaswitch.audit import toolkitfiles
+from cudaswitch.audit import netfacts, toolkitfiles
 from cudaswitch.audit.hostfacts import driver_verdict, host_driver, host_name, read_gpus
 from cudaswitch.errors import UsageError
 from cudaswitch.paths import Paths
@@ -63,6 +63,7 @@ def run_audit(env: dict, root: Optional[str] = None, compile_: bool = False, all
         "driver": driver if driver["present"] else None, "gpus": driver["gpus"] or read_gpus(paths),
         "system_default": next((t["root"] for t in toolkits if t["system_default"]), None),
         "toolkits": toolkits, "checks": _checks(paths, registry, toolkits, driver, executes) + duplicate_checks,
+        "nccl": netfacts.nccl_copies(paths, used_env), "interfaces": netfacts.interfaces(paths),
     }
 
 

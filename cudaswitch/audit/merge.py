@@ -349,9 +349,27 @@ def _shape(report: dict) -> Tuple[Optional[tuple], Optional[tuple]]:
     form = report.get("format", REPORT_FORMAT)
     if type(form) is not int or not FLAG_TYPES.issuperset([type(kit[2]) for kit in kits]):
         return None, None
+    net = _net(report)
+    if net is None:
+        return None, None
     paths = (report.get("root"), *[entry.get("root") for entry in toolkits])
     return (form, report.get("kind", REPORT_KIND), driver.get("release"), driver.get("cuda"), tuple(cards),
-            tuple(kits)), paths
+            tuple(kits), net), paths
+
+
+def _net(report: dict) -> "tuple | None":
+    """The NCCL copies and interfaces as one hashable value; None where they are not lists of
+    objects or an MTU is not an integer (validation then says why)."""
+    nccl, interfaces = report.get("nccl") or [], report.get("interfaces") or []
+    try:
+        copies = tuple((c.get("path"), c.get("version")) for c in nccl)
+        links = tuple((i.get("name"), i.get("mtu"), i.get("state")) for i in interfaces)
+    except AttributeError:
+        return None
+    if type(nccl) is not list or type(interfaces) is not list or any(type(i[1]) not in (int, type(None))
+                                                                       for i in links):
+        return None
+    return copies, links
 
 
 def _tracked(found: Optional[dict]) -> Tuple[Any, Any, Any]:

@@ -9,6 +9,7 @@ import functools
 import re
 from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Set, Tuple, cast
 
+from cudaswitch.audit.netfacts import job_mtus
 from cudaswitch.audit.validate import TRACKED, VERSION
 from cudaswitch.errors import UsageError
 from cudaswitch.render import counted
@@ -55,7 +56,15 @@ def node_summary(report: dict) -> dict:
             "driver_cuda": driver.get("cuda"), "toolkits": toolkits, "unsupported": sorted(unsupported),
             "versions": {v: versions[v] for v in sorted(versions, key=version_key)},
             "components": {key: sorted(components.get(key, ()), key=version_key) for key in TRACKED},
-            "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items())}
+            "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items()),
+            # None for a report from before audit read them: such reports merge byte for byte as they did
+            "nccl": sorted({c["version"] or "unknown" for c in report["nccl"]}, key=_version_or_text)
+            if isinstance(report.get("nccl"), list) else None,
+            "mtus": job_mtus(report["interfaces"]) if isinstance(report.get("interfaces"), list) else None}
+
+
+def _version_or_text(value: str) -> tuple:
+    return version_key(value) if value[:1].isdigit() else (-1,)
 
 
 def _keep_best(best: Dict[str, str], version: str, status: str) -> None:
@@ -184,10 +193,31 @@ def skew(nodes: Nodes, expected: Optional[List[str]], errors: List[dict]) -> dic
         "toolkits": _partial(nodes, lambda n: n["toolkits"]),
         "components": {key: _partial(nodes, lambda n, key=key: n["components"][key]) for key in TRACKED},
         "gpus": {"models": nodes.group(_gpu_text), "cannot_target": cannot_target(nodes)},
+
         "driver_cannot_run": _unsupported(nodes),
         "missing": [name for name in expected or [] if name not in reported],
         "refused": [e["file"] for e in errors],
+        **_net_skew(nodes),
     }
+
+
+def _net_skew(nodes: Nodes) -> dict:
+    """NCCL versions and MTUs, where some report has them."""
+    if all(summary["nccl"] is None and summary["mtus"] is None for summary in nodes.summaries):
+        return {}
+    return {"nccl": nodes.group(lambda n: " ".join(n["nccl"] or ()) or "none found"), "mtu": mtu_skew(nodes)}
+
+
+def mtu_skew(nodes: Nodes) -> dict:
+    """{interface: {mtu: [hosts]}} for each interface that is up on several nodes with different
+    MTUs (jumbo frames on some nodes only: NCCL's connections hang or time out)."""
+    names = {name for summary in nodes.summaries for name, _ in summary["mtus"] or ()}
+    out = {}
+    for name in sorted(names):
+        grouped = nodes.group(lambda n, name=name: str(dict(n["mtus"] or ()).get(name, "down or absent")))
+        if len([mtu for mtu in grouped if mtu != "down or absent"]) > 1:
+            out[name] = grouped
+    return out
 
 
 def _bare(host: str) -> str:
@@ -265,13 +295,14 @@ def node_types(nodes: Nodes) -> List[dict]:
 def _type_key(node: dict) -> Hashable:
     return (node["driver"], node["driver_cuda"], tuple(node["gpus"]), tuple(sorted(node["toolkits"].items())),
             tuple(node["versions"].items()), tuple((k, tuple(v)) for k, v in sorted(node["components"].items())),
-            tuple(node["unsupported"]))
+            tuple(node["unsupported"]), tuple(node["nccl"] or ()), node["mtus"])
 
 
 def _type_facts(node: dict) -> dict:
     return {"driver": node["driver"], "driver_cuda": node["driver_cuda"], "gpus": _gpu_text(node),
             "toolkits": dict(sorted(node["toolkits"].items(), key=lambda kv: version_key(kv[0]))),
-            "versions": node["versions"], "components": node["components"], "driver_cannot_run": node["unsupported"]}
+            "versions": node["versions"], "components": node["components"], "driver_cannot_run": node["unsupported"],
+            **({} if node["nccl"] is None else {"nccl": node["nccl"], "mtus": dict(node["mtus"] or ())})}
 
 
 def check_rules(nodes: Nodes, require: List[tuple], same: List[str]) -> List[dict]:

@@ -45,7 +45,25 @@ def validate(report: object) -> dict:
                 _VALID_GPUS.add(key)
     for index, entry in enumerate(report["toolkits"]):
         _validate_toolkit(index, entry)
+    _validate_net(report)
     return report
+
+
+def _validate_net(report: dict) -> None:
+    """"nccl" and "interfaces" (absent from older reports): bounded strings, versions, MTUs."""
+    for key, fields in (("nccl", {"path": str, "version": str}), ("interfaces", {"name": str, "mtu": int,
+                                                                                "state": str})):
+        items = report.get(key)
+        if items is None:
+            continue
+        if not isinstance(items, list) or len(items) > 1024:
+            raise BadReport("\"%s\" is not a list of at most 1024 entries" % key)
+        for index, item in enumerate(items):
+            bad = not isinstance(item, dict) or any(
+                item.get(f) is not None and (type(item[f]) is not kind or len(str(item[f])) > 255) for f, kind in
+                fields.items())
+            if bad or (key == "nccl" and item.get("version") is not None and not _is_version(item["version"])):
+                raise BadReport("%s %d is not an object of %s" % (key, index, ", ".join(fields)))
 
 
 def _json_type(value: object) -> str:

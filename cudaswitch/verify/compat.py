@@ -59,10 +59,11 @@ def cuda_words(driver: dict) -> str:
 
 def _older_driver(driver: dict, have: "tuple[int, ...]", want: "tuple[int, ...]", check_id: str, subject: str,
                   facts: dict) -> "CheckResult":
-    minimum = facttables.driver_minimum("%d.%d" % want)
+    # Under WSL the driver is Windows': Linux release minimums name no driver one could install there.
+    minimum = None if driver.get("wsl") else facttables.driver_minimum("%d.%d" % want)
     facts["needs_driver"] = minimum["driver"] if minimum else None
-    upgrade = ("update the NVIDIA driver to %s or newer" % facts["needs_driver"] if minimum
-               else "update the NVIDIA driver")
+    upgrade = ("update the NVIDIA driver to %s or newer" % facts["needs_driver"] if minimum else
+               "update the NVIDIA driver on Windows (WSL uses it)" if driver.get("wsl") else "update the NVIDIA driver")
     if _minor_version_compatible(driver, have, want):
         caveat = facttables.load()["minor_compat_caveat"]["text"]
         facts.update(minor_version_compatibility=True, source="NV-mvc")

@@ -24,7 +24,12 @@ if TYPE_CHECKING:
     from cudaswitch.toolkit import Env
 
 LIBCUDA_OVERRIDE = "CUDASWITCH_LIBCUDA"
-WSL_LIBCUDA = "/usr/lib/wsl/lib/libcuda.so.1"
+WSL_LIB = "/usr/lib/wsl/lib"  # where Windows mounts its driver's libraries into WSL 2
+WSL_LIBCUDA = WSL_LIB + "/libcuda.so.1"
+# WSL 2 kernels say "microsoft-standard" (4.19: "-microsoft-standard", 5.x: "-microsoft-standard-WSL2");
+# WSL 1 answers with the Windows build: "4.4.0-19041-Microsoft".
+WSL2_KERNEL = re.compile(r"microsoft-standard|WSL2", re.IGNORECASE)
+WSL_MENTION = re.compile(r"microsoft|WSL", re.IGNORECASE)
 PROC_VERSION = "/proc/driver/nvidia/version"
 RELEASE = re.compile(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)")
 
@@ -86,6 +91,15 @@ def read_proc_release(paths: "Paths") -> "tuple[str | None, str | None]":
     return (match.group(1) if match else None), first
 
 
+def wsl_version(paths: "Paths") -> "int | None":
+    """2 or 1 on WSL, None elsewhere, from the files the root prefix holds."""
+    text = (read_or_none(paths.host("/proc/version"), 4096) or b"").decode("utf-8", "replace")
+    dxg, lib = os.path.exists(paths.host("/dev/dxg")), os.path.isdir(paths.host(WSL_LIB))
+    if dxg or lib or WSL2_KERNEL.search(text):
+        return 2
+    return 1 if WSL_MENTION.search(text) else None
+
+
 def libcuda_choice(paths: "Paths", env: "Env") -> "tuple[str | None, str]":
     """(library to load or None, how it was chosen). Only the live host's libcuda can be loaded."""
     override = env.get(LIBCUDA_OVERRIDE)
@@ -94,7 +108,7 @@ def libcuda_choice(paths: "Paths", env: "Env") -> "tuple[str | None, str]":
     if paths.root != "/":
         return None, "root prefix"  # an image's libcuda is not this kernel's driver
     if os.path.exists(WSL_LIBCUDA):
-        return WSL_LIBCUDA, "wsl"
+        return WSL_LIBCUDA, "wsl"  # the Windows driver's, whatever a Linux driver inside WSL installed
     return "libcuda.so.1", "loader"
 
 
@@ -119,16 +133,18 @@ def _probed(paths: "Paths", env: "Env", timeout: float) -> dict:
     facts: dict = {"present": False, "release": release, "release_source": "proc" if release else None,
                    "proc_line": proc_line, "cuda": None, "cuda_int": None, "cuda_source": None,
                    "libcuda": lib, "libcuda_choice": how, "loaded": [], "gpus": [], "problems": [],
-                   "wsl": how == "wsl"}
+                   "wsl": wsl_version(paths)}
     if lib:
         _ask_libcuda(facts, lib, how, env, timeout)
     if how == "loader" and not facts["gpus"]:
         _ask_nvidia_smi(facts, env, timeout)
-    if facts["cuda"] is None and facts["release"]:
+    if facts["wsl"]:  # NVML and nvidia-smi report the Windows driver's number: no Linux table applies
+        facts["windows_release"], facts["release"] = facts["release"], None
+    elif facts["cuda"] is None and facts["release"]:
         from cudaswitch.verify import facttables
         derived = facttables.driver_cuda(facts["release"])
         facts.update(derived, cuda_source="derived from the driver release (compat.toml driver_minimum)")
-    facts["present"] = bool(facts["cuda"] or facts["release"])
+    facts["present"] = bool(facts["cuda"] or facts["release"] or facts.get("windows_release"))
     return facts
 
 

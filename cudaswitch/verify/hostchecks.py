@@ -67,8 +67,9 @@ def driver_checks(drv: dict, where: str = "/") -> "list[CheckResult]":
     else:
         said = cuda_words(drv) if drv["cuda"] else "?"
         out.append(check("driver.present", "ok", "driver %s supports CUDA %s (%s)%s" % (
-            drv["release"] or "(release unknown)", said, drv["cuda_source"] or "no libcuda",
-            " under WSL" if drv["wsl"] else ""), **facts))
+            drv["release"] or ("Windows " + drv["windows_release"] if drv.get("windows_release") else
+                               "(release unknown)"), said, drv["cuda_source"] or "no libcuda",
+            " under WSL %s" % drv["wsl"] if drv["wsl"] else ""), **facts))
     for problem in drv["problems"]:
         level = "info" if problem.startswith("cuInit") and not drv["gpus"] else "warning"
         out.append(check("driver.problem", level, problem, None, **facts))

@@ -3,13 +3,11 @@ process would resolve, the driver's libcuda.so.1, the Python that was asked for 
 CMake would find, and a kernel's own assert. Registered (verify/checkregistry.py) like every check;
 compat.toml's rules name their ids. Host directories are read under the root prefix."""
 
-import glob
 import os
 import re
 
-from cudaswitch.safeio import read_or_none
 from cudaswitch.toolkit import short_version
-from cudaswitch.verify import loaderdirs
+from cudaswitch.verify import loaderdirs, pythonlayer
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.checkregistry import Ask, registered
 from cudaswitch.verify.runner import which
@@ -87,7 +85,8 @@ def python_torch(host: "Host", ask: Ask = PLAIN) -> list:
     """Which interpreter `python3` is here, whether it has torch, and which known environments
     (the active venv or conda env, conda's environments.txt, envs the registry found) have it."""
     python, probe = host.python, host.torch
-    others = [p for p in _envs_with_torch(host) if not python or not python.startswith(p.rstrip("/") + "/")]
+    others = [p for p in pythonlayer.envs_with_module(host, "torch")
+              if not python or not python.startswith(p.rstrip("/") + "/")]
     plain = which("python", host.env)
     named = "python3 on PATH is %s" % python if python else "no python3 on PATH"
     if plain and python and os.path.realpath(plain) != os.path.realpath(python):
@@ -102,22 +101,6 @@ def python_torch(host: "Host", ask: Ask = PLAIN) -> list:
     return [check("env.python_torch", "error", "%s, which cannot import torch (%s)%s" % (named, why, where),
                   "activate an environment that has torch (%s), or install it into this one: `%s -m pip install "
                   "torch`" % (others[0] if others else "none known here", python or "python3"), **facts)]
-
-
-def _envs_with_torch(host: "Host") -> list:
-    """Prefixes of known environments whose site-packages hold torch; a glob each, no process."""
-    prefixes = [host.env.get("VIRTUAL_ENV"), host.env.get("CONDA_PREFIX")]
-    environments = host.paths.host(os.path.join(os.path.expanduser("~"), ".conda", "environments.txt"))
-    prefixes += (read_or_none(environments, 1 << 20) or b"").decode("utf-8", "replace").split()
-    for record in host.registry.get("records") or []:
-        root = record.get("root") or ""
-        prefixes.append(root.split("/lib/python", 1)[0] if "/site-packages/" in root else root)
-    out: list = []
-    for prefix in [loaderdirs.env_path(host.paths, p) for p in prefixes if p and os.path.isabs(p)]:
-        hits = glob.glob(os.path.join(glob.escape(prefix), "lib", "python3*", "site-packages", "torch", "__init__.py"))
-        if hits and host.paths.unhost(prefix) not in out:
-            out.append(host.paths.unhost(prefix))
-    return out
 
 
 @registered("env.cmake_cuda", layer="env", shown_by=("explain",))
