@@ -34,4 +34,6 @@ SLOW_MODULES = frozenset({
     "test_hostile_images", "test_audit_image_hostile",
     # 100,000-node merges in small and the fleet page in Chromium
     "test_audit_merge_fleet",
+    # the real CUDA torch wheel, twice, with a foreign libnccl
+    "test_lib_provenance",
 })

@@ -8,6 +8,7 @@ whole; the modules that define checks never import it (they would import themsel
 from cudaswitch.verify import checkregistry
 from cudaswitch.verify import hostchecks, driverlayer, pipeline, checks, messagechecks  # noqa: F401 (registers)
 from cudaswitch.verify import torchdriver, torchplan  # noqa: F401 (registers `cudaswitch torch`'s checks)
+from cudaswitch.verify import libprovenance  # noqa: F401 (registers the loader's view of torch's libraries)
 from cudaswitch.verify.checkregistry import Ask
 
 TYPE_CHECKING = False  # typing is not imported at run time
