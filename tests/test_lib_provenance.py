@@ -32,7 +32,7 @@ def doctor(host, env):
 
 
 def test_a_copy_on_ld_library_path_loses_to_torchs_rpath(nccl_host):
-    out = report(doctor(nccl_host, {"LD_LIBRARY_PATH": str(nccl_host.path("/opt/nccl/lib"))}))
+    out = report(doctor(nccl_host, {"LD_LIBRARY_PATH": str(nccl_host.path("/opt/nccl/lib")), "NCCL_DEBUG": "INFO"}))
     assert out["torch"]["torch"].startswith("2.14.1")  # it imported: the loader gave it its own NCCL
     [prov] = by_id(out, "libs.provenance")
     assert prov["level"] == "ok", prov["message"]
@@ -46,6 +46,11 @@ def test_a_copy_on_ld_library_path_loses_to_torchs_rpath(nccl_host):
     assert {"libcudart.so.13", "libcublasLt.so.13", "libcudnn.so.9", "libnvJitLink.so.13"} <= set(libs)
     assert libs["libnvJitLink.so.13"]["needed_by"] == "libcusparse.so.12"
     assert all(c["level"] != "error" for c in out["checks"] if "nccl" in c["message"].lower())
+    [nccl] = by_id(out, "nccl.version")  # no GPU here: the version is read from the library itself
+    assert nccl["level"] == "ok" and nccl["facts"]["version"] == "2.30.7"
+    assert nccl["facts"]["source"] == "the library file"
+    assert nccl["facts"]["available"] is True and nccl["facts"]["variables"] == {"NCCL_DEBUG": "INFO"}
+    assert nccl["facts"]["others"] == [nccl_host.nccl] and nccl["facts"]["pinned"] == "2.30.7"
 
 
 def test_a_preloaded_copy_breaks_the_import_and_is_named(nccl_host):
@@ -57,6 +62,9 @@ def test_a_preloaded_copy_breaks_the_import_and_is_named(nccl_host):
     assert prov["level"] == "error" and proc.returncode != 0
     assert "libnccl.so.2 loads %s (LD_PRELOAD" % nccl_host.nccl in prov["message"]
     assert "/nvidia/nccl/lib/libnccl.so.2 (2.30.7)" in prov["message"] and nccl_host.nccl in prov["hint"]
+    [nccl] = by_id(out, "nccl.version")
+    assert nccl["level"] == "warning" and "%s (LD_PRELOAD), but torch pins nvidia-nccl-cu13==2.30.7" % nccl_host.nccl \
+        in nccl["message"] and "take %s off LD_PRELOAD" % nccl_host.nccl in nccl["hint"]
     text = out["torch"]["torch_error"].split(": ", 1)[1]
     explained = report(nccl_host.run("explain", text, "--python", nccl_host.python, "--json", env=env, timeout=600))
     [match] = [m for m in explained["matches"] if m["id"] == "nccl_symbol"]
