@@ -36,4 +36,6 @@ SLOW_MODULES = frozenset({
     "test_audit_merge_fleet",
     # the real CUDA torch wheel, twice, with a foreign libnccl
     "test_lib_provenance",
+    # two ranks of the real CPU torch, twice (gloo all_reduce on loopback)
+    "test_doctor_collective",
 })
