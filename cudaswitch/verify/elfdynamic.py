@@ -4,6 +4,10 @@ DT_RPATH and DT_RUNPATH. Stdlib only, reading a few headers, never the whole (of
 
 import struct
 
+TYPE_CHECKING = False  # typing is not imported at run time
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
 DT_NEEDED, DT_STRTAB, DT_SONAME, DT_RPATH, DT_RUNPATH = 1, 5, 14, 15, 29
 PT_LOAD, PT_DYNAMIC = 1, 2
 MAX_DYNAMIC = 64 * 1024  # a dynamic section is a few hundred entries
@@ -28,7 +32,7 @@ def dynamic(path: str) -> "dict | None":
         return None
 
 
-def _entries(handle, segments):
+def _entries(handle: "BinaryIO", segments: list) -> dict:
     dyn = [s for s in segments if s[0] == PT_DYNAMIC]
     if not dyn:
         return {"needed": [], "soname": None, "rpath": [], "runpath": []}
@@ -40,7 +44,7 @@ def _entries(handle, segments):
     load = [s for s in segments if s[0] == PT_LOAD and strtab is not None and s[3] <= strtab < s[3] + s[5]]
     base = load[0][2] + strtab - load[0][3] if load else None
 
-    def text(offset):
+    def text(offset: int) -> str:
         if base is None:
             return ""
         handle.seek(base + offset)

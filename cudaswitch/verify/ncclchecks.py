@@ -103,7 +103,7 @@ def _candidates(env: dict, paths: "Paths") -> "list[tuple[str, str]]":
     return out
 
 
-def _taken(host, candidates):
+def _taken(host: "Host", candidates: list) -> list:
     """The candidates the loader would give torch: a copy on LD_LIBRARY_PATH loses to torch's DT_RPATH."""
     torch_dir = libprovenance.torch_location(host.torch)
     lib = os.path.join(torch_dir or "", "lib", "libtorch_cuda.so")
