@@ -51,6 +51,6 @@ def _entries(handle: "BinaryIO", segments: list) -> dict:
         return handle.read(MAX_STRING).split(b"\0", 1)[0].decode("utf-8", "replace")
 
     strings = {tag: [text(v) for t, v in tags if t == tag] for tag in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH)}
-    return {"needed": strings[DT_NEEDED], "soname": (strings[DT_SONAME] or [None])[0],
+    return {"needed": strings[DT_NEEDED], "soname": strings[DT_SONAME][0] if strings[DT_SONAME] else None,
             "rpath": [d for s in strings[DT_RPATH] for d in s.split(":") if d],
             "runpath": [d for s in strings[DT_RUNPATH] for d in s.split(":") if d]}
