@@ -38,7 +38,7 @@ def test_a_copy_on_ld_library_path_loses_to_torchs_rpath(nccl_host):
     assert prov["level"] == "ok", prov["message"]
     libs = {lib["soname"]: lib for lib in prov["facts"]["libraries"]}
     nccl = libs["libnccl.so.2"]
-    assert nccl["why"] == "DT_RPATH of libtorch_cuda.so" and nccl["path"].endswith("/nvidia/nccl/lib/libnccl.so.2")
+    assert nccl["why"].startswith("already loaded") and nccl["path"].endswith("/nvidia/nccl/lib/libnccl.so.2")
     assert nccl["version"] == nccl["pinned"] == "2.30.7" and nccl["pinned_wheel"] == "nvidia-nccl-cu13"
     # the prediction is checked against what the process mapped, for every library it mapped
     mapped = [lib for lib in libs.values() if lib["mapped"]]
@@ -51,6 +51,27 @@ def test_a_copy_on_ld_library_path_loses_to_torchs_rpath(nccl_host):
     assert nccl["facts"]["source"] == "the library file"
     assert nccl["facts"]["available"] is True and nccl["facts"]["variables"] == {"NCCL_DEBUG": "INFO"}
     assert nccl["facts"]["others"] == [nccl_host.nccl] and nccl["facts"]["pinned"] == "2.30.7"
+
+
+def test_older_toolkit_copies_on_ld_library_path_are_not_what_torch_loads(nccl_host):
+    """A CUDA 13.0-era lib64 on LD_LIBRARY_PATH (cuBLAS and nvJitLink 13.0.1, older than the wheels'):
+    libtorch_cuda's DT_RPATH outranks it for cuBLAS, and torch's __init__ loads its own nvJitLink
+    before libcusparse (DT_RUNPATH only) would look, so neither shadows anything; the maps agree."""
+    lib = nccl_host.path("/opt/cuda-13.0/lib64")
+    lib.mkdir(parents=True)
+    for name in ("libcublas.so.13", "libnvJitLink.so.13"):
+        subprocess.run([kits.require("gcc"), "-shared", "-fPIC", "-o", str(lib / (name + ".0.1")), "-x", "c",
+                        "/dev/null"], check=True)
+        (lib / name).symlink_to(name + ".0.1")
+    out = report(doctor(nccl_host, {"LD_LIBRARY_PATH": str(lib)}))
+    assert out["torch"]["torch"].startswith("2.14.1")
+    [prov] = by_id(out, "libs.provenance")
+    assert prov["level"] == "ok", prov["message"]
+    libs = {lib["soname"]: lib for lib in prov["facts"]["libraries"]}
+    assert libs["libnvJitLink.so.13"]["why"].startswith("already loaded")
+    assert all(row["mapped"] == row["path"] for row in libs.values() if row["mapped"])
+    [shadow] = by_id(out, "env.library_shadowing")
+    assert shadow["level"] == "ok", shadow["message"]
 
 
 def test_a_preloaded_copy_breaks_the_import_and_is_named(nccl_host):

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 PLAIN = Ask("explain")
 CUDA_SONAME = re.compile(r"^lib(cudart|cublas|cublasLt|cudnn\w*|nccl|nvrtc|nvJitLink|cusparse|cusparseLt|cufft|"
                          r"curand|cusolver|cufile|nvshmem_host)\.so\.[\d.]+$")
+# torch/__init__.py lists the wheel libraries it loads by full path first: ("cublas", "libcublas.so.*[0-9]")
+TORCH_PRELOAD = re.compile(r'\("(\w+)", "(lib[\w-]+)\.so\.\*\[0-9\]"\)')
 MAX_LIBRARIES = 64  # torch needs about twenty; a loop in DT_NEEDED must not run on
 
 
@@ -82,6 +84,9 @@ def libraries(loader: Loader, torch_dir: str) -> list:
         seen.add(soname)
         chain = root_rpath if requester != root else []
         path, why = loader.resolve(soname, requester, chain)
+        preloaded = torch_preloaded(torch_dir, soname.split(".so", 1)[0]) if why != "LD_PRELOAD" else None
+        path, why = (preloaded, "already loaded: torch's __init__ loads its wheel's copy first") if preloaded else (
+            path, why)
         # torch's own copy: the first of libtorch_cuda's own directories that holds one
         own = next((os.path.join(d, soname) for d in root_rpath if os.path.isfile(os.path.join(d, soname))), None)
         out.append({"soname": soname, "path": path, "why": why, "own": own, "needed_by": os.path.basename(requester)})
@@ -91,6 +96,20 @@ def libraries(loader: Loader, torch_dir: str) -> list:
                 pending += [(os.path.basename(p), path) for p in loaderdirs.files_named(os.path.dirname(path),
                                                                                           "libcudnn_*.so.*")]
     return out
+
+
+def torch_preloaded(torch_dir: str, stem: str) -> "str | None":
+    """The wheel copy of `stem` torch/__init__.py loads by full path before libtorch (torch 2.7 and
+    later, whenever libcudart loaded): ld.so then finds it already loaded, whatever LD_LIBRARY_PATH says."""
+    text = (read_or_none(os.path.join(torch_dir, "__init__.py"), 1 << 20) or b"").decode("utf-8", "replace")
+    if "_preload_cuda_deps(required=False)" not in text:
+        return None
+    site = glob.escape(os.path.dirname(torch_dir))
+    for folder in [f for f, name in TORCH_PRELOAD.findall(text) if name == stem][:1]:
+        found = [p for sub in (folder, "cu*") for p in glob.glob(os.path.join(site, "nvidia", sub, "lib",
+                                                                              stem + ".so.*[0-9]"))]
+        return found[0] if found else None
+    return None
 
 
 def wheel_versions(site: str) -> "tuple[dict, dict]":
@@ -123,6 +142,14 @@ def version_of(path: "str | None", site: str, owners: dict) -> "tuple[str | None
 def torch_location(probe: dict) -> "str | None":
     """torch's directory: where it imported, else where the probe found it without importing."""
     return probe.get("torch_dir") or probe.get("torch_spec_dir")
+
+
+def taken(env: dict, paths: "Paths", probe: dict) -> "dict | None":
+    """{soname: the file the loader gives torch}, or None where torch has no libtorch_cuda.so to ask."""
+    torch_dir = torch_location(probe)
+    if not torch_dir or not os.path.isfile(os.path.join(torch_dir, "lib", "libtorch_cuda.so")):
+        return None
+    return {lib["soname"]: lib["path"] for lib in libraries(Loader(env, paths, probe.get("python")), torch_dir)}
 
 
 @registered("libs.provenance", layer="framework", shown_by=("doctor", "verify", "explain"))
