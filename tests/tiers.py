@@ -38,4 +38,8 @@ SLOW_MODULES = frozenset({
     "test_python_layer",
     # WSL roots with a gcc-built libcuda and a real toolkit each
     "test_wsl",
+    # the real CUDA torch wheel, twice, with a foreign libnccl
+    "test_lib_provenance",
+    # two ranks of the real CPU torch, twice (gloo all_reduce on loopback)
+    "test_doctor_collective",
 })

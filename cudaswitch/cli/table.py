@@ -192,7 +192,10 @@ COMMANDS = (
             examples=("cudaswitch verify 12.4", "cudaswitch verify --compile --python ~/venv/bin/python")),
     Command("doctor", "cudaswitch.commands.verify_cmds:doctor",
             help="Layered diagnosis of this host: hardware, driver, toolkit, framework, project deps, environment.",
-            options=(JSON, PYTHON, TIMEOUT), examples=("cudaswitch doctor", "cudaswitch doctor --json")),
+            options=(JSON, PYTHON, TIMEOUT, Opt("--collective", "collective", "flag", "Also run one all_reduce in two "
+                     "processes of your torch on loopback (NCCL on 2+ GPUs, else gloo) within --timeout; on failure "
+                     "print the layer that failed.")),
+            examples=("cudaswitch doctor", "cudaswitch doctor --json", "cudaswitch doctor --collective")),
     Command("explain", "cudaswitch.commands.verify_cmds:explain",
             help="The known cause of a CUDA / PyTorch error message, checked on this host. Exit 1 if unknown.",
             args=(Arg("TEXT", "The error message (quote it); '-' or none: read it from stdin (its last MiB).",

@@ -85,12 +85,13 @@ def verify(request: "str | None" = None, python: "str | None" = None, compile_: 
     return _exit_code(report)
 
 
-def doctor(as_json: bool = False, python: "str | None" = None, timeout: "float | None" = None) -> int:
+def doctor(as_json: bool = False, python: "str | None" = None, timeout: "float | None" = None,
+           collective: bool = False) -> int:
     from cudaswitch.verify.doctor import doctor as run_doctor
 
     check_options(python, timeout)
     paths, reg = _context()
-    report = run_doctor(paths, reg, dict(os.environ), python=python, timeout=timeout)
+    report = run_doctor(paths, reg, dict(os.environ), python=python, timeout=timeout, collective=collective)
     _emit(report, as_json, group_key="layer")
     return _exit_code(report)
 

@@ -54,7 +54,9 @@ def shadowed_libraries(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     torch ships none to compare)."""
     if _silent_for_use(host, ask):
         return []
-    found = library_shadowing(host.env, host.torch)
+    from cudaswitch.verify import libprovenance  # ELF reading: not on `torch`'s planning path
+
+    found = library_shadowing(host.env, host.torch, libprovenance.taken(host.env, host.paths, host.torch))
     if found or not ask.unchecked:
         return found
     return [shadowing_unchecked(host.python, host.torch)]
@@ -275,9 +277,13 @@ def shadowing_unchecked(python: "str | None", probe: dict) -> "CheckResult":
                  "NVIDIA wheel libraries here (%s)" % (python or "no python3", probe.get("torch") or "no torch"), None)
 
 
-def library_shadowing(env: dict, probe: dict) -> "list[CheckResult]":
-    """Toolkit libraries on LD_LIBRARY_PATH older than the copy torch's wheels ship (same soname)."""
-    site = os.path.dirname(probe.get("torch_dir") or "")
+def library_shadowing(env: dict, probe: dict, taken: "dict | None" = None) -> "list[CheckResult]":
+    """Toolkit libraries on LD_LIBRARY_PATH older than the copy torch's wheels ship (same soname).
+    `taken`: {soname: file} the loader gives torch where that is known; a copy it does not take
+    (torch's DT_RPATH outranks LD_LIBRARY_PATH) shadows nothing."""
+    from cudaswitch.verify.libprovenance import torch_location
+
+    site = os.path.dirname(torch_location(probe) or "")
     wheel = _wheel_libraries(site, probe.get("distributions") or []) if site else {}
     if not wheel:
         return []
@@ -286,6 +292,8 @@ def library_shadowing(env: dict, probe: dict) -> "list[CheckResult]":
         for soname, (wheel_path, wheel_version) in sorted(wheel.items()):
             other = os.path.join(directory, soname)
             if not os.path.exists(other) or os.path.realpath(other) == os.path.realpath(wheel_path):
+                continue
+            if taken is not None and os.path.realpath(taken.get(soname) or "") != os.path.realpath(other):
                 continue
             mine = _file_version(other, soname)
             if mine and wheel_version and version_tuple(mine) < version_tuple(wheel_version):

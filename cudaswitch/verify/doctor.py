@@ -13,9 +13,9 @@ if TYPE_CHECKING:
 
 
 def doctor(paths: "Paths", registry: dict, env: dict, python: "str | None" = None,
-           timeout: "float | None" = None) -> dict:
+           timeout: "float | None" = None, collective: bool = False) -> dict:
     """{"toolkit": list-shape | None, "checks": [...], "driver": {...}, "torch": {...}}."""
-    host = Host(paths, registry, env, python=python, timeout=timeout)
+    host = Host(paths, registry, env, python=python, timeout=timeout, collective=collective)
     checks = checkset.run(host, "doctor")
     record = host.record
     public = Lookup(registry, env).public(record) if record else None

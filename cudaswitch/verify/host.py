@@ -41,11 +41,13 @@ class Host:
     one after switching); `record` the toolkit (CURRENT: the active or default one, or None)."""
 
     def __init__(self, paths: "Paths", registry: "Any", env: dict, record: "Any" = CURRENT, python: "str | None" = None,
-                 timeout: "float | None" = None, conf: "dict | None" = None, fresh_build: bool = False) -> None:
+                 timeout: "float | None" = None, conf: "dict | None" = None, fresh_build: bool = False,
+                 collective: bool = False) -> None:
         self.paths, self.registry, self.env = paths, registry, env
         self.conf = conf if conf is not None else settings(paths)
         self.timeout = float(timeout or self.conf["torch_timeout"])
         self.fresh_build = fresh_build  # `verify --compile`: build again, whatever the cache says
+        self.collective = collective  # `doctor --collective`: run two ranks of the user's torch
         self._python, self._record = python, record
 
     @functools.cached_property

@@ -5,7 +5,7 @@ name their ids. Host files (/sys/class/net) are read under the root prefix."""
 
 import os
 
-from cudaswitch.verify import loaderdirs
+from cudaswitch.verify import libprovenance, loaderdirs
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.checkregistry import Ask, registered
 
@@ -78,7 +78,7 @@ def nccl_foreign(host: "Host", ask: Ask = PLAIN) -> list:
     own_dir, own_version = _torch_nccl(host.torch)
     own_real = os.path.realpath(own_dir) if own_dir else None
     found = []
-    for where, path in _candidates(host.env, host.paths):
+    for where, path in _taken(host, _candidates(host.env, host.paths)):
         if own_real and os.path.realpath(os.path.dirname(path)) == own_real:
             continue
         found.append({"via": where, "path": path, "version": loaderdirs.file_version(path, "libnccl")})
@@ -88,7 +88,8 @@ def nccl_foreign(host: "Host", ask: Ask = PLAIN) -> list:
                                                     or "no torch in %s" % host.python))
     facts = {"foreign": found, "torch_nccl": own_dir, "torch_nccl_version": own_version}
     if not found:
-        return [check("nccl.foreign", "ok", "no libnccl on LD_PRELOAD or LD_LIBRARY_PATH; " + ours, None, **facts)]
+        return [check("nccl.foreign", "ok", "no libnccl on LD_PRELOAD or LD_LIBRARY_PATH that the loader would give "
+                      "torch first; " + ours, None, **facts)]
     text = "; ".join("%s %s (%s)" % (f["via"], f["path"], f["version"] or "version not in its name") for f in found)
     return [check("nccl.foreign", "error", "a libnccl comes before torch's own: %s; %s" % (text, ours),
                   "use the NCCL PyTorch ships: %s" % _removal(found), **facts)]
@@ -100,6 +101,17 @@ def _candidates(env: dict, paths: "Paths") -> "list[tuple[str, str]]":
     for directory in loaderdirs.library_path(env, paths):
         out += [("LD_LIBRARY_PATH", p) for p in loaderdirs.files_named(directory, "libnccl.so*")[:1]]
     return out
+
+
+def _taken(host: "Host", candidates: list) -> list:
+    """The candidates the loader would give torch: a copy on LD_LIBRARY_PATH loses to torch's DT_RPATH."""
+    torch_dir = libprovenance.torch_location(host.torch)
+    lib = os.path.join(torch_dir or "", "lib", "libtorch_cuda.so")
+    if not torch_dir or not os.path.isfile(lib):
+        return candidates  # no torch to ask: every copy before its own may be taken
+    taken, _ = libprovenance.Loader(host.env, host.paths, host.torch.get("python")).resolve("libnccl.so.2", lib, [])
+    return [(where, path) for where, path in candidates
+            if where != "LD_LIBRARY_PATH" or os.path.dirname(path) == os.path.dirname(taken or "")]
 
 
 def _removal(found: "list[dict]") -> str:
@@ -115,7 +127,7 @@ def _removal(found: "list[dict]") -> str:
 
 def _torch_nccl(probe: dict) -> "tuple[str | None, str | None]":
     """(site-packages/nvidia/nccl/lib, its wheel version) of the user's torch, or (None, None)."""
-    torch_dir = probe.get("torch_dir")
+    torch_dir = libprovenance.torch_location(probe)
     if not torch_dir:
         return None, None
     lib = os.path.join(os.path.dirname(torch_dir), "nvidia", "nccl", "lib")

@@ -14,7 +14,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-LIB_PREFIXES = ("libcudart", "libcudnn", "libnccl", "libcuda.so", "libcublas", "libnvrtc")
+LIB_PREFIXES = ("libcudart", "libcudnn", "libnccl", "libcuda.so", "libcublas", "libnvrtc", "libnvJitLink",
+                "libcusparse", "libcufft", "libcurand", "libcusolver", "libcufile", "libnvshmem")
 
 
 def mapped_libraries() -> "dict[str, list[str]] | None":
@@ -93,6 +94,15 @@ def conda_torch() -> "list[str] | None":
     return sorted(n for n in names if n.startswith(("pytorch-", "torch-")) and n.endswith(".json")) or None
 
 
+def torch_spec_dir() -> "str | None":
+    """torch's package directory found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return locations[0] if locations else None
+
+
 def probe() -> dict:
     out: dict = {"python": sys.executable, "python_version": "%d.%d.%d" % sys.version_info[:3],
            "prefix": sys.prefix, "site_dirs": site_dirs(), "torch": None}
@@ -100,11 +110,9 @@ def probe() -> dict:
     guarded(out, "conda_torch", conda_torch)
     try:
         import torch
-    except ImportError as exc:
-        out["torch_error"] = "ImportError: %s" % exc
-        return out
     except Exception as exc:
-        out["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
+        out["torch_error"] = "%s: %s" % ("ImportError" if isinstance(exc, ImportError) else type(exc).__name__, exc)
+        guarded(out, "torch_spec_dir", torch_spec_dir)  # where it is, for the loader's view of a failed import
         return out
     # A directory named torch (a source checkout in the cwd) imports as an empty namespace
     # package: no __version__, no torch.cuda. That is a finding, not a crash.
@@ -124,6 +132,8 @@ def probe() -> dict:
     guarded(out, "devices", lambda: devices(torch) if out.get("available") else [])
     guarded(out, "cudnn", lambda: torch.backends.cudnn.version() if out["cuda"] else None)
     guarded(out, "nccl", lambda: ".".join(map(str, torch.cuda.nccl.version())) if out.get("available") else None)
+    guarded(out, "nccl_available", lambda: torch.distributed.is_available() and
+            torch.distributed.is_nccl_available())
     if out.get("available") and os.environ.get("CUDASWITCH_PROBE_MATMUL", "1") != "0":
         guarded(out, "matmul", lambda: matmul(torch))
     return out

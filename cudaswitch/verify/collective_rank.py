@@ -1,0 +1,48 @@
+"""Run by the USER's Python as one rank of `doctor --collective`. Stdlib and torch only; nothing
+here may import cudaswitch. Started as `python -c <this source> MARKER` with RANK, WORLD_SIZE,
+MASTER_ADDR, MASTER_PORT and CUDASWITCH_BACKEND set; prints `MARKER<json>MARKER` last, naming the
+stage it reached (import, backend, rendezvous, all_reduce, done) and the error that stopped it."""
+
+import datetime
+import json
+import os
+import sys
+
+
+def rank_run(out: dict) -> None:
+    import torch
+    import torch.distributed as dist
+
+    backend = os.environ["CUDASWITCH_BACKEND"]
+    out["stage"] = "backend"
+    if not dist.is_available() or not getattr(dist, "is_%s_available" % backend)():
+        raise RuntimeError("this torch.distributed has no %s backend" % backend)
+    out["stage"] = "rendezvous"
+    seconds = float(os.environ.get("CUDASWITCH_RENDEZVOUS_TIMEOUT", "30"))
+    dist.init_process_group(backend, init_method="env://", timeout=datetime.timedelta(seconds=seconds))
+    out["stage"] = "all_reduce"
+    device = "cpu"
+    if backend == "nccl":
+        torch.cuda.set_device(out["rank"])
+        device = "cuda:%d" % out["rank"]
+    tensor = torch.ones(4, device=device)
+    dist.all_reduce(tensor)
+    out["sum"] = float(tensor[0].item())
+    dist.destroy_process_group()
+    out["stage"] = "done"
+
+
+def main() -> None:
+    marker = sys.argv[1] if len(sys.argv) > 1 else "@@CUDASWITCH@@"
+    out: dict = {"rank": int(os.environ.get("RANK", "0")), "stage": "import"}
+    try:
+        rank_run(out)
+    except BaseException as exc:  # every failure is the finding: report it, never a traceback
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        out["error"] = "%s: %s" % (type(exc).__name__, lines[-1].strip() if lines else "")
+    sys.stdout.write("\n" + marker + json.dumps(out, default=str) + marker + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":  # run as `python -c <source>`
+    main()
