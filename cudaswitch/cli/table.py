@@ -121,6 +121,7 @@ WIDE = Opt("--wide", "wide", "flag", "Every value whole: no shortened roots, wha
 REQUEST = Arg("REQUEST", "Toolkit: 12.4, 12, 12.4.131, '>=12.1,<13', latest, system, SOURCE:REQUEST or a root path.")
 IMAGE = Opt("--image", "image", "str", "Audit a container image instead of this host: oci:DIR[:TAG], "
             "oci-archive:FILE[:TAG] or docker-archive:FILE[:NAME]. Exit 1 when it cannot start here.", metavar="REF")
+KEY = Arg("KEY", "A setting's name, as `config show` lists it (default, verdict, torch_timeout, ...).")
 OPTIONAL_REQUEST = Arg("REQUEST", "Toolkit (default: the active one, else the default).", nargs="?")
 
 COMMANDS = (
@@ -165,20 +166,33 @@ COMMANDS = (
             args=(Arg("WORDS", "-- REQUEST, as `use cuda REQUEST` passes it.", nargs="rest"),),
             examples=("use cuda 13.0   # in an .envrc",)),
     Command("local", "cudaswitch.commands.registry_cmds:local", fast=True,
-            help="Write (or with --unset remove) .cudaversion in the current directory.",
+            help="Write (or with --unset remove) .cudaversion in the current directory; without either, print the "
+                 "project's version and (on stderr) the file it comes from.",
             args=(Arg("REQUEST", "A version request a project file may hold, e.g. 12.4.", nargs="?"),),
             options=(Opt("--unset", "unset", "flag", "Remove .cudaversion from this directory."),),
-            examples=("cudaswitch local 12.4", "cudaswitch local --unset")),
+            examples=("cudaswitch local 12.4", "cudaswitch local", "cudaswitch local --unset")),
     Command("global", "cudaswitch.commands.registry_cmds:global_", fast=True,
-            help="Set (or with --unset remove) the default toolkit in config.toml.",
+            help="Set (or with --unset remove) the default toolkit in config.toml; without either, print it.",
             args=(Arg("REQUEST", "A version request, e.g. 12.4 (not a path).", nargs="?"),),
             options=(Opt("--unset", "unset", "flag", "Remove the default from config.toml."),),
-            examples=("cudaswitch global 12.4", "cudaswitch global --unset")),
+            examples=("cudaswitch global 12.4", "cudaswitch global", "cudaswitch global --unset")),
     Command("config path", "cudaswitch.commands.registry_cmds:config_path", fast=True,
             help="Where config.toml lives.", examples=("cudaswitch config path",)),
     Command("config show", "cudaswitch.commands.registry_cmds:config_show", fast=True,
             help="The settings in effect: config.toml's own keys over the defaults.",
             options=(JSON,), examples=("cudaswitch config show", "cudaswitch config show --json")),
+    Command("config get", "cudaswitch.commands.registry_cmds:config_get", fast=True,
+            help="Print one setting's value in effect (a list comma-separated); stderr says where it comes from. "
+                 "Exit 1 when it is not set.", args=(KEY,),
+            examples=("cudaswitch config get verdict",)),
+    Command("config set", "cudaswitch.commands.registry_cmds:config_set", fast=True,
+            help="Write one setting to config.toml (atomically), checked as the file is: a list comma-separated, "
+                 "a flag true/false. A bad key or value is exit 2.",
+            args=(KEY, Arg("VALUE", "The value, e.g. problems, 30, true, conda,system.")),
+            examples=("cudaswitch config set verdict problems", "cudaswitch config set source_order managed,system")),
+    Command("config unset", "cudaswitch.commands.registry_cmds:config_unset", fast=True,
+            help="Remove one setting from config.toml, so its default applies.", args=(KEY,),
+            examples=("cudaswitch config unset torch_timeout",)),
     Command("system", "cudaswitch.commands.switch_cmds:system",
             help="Repoint /usr/local/cuda at REQUEST (through update-alternatives where it manages the link).",
             args=(REQUEST,),

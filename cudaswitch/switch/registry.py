@@ -119,7 +119,8 @@ def set_global(paths: "Paths", registry: Registry, request: "str | None") -> str
     from cudaswitch import config
 
     if request is None:
-        config.update(paths, default=None)
+        if not config.unset(paths, "default"):
+            return "no default toolkit was set in %s; nothing removed" % paths.config_file
         return "default toolkit removed from %s" % paths.config_file
     if request.strip().startswith(("/", ".", "~")):  # before resolving: a path is refused, found or not
         raise UsageError("the default is a version request, not a path", "register paths under `toolkits`")
