@@ -3,6 +3,7 @@ at a terminal without the hook say how to apply them; `local`/`global` without a
 one in effect; `config get/set/unset`; `exec` exits 127/126 as a shell does; a project file from a
 Windows editor (BOM, CRLF) is read, by the hook too; `global --unset` with nothing set says so."""
 
+import json
 import stat
 
 import pytest
@@ -112,3 +113,24 @@ def test_a_project_file_from_a_windows_editor_is_read(standard_host, tmp_path, n
         assert "release 13.1" in sh.run("nvcc --version")
     finally:
         sh.close()
+
+
+def test_audit_html_of_one_host_is_the_merge_page_in_chromium(standard_host, tmp_path):
+    """`audit --html FILE` writes the page `audit merge --html` makes of this host's report: the
+    same bytes, one node (never "1 nodes"), and it runs in a real headless Chromium without errors;
+    a filter naming the host says "1 of 1 node matches"."""
+    from tests import browser_support as browser
+
+    report = tmp_path / "host.json"
+    report.write_text(standard_host.run("audit", "--json", check=True).stdout)
+    merged, own = tmp_path / "merged.html", tmp_path / "own.html"
+    standard_host.run("audit", "merge", str(report), "--html", str(merged), check=True)
+    proc = standard_host.run("audit", "--html", str(own))
+    assert proc.returncode == 0 and "VERSION" in proc.stdout, proc.stderr
+    assert own.read_bytes() == merged.read_bytes()
+    dom, console = browser.load(own.as_uri(), tmp_path / "profile")
+    assert console == [] and 'data-ready="1"' in dom
+    assert "<title>cudaswitch audit: 1 node</title>" in dom and "1 nodes" not in dom
+    host = json.loads(report.read_text())["host"]
+    filtered, console = browser.load(own.as_uri() + "#filter=" + host, tmp_path / "profile")
+    assert console == [] and "1 of 1 node matches" in filtered

@@ -226,8 +226,10 @@ COMMANDS = (
                          "(550.54.15) or the CUDA version it supports (12.4), instead of this host's.",
                          metavar="VERSION"),
                      Opt("--gpu", "gpu", "str", "With --image: judge it for a GPU by compute capability (sm_90, "
-                         "8.6) instead of this host's; repeat for several.", metavar="ARCH", many=True)),
-            examples=("cudaswitch audit", "cudaswitch audit --json --compile",
+                         "8.6) instead of this host's; repeat for several.", metavar="ARCH", many=True),
+                     Opt("--html", "html", "str", "Also write the report as the self-contained HTML page "
+                         "`audit merge --html` makes, of this one host.", metavar="FILE")),
+            examples=("cudaswitch audit", "cudaswitch audit --json --compile", "cudaswitch audit --html host.html",
                       "cudaswitch audit --root /srv/images/rocky9",
                       "cudaswitch audit --image oci:/srv/oci/pytorch:24.05 --driver 535.183.01",
                       "cudaswitch audit --image docker-archive:torch.tar --gpu sm_80")),
