@@ -111,8 +111,9 @@ def which(registry: Registry, request: "str | None" = None, tool: "str | None" =
         path = os.path.join(directory, tool)
         if os.path.exists(path):
             return path
+    problems = "; ".join(record["problems"])
     raise CudaSwitchError("%s has no %s" % (record["root"], tool),
-                          "its status is %s: %s" % (record["status"], "; ".join(record["problems"]) or "ok"))
+                          "its status is %s: %s" % (record["status"], problems) if problems else None)
 
 
 def set_global(paths: "Paths", registry: Registry, request: "str | None") -> str:
