@@ -101,10 +101,10 @@ def report_switch(paths: "Paths", record: dict, new_env: dict, no_verify: bool =
     With --strict an error verdict refuses the switch (raised before anything reaches stdout)."""
     if no_verify:
         line, level = "CUDA %s (%s): not verified (--no-verify)" % (record["version"], record["root"]), "info"
-    else:  # config `verdict` picks which lines show; a shell that switched before hears "no driver" once
+    else:  # config `verdict` picks which lines show
         from cudaswitch.verify.quick import verdict_to_show
 
-        level, line = verdict_to_show(paths, record, new_env, strict=strict, again="CUDASWITCH_STATE" in os.environ)
+        level, line = verdict_to_show(paths, record, new_env, strict=strict)
     if level == "error" and strict:
         raise CudaSwitchError("refusing to switch (--strict): " + line)
     if line:
