@@ -50,12 +50,12 @@ class Opt:
     """One option. kind: flag (bool), tristate (--x/--no-x, None when absent), str, float;
     many=True collects every occurrence (and comma lists stay the handler's business)."""
 
-    __slots__ = ("names", "dest", "kind", "_help", "metavar", "many")
+    __slots__ = ("names", "dest", "kind", "_help", "metavar", "many", "complete")
 
     def __init__(self, names: str, dest: str, kind: str, help: "Any", metavar: "str | None" = None,
-                 many: bool = False) -> None:
+                 many: bool = False, complete: "str | None" = None) -> None:
         self.names, self.dest, self.kind, self._help = tuple(names.split()), dest, kind, help
-        self.metavar, self.many = metavar, many
+        self.metavar, self.many, self.complete = metavar, many, complete
 
     @property
     def help(self) -> "str | None":
@@ -71,12 +71,15 @@ class Opt:
 
 class Arg:
     """One positional. nargs: 1 (required), "?" (optional), "*" (any number), "rest" (a command
-    line: everything from the first positional after the others, options included)."""
+    line: everything from the first positional after the others, options included). complete: what
+    TAB offers (a function of cli/complete.py); REQUESTs offer the cached toolkits' requests."""
 
-    __slots__ = ("name", "_help", "nargs", "_choices")
+    __slots__ = ("name", "_help", "nargs", "_choices", "complete")
 
-    def __init__(self, name: str, help: "Any", nargs: "int | str" = 1, choices: "Any" = None) -> None:
+    def __init__(self, name: str, help: "Any", nargs: "int | str" = 1, choices: "Any" = None,
+                 complete: "str | None" = None) -> None:
         self.name, self._help, self.nargs, self._choices = name, help, nargs, choices
+        self.complete = complete or ("requests" if name == "REQUEST" else None)
 
     @property
     def help(self) -> "str | None":
@@ -148,7 +151,8 @@ COMMANDS = (
             options=(SHELL,), examples=('eval "$(cudaswitch off)"',)),
     Command("exec", "cudaswitch.commands.switch_cmds:exec_", fast=True,
             help="Run CMD with the toolkit (the process is replaced; its exit status is yours).",
-            args=(REQUEST, Arg("CMD", "The command line to run, after an optional --.", nargs="rest")),
+            args=(REQUEST, Arg("CMD", "The command line to run, after an optional --.", nargs="rest",
+                               complete="tools")),
             examples=("cudaswitch exec 13.0 -- cmake ..", "cudaswitch exec 12.4 nvcc --version")),
     Command("current", "cudaswitch.commands.switch_cmds:current", fast=True,
             help="The toolkit this shell uses and why: shell, project file, global default or system.",
@@ -261,7 +265,7 @@ COMMANDS = (
             help="Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root), from NVIDIA's "
                  "redistributable archives, a site mirror of them, or NVIDIA's wheels.",
             args=(Arg("REQUEST", "CUDA release: 13.1, 12.4.1, 13, '>=12.1,<13' or latest (not with --list).",
-                      nargs="?"),),
+                      nargs="?", complete="releases"),),
             options=(Opt("--components -c", "components", "str",
                          "More components, comma-separated or repeated: redist names (cublas, nvrtc, cuda_cupti) "
                          "or, with --from pypi, extras of NVIDIA's cuda-toolkit package (default "
@@ -290,7 +294,7 @@ COMMANDS = (
     Command("uninstall", "cudaswitch.commands.install_cmds:uninstall",
             help="Remove a toolkit that `cudaswitch install` made (never any other).",
             args=(Arg("REQUEST", "A managed toolkit: 13.0, 13.0.3, managed:12.4 or its path; one that matches "
-                      "several removes none and lists them."),),
+                      "several removes none and lists them.", complete="managed"),),
             options=(Opt("--force", "force", "flag", "Remove it even if it is active in this shell."),),
             examples=("cudaswitch uninstall 13.0",)),
     Command("torch", "cudaswitch.commands.integration_cmds:torch", fast=True,
@@ -300,7 +304,7 @@ COMMANDS = (
             options=(Opt("--driver", "driver", "str", "Plan for a driver: its release (550.54.14) or the CUDA "
                          "version it supports (12.4).", metavar="VERSION"),
                      Opt("--gpu", "gpu", "str", "Plan for a GPU by compute capability (sm_61, 8.6); repeat for "
-                         "several.", metavar="ARCH", many=True),
+                         "several.", metavar="ARCH", many=True, complete="arches"),
                      Opt("--python", "python", "str", "The Python whose installed torch to read.", metavar="PY"),
                      JSON),
             examples=("cudaswitch torch", "cudaswitch torch --driver 550.54 --gpu sm_61 --json")),
