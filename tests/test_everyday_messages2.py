@@ -71,3 +71,15 @@ def test_doctor_does_not_advise_dropping_the_dir_of_the_system_nvcc_wrapper(stan
     at = next(i for i, l in enumerate(lines) if "PATH has nvcc from" in l)
     hint = lines[at + 1]
     assert "drop CUDA bin dirs" not in hint and "keep %s on PATH" % wrapdir in hint, hint
+
+
+def test_one_toolkit_goes_by_its_release_and_nvcc_version_alike(standard_host):
+    """NVIDIA's version.json names the 13.1 install's release 13.1.0 while nvcc says 13.1.115 (an
+    install of 13.1.2 said "CUDA 13.1.2 (nvcc 13.1.115)", then list showed only 13.1.115): list
+    shows both names, and a request by either finds the same toolkit."""
+    root = str(standard_host.path("/usr/local/cuda-13.1"))
+    nvcc = standard_host.list_json()[root]["version"]
+    row = next(l for l in standard_host.run("list", check=True).stdout.splitlines() if l.endswith(root))
+    assert "13.1.0 (nvcc %s)" % nvcc in row, row
+    for request in ("13.1.0", nvcc):
+        assert standard_host.run("which", request, check=True).stdout.strip() == root
