@@ -231,3 +231,57 @@ def update(paths: "Paths", **changes: object) -> "dict[str, Any]":
     except OSError as exc:  # a read-only or full filesystem, a FIFO there: the old file is left as it was
         raise ConfigError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
     return data
+
+
+# How `config set KEY VALUE` reads VALUE, by the key's check: a list is comma-separated, a number is
+# seconds, a flag true/false; anything else is the text itself (`default 12.4` stays "12.4", not 12.4).
+_LISTS, _NUMBERS, _FLAGS = (_strings, _sources), (_timeout,), (_flag,)
+
+
+def _known(key: str) -> None:
+    from cudaswitch.errors import UsageError
+
+    if key not in CHECKS:
+        raise UsageError("unknown setting %s (%s)" % (ascii(key[:64]), unknown_key_note(key)),
+                         "`cudaswitch config show` lists them")
+
+
+def typed_value(key: str, text: str) -> "Any":
+    """VALUE as config.toml stores it for KEY; a UsageError (one line, exit 2) when KEY is unknown
+    or VALUE breaks config.toml's own check for it."""
+    from cudaswitch.errors import UsageError
+
+    _known(key)
+    check = CHECKS[key]
+    value: "Any" = text
+    if check in _LISTS:
+        value = [item.strip() for item in text.split(",") if item.strip()]
+    elif check in _NUMBERS:
+        try:
+            value = float(text)
+        except ValueError:
+            pass  # the check names what it must be
+    elif check in _FLAGS:
+        value = {"true": True, "false": False}.get(text.strip().lower(), text)
+    problem = check(key, value)
+    if problem:
+        raise UsageError("%s %s: %s" % (key, problem, ascii(text[:64])))
+    return value
+
+
+def get(paths: "Paths", key: str) -> "tuple[Any, str]":
+    """(value in effect or None, where it comes from: "config.toml" or "default")."""
+    _known(key)
+    for name, value, origin in effective(paths):
+        if name == key:
+            return value, origin
+    return None, "default"
+
+
+def unset(paths: "Paths", key: str) -> bool:
+    """Remove KEY from config.toml; False when the file did not set it (nothing is written)."""
+    _known(key)
+    if key not in _read(paths):
+        return False
+    update(paths, **{key: None})
+    return True

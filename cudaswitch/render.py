@@ -164,6 +164,16 @@ TABLE_RUNS = {"ok": "ok", "minor-compat": "minor-compat", "compat": "compat", "n
 LIST_RUNS_STYLE = {"ok": "green", "minor-compat": "yellow", "compat": "yellow", "no": "bold red"}
 
 
+def version_name(item: dict) -> str:
+    """A toolkit's version as install names it: the release NVIDIA's version.json gives (13.1.2),
+    then nvcc's own (13.1.115), so one toolkit does not go by two unrelated names."""
+    version = item["version"] or "?"
+    release = (item.get("version_json") or {}).get("cuda") or ""
+    if release.count(".") != 2 or release == version or not release.startswith(version.rsplit(".", 1)[0] + "."):
+        return version
+    return "%s (%s%s)" % (release, "nvcc " if (item.get("components") or {}).get("nvcc") else "", version)
+
+
 def toolkit_table(items: "list[dict]", searched: str = "", wide: bool = False) -> None:
     """`list` as a human reads it: one line per toolkit, problems indented below; when there is
     none, where cudaswitch looked (`searched`, from the registry's source order)."""
@@ -173,7 +183,7 @@ def toolkit_table(items: "list[dict]", searched: str = "", wide: bool = False) -
     for item in items:
         mark = ("*" if item["active"] else " ") + ("d" if item["default"] else " ")
         runs = TABLE_RUNS.get((item.get("runs_here") or {}).get("runs") or "", "unknown")
-        rows.append([mark, item["version"] or "?", item["status"], runs, ",".join(item["sources"]), item["root"]])
+        rows.append([mark, version_name(item), item["status"], runs, ",".join(item["sources"]), item["root"]])
     if not rows:
         message("cudaswitch: no CUDA toolkits found; searched " + searched)
         return

@@ -236,5 +236,6 @@ def test_html_page_groups_the_fleet_in_chromium(tmp_path):
     assert console == []
     holding = {name: sum("gpu0001" in node for node in nodes) for name, nodes in types.items()}
     shown = {name: matches for hidden, name, _, matches in GROUP.findall(filtered) if not hidden}
-    assert shown == {name: "%d of %s nodes match" % (count, "{:,}".format(len(types[name])))
+    assert shown == {name: "%d of %s %s" % (count, "{:,}".format(len(types[name])),
+                                            "node matches" if len(types[name]) == 1 else "nodes match")
                      for name, count in holding.items() if count}

@@ -13,7 +13,8 @@ from cudaswitch.cli.parse import parse
 # The smallest valid positionals of each command.
 MINIMAL = {"use": ["12.4"], "exec": ["12.4", "--", "true"], "init": ["bash"], "system": ["12.4"],
            "explain": ["CUDA error: no kernel image"], "install": ["13.1"], "uninstall": ["13.0"],
-           "direnv-use": ["--", "13.0"], "kernel install": ["13.0"], "kernel remove": ["cuda-13.0"]}
+           "direnv-use": ["--", "13.0"], "kernel install": ["13.0"], "kernel remove": ["cuda-13.0"],
+           "config get": ["verdict"], "config set": ["verdict", "all"], "config unset": ["verdict"]}
 ALL_OPTIONS = {name: opt for command in table.COMMANDS for opt in command.options for name in opt.names}
 
 

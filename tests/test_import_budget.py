@@ -41,9 +41,9 @@ AUDIT_MERGE = frozenset("""__future__ _bisect _bz2 _compression _datetime _json 
 # (verify/checks.py), no tomllib, no child process once its probes are cached.
 EXTRA = {"init": HELP_EXTRA | TYPING, "audit merge": HELP_EXTRA | TYPING | AUDIT_MERGE,
          "torch": HELP_EXTRA | TYPING | {"glob", "fnmatch"}}
-# Not within the budget: it shows config.toml's values as TOML through tomli_w (a third-party
-# module).
-OVER_BUDGET = {"config show"}
+# Not within the budget: they show or write config.toml's values as TOML through tomli_w (a
+# third-party module).
+OVER_BUDGET = {"config show", "config set", "config unset"}
 # cudaswitch's own imports, without what site and the .pth files of the test interpreter bring
 # (they would hide an import): python -ES, with the package and site-packages put on sys.path.
 RUNNER = r"""
@@ -166,6 +166,7 @@ OTHERS = {
     # parsed copy (no tomllib)
     "global": (["global", "13.1"], "", None),
     "config path": (["config", "path"], "config.toml", None),
+    "config get": (["config", "get", "probe_timeout"], "5", None),
     "torch": (["torch", "--driver", "550.54", "--gpu", "sm_86"], "pip install", None),
     "audit merge": (["audit", "merge", "--json"], "hosts", None),
 }

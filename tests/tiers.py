@@ -19,7 +19,7 @@ SLOW_MODULES = frozenset({
     # shells on ptys over many cases, module systems, Jupyter, cluster fan-out
     "test_completion", "test_switch_shells", "test_coexist_modules", "test_jupyter_kernel", "test_cluster_fanout",
     "test_first_run", "test_hints", "test_prose_width", "test_module_account", "test_torch_quiet", "test_use_module",
-    "test_state_names_nothing", "test_hostile_state_names",
+    "test_state_names_nothing", "test_hostile_state_names", "test_use_module_dup", "test_completion_values",
     # many real commands each: every explain wording, gcc ceilings, image builds, driver x toolkit matrix
     "test_verify_explain", "test_explain_layers", "test_explain_driver_layer", "test_verify_gcc", "test_audit_image",
     "test_gpu_check", "test_registry_bad_input",

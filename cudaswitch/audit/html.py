@@ -37,7 +37,8 @@ SCRIPT = """
       var shown = !text || labels[index].indexOf(text) >= 0 || matching > 0;
       // how many of the type's nodes the filter names: "3 of 59,880 nodes match"
       th.querySelector('.matches').textContent = text && matching ?
-        matching.toLocaleString('en-US') + ' of ' + names[index].length.toLocaleString('en-US') + ' nodes match' : '';
+        matching.toLocaleString('en-US') + ' of ' + names[index].length.toLocaleString('en-US') +
+        (names[index].length === 1 ? ' node matches' : ' nodes match') : '';
       th.classList.toggle('hidden', !shown);
       rows.forEach(function (tr) { tr.children[index + 1].classList.toggle('hidden', !shown); });
     });
@@ -78,8 +79,8 @@ def page(merged: dict) -> str:
     types = merged["node_types"]
     nodes = sum(len(t["nodes"]) for t in types)
     parts = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-             "<title>cudaswitch audit: %s nodes</title><style>%s</style></head>"
-             "<body data-ready=\"0\">" % ("{:,}".format(nodes), STYLE),
+             "<title>cudaswitch audit: %s</title><style>%s</style></head>"
+             "<body data-ready=\"0\">" % (_counted(nodes, "node"), STYLE),
              "<h1>CUDA audit of %s: %s</h1>" % (_counted(nodes, "node"), _counted(len(types), "node type")),
              _problems(merged),
              "<div id=\"controls\"><input id=\"filter\" type=\"search\" "

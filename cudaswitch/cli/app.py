@@ -23,10 +23,18 @@ def epilog(command: table.Command) -> str:
     return examples + "\n\n" + table.COMMAND_DOCS
 
 
-def _complete_request(incomplete: str) -> List[str]:
-    from cudaswitch.cli.complete import requests
+def _completer(name: "str | None") -> Optional[Callable[..., List[str]]]:
+    """TAB's values from cli/complete.py's function `name`; `tools` reads the REQUEST typed before."""
+    if name is None:
+        return None
 
-    return [value for value in requests() if value.startswith(incomplete)]
+    def complete(ctx: typer.Context, incomplete: str) -> List[str]:
+        from cudaswitch.cli import complete as values
+
+        found = values.tools(ctx.params.get("request")) if name == "tools" else getattr(values, name)()
+        return [value for value in found if value.startswith(incomplete)]
+
+    return complete
 
 
 def _complete_format(incomplete: str) -> List[str]:
@@ -42,13 +50,11 @@ def _complete_from(choices: "tuple[str, ...]") -> Callable[[str], List[str]]:
     return complete
 
 
-def _completion(arg: table.Arg) -> Optional[Callable[[str], List[str]]]:
-    """What TAB offers for a positional: cached REQUESTs, its fixed choices, else nothing (no file names)."""
-    if arg.name == "REQUEST":
-        return _complete_request
+def _completion(arg: table.Arg) -> Optional[Callable[..., List[str]]]:
+    """What TAB offers for a positional: its completer, its fixed choices, else nothing (no file names)."""
     if arg.choices:
         return _complete_from(arg.choices)
-    return None
+    return _completer(arg.complete)
 
 
 def _option_parameter(opt: table.Opt) -> inspect.Parameter:
@@ -61,7 +67,8 @@ def _option_parameter(opt: table.Opt) -> inspect.Parameter:
     else:
         base = float if opt.kind == "float" else str
         annotation, default = (Optional[List[base]], None) if opt.many else (Optional[base], None)  # type: ignore[valid-type]
-    completion: "dict[str, Any]" = {"autocompletion": _complete_format} if opt.dest == "shell" else {}
+    completion: "dict[str, Any]" = {"autocompletion": _complete_format} if opt.dest == "shell" else (
+        {"autocompletion": _completer(opt.complete)} if opt.complete else {})
     info = typer.Option(default, *names, help=opt.help, metavar=opt.metavar, show_default=False, **completion)
     return inspect.Parameter(opt.dest, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
 
@@ -71,7 +78,7 @@ def _argument_parameter(arg: table.Arg) -> inspect.Parameter:
     if arg.nargs in ("*", "rest"):
         annotation: Any = List[str] if arg.nargs == "rest" else Optional[List[str]]
         info = typer.Argument(... if arg.nargs == "rest" else None, help=arg.help, metavar=arg.name,
-                              show_default=False)
+                              show_default=False, autocompletion=completion)
     else:
         annotation = str if arg.nargs == 1 else Optional[str]
         info = typer.Argument(... if arg.nargs == 1 else None, help=arg.help, metavar=arg.name,

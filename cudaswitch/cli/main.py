@@ -167,6 +167,11 @@ def _usage_line(exc: "Any") -> int:
         render.emit_lines([ctx.get_help()])
         return 0
     where = ctx.command_path if ctx is not None else "cudaswitch"
-    error = UsageError(exc.format_message(), "see `%s --help`" % where)
+    from cudaswitch.cli.parse import did_you_mean
+
+    message, sep, options = exc.format_message().partition(" (Possible options: ")  # click's suggestion
+    if sep:
+        message += did_you_mean(options.rstrip(")").split(", "))
+    error = UsageError(message, "see `%s --help`" % where)
     render.message(error.render())
     return error.exit_code

@@ -45,7 +45,10 @@ def _option(command: "Command", word: str, words: "list[str]", values: "dict[str
     negated = name.startswith("--no-") and command.option("--" + name[5:])
     opt = command.option(name) or (negated if negated and negated.kind == "tristate" else None)
     if opt is None:
-        raise UsageError("No such option: %s" % name)
+        import difflib
+
+        names = [n for o in command.options for n in o.names if n.startswith("--")]
+        raise UsageError("No such option: %s" % name + did_you_mean(difflib.get_close_matches(name, names)))
     if not opt.takes_value:
         if eq:
             raise UsageError("Option '%s' does not take a value." % name)
@@ -89,3 +92,10 @@ def _assign(command: "Command", positionals: "list[str]") -> "dict[str, Any]":
     if words:
         raise UsageError("Got unexpected extra argument (%s)" % words[0])
     return values
+
+
+def did_you_mean(options: "list[str]") -> str:
+    """'; did you mean --list?' for the near option names (both parsers say it alike); --help is
+    never one: the error already points at it."""
+    options = [o for o in options if o != "--help"]
+    return "; did you mean %s?" % " or ".join(options) if options else ""

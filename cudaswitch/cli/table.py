@@ -50,12 +50,12 @@ class Opt:
     """One option. kind: flag (bool), tristate (--x/--no-x, None when absent), str, float;
     many=True collects every occurrence (and comma lists stay the handler's business)."""
 
-    __slots__ = ("names", "dest", "kind", "_help", "metavar", "many")
+    __slots__ = ("names", "dest", "kind", "_help", "metavar", "many", "complete")
 
     def __init__(self, names: str, dest: str, kind: str, help: "Any", metavar: "str | None" = None,
-                 many: bool = False) -> None:
+                 many: bool = False, complete: "str | None" = None) -> None:
         self.names, self.dest, self.kind, self._help = tuple(names.split()), dest, kind, help
-        self.metavar, self.many = metavar, many
+        self.metavar, self.many, self.complete = metavar, many, complete
 
     @property
     def help(self) -> "str | None":
@@ -71,12 +71,15 @@ class Opt:
 
 class Arg:
     """One positional. nargs: 1 (required), "?" (optional), "*" (any number), "rest" (a command
-    line: everything from the first positional after the others, options included)."""
+    line: everything from the first positional after the others, options included). complete: what
+    TAB offers (a function of cli/complete.py); REQUESTs offer the cached toolkits' requests."""
 
-    __slots__ = ("name", "_help", "nargs", "_choices")
+    __slots__ = ("name", "_help", "nargs", "_choices", "complete")
 
-    def __init__(self, name: str, help: "Any", nargs: "int | str" = 1, choices: "Any" = None) -> None:
+    def __init__(self, name: str, help: "Any", nargs: "int | str" = 1, choices: "Any" = None,
+                 complete: "str | None" = None) -> None:
         self.name, self._help, self.nargs, self._choices = name, help, nargs, choices
+        self.complete = complete or ("requests" if name == "REQUEST" else None)
 
     @property
     def help(self) -> "str | None":
@@ -121,6 +124,7 @@ WIDE = Opt("--wide", "wide", "flag", "Every value whole: no shortened roots, wha
 REQUEST = Arg("REQUEST", "Toolkit: 12.4, 12, 12.4.131, '>=12.1,<13', latest, system, SOURCE:REQUEST or a root path.")
 IMAGE = Opt("--image", "image", "str", "Audit a container image instead of this host: oci:DIR[:TAG], "
             "oci-archive:FILE[:TAG] or docker-archive:FILE[:NAME]. Exit 1 when it cannot start here.", metavar="REF")
+KEY = Arg("KEY", "A setting's name, as `config show` lists it (default, verdict, torch_timeout, ...).")
 OPTIONAL_REQUEST = Arg("REQUEST", "Toolkit (default: the active one, else the default).", nargs="?")
 
 COMMANDS = (
@@ -147,7 +151,8 @@ COMMANDS = (
             options=(SHELL,), examples=('eval "$(cudaswitch off)"',)),
     Command("exec", "cudaswitch.commands.switch_cmds:exec_", fast=True,
             help="Run CMD with the toolkit (the process is replaced; its exit status is yours).",
-            args=(REQUEST, Arg("CMD", "The command line to run, after an optional --.", nargs="rest")),
+            args=(REQUEST, Arg("CMD", "The command line to run, after an optional --.", nargs="rest",
+                               complete="tools")),
             examples=("cudaswitch exec 13.0 -- cmake ..", "cudaswitch exec 12.4 nvcc --version")),
     Command("current", "cudaswitch.commands.switch_cmds:current", fast=True,
             help="The toolkit this shell uses and why: shell, project file, global default or system.",
@@ -165,20 +170,33 @@ COMMANDS = (
             args=(Arg("WORDS", "-- REQUEST, as `use cuda REQUEST` passes it.", nargs="rest"),),
             examples=("use cuda 13.0   # in an .envrc",)),
     Command("local", "cudaswitch.commands.registry_cmds:local", fast=True,
-            help="Write (or with --unset remove) .cudaversion in the current directory.",
+            help="Write (or with --unset remove) .cudaversion in the current directory; without either, print the "
+                 "project's version and (on stderr) the file it comes from.",
             args=(Arg("REQUEST", "A version request a project file may hold, e.g. 12.4.", nargs="?"),),
             options=(Opt("--unset", "unset", "flag", "Remove .cudaversion from this directory."),),
-            examples=("cudaswitch local 12.4", "cudaswitch local --unset")),
+            examples=("cudaswitch local 12.4", "cudaswitch local", "cudaswitch local --unset")),
     Command("global", "cudaswitch.commands.registry_cmds:global_", fast=True,
-            help="Set (or with --unset remove) the default toolkit in config.toml.",
+            help="Set (or with --unset remove) the default toolkit in config.toml; without either, print it.",
             args=(Arg("REQUEST", "A version request, e.g. 12.4 (not a path).", nargs="?"),),
             options=(Opt("--unset", "unset", "flag", "Remove the default from config.toml."),),
-            examples=("cudaswitch global 12.4", "cudaswitch global --unset")),
+            examples=("cudaswitch global 12.4", "cudaswitch global", "cudaswitch global --unset")),
     Command("config path", "cudaswitch.commands.registry_cmds:config_path", fast=True,
             help="Where config.toml lives.", examples=("cudaswitch config path",)),
     Command("config show", "cudaswitch.commands.registry_cmds:config_show", fast=True,
             help="The settings in effect: config.toml's own keys over the defaults.",
             options=(JSON,), examples=("cudaswitch config show", "cudaswitch config show --json")),
+    Command("config get", "cudaswitch.commands.registry_cmds:config_get", fast=True,
+            help="Print one setting's value in effect (a list comma-separated); stderr says where it comes from. "
+                 "Exit 1 when it is not set.", args=(KEY,),
+            examples=("cudaswitch config get verdict",)),
+    Command("config set", "cudaswitch.commands.registry_cmds:config_set", fast=True,
+            help="Write one setting to config.toml (atomically), checked as the file is: a list comma-separated, "
+                 "a flag true/false. A bad key or value is exit 2.",
+            args=(KEY, Arg("VALUE", "The value, e.g. problems, 30, true, conda,system.")),
+            examples=("cudaswitch config set verdict problems", "cudaswitch config set source_order managed,system")),
+    Command("config unset", "cudaswitch.commands.registry_cmds:config_unset", fast=True,
+            help="Remove one setting from config.toml, so its default applies.", args=(KEY,),
+            examples=("cudaswitch config unset torch_timeout",)),
     Command("system", "cudaswitch.commands.switch_cmds:system",
             help="Repoint /usr/local/cuda at REQUEST (through update-alternatives where it manages the link).",
             args=(REQUEST,),
@@ -219,8 +237,10 @@ COMMANDS = (
                      Opt("--expect", "expect", "str", "Check this node against a site policy (toolkits, driver, "
                          "gpus, nccl): prints `policy met: ...`, or exits 1 printing the first unmet requirement "
                          "on one line (a drain reason); --json gives every requirement's check.",
-                         metavar="POLICY.toml")),
-            examples=("cudaswitch audit", "cudaswitch audit --json --compile",
+                         metavar="POLICY.toml"),
+                     Opt("--html", "html", "str", "Also write the report as the self-contained HTML page "
+                         "`audit merge --html` makes, of this one host.", metavar="FILE")),
+            examples=("cudaswitch audit", "cudaswitch audit --json --compile", "cudaswitch audit --html host.html",
                       "cudaswitch audit --expect /etc/cudaswitch/policy.toml",
                       "cudaswitch audit --root /srv/images/rocky9",
                       "cudaswitch audit --image oci:/srv/oci/pytorch:24.05 --driver 535.183.01",
@@ -253,7 +273,7 @@ COMMANDS = (
             help="Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root), from NVIDIA's "
                  "redistributable archives, a site mirror of them, or NVIDIA's wheels.",
             args=(Arg("REQUEST", "CUDA release: 13.1, 12.4.1, 13, '>=12.1,<13' or latest (not with --list).",
-                      nargs="?"),),
+                      nargs="?", complete="releases"),),
             options=(Opt("--components -c", "components", "str",
                          "More components, comma-separated or repeated: redist names (cublas, nvrtc, cuda_cupti) "
                          "or, with --from pypi, extras of NVIDIA's cuda-toolkit package (default "
@@ -282,7 +302,7 @@ COMMANDS = (
     Command("uninstall", "cudaswitch.commands.install_cmds:uninstall",
             help="Remove a toolkit that `cudaswitch install` made (never any other).",
             args=(Arg("REQUEST", "A managed toolkit: 13.0, 13.0.3, managed:12.4 or its path; one that matches "
-                      "several removes none and lists them."),),
+                      "several removes none and lists them.", complete="managed"),),
             options=(Opt("--force", "force", "flag", "Remove it even if it is active in this shell."),),
             examples=("cudaswitch uninstall 13.0",)),
     Command("torch", "cudaswitch.commands.integration_cmds:torch", fast=True,
@@ -292,7 +312,7 @@ COMMANDS = (
             options=(Opt("--driver", "driver", "str", "Plan for a driver: its release (550.54.14) or the CUDA "
                          "version it supports (12.4).", metavar="VERSION"),
                      Opt("--gpu", "gpu", "str", "Plan for a GPU by compute capability (sm_61, 8.6); repeat for "
-                         "several.", metavar="ARCH", many=True),
+                         "several.", metavar="ARCH", many=True, complete="arches"),
                      Opt("--node", "node", "str", "Plan for the driver and GPUs of a compute node's "
                          "`audit --json` report (--driver / --gpu still win; CUDASWITCH_DRIVER and CUDASWITCH_GPUS "
                          "apply without either).", metavar="REPORT.json"),

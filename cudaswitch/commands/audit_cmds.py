@@ -15,7 +15,8 @@ COMPACT_ABOVE = 1000  # hosts; a merge of more prints --json on one line
 
 def audit(as_json: bool = False, compact: bool = False, root: "str | None" = None, compile_: bool = False,
           allow_exec: bool = False, progress: "bool | None" = None, wide: bool = False, image: "str | None" = None,
-          driver: "str | None" = None, gpu: "Sequence[str]" = (), expect: "str | None" = None) -> int:
+          driver: "str | None" = None, gpu: "Sequence[str]" = (), expect: "str | None" = None,
+          html: "str | None" = None) -> int:
     """Which toolkits this host (or image) has, which work, and which the driver supports."""
     if expect is not None:
         if image or root or driver or gpu:
@@ -25,12 +26,17 @@ def audit(as_json: bool = False, compact: bool = False, root: "str | None" = Non
     from cudaswitch.audit.inventory import run_audit
 
     show = sys.stderr.isatty() if progress is None else progress
+    if image is not None and html is not None:
+        raise UsageError("--html writes a host's page, not an image's", "audit the image without --html")
     if image is not None:
         return _audit_image(image, driver, gpu, as_json, compact, show, wide, root, compile_ or allow_exec)
-    if driver or gpu:
-        raise UsageError("--driver and --gpu judge an image", "add --image REF")
+    if driver or gpu or html == "":
+        raise UsageError("--driver and --gpu judge an image" if html != "" else "--html needs a FILE",
+                         "add --image REF" if html != "" else None)
     with console.progress_bar(show) as tick:
         report = run_audit(dict(os.environ), root=root, compile_=compile_, allow_exec=allow_exec, progress=tick)
+    if html:
+        _html_of_one(report, html)
     if as_json or compact:
         render.emit_json(report, compact=compact)
     else:
@@ -50,6 +56,21 @@ def _expect(policy_file: str, as_json: bool, compact: bool) -> int:
         print(inert("policy unmet: " + unmet[0]["message"] if unmet else "policy met: " + "; ".join(
             c["message"] for c in checks)))
     return 1 if unmet else 0
+
+
+def _html_of_one(report: dict, path: str) -> None:
+    """The page `audit merge --html` writes, of this one report (read back as merge reads a file)."""
+    import json
+
+    from cudaswitch.audit import html as cluster_html
+    from cudaswitch.audit import merge as audit_merge
+    from cudaswitch.audit import skew as cluster_skew
+
+    merger = audit_merge.Merger()
+    error = merger.add(report.get("host") or "this host", json.loads(json.dumps(report)))
+    if error is not None:
+        raise CudaSwitchError("the report cannot be shown as a page: " + error)
+    cluster_html.write_page(path, cluster_skew.add_skew(merger.result(), merger.nodes, None, [], []))
 
 
 def _audit_image(image: str, driver: "str | None", gpu: "Sequence[str]", as_json: bool, compact: bool, show: bool,

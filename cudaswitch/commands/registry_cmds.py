@@ -79,14 +79,30 @@ def which(request: "str | None" = None, tool: "str | None" = None) -> int:
 
 
 def _request_or_unset(request: "str | None", unset: bool) -> None:
-    if unset == (request is not None):
-        raise UsageError("give a REQUEST or --unset")
+    if unset and request is not None:
+        raise UsageError("give a REQUEST or --unset, not both")
+
+
+def _shown(value: "str | None", origin: str, none: str) -> int:
+    """`local`/`global` without a value: the one in effect on stdout, where it comes from on stderr."""
+    if value is None:
+        render.message("cudaswitch: " + none)
+        return 1
+    render.emit_lines([value])
+    render.message("cudaswitch: from " + origin)
+    return 0
 
 
 def local(request: "str | None" = None, unset: bool = False) -> int:
     from cudaswitch.switch.local import set_local
 
     _request_or_unset(request, unset)
+    if request is None and not unset:
+        from cudaswitch.switch import projectfile
+
+        found = projectfile.find(os.getcwd())
+        return _shown(found and found[1], found[0] if found else "",
+                      "no project file (.cudaversion, .tool-versions, pyproject.toml) here or above")
     render.message(set_local(request or "", unset))
     return 0
 
@@ -95,6 +111,12 @@ def global_(request: "str | None" = None, unset: bool = False) -> int:
     from cudaswitch.switch.lookup import Lookup, set_global
 
     _request_or_unset(request, unset)
+    if request is None and not unset:
+        from cudaswitch import config
+        from cudaswitch.paths import Paths
+
+        path = Paths().config_file
+        return _shown(config.get(Paths(), "default")[0], path, "no default toolkit is set in " + path)
     paths, reg = _context()
     render.message(set_global(paths, Lookup(reg, os.environ), request))
     return 0
@@ -104,6 +126,52 @@ def config_path() -> int:
     from cudaswitch.paths import Paths
 
     render.emit_lines([Paths().config_file])
+    return 0
+
+
+def config_get(key: str) -> int:
+    """The value in effect on stdout (a list comma-separated, as `config set` takes it); where it
+    comes from on stderr."""
+    from cudaswitch import config
+    from cudaswitch.paths import Paths
+
+    value, origin = config.get(Paths(), key)
+    if value is None:
+        render.message("cudaswitch: %s is not set: %s" % (key, config.UNSET.get(key, "no value")))
+        return 1
+    render.emit_lines([_plain(value)])
+    render.message("cudaswitch: %s comes from %s" % (key, Paths().config_file if origin == "config.toml" else origin))
+    return 0
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(str(item) for item in value)
+    return "%g" % value if isinstance(value, float) else str(value)
+
+
+def config_set(key: str, value: str) -> int:
+    from cudaswitch import config
+    from cudaswitch.paths import Paths
+
+    paths = Paths()
+    typed = config.typed_value(key, value)
+    config.update(paths, **{key: typed})
+    render.message("cudaswitch: %s = %s in %s" % (key, _plain(typed), paths.config_file))
+    return 0
+
+
+def config_unset(key: str) -> int:
+    from cudaswitch import config
+    from cudaswitch.paths import Paths
+
+    paths = Paths()
+    if config.unset(paths, key):
+        render.message("cudaswitch: %s removed from %s" % (key, paths.config_file))
+    else:
+        render.message("cudaswitch: %s was not set in %s; nothing changed" % (key, paths.config_file))
     return 0
 
 

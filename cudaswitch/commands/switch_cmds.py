@@ -62,8 +62,21 @@ def use(request: str, shell: "str | None" = None, no_verify: bool = False, stric
     report_switch(paths, switch.record, switch.env, no_verify, strict)
     for note in decide.notes(switch):
         render.message("cudaswitch: " + note)
-    render.emit_text(text)
+    _emit_switch(text, "use", request)
     return 0
+
+
+def _emit_switch(text: str, command: str, request: str = "") -> None:
+    """The code on stdout; when that is a terminal (no eval, no hook reads it), one line on stderr
+    on how to apply it."""
+    render.emit_text(text)
+    if render.stdout_is_terminal():
+        import shlex
+
+        from cudaswitch.switch.shells.hints import apply_hint
+
+        args = command + " " + shlex.quote(request) if request else command
+        render.message("cudaswitch: " + apply_hint(os.environ, args))
 
 
 def _driver_runs(paths: "Paths", env: dict, reg: "dict | Callable[[], dict]") -> "Callable[[dict], tuple[bool, str]]":
@@ -88,10 +101,10 @@ def report_switch(paths: "Paths", record: dict, new_env: dict, no_verify: bool =
     With --strict an error verdict refuses the switch (raised before anything reaches stdout)."""
     if no_verify:
         line, level = "CUDA %s (%s): not verified (--no-verify)" % (record["version"], record["root"]), "info"
-    else:  # config `verdict` picks which lines show; a shell that switched before hears "no driver" once
+    else:  # config `verdict` picks which lines show
         from cudaswitch.verify.quick import verdict_to_show
 
-        level, line = verdict_to_show(paths, record, new_env, strict=strict, again="CUDASWITCH_STATE" in os.environ)
+        level, line = verdict_to_show(paths, record, new_env, strict=strict)
     if level == "error" and strict:
         raise CudaSwitchError("refusing to switch (--strict): " + line)
     if line:
@@ -108,7 +121,7 @@ def off(shell: "str | None" = None) -> int:
         return 0
     for note in decide.off_notes(environ()):
         render.message("cudaswitch: " + note)
-    render.emit_text(render_diff(back.diff))
+    _emit_switch(render_diff(back.diff), "off")
     return 0
 
 
@@ -167,8 +180,10 @@ def exec_(request: str, cmd: "list[str]") -> int:
     sys.stdout.flush()
     try:
         os.execvpe(command[0], command, new)
-    except OSError as exc:
-        raise CudaSwitchError("cannot run %s: %s" % (command[0], exc.strerror)) from None
+    except OSError as exc:  # a shell's statuses: 127 not found, 126 found but not runnable
+        error = CudaSwitchError("cannot run %s: %s" % (command[0], exc.strerror))
+        error.exit_code = 127 if isinstance(exc, FileNotFoundError) else 126
+        raise error from None
 
 
 def init(shell: str) -> int:

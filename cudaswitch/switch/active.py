@@ -207,6 +207,10 @@ def lines(info: dict, pending_note: str = "not applied in this shell (is the hoo
                                             why_text(fact)))
     for pin in info.get("pending", ()):
         where = "project %s" % pin["file"] if pin["kind"] == "project" else "global default"
-        target = pin["error"] or "%s %s" % (pin["version"], pin["root"])
-        out.append("  %s asks for %s: %s; %s" % (where, pin["request"], target, pending_note))
+        if pin["error"]:  # the hook refuses it too: no prompt will apply it
+            out.append("  %s asks for %s: %s; not applied (the hook refuses it until that is fixed)"
+                       % (where, pin["request"], pin["error"]))
+        else:
+            out.append("  %s asks for %s: %s %s; %s" % (where, pin["request"], pin["version"], pin["root"],
+                                                       pending_note))
     return out

@@ -111,15 +111,17 @@ def which(registry: Lookup, request: "str | None" = None, tool: "str | None" = N
         path = os.path.join(directory, tool)
         if os.path.exists(path):
             return path
+    problems = "; ".join(record["problems"])
     raise CudaSwitchError("%s has no %s" % (record["root"], tool),
-                          "its status is %s: %s" % (record["status"], "; ".join(record["problems"]) or "ok"))
+                          "its status is %s: %s" % (record["status"], problems) if problems else None)
 
 
 def set_global(paths: "Paths", registry: Lookup, request: "str | None") -> str:
     from cudaswitch import config
 
     if request is None:
-        config.update(paths, default=None)
+        if not config.unset(paths, "default"):
+            return "no default toolkit was set in %s; nothing removed" % paths.config_file
         return "default toolkit removed from %s" % paths.config_file
     if request.strip().startswith(("/", ".", "~")):  # before resolving: a path is refused, found or not
         raise UsageError("the default is a version request, not a path", "register paths under `toolkits`")

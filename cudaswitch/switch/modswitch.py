@@ -108,14 +108,27 @@ def away(paths: Paths, env: dict, load: "str | None" = None) -> "tuple[dict, dic
     if load:
         new = _loaded(command, env, loaded, load)
         return new, {"kind": command[0], "unloaded": loaded, "loaded": [load], "dir": "",
-                     "account": account_changes(env, new)}
+                     "account": account_changes(env, new), "repeats": _repeats(env, new)}
     directory = _marker_dir(paths, command[0])
     new = dict(env)
     new["MODULEPATH"] = _with_dir(env.get("MODULEPATH"), directory)
     steps = [["switch", loaded[0], MARKER]] if len(loaded) == 1 else [["unload", *loaded], ["load", MARKER]]
     for args in steps:
         new = _apply(new, _run(command, args, new))
-    return new, {"kind": command[0], "unloaded": loaded, "dir": directory, "account": account_changes(env, new)}
+    return new, {"kind": command[0], "unloaded": loaded, "dir": directory, "account": account_changes(env, new),
+                 "repeats": _repeats(env, new)}
+
+
+def _repeats(before: dict, after: dict) -> "dict[str, str]":
+    """{name: value before} of each path list holding an entry twice that the module system
+    changed: Lmod keeps one of each, and `off` gives the list back as the user had it."""
+    return {n: v for n, v in before.items() if after.get(n) != v and ":" in v and len(set(v.split(":"))) <
+            v.count(":") + 1}
+
+
+def _once(value: str) -> str:
+    """A path list as Lmod leaves it: each entry once, where it first appears."""
+    return ":".join(dict.fromkeys(value.split(":")))
 
 
 def _loaded(command: "tuple[str, list[str]]", env: dict, loaded: "list[str]", load: str) -> dict:
@@ -182,8 +195,13 @@ def back(env: dict, info: object) -> dict:
         entries = [d for d in (new.get("MODULEPATH") or "").split(":") if d != info["dir"]]
         if entries or new.get("MODULEPATH") is not None:
             new["MODULEPATH"] = ":".join(entries)
-    if reloaded and info.get("account") and seal_of(Paths(env), info, create=False) == info.get("seal"):
+    sealed = seal_of(Paths(env), info, create=False) == info.get("seal")
+    if reloaded and info.get("account") and sealed:
         new = _account_restored(env, new, info["account"])
+    repeats = info.get("repeats") if reloaded and sealed else None
+    for name, before in (repeats if isinstance(repeats, dict) else {}).items():
+        if isinstance(before, str) and new.get(name) == _once(before):  # only the repeats differ: put them back
+            new[name] = before
     return new
 
 

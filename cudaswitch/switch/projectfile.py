@@ -83,7 +83,7 @@ def _read_text(path: str) -> str:
     if b"\0" in data:
         raise ProjectFileError("refusing %s: it is binary (holds NUL bytes)" % path)
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8").removeprefix("\ufeff")  # a Windows editor's byte-order mark
     except UnicodeDecodeError:
         raise ProjectFileError("refusing %s: it is not UTF-8 text" % path) from None
     bad = [c for c in text if (ord(c) < 32 and c not in "\n\r\t") or ord(c) == 127]

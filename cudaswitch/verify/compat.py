@@ -25,12 +25,14 @@ def worst(checks: "list[CheckResult]") -> str:
     return max((c["level"] for c in checks), key=LEVELS.index, default="ok")
 
 
-def driver_supports(driver: dict, cuda: str, check_id: str, subject: str) -> "CheckResult":
-    """Can this driver run code built with CUDA `cuda` ('12.4')? Minor-version compat included."""
+def driver_supports(driver: dict, cuda: str, check_id: str, subject: str, builds: bool = True) -> "CheckResult":
+    """Can this driver run code built with CUDA `cuda` ('12.4')? Minor-version compat included.
+    builds: False for a toolkit that cannot compile either (no driver must not read as "it builds")."""
     facts = {"driver_cuda": driver.get("cuda"), "driver_release": driver.get("release"), "cuda": cuda}
     if not driver.get("present"):
-        return check(check_id, "info", "no NVIDIA driver on this host: %s can build code but not run it"
-                     % subject, "install the NVIDIA driver on a machine with a GPU to run", **facts)
+        can = "can build code but not run it" if builds else "can neither build code (it is incomplete) nor run it"
+        return check(check_id, "info", "no NVIDIA driver on this host: %s %s" % (subject, can),
+                     "install the NVIDIA driver on a machine with a GPU to run", **facts)
     oldest = driver.get("older_than")
     if not driver.get("cuda") and oldest:
         return check(check_id, "error", "driver %s is older than every CUDA release cudaswitch knows (CUDA %s needs "

@@ -72,8 +72,14 @@ def match_rules(text: str) -> list:
         found = [m for p in rule["patterns"] for m in re.finditer(p, folded, re.IGNORECASE)]
         if found:
             last = max(found, key=lambda m: (m.end(), -m.start()))
-            hits.append((last.end(), rule, last.group(0)))
+            hits.append((last.end(), rule, _closed(last.group(0), folded[last.end():last.end() + 1])))
     return [(rule, matched) for _, rule, matched in sorted(hits, key=lambda h: -h[0])]
+
+
+def _closed(matched: str, after: str) -> str:
+    """The matched text with the quote it opened ('compute_30 -> 'compute_30'): a pattern stops
+    at the name, and a quote left open reads as a cut message."""
+    return matched + after if after in ("'", '"') and matched.count(after) % 2 else matched
 
 
 # An integer is read as a CUDA version only near a word that says it is one, and only where it

@@ -172,9 +172,19 @@ def several_nvcc(env: dict) -> "CheckResult":
     roots = sorted({os.path.dirname(os.path.dirname(t)) for t in places.values()})
     if len(roots) > 1:
         return check("env.several_nvcc", "warning", "PATH has nvcc from %d toolkits: %s (the first wins)" % (
-            len(roots), ", ".join("%s -> %s" % kv for kv in places.items())),
-            "`cudaswitch use` one toolkit, and drop CUDA bin dirs from your shell rc files", nvcc=places)
+            len(roots), ", ".join("%s -> %s" % kv for kv in places.items())), _several_hint(places), nvcc=places)
     return check("env.several_nvcc", "ok", "one toolkit's nvcc on PATH" if places else "no nvcc on PATH", nvcc=places)
+
+
+def _several_hint(places: "dict[str, str]") -> str:
+    """Only a toolkit's own bin dir is one to drop from rc files: a dir whose nvcc links or wraps
+    one elsewhere (the system's /usr/local/bin/nvcc) holds the host's other tools too."""
+    wrappers = [d for d, target in places.items() if os.path.realpath(d) != os.path.dirname(target)]
+    drop = [d for d in list(places)[1:] if d not in wrappers]
+    hint = "`cudaswitch use` one toolkit" + (", and drop %s from your shell rc files" % ", ".join(drop) if drop else "")
+    if wrappers:
+        hint += "; keep %s on PATH (its nvcc only leads to a toolkit; the first nvcc wins)" % ", ".join(wrappers)
+    return hint
 
 
 @registered("env.torch_cuda_home", layer="env", shown_by=("doctor", "explain"))

@@ -73,13 +73,15 @@ def driver_for_toolkit(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """Can the driver run code built with this toolkit? (`audit` asks the same of each toolkit it lists.)"""
     if not _usable(host):
         return []
-    return [driver_runs_toolkit(host.driver, host.record["version"], host.record["root"])]  # type: ignore[list-item]
+    return [driver_runs_toolkit(host.driver, host.record["version"], host.record["root"],  # type: ignore[list-item]
+                                host.record.get("status") == "ok")]
 
 
-def driver_runs_toolkit(driver: dict, version: str, root: str) -> dict:
-    """driver.supports_toolkit for the toolkit of `version` at `root` (verify's, or each of audit's)."""
-    return compat.driver_supports(driver, short_version(version), "driver.supports_toolkit",
-                                  "the CUDA %s toolkit at %s" % (version, root))  # type: ignore[return-value]
+def driver_runs_toolkit(driver: dict, version: str, root: str, builds: bool = True) -> dict:
+    """driver.supports_toolkit for the toolkit of `version` at `root` (verify's, or each of audit's);
+    builds: whether it can compile (a runtime-only tree cannot, driver or not)."""
+    return compat.driver_supports(driver, short_version(version), "driver.supports_toolkit",  # type: ignore[return-value]
+                                  "the CUDA %s toolkit at %s" % (version, root), builds)
 
 
 def gpu_kind(name: str) -> "str | None":

@@ -35,28 +35,26 @@ def dependency_key(paths: "Paths", record: dict, new_env: dict) -> tuple:
     )
 
 
-def verdict_for_use(paths: "Paths", record: dict, new_env: dict, timeout: "float | None" = None,
-                    again: bool = False) -> tuple:
-    """(level, one_line) for switching to `record` with environment `new_env`; cached. again:
-    this shell switched before, so an ok line leaves out what it already said (no driver here).
+def verdict_for_use(paths: "Paths", record: dict, new_env: dict, timeout: "float | None" = None) -> tuple:
+    """(level, one_line) for switching to `record` with environment `new_env`; cached.
     timeout None: use's own (settings.USE_TORCH_TIMEOUT, or config's torch_timeout where set), for
     `use` and `kernel install` alike."""
     key = dependency_key(paths, record, new_env)
     entries = cache.table(paths.cache_dir, VERDICTS_FILE)
     hit = entries.get(key)
-    if hit is None or not cache.watched_entry(hit, ("level", "line", "again")) or not cache.unchanged(hit["watch"]):
+    if hit is None or not cache.watched_entry(hit, ("level", "line")) or not cache.unchanged(hit["watch"]):
         from cudaswitch.verify.usecheck import use_verdict
 
-        level, line, watch, line_again = use_verdict(paths, record, new_env, timeout)
-        hit = {"level": level, "line": line, "again": line_again, "watch": cache.identities(watch)}
+        level, line, watch = use_verdict(paths, record, new_env, timeout)
+        hit = {"level": level, "line": line, "watch": cache.identities(watch)}
         entries.pop(key, None)
         entries[key] = hit
         cache.store_table(paths.cache_dir, VERDICTS_FILE, entries, MAX_ENTRIES)
-    return hit["level"], hit["again"] if again else hit["line"]
+    return hit["level"], hit["line"]
 
 
 
-def verdict_to_show(paths: "Paths", record: dict, new_env: dict, strict: bool = False, again: bool = False) -> tuple:
+def verdict_to_show(paths: "Paths", record: dict, new_env: dict, strict: bool = False) -> tuple:
     """(level, line or None) as config's `verdict` setting asks: "all" lines, only "problems", or
     "off" (nothing verified, nothing said; --strict verifies all the same)."""
     from cudaswitch.config import switch_settings
@@ -64,7 +62,7 @@ def verdict_to_show(paths: "Paths", record: dict, new_env: dict, strict: bool = 
     mode = switch_settings(paths)["verdict"]
     if mode == "off" and not strict:
         return "info", None
-    level, line = verdict_for_use(paths, record, new_env, timeout=None, again=again)
+    level, line = verdict_for_use(paths, record, new_env, timeout=None)
     if mode == "all" or level in ("warning", "error"):
         return level, line
     return level, None

@@ -20,8 +20,8 @@ def use_verdict(paths: "Paths", record: dict, new_env: dict, timeout: "float | N
     host = Host(paths, None, new_env, record, timeout=timeout or conf["torch_timeout_set"] or USE_TORCH_TIMEOUT,
                 conf=conf)
     checks = checkset.run(host, "use")
-    level, line, again = summarize(record, checks, host)
-    return level, line, _watch(host.torch, host.python), again
+    level, line = summarize(record, checks, host)
+    return level, line, _watch(host.torch, host.python)
 
 
 MAX_LINE = 100
@@ -29,7 +29,8 @@ TAIL = " (`cudaswitch verify`)"
 
 
 def summarize(record: dict, checks: "list[CheckResult]", host: "Host") -> tuple:
-    """(level, line, line for a shell that switched before): at most MAX_LINE characters."""
+    """(level, line): at most MAX_LINE characters. An ok line always says whether a driver is here:
+    "CUDA 13.1: ok" alone would read as "it runs" on a host without one."""
     level = worst(checks)
     head = "CUDA %s" % (record.get("version") or "?")
     bad = sorted((c for c in checks if c["level"] in ("warning", "error")), key=lambda c: -LEVELS.index(c["level"]))
@@ -38,9 +39,8 @@ def summarize(record: dict, checks: "list[CheckResult]", host: "Host") -> tuple:
         start = "%s: %s: " % (head, level)
         line = start + fit(line_text(bad[0]), MAX_LINE - len(start) - len(more)) + more
         line += TAIL if len(line) + len(TAIL) <= MAX_LINE else ""
-        return level, line, line
+        return level, line
     drv = host.driver
-    no_driver = not drv.get("cuda")
     parts = ["driver CUDA %s" % cuda_words(drv) if drv.get("cuda") else "no NVIDIA driver here"]
     if any(c["level"] == "ok" and c["facts"].get("built") is True for c in checks):  # the real build
         parts.append("builds with nvcc")
@@ -49,9 +49,7 @@ def summarize(record: dict, checks: "list[CheckResult]", host: "Host") -> tuple:
         parts.append("host compiler %s" % os.path.basename(chosen[0]["facts"]["compiler"]))
     if host.torch.get("torch"):
         parts.append("torch %s" % host.torch["torch"])
-    again = parts[1:] if no_driver else parts  # "no driver" is said once per shell, not on every cd
-    return (level, fit("%s: ok (%s)" % (head, ", ".join(parts)), MAX_LINE),
-            fit("%s: ok" % head + (" (%s)" % ", ".join(again) if again else ""), MAX_LINE))
+    return level, fit("%s: ok (%s)" % (head, ", ".join(parts)), MAX_LINE)
 
 
 def line_text(item: "CheckResult") -> str:

@@ -47,6 +47,13 @@ def not_applied_note(env: "Mapping[str, str]") -> str:
     return "not applied in this shell: the hook is not loaded (`%s`)" % shell.eval_hint("init " + shell.name)
 
 
+def apply_hint(env: "Mapping[str, str]", args: str) -> str:
+    """`use`/`off` printed to a terminal change nothing: how to make them change this shell."""
+    shell = _parent()
+    return "this only printed the code; to apply it: `%s`, or load the hook (`%s` in your rc file)" % (
+        shell.eval_hint(args), shell.eval_hint("init " + shell.name))
+
+
 def use_hint(env: "Mapping[str, str]", request: str) -> str:
     return "use it with: %s" % switch_command(env, "use " + request)
 
