@@ -101,6 +101,36 @@ def unsafe_ancestor(path: str) -> "str | None":
         parent = os.path.dirname(parent)
 
 
+def others_may_change(path: str) -> "str | None":
+    """Why another user could change the file at `path` (a link: its target), or None: it and
+    the way down to it are ours or root's, and nobody else may write them. A group-writable file
+    passes only in the user's own private group (umask 002 on such systems is the rule)."""
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    parent = unsafe_ancestor(real)
+    if parent:
+        return "it is in %s, which other users may change" % parent
+    if st.st_uid not in (0, os.geteuid()):
+        return "it belongs to another user"
+    if st.st_mode & 0o002 or (st.st_mode & 0o020 and not _own_group(st.st_gid)):
+        return "other users may write it"
+    return None
+
+
+def _own_group(gid: int) -> bool:
+    import grp
+    import pwd
+
+    try:
+        me, group = pwd.getpwuid(os.geteuid()).pw_name, grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return group.gr_name == me and set(group.gr_mem) <= {me}
+
+
 def _make_private(directory: str) -> bool:
     """chmod 0700, then remove what is inside: once nobody else can enter, nothing can be added
     while it goes (shutil.rmtree does not follow links)."""

@@ -1,6 +1,8 @@
 """Switching: what `use`, `off`, `hook-env` and `current` decide. Returns data (a SwitchPlan, a
 Restore, dicts); the switch commands render. Import-light on purpose: runs on every `use` and on entering a project."""
 
+import os
+
 from cudaswitch.switch import envdiff
 from cudaswitch.registry import discover
 from cudaswitch.switch.plan import SwitchPlan, plan
@@ -111,6 +113,29 @@ def restored(env: dict) -> dict:
         from cudaswitch.switch import modswitch
 
         base = modswitch.back(base, state["modules"])
+    return _none_foreign(env, base, state) if state else base
+
+
+def _none_foreign(env: dict, base: dict, state: dict) -> dict:
+    """`base` less what it would bring back that another user may change: the state is data
+    anyone who can set a variable chooses, so a dir (or CUDACXX, NVCC_CCBIN) it restores must be
+    one the user could have trusted, never another user's (their nvcc or `ls` would run as us)."""
+    from cudaswitch.cache import others_may_change, warn
+
+    for name in state["lists"]:
+        had = set(envstate.split(env.get(name)))
+        back = envstate.split(base.get(name))
+        kept = [e for e in back if e in had or not os.path.isabs(e) or not others_may_change(e)]
+        if kept != back:
+            warn("not putting back in %s what other users may change: %s"
+                 % (name, ", ".join(ascii(e) for e in back if e not in kept)))
+            envstate.assign(base, name, os.pathsep.join(kept) if kept or base.get(name) == "" else None)
+    for name in state["scalars"]:
+        value = base.get(name)
+        if name not in envstate.FLAG_VARS and value and value != env.get(name) and os.path.isabs(value) \
+                and others_may_change(value):
+            warn("not putting back %s=%s: other users may change it" % (name, ascii(value)))
+            envstate.assign(base, name, env.get(name))
     return base
 
 

@@ -1,0 +1,92 @@
+"""A stranger on a shared host against cudaswitch's trust rules: another local user (`nobody`,
+which CI, running as root, hands files to with chown), a loose umask, a crafted CUDASWITCH_STATE.
+Each case runs the real command (and real bash where `eval` matters); a program the attacker
+wrote leaves a marker file when it runs, and the test asserts the marker is not there. The
+hand-made toolkit dirs mirror a cluster login node's /tmp and a user's ~/.config under umask 000."""
+
+import os
+import stat
+import subprocess
+
+import pytest
+
+from cudaswitch.statecodec import encode
+
+from tests import kits
+from tests.conftest import CUDASWITCH
+from tests.shellrun import script
+
+NOBODY = 65534
+
+
+def as_root():
+    if os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI runs as root: another user's files are made with chown")
+        pytest.skip("needs root to give a file to another user")
+
+
+def run(host, *args, umask=None, env=None):
+    return subprocess.run([CUDASWITCH, *args], capture_output=True, text=True, timeout=120,
+                          env={**host.env, **(env or {})}, stdin=subprocess.DEVNULL,
+                          preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
+
+
+def mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def trap(directory, name, marker, owner=NOBODY, text="echo 'Cuda compilation tools, release 13.0, V13.0.99'"):
+    """`directory`/`name`, a program another user wrote: it leaves `marker` when it runs."""
+    directory.mkdir(parents=True, exist_ok=True)
+    program = directory / name
+    program.write_text("#!/bin/sh\ntouch '%s'\n%s\n" % (marker, text))
+    program.chmod(0o755)
+    for path in (directory, program):
+        os.chown(path, owner, owner)
+    return program
+
+
+def test_config_written_under_umask_000_is_private_and_another_users_edit_runs_nothing(host, tmp_path):
+    """umask 000 made ~/.config/cudaswitch 0777 and config.toml 0666: another user added their
+    dir to `toolkits`, and the next `list` ran their nvcc (and `use` would put it first)."""
+    as_root()
+    kits.install_classic(kits.cuda13("13.0"), host.path("/usr/local/cuda-13.0"), "13.0")
+    assert run(host, "global", "13.0", umask=0).returncode == 0
+    config = host.work / "config"
+    assert mode(config) == 0o700 and mode(config / "config.toml") == 0o600
+    marker = tmp_path / "ran"
+    trap(host.path("/opt/theirs/bin"), "nvcc", marker)
+    (host.path("/opt/theirs/lib64")).mkdir()
+    # what they could have done to the loose file: rewritten it with their toolkit registered
+    text = (config / "config.toml").read_text() + 'toolkits = ["/opt/theirs"]\n'
+    for owner, bits in ((NOBODY, 0o644), (os.geteuid(), 0o666)):
+        (config / "config.toml").write_text(text)
+        os.chmod(config / "config.toml", bits)
+        os.chown(config / "config.toml", owner, owner)
+        for args in (("list",), ("use", "13.0", "--shell", "bash")):
+            proc = run(host, *args)
+            assert proc.returncode != 0 and proc.stdout == "" and "Traceback" not in proc.stderr
+            assert "config.toml: not read" in proc.stderr, proc.stderr
+            assert not marker.exists(), args
+    assert (config / "config.toml").read_text() == text  # refused, never lost
+
+
+def test_a_crafted_state_cannot_make_off_put_another_users_dir_on_path(host, tmp_path):
+    """A state whose PATH "before" names a dir another user owns: `off`, eval'd in real bash,
+    put it first, and the next `ls` ran their program. What it restores from other users goes."""
+    as_root()
+    marker = tmp_path / "ran"
+    theirs = tmp_path / "theirs"
+    trap(theirs, "ls", marker, text="")
+    compiler = trap(tmp_path / "cc", "gcc", marker, text="")
+    env = dict(host.env)
+    state = {"v": 2, "root": "/usr/local/cuda-13.0", "version": "13.0.88", "origin": "shell", "file": None,
+             "scalars": {"NVCC_CCBIN": (str(compiler), None)},
+             "lists": {"PATH": ("%s:%s" % (theirs, env["PATH"]), env["PATH"], 0)}}
+    env["CUDASWITCH_STATE"] = encode(state)
+    proc = script("bash", ['eval "$(cudaswitch off --shell bash)"', "ls >/dev/null",
+                           'echo "PATH=$PATH"', 'echo "CCBIN=${NVCC_CCBIN-unset}"'], env)
+    assert proc.returncode == 0 and not marker.exists(), proc.stdout
+    assert str(theirs) not in proc.stdout and "CCBIN=unset" in proc.stdout
+    assert "other users may change" in proc.stderr and "Traceback" not in proc.stderr
