@@ -7,6 +7,7 @@ hand-made toolkit dirs mirror a cluster login node's /tmp and a user's ~/.config
 import os
 import stat
 import subprocess
+import sys
 
 import pytest
 
@@ -82,11 +83,24 @@ def test_a_crafted_state_cannot_make_off_put_another_users_dir_on_path(host, tmp
     compiler = trap(tmp_path / "cc", "gcc", marker, text="")
     env = dict(host.env)
     state = {"v": 2, "root": "/usr/local/cuda-13.0", "version": "13.0.88", "origin": "shell", "file": None,
-             "scalars": {"NVCC_CCBIN": (str(compiler), None)},
+             "scalars": {"NVCC_CCBIN": (str(compiler), None),
+                         "NVCC_PREPEND_FLAGS": ("-ccbin %s" % compiler, "-ccbin /usr/bin/gcc")},
              "lists": {"PATH": ("%s:%s" % (theirs, env["PATH"]), env["PATH"], 0)}}
-    env["CUDASWITCH_STATE"] = encode(state)
+    env.update(CUDASWITCH_STATE=encode(state), NVCC_PREPEND_FLAGS="-ccbin /usr/bin/gcc")
     proc = script("bash", ['eval "$(cudaswitch off --shell bash)"', "ls >/dev/null",
-                           'echo "PATH=$PATH"', 'echo "CCBIN=${NVCC_CCBIN-unset}"'], env)
+                           'echo "PATH=$PATH"', 'echo "CCBIN=${NVCC_CCBIN-unset} $NVCC_PREPEND_FLAGS"'], env)
     assert proc.returncode == 0 and not marker.exists(), proc.stdout
-    assert str(theirs) not in proc.stdout and "CCBIN=unset" in proc.stdout
+    assert str(theirs) not in proc.stdout and "CCBIN=unset -ccbin /usr/bin/gcc" in proc.stdout
     assert "other users may change" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_kernel_spec_written_under_umask_000_is_private(host, tmp_path):
+    """kernel.json names the program Jupyter starts: under umask 000 it was 0666 in 0777 dirs,
+    and another user's argv would run as us when the notebook opens."""
+    kits.install_classic(kits.cuda13("13.0"), host.path("/usr/local/cuda-13.0"), "13.0")
+    data = tmp_path / "jupyter"
+    proc = run(host, "kernel", "install", "13.0", "--python", sys.executable, umask=0,
+               env={"JUPYTER_DATA_DIR": str(data)})
+    assert proc.returncode == 0, proc.stderr
+    (spec,) = data.glob("kernels/*/kernel.json")
+    assert [mode(p) for p in (data, data / "kernels", spec.parent)] == [0o700] * 3 and mode(spec) == 0o600

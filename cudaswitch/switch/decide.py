@@ -132,8 +132,10 @@ def _none_foreign(env: dict, base: dict, state: dict) -> dict:
             envstate.assign(base, name, os.pathsep.join(kept) if kept or base.get(name) == "" else None)
     for name in state["scalars"]:
         value = base.get(name)
-        if name not in envstate.FLAG_VARS and value and value != env.get(name) and os.path.isabs(value) \
-                and others_may_change(value):
+        # a flag variable's paths are words: -I/x, -ccbin /x, --compiler-bindir=/x
+        named = ([w[w.index("/"):] for w in value.split() if w[:1] in "-/" and "/" in w]
+                 if name in envstate.FLAG_VARS else [value]) if value and value != env.get(name) else []
+        if any(os.path.isabs(path) and others_may_change(path) for path in named):
             warn("not putting back %s=%s: other users may change it" % (name, ascii(value)))
             envstate.assign(base, name, env.get(name))
     return base
