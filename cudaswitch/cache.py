@@ -94,25 +94,29 @@ def unsafe_ancestor(path: str) -> "str | None":
             st = os.stat(parent)
         except OSError:
             st = None
-        if st is not None and (st.st_uid not in (0, me) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX)):
+        if st is not None and _open_to_others(st, me):
             return parent
         if parent == os.path.dirname(parent):
             return None
         parent = os.path.dirname(parent)
 
 
+def _open_to_others(st: os.stat_result, me: int) -> bool:
+    return st.st_uid not in (0, me) or bool(st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX)
+
+
 def others_may_change(path: str) -> "str | None":
     """Why another user could change the file at `path` (a link: its target), or None: it and
-    the way down to it are ours or root's, and nobody else may write them. A group-writable file
-    passes only in the user's own private group (umask 002 on such systems is the rule)."""
+    its dir are ours or root's, and nobody else may write them. A group-writable file passes
+    only in the user's own private group (umask 002 on such systems is the rule). Dirs further
+    up are not judged: a home under a group admin's dir, or on NFS owned by nobody, is common."""
     real = os.path.realpath(path)
     try:
-        st = os.stat(real)
+        st, up = os.stat(real), os.stat(os.path.dirname(real))
     except OSError:
         return None
-    parent = unsafe_ancestor(real)
-    if parent:
-        return "it is in %s, which other users may change" % parent
+    if _open_to_others(up, os.geteuid()):
+        return "it is in %s, which other users may change" % os.path.dirname(real)
     if st.st_uid not in (0, os.geteuid()):
         return "it belongs to another user"
     if st.st_mode & 0o002 or (st.st_mode & 0o020 and not _own_group(st.st_gid)):

@@ -104,3 +104,21 @@ def test_a_kernel_spec_written_under_umask_000_is_private(host, tmp_path):
     assert proc.returncode == 0, proc.stderr
     (spec,) = data.glob("kernels/*/kernel.json")
     assert [mode(p) for p in (data, data / "kernels", spec.parent)] == [0o700] * 3 and mode(spec) == 0o600
+
+
+def test_off_still_puts_back_a_toolkit_of_the_site_owned_by_another_user(host):
+    """What the rule above must not break: a site's CUDA tree owned by its software account
+    (EasyBuild installs as `easybuild`), on PATH before `use` took it off: `off` puts it back."""
+    as_root()
+    site = host.path("/usr/local/cuda-13.0")
+    kits.install_classic(kits.cuda13("13.0"), site, "13.0")
+    kits.install_classic(kits.cuda13("13.1"), host.path("/usr/local/cuda-13.1"), "13.1")
+    for directory, dirs, files in os.walk(site):
+        for name in dirs + files + [""]:
+            os.lchown(os.path.join(directory, name), NOBODY, NOBODY)
+    env = {**host.env, "PATH": "%s/bin:%s" % (site, host.env["PATH"])}
+    proc = script("bash", ['eval "$(cudaswitch use 13.1 --shell bash --no-verify)"', 'echo "USE=$PATH"',
+                           'eval "$(cudaswitch off --shell bash)"', 'echo "OFF=$PATH"'], env)
+    lines = dict(line.split("=", 1) for line in proc.stdout.splitlines())
+    assert str(site) not in lines["USE"] and lines["OFF"] == env["PATH"], proc.stderr
+    assert "other users" not in proc.stderr
