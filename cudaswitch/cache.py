@@ -114,13 +114,27 @@ def others_may_change(path: str) -> "str | None":
     try:
         st, up = os.stat(real), os.stat(os.path.dirname(real))
     except OSError:
-        return None
+        return _creatable(real)
     if _open_to_others(up, os.geteuid()):
         return "it is in %s, which other users may change" % os.path.dirname(real)
     if st.st_uid not in (0, os.geteuid()):
         return "it belongs to another user"
     if st.st_mode & 0o002 or (st.st_mode & 0o020 and not _own_group(st.st_gid)):
         return "other users may write it"
+    return None
+
+
+def _creatable(path: str) -> "str | None":
+    """Why another user could make the absent `path` (a dir of theirs in /tmp, later), or None."""
+    up = os.path.dirname(path)
+    while up != os.path.dirname(up) and not os.path.isdir(up):
+        up = os.path.dirname(up)
+    try:
+        st = os.stat(up)
+    except OSError:
+        return None
+    if st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o002 or (st.st_mode & 0o020 and not _own_group(st.st_gid)):
+        return "it does not exist, and other users may make it in %s" % up
     return None
 
 

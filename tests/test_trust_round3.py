@@ -75,8 +75,10 @@ def test_config_written_under_umask_000_is_private_and_another_users_edit_runs_n
 
 def test_a_crafted_state_cannot_make_off_put_another_users_dir_on_path(host, tmp_path):
     """A state whose PATH "before" names a dir another user owns: `off`, eval'd in real bash,
-    put it first, and the next `ls` ran their program. What it restores from other users goes."""
+    put it first, and the next `ls` ran their program. What it restores from other users goes,
+    and so does a dir they may make later (in a dir all may write) and an empty entry (the cwd)."""
     as_root()
+    os.chmod(tmp_path, 0o1777)  # /tmp as it is
     marker = tmp_path / "ran"
     theirs = tmp_path / "theirs"
     trap(theirs, "ls", marker, text="")
@@ -85,13 +87,19 @@ def test_a_crafted_state_cannot_make_off_put_another_users_dir_on_path(host, tmp
     state = {"v": 2, "root": "/usr/local/cuda-13.0", "version": "13.0.88", "origin": "shell", "file": None,
              "scalars": {"NVCC_CCBIN": (str(compiler), None),
                          "NVCC_PREPEND_FLAGS": ("-ccbin %s" % compiler, "-ccbin /usr/bin/gcc")},
-             "lists": {"PATH": ("%s:%s" % (theirs, env["PATH"]), env["PATH"], 0)}}
+             "lists": {"PATH": ("%s:%s:%s:" % (theirs, tmp_path / "later", env["PATH"]), env["PATH"], 0)}}
     env.update(CUDASWITCH_STATE=encode(state), NVCC_PREPEND_FLAGS="-ccbin /usr/bin/gcc")
     proc = script("bash", ['eval "$(cudaswitch off --shell bash)"', "ls >/dev/null",
                            'echo "PATH=$PATH"', 'echo "CCBIN=${NVCC_CCBIN-unset} $NVCC_PREPEND_FLAGS"'], env)
     assert proc.returncode == 0 and not marker.exists(), proc.stdout
     assert str(theirs) not in proc.stdout and "CCBIN=unset -ccbin /usr/bin/gcc" in proc.stdout
+    assert "later" not in proc.stdout and "PATH=%s\n" % env["PATH"] in proc.stdout  # nor "" (the cwd)
     assert "other users may change" in proc.stderr and "Traceback" not in proc.stderr
+    # `use` switches from the same "before": it must not carry their dir either
+    kits.install_classic(kits.cuda13("13.0"), host.path("/usr/local/cuda-13.0"), "13.0")
+    proc = script("bash", ['eval "$(cudaswitch use 13.0 --shell bash --no-verify)"', "ls >/dev/null",
+                           'echo "PATH=$PATH"'], env)
+    assert proc.returncode == 0 and not marker.exists() and str(theirs) not in proc.stdout, proc.stderr
 
 
 def test_a_kernel_spec_written_under_umask_000_is_private(host, tmp_path):

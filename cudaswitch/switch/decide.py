@@ -1,11 +1,9 @@
 """Switching: what `use`, `off`, `hook-env` and `current` decide. Returns data (a SwitchPlan, a
 Restore, dicts); the switch commands render. Import-light on purpose: runs on every `use` and on entering a project."""
 
-import os
-
 from cudaswitch.switch import envdiff
 from cudaswitch.registry import discover
-from cudaswitch.switch.plan import SwitchPlan, plan
+from cudaswitch.switch.plan import SwitchPlan, none_foreign, plan
 from cudaswitch.switch.toolkitdirs import known_roots
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.request import ToolkitRequest, choose
@@ -113,47 +111,15 @@ def restored(env: dict) -> dict:
         from cudaswitch.switch import modswitch
 
         base = modswitch.back(base, state["modules"])
-    return _none_foreign(env, base, state) if state else base
+    if not state:
+        return base
 
+    def roots() -> "list[str]":
+        from cudaswitch.paths import Paths
 
-def _none_foreign(env: dict, base: dict, state: dict) -> dict:
-    """`base` less what it would bring back that another user may change: the state is data
-    anyone who can set a variable chooses, so a dir (or CUDACXX, NVCC_CCBIN) it restores must be
-    one the user could have trusted, never another user's (their nvcc or `ls` would run as us).
-    A toolkit the registry knows passes whoever owns it (a site's tree owned by its admin)."""
-    from cudaswitch.cache import others_may_change, warn
+        return known_roots(load(Paths(env), env))
 
-    known: "list[str]" = []
-
-    def foreign(path: str) -> bool:
-        if not os.path.isabs(path) or not others_may_change(path):
-            return False
-        if not known:
-            try:
-                from cudaswitch.paths import Paths
-
-                known.extend(known_roots(load(Paths(env), env)) or ["/nonexistent"])
-            except CudaSwitchError:
-                known.append("/nonexistent")
-        return not any(path == root or path.startswith(root.rstrip("/") + "/") for root in known)
-
-    for name in state["lists"]:
-        had = set(envstate.split(env.get(name)))
-        back = envstate.split(base.get(name))
-        kept = [e for e in back if e in had or not foreign(e)]
-        if kept != back:
-            warn("not putting back in %s what other users may change: %s"
-                 % (name, ", ".join(ascii(e) for e in back if e not in kept)))
-            envstate.assign(base, name, os.pathsep.join(kept) if kept or base.get(name) == "" else None)
-    for name in state["scalars"]:
-        value = base.get(name)
-        # a flag variable's paths are words: -I/x, -ccbin /x, --compiler-bindir=/x
-        named = ([w[w.index("/"):] for w in value.split() if w[:1] in "-/" and "/" in w]
-                 if name in envstate.FLAG_VARS else [value]) if value and value != env.get(name) else []
-        if any(foreign(path) for path in named):
-            warn("not putting back %s=%s: other users may change it" % (name, ascii(value)))
-            envstate.assign(base, name, env.get(name))
-    return base
+    return none_foreign(env, base, state, roots)
 
 
 def off_notes(env: dict) -> "list[str]":
