@@ -94,15 +94,11 @@ def unsafe_ancestor(path: str) -> "str | None":
             st = os.stat(parent)
         except OSError:
             st = None
-        if st is not None and _open_to_others(st, me):
+        if st is not None and (st.st_uid not in (0, me) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX)):
             return parent
         if parent == os.path.dirname(parent):
             return None
         parent = os.path.dirname(parent)
-
-
-def _open_to_others(st: os.stat_result, me: int) -> bool:
-    return st.st_uid not in (0, me) or bool(st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX)
 
 
 def others_may_change(path: str) -> "str | None":
@@ -115,13 +111,11 @@ def others_may_change(path: str) -> "str | None":
         st, up = os.stat(real), os.stat(os.path.dirname(real))
     except OSError:
         return _creatable(real)
-    if _open_to_others(up, os.geteuid()):
+    if up.st_uid not in (0, os.geteuid()) or (_others_write(up) and not up.st_mode & stat.S_ISVTX):
         return "it is in %s, which other users may change" % os.path.dirname(real)
     if st.st_uid not in (0, os.geteuid()):
         return "it belongs to another user"
-    if st.st_mode & 0o002 or (st.st_mode & 0o020 and not _own_group(st.st_gid)):
-        return "other users may write it"
-    return None
+    return "other users may write it" if _others_write(st) else None
 
 
 def _creatable(path: str) -> "str | None":
@@ -133,9 +127,14 @@ def _creatable(path: str) -> "str | None":
         st = os.stat(up)
     except OSError:
         return None
-    if st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o002 or (st.st_mode & 0o020 and not _own_group(st.st_gid)):
+    if st.st_uid not in (0, os.geteuid()) or _others_write(st):
         return "it does not exist, and other users may make it in %s" % up
     return None
+
+
+def _others_write(st: os.stat_result) -> bool:
+    """World-writable, or group-writable in a group other than the user's own private one."""
+    return bool(st.st_mode & 0o002 or (st.st_mode & 0o020 and not _own_group(st.st_gid)))
 
 
 def _own_group(gid: int) -> bool:

@@ -130,3 +130,24 @@ def test_off_still_puts_back_a_toolkit_of_the_site_owned_by_another_user(host):
     lines = dict(line.split("=", 1) for line in proc.stdout.splitlines())
     assert str(site) not in lines["USE"] and lines["OFF"] == env["PATH"], proc.stderr
     assert "other users" not in proc.stderr
+
+
+def test_a_config_in_the_users_own_group_under_umask_002_is_still_read(host):
+    """Ubuntu gives each user a private group and umask 002: a config.toml an editor wrote 0664
+    in a 0775 dir (an older cudaswitch made it so) is the user's alone and must still be read."""
+    import grp
+    import pwd
+
+    me = pwd.getpwuid(os.geteuid())
+    group = grp.getgrgid(me.pw_gid)
+    if group.gr_name != me.pw_name or set(group.gr_mem) - {me.pw_name}:
+        pytest.skip("this user's group is not a private one")
+    kits.install_classic(kits.cuda13("13.0"), host.path("/usr/local/cuda-13.0"), "13.0")
+    config = host.work / "config"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('default = "13.0"\n')
+    os.chmod(config, 0o775)
+    os.chmod(config / "config.toml", 0o664)
+    proc = run(host, "list")
+    assert proc.returncode == 0 and "not read" not in proc.stderr, proc.stderr
+    assert any(line.startswith(" d ") and "13.0" in line for line in proc.stdout.splitlines()), proc.stdout
