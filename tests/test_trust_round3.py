@@ -151,3 +151,20 @@ def test_a_config_in_the_users_own_group_under_umask_002_is_still_read(host):
     proc = run(host, "list")
     assert proc.returncode == 0 and "not read" not in proc.stderr, proc.stderr
     assert any(line.startswith(" d ") and "13.0" in line for line in proc.stdout.splitlines()), proc.stdout
+
+
+def test_a_relative_cudaswitch_dir_never_reads_a_cloned_repositorys_files(host, tmp_path):
+    """CUDASWITCH_CONFIG_DIR=.cudaswitch (relative, as XDG_* never may be) named the cwd's: a
+    cloned repository's own config.toml, files of the user's own after `git clone`, registered
+    its toolkit and `list` ran its nvcc. A relative value is ignored, as XDG's are."""
+    kits.install_classic(kits.cuda13("13.0"), host.path("/usr/local/cuda-13.0"), "13.0")
+    repo = tmp_path / "repo"
+    marker = tmp_path / "ran"
+    trap(host.path("/opt/repo-kit/bin"), "nvcc", marker, owner=os.geteuid())
+    host.path("/opt/repo-kit/lib64").mkdir()
+    (repo / ".cudaswitch").mkdir(parents=True)
+    (repo / ".cudaswitch" / "config.toml").write_text('toolkits = ["/opt/repo-kit"]\n')
+    env = {"CUDASWITCH_CONFIG_DIR": ".cudaswitch", "HOME": str(tmp_path / "home")}
+    proc = subprocess.run([CUDASWITCH, "list"], capture_output=True, text=True, timeout=120, cwd=repo,
+                          env={**host.env, **env}, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0 and not marker.exists() and "repo-kit" not in proc.stdout, proc.stdout
