@@ -101,6 +101,53 @@ def unsafe_ancestor(path: str) -> "str | None":
         parent = os.path.dirname(parent)
 
 
+def others_may_change(path: str) -> "str | None":
+    """Why another user could change the file at `path` (a link: its target), or None: it and
+    its dir are ours or root's, and nobody else may write them. A group-writable file passes
+    only in the user's own private group (umask 002 on such systems is the rule). Dirs further
+    up are not judged: a home under a group admin's dir, or on NFS owned by nobody, is common."""
+    real = os.path.realpath(path)
+    try:
+        st, up = os.stat(real), os.stat(os.path.dirname(real))
+    except OSError:
+        return _creatable(real)
+    if up.st_uid not in (0, os.geteuid()) or (_others_write(up) and not up.st_mode & stat.S_ISVTX):
+        return "it is in %s, which other users may change" % os.path.dirname(real)
+    if st.st_uid not in (0, os.geteuid()):
+        return "it belongs to another user"
+    return "other users may write it" if _others_write(st) else None
+
+
+def _creatable(path: str) -> "str | None":
+    """Why another user could make the absent `path` (a dir of theirs in /tmp, later), or None."""
+    up = os.path.dirname(path)
+    while up != os.path.dirname(up) and not os.path.isdir(up):
+        up = os.path.dirname(up)
+    try:
+        st = os.stat(up)
+    except OSError:
+        return None
+    if st.st_uid not in (0, os.geteuid()) or _others_write(st):
+        return "it does not exist, and other users may make it in %s" % up
+    return None
+
+
+def _others_write(st: os.stat_result) -> bool:
+    """World-writable, or group-writable in a group other than the user's own private one."""
+    return bool(st.st_mode & 0o002 or (st.st_mode & 0o020 and not _own_group(st.st_gid)))
+
+
+def _own_group(gid: int) -> bool:
+    import grp
+    import pwd
+
+    try:
+        me, group = pwd.getpwuid(os.geteuid()).pw_name, grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return group.gr_name == me and set(group.gr_mem) <= {me}
+
+
 def _make_private(directory: str) -> bool:
     """chmod 0700, then remove what is inside: once nobody else can enter, nothing can be added
     while it goes (shutil.rmtree does not follow links)."""

@@ -122,12 +122,17 @@ def _read(paths: "Paths") -> "dict[str, Any]":
 
 
 def _parse(path: str) -> "dict[str, Any]":
+    from cudaswitch.cache import others_may_change
+
     try:
         data = read_regular(path, MAX_BYTES)
     except FileNotFoundError:
         return {}
     except Unreadable as exc:
         raise ConfigError("%s: cannot read: %s" % (path, exc), "fix or remove the file") from None
+    problem = others_may_change(path)
+    if problem:  # its toolkits, search roots and python are run: another user's entries would run as us
+        raise ConfigError("%s: not read: %s" % (path, problem), "make it and the dirs above it yours alone to write")
     if len(data) > MAX_BYTES:
         raise ConfigError("%s: larger than %d bytes" % (path, MAX_BYTES), "fix or remove the file")
     try:
@@ -213,6 +218,8 @@ def update(paths: "Paths", **changes: object) -> "dict[str, Any]":
     command a discovery (`global 12.4` run again by a script, or by a user to be sure)."""
     import os
 
+    from cudaswitch.cache import make_dir
+
     path = paths.config_file
     data = _read(paths)
     before = dict(data)
@@ -227,7 +234,8 @@ def update(paths: "Paths", **changes: object) -> "dict[str, Any]":
     import tomli_w
 
     try:  # a config.toml that links into a dotfiles repository stays that link
-        replace_regular(path, tomli_w.dumps(data).encode("utf-8"), through_links=True, make_dirs=True)
+        make_dir(os.path.dirname(os.path.abspath(path)))  # 0700 whatever the umask, as _parse wants it
+        replace_regular(path, tomli_w.dumps(data).encode("utf-8"), through_links=True, mode=0o600)
     except OSError as exc:  # a read-only or full filesystem, a FIFO there: the old file is left as it was
         raise ConfigError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
     return data

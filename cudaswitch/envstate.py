@@ -138,7 +138,7 @@ def encode_state(state: dict) -> str:
     return encode(state)
 
 
-def _assign(env: "dict[str, str]", name: str, value: "str | None") -> None:
+def assign(env: "dict[str, str]", name: str, value: "str | None") -> None:
     if value is None:
         env.pop(name, None)
     else:
@@ -155,15 +155,15 @@ def pristine(env: "Env", state: "dict | None" = None) -> "dict[str, str]":
     for name, (before, mine) in state["scalars"].items():
         now = env.get(name)
         if now == mine:
-            _assign(out, name, before)
+            assign(out, name, before)
         elif now is not None and name in FLAG_VARS:  # edited since (a build script appended to it)
-            _assign(out, name, without_added_ccbin(before, mine, now))
+            assign(out, name, without_added_ccbin(before, mine, now))
     for name, (before, mine, ours) in state["lists"].items():
         now = env.get(name)
         if now == mine:
-            _assign(out, name, before)
+            assign(out, name, before)
         elif now is not None:  # a list the user unset since stays unset
-            _assign(out, name, merged(before, mine, now, ours, name))
+            assign(out, name, merged(before, mine, now, ours, name))
     return out
 
 
@@ -203,7 +203,7 @@ def before_switch(env: "Env") -> "dict[str, str]":
     state = read_state(env)
     out = pristine(env, state)
     for name, value in ((state or {}).get("modules") or {}).get("outer", {}).items():
-        _assign(out, name, value)
+        assign(out, name, value)
     return out
 
 

@@ -48,9 +48,12 @@ class Paths:
     def __init__(self, env: "Env | None" = None) -> None:
         env = os.environ if env is None else env
         config, cache, data = _platform_dirs(env)
-        self.config_dir = env.get("CUDASWITCH_CONFIG_DIR") or config
-        self.cache_dir = usable_dir(env.get("CUDASWITCH_CACHE_DIR") or cache)  # ours and private
-        self.data_dir = env.get("CUDASWITCH_DATA_DIR") or data
+        # a relative dir would be the cwd's: a cloned repository's own config.toml or registry cache
+        given = {k: env.get("CUDASWITCH_%s_DIR" % k, "") for k in ("CONFIG", "CACHE", "DATA")}
+        given = {k: v for k, v in given.items() if os.path.isabs(v)}
+        self.config_dir = given.get("CONFIG") or config
+        self.cache_dir = usable_dir(given.get("CACHE") or cache)  # ours and private
+        self.data_dir = given.get("DATA") or data
         self.root = os.path.abspath(env.get("CUDASWITCH_ROOT") or "/")
 
     @property

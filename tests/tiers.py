@@ -8,7 +8,7 @@ SLOW_MODULES = frozenset({
     # corpora of hostile inputs (hundreds of cases through the real commands and shells)
     "test_hostile_corpus", "test_hostile_state", "test_hostile_interpreter", "test_hostile_local",
     "test_hostile_repo", "test_hostile_manifest", "test_hostile_archives", "test_hostile_completion",
-    "test_hostile_wheels",
+    "test_hostile_wheels", "test_trust_round3",
     # installs from mirrors and wheels, with their signals and atomicity
     "test_install", "test_install_redist", "test_install_redist11", "test_install_atomic", "test_install_signals",
     # real `install --from pypi` with pip from local wheels: the fast tier installs nothing

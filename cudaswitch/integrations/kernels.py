@@ -15,6 +15,7 @@ import re
 import shutil
 import tempfile
 
+from cudaswitch.cache import make_dir
 from cudaswitch.errors import CudaSwitchError, UsageError
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # fullmatch: `$` would let a trailing newline in
@@ -101,7 +102,7 @@ def install(env: dict, name: str, spec: dict) -> str:
     if os.path.lexists(directory):
         _read_own(target, name)  # raises unless it is a kernel cudaswitch wrote
     try:
-        os.makedirs(directory, exist_ok=True)
+        make_dir(directory)  # 0700 whatever the umask: whoever may write kernel.json picks what Jupyter runs
         _write_atomically(directory, target, spec)
     except OSError as exc:
         raise CudaSwitchError("cannot write %s: %s" % (target, exc.strerror or exc)) from None
@@ -112,7 +113,7 @@ def _write_atomically(directory: str, target: str, spec: dict) -> None:
     """A reader (a running Jupyter server) sees the old spec or the new one, never half of one."""
     from cudaswitch.safeio import replace_regular
 
-    replace_regular(target, json.dumps(spec, indent=1, sort_keys=True).encode("utf-8"))
+    replace_regular(target, json.dumps(spec, indent=1, sort_keys=True).encode("utf-8"), mode=0o600, own_file=True)
 
 
 def listing(env: dict) -> "list[dict]":

@@ -3,7 +3,7 @@ Restore, dicts); the switch commands render. Import-light on purpose: runs on ev
 
 from cudaswitch.switch import envdiff
 from cudaswitch.registry import discover
-from cudaswitch.switch.plan import SwitchPlan, plan
+from cudaswitch.switch.plan import SwitchPlan, none_foreign, plan
 from cudaswitch.switch.toolkitdirs import known_roots
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.request import ToolkitRequest, choose
@@ -111,7 +111,15 @@ def restored(env: dict) -> dict:
         from cudaswitch.switch import modswitch
 
         base = modswitch.back(base, state["modules"])
-    return base
+    if not state:
+        return base
+
+    def roots() -> "list[str]":
+        from cudaswitch.paths import Paths
+
+        return known_roots(load(Paths(env), env))
+
+    return none_foreign(env, base, state, roots)
 
 
 def off_notes(env: dict) -> "list[str]":

@@ -15,7 +15,7 @@ had removed come back at their old place.
 import os
 
 from cudaswitch.envstate import (
-    FLAG_VARS, LISTS, SCALARS, STATE_VAR, STATE_VERSION, _assign, encode_state, in_front, pristine, read_state,
+    FLAG_VARS, LISTS, SCALARS, STATE_VAR, STATE_VERSION, assign, encode_state, in_front, pristine, read_state,
     split as _split,
 )
 from cudaswitch.switch.toolkitdirs import Owner
@@ -63,9 +63,9 @@ def switch_env(env: dict, record: dict, origin: str, source_file: "str | None" =
     scalars = {name: (base.get(name), value) for name, value in _scalar_values(base, record, owner, compilers).items()
                if base.get(name) != value}
     for name, (_, value) in scalars.items():
-        _assign(new, name, value)
+        assign(new, name, value)
     for name, (_, value, _) in lists.items():
-        _assign(new, name, value)
+        assign(new, name, value)
     state = {"v": STATE_VERSION, "root": record["root"], "version": record["version"],
              "origin": origin, "file": source_file, "scalars": scalars, "lists": lists}
     if modules:

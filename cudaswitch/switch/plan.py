@@ -37,6 +37,10 @@ from cudaswitch.switch import envdiff, standins
 from cudaswitch.switch.toolkitdirs import Owner
 from cudaswitch import envstate
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 VERSIONS_FILE = "compilers.marshal"
 VERSION_TIMEOUT = 10.0
 EXTRA_DIRS = ("/usr/bin",)  # distro packages install gcc-N here even when PATH lacks it
@@ -83,7 +87,10 @@ def plan(env: dict, record: dict, origin: str, known_roots: "list[str] | tuple[s
         raise CudaSwitchError("%s cannot go on PATH: its path holds %r" % (record["root"], os.pathsep))
     paths = Paths(env) if paths is None else paths
     state = envstate.read_state(env)
-    base, modules = _modules_swapped(paths, envstate.pristine(env, state), state, load_module)
+    base = envstate.pristine(env, state)
+    if state:
+        base = none_foreign(env, base, state, lambda: list(known_roots))
+    base, modules = _modules_swapped(paths, base, state, load_module)
     compilers = choose_compilers(paths.cache_dir, record, base)
     on_path = record if _loader_path(paths) else dict(record, lib_dirs=[], env_lib=[])
     new = envdiff.switch_env(env, on_path, origin, source_file, known_roots, base=base, modules=modules,
@@ -96,6 +103,45 @@ def plan(env: dict, record: dict, origin: str, known_roots: "list[str] | tuple[s
                                  compilers=compilers)
     return SwitchPlan(record, origin, source_file, env, base, new, modules, compilers, envdiff.path_entries(on_path),
                       tools)
+
+
+def none_foreign(env: dict, base: dict, state: dict, roots: "Callable[[], list[str]]") -> dict:
+    """`base` less what it would bring back that another user may change: the state is data
+    anyone who can set a variable chooses, so a dir (or CUDACXX, NVCC_CCBIN) it restores must be
+    one the user could have trusted, never another user's (their nvcc or `ls` would run as us).
+    A toolkit the registry knows (`roots()`) passes whoever owns it (a site's tree owned by its
+    admin)."""
+    known: "list[str]" = []
+
+    def foreign(path: str) -> bool:
+        if not os.path.isabs(path) or not cache.others_may_change(path):
+            return False
+        if not known:
+            try:
+                known.extend(roots() or ["/nonexistent"])
+            except CudaSwitchError:
+                known.append("/nonexistent")
+        return not any(path == root or path.startswith(root.rstrip("/") + "/") for root in known)
+
+    for name in state["lists"]:
+        had = set(envstate.split(env.get(name))) | ({""} if env.get(name) == "" else set())  # "" is [""] too
+        back = envstate.split(base.get(name))
+        # a relative entry is whatever dir the shell is in (a cloned repo's bin): never one `use` took off
+        kept = [e for e in back if e in had or (os.path.isabs(e) and not foreign(e))]
+        if kept != back:
+            cache.warn("left out of %s, which CUDASWITCH_STATE would restore: %s (other users may change it)"
+                 % (name, ", ".join(ascii(e) for e in back if e not in kept)))
+            envstate.assign(base, name, os.pathsep.join(kept) if kept or base.get(name) == "" else None)
+    for name in state["scalars"]:
+        value = base.get(name)
+        # a flag variable's paths are words: -I/x, -ccbin /x, --compiler-bindir=/x
+        named = ([w[w.index("/"):] for w in value.split() if w[:1] in "-/" and "/" in w]
+                 if name in envstate.FLAG_VARS else [value]) if value and value != env.get(name) else []
+        if any(foreign(path) for path in named):
+            cache.warn("%s=%s, which CUDASWITCH_STATE would restore, left out (other users may change it)"
+                       % (name, ascii(value)))
+            envstate.assign(base, name, env.get(name))
+    return base
 
 
 def _modules_swapped(paths: Paths, base: dict, state: "dict | None",
