@@ -110,7 +110,7 @@ def test_a_source_says_where_and_when(data, old, new, words):
 
 def test_a_rule_naming_an_unknown_check_is_refused(data):
     """explain's rules name registry ids: a third vocabulary (torch_driver) stops the load."""
-    rule = 'checks = ["driver.present", "driver.problem", "driver.supports_toolkit", "torch.driver"]'
+    rule = 'checks = ["driver.present", "driver.problem", "driver.supports_toolkit", "torch.driver", "driver.wsl"]'
     edit(data, "compat.toml", rule, 'checks = ["driver.present", "torch_driver"]')
     message = refused(data)
     assert "names check torch_driver" in message and "driver_too_old" in message

@@ -55,8 +55,20 @@ def test_local_and_global_without_a_value_print_the_current_one(standard_host, t
     assert "removed" in standard_host.run("global", "--unset").stderr
 
 
-def test_config_get_set_unset(standard_host):
+@pytest.fixture
+def config_restored(standard_host):
+    """The session's standard host keeps the config it had: later modules read its default."""
     config = standard_host.work / "config" / "config.toml"
+    before = config.read_bytes() if config.exists() else None
+    yield config
+    if before is None:
+        config.unlink(missing_ok=True)
+    else:
+        config.write_bytes(before)
+
+
+def test_config_get_set_unset(standard_host, config_restored):
+    config = config_restored
     default = standard_host.run("config", "get", "probe_timeout")
     assert default.returncode == 0 and default.stdout == "5\n" and "default" in default.stderr
     assert standard_host.run("config", "set", "verdict", "problems").returncode == 0

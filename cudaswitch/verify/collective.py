@@ -33,14 +33,14 @@ def run_ranks(python: str, env: dict, backend: str, timeout: float) -> list:
     """Each rank's report ({"rank", "stage", "error"?, "sum"?}), both run at once under `timeout` s."""
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "collective_rank.py"), encoding="utf-8") as f:
         source = f.read()
-    base = {**env, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(WORLD),
-            "CUDASWITCH_BACKEND": backend, "CUDASWITCH_RENDEZVOUS_TIMEOUT": str(max(timeout / 2, 1.0))}
+    base = {**env, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(WORLD)}
+    argv = [python, "-c", source, backend, str(max(timeout / 2, 1.0))]  # the rendezvous gets half the time
     base.setdefault("GLOO_SOCKET_IFNAME", "lo")
     base.setdefault("NCCL_SOCKET_IFNAME", "lo")
     reports: list = [None] * WORLD
 
     def rank(index: int) -> None:
-        payload, error = run_framed([python, "-c", source], {**base, "RANK": str(index)}, timeout)
+        payload, error = run_framed(argv, {**base, "RANK": str(index)}, timeout)
         reports[index] = payload or {"rank": index, "stage": None, "error": error}
 
     threads = [threading.Thread(target=rank, args=(i,)) for i in range(WORLD)]

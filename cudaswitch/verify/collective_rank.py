@@ -1,7 +1,8 @@
 """Run by the USER's Python as one rank of `doctor --collective`. Stdlib and torch only; nothing
-here may import cudaswitch. Started as `python -c <this source> MARKER` with RANK, WORLD_SIZE,
-MASTER_ADDR, MASTER_PORT and CUDASWITCH_BACKEND set; prints `MARKER<json>MARKER` last, naming the
-stage it reached (import, backend, rendezvous, all_reduce, done) and the error that stopped it."""
+here may import cudaswitch. Started as `python -c <this source> BACKEND SECONDS MARKER` with
+RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (torch's env:// rendezvous reads them); prints
+`MARKER<json>MARKER` last, naming the stage it reached (import, backend, rendezvous, all_reduce,
+done) and the error that stopped it."""
 
 import datetime
 import json
@@ -9,16 +10,14 @@ import os
 import sys
 
 
-def rank_run(out: dict) -> None:
+def rank_run(out: dict, backend: str, seconds: float) -> None:
     import torch
     import torch.distributed as dist
 
-    backend = os.environ["CUDASWITCH_BACKEND"]
     out["stage"] = "backend"
     if not dist.is_available() or not getattr(dist, "is_%s_available" % backend)():
         raise RuntimeError("this torch.distributed has no %s backend" % backend)
     out["stage"] = "rendezvous"
-    seconds = float(os.environ.get("CUDASWITCH_RENDEZVOUS_TIMEOUT", "30"))
     dist.init_process_group(backend, init_method="env://", timeout=datetime.timedelta(seconds=seconds))
     out["stage"] = "all_reduce"
     device = "cpu"
@@ -33,10 +32,10 @@ def rank_run(out: dict) -> None:
 
 
 def main() -> None:
-    marker = sys.argv[1] if len(sys.argv) > 1 else "@@CUDASWITCH@@"
+    backend, seconds, marker = sys.argv[1], float(sys.argv[2]), sys.argv[3]
     out: dict = {"rank": int(os.environ.get("RANK", "0")), "stage": "import"}
     try:
-        rank_run(out)
+        rank_run(out, backend, seconds)
     except BaseException as exc:  # every failure is the finding: report it, never a traceback
         lines = [line for line in str(exc).splitlines() if line.strip()]
         out["error"] = "%s: %s" % (type(exc).__name__, lines[-1].strip() if lines else "")
