@@ -34,6 +34,9 @@ SLOW_MODULES = frozenset({
     "test_hostile_images", "test_audit_image_hostile",
     # 100,000-node merges in small and the fleet page in Chromium
     "test_audit_merge_fleet",
+    # over ~10 s each: every command of the table through both parsers, every JSON shape against the
+    # schema with real commands, the standard host's registry through every source
+    "test_cli_table", "test_json_schemas", "test_registry_host",
     # real venvs (one with pip) and doctor/explain over each Python state
     "test_python_layer",
     # WSL roots with a gcc-built libcuda and a real toolkit each
