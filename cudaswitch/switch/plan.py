@@ -126,8 +126,11 @@ def none_foreign(env: dict, base: dict, state: dict, roots: "Callable[[], list[s
     for name in state["lists"]:
         had = set(envstate.split(env.get(name))) | ({""} if env.get(name) == "" else set())  # "" is [""] too
         back = envstate.split(base.get(name))
-        # a relative entry is whatever dir the shell is in (a cloned repo's bin): never one `use` took off
-        kept = [e for e in back if e in had or (os.path.isabs(e) and not foreign(e))]
+        # a relative or empty entry of PATH or LD_LIBRARY_PATH is whatever dir the shell is in (a cloned
+        # repo's bin or libs): never one `use` took off there, as `use` always adds its own entries. An
+        # include or flag list that `use` emptied comes back as it was, empty entries included.
+        kept = [e for e in back if e in had or (os.path.isabs(e) and not foreign(e))
+                or (not os.path.isabs(e) and name not in ("PATH", "LD_LIBRARY_PATH"))]
         if kept != back:
             cache.warn("left out of %s, which CUDASWITCH_STATE would restore: %s (other users may change it)"
                  % (name, ", ".join(ascii(e) for e in back if e not in kept)))
