@@ -5,7 +5,6 @@ wrote leaves a marker file when it runs, and the test asserts the marker is not 
 hand-made toolkit dirs mirror a cluster login node's /tmp and a user's ~/.config under umask 000."""
 
 import os
-import stat
 import subprocess
 import sys
 
@@ -15,26 +14,10 @@ from cudaswitch.statecodec import encode
 
 from tests import kits
 from tests.conftest import CUDASWITCH
+from tests.test_cache_private import mode, other_user_available, run
 from tests.shellrun import script
 
 NOBODY = 65534
-
-
-def as_root():
-    if os.geteuid() != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI runs as root: another user's files are made with chown")
-        pytest.skip("needs root to give a file to another user")
-
-
-def run(host, *args, umask=None, env=None):
-    return subprocess.run([CUDASWITCH, *args], capture_output=True, text=True, timeout=120,
-                          env={**host.env, **(env or {})}, stdin=subprocess.DEVNULL,
-                          preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
-
-
-def mode(path):
-    return stat.S_IMODE(os.stat(path).st_mode)
 
 
 def trap(directory, name, marker, owner=NOBODY, text="echo 'Cuda compilation tools, release 13.0, V13.0.99'"):
@@ -51,7 +34,7 @@ def trap(directory, name, marker, owner=NOBODY, text="echo 'Cuda compilation too
 def test_config_written_under_umask_000_is_private_and_another_users_edit_runs_nothing(host, tmp_path):
     """umask 000 made ~/.config/cudaswitch 0777 and config.toml 0666: another user added their
     dir to `toolkits`, and the next `list` ran their nvcc (and `use` would put it first)."""
-    as_root()
+    other_user_available()
     kits.install_classic(kits.cuda13("13.0"), host.path("/usr/local/cuda-13.0"), "13.0")
     assert run(host, "global", "13.0", umask=0).returncode == 0
     config = host.work / "config"
@@ -77,7 +60,7 @@ def test_a_crafted_state_cannot_make_off_put_another_users_dir_on_path(host, tmp
     """A state whose PATH "before" names a dir another user owns: `off`, eval'd in real bash,
     put it first, and the next `ls` ran their program. What it restores from other users goes,
     and so does a dir they may make later (in a dir all may write) and an empty entry (the cwd)."""
-    as_root()
+    other_user_available()
     os.chmod(tmp_path, 0o1777)  # /tmp as it is
     marker = tmp_path / "ran"
     theirs = tmp_path / "theirs"
@@ -117,7 +100,7 @@ def test_a_kernel_spec_written_under_umask_000_is_private(host, tmp_path):
 def test_off_still_puts_back_a_toolkit_of_the_site_owned_by_another_user(host):
     """What the rule above must not break: a site's CUDA tree owned by its software account
     (EasyBuild installs as `easybuild`), on PATH before `use` took it off: `off` puts it back."""
-    as_root()
+    other_user_available()
     site = host.path("/usr/local/cuda-13.0")
     kits.install_classic(kits.cuda13("13.0"), site, "13.0")
     kits.install_classic(kits.cuda13("13.1"), host.path("/usr/local/cuda-13.1"), "13.1")
