@@ -171,9 +171,9 @@ def private_problem(directory: str) -> "str | None":
     return "writable by other users" if problem == "loose" else problem
 
 
-def warn(line: str) -> None:
-    """One warning line on stderr (never stdout: `use` prints code for eval there)."""
-    sys.stderr.write("cudaswitch: warning: %s\n" % line)
+def warn(line: str, level: str = "warning") -> None:
+    """One warning (or info) line on stderr (never stdout: `use` prints code for eval there)."""
+    sys.stderr.write("cudaswitch: %s: %s\n" % (level, line))
 
 
 def make_dir(directory: str) -> None:

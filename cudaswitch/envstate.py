@@ -38,7 +38,9 @@ MODULE_KINDS = ("lmod", "modules")
 # What a state's modules record may give back to discovery: its inputs, registry.discover.ENV_KEYS
 # (written out here: discovery imports this module), and nothing else.
 OUTER_NAMES = frozenset(("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
-                         "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME"))
+                         "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME",
+                         "SPACK_ROOT", "SPACK_USER_CONFIG_PATH", "SPACK_SYSTEM_CONFIG_PATH",
+                         "SPACK_DISABLE_LOCAL_CONFIG", "USER", "LOGNAME"))
 
 
 def read_state(env: "Env") -> "dict | None":

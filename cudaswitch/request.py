@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from cudaswitch.toolkit import AnyRecord
     Record = TypeVar("Record", bound=AnyRecord)
 
-SOURCES = ("user", "managed", "system", "module", "conda", "pip")
+SOURCES = ("user", "managed", "system", "module", "spack", "conda", "pip")
 SPECIFIER_START = "<>=!~"
 MAX_LENGTH = 200
 

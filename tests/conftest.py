@@ -26,7 +26,7 @@ class Host:
     def __init__(self, root: Path, work: Path):
         self.root, self.work = root, work
         self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith(("CUDA", "CONDA", "VIRTUAL_ENV", "LMOD", "MODULE", "__LMOD",
+                    if not k.startswith(("CUDA", "CONDA", "SPACK", "VIRTUAL_ENV", "LMOD", "MODULE", "__LMOD",
                                          "_ModuleTable", "LD_LIBRARY_PATH"))}
         self.env["PATH"] = SCRIPTS + os.pathsep + self.env.get("PATH", "")  # shells find the same script
         self.env.update({

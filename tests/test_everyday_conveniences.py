@@ -80,7 +80,7 @@ def test_config_get_set_unset(standard_host, config_restored):
     got = standard_host.run("config", "get", "verdict")
     assert got.stdout == "problems\n" and str(config) in got.stderr
     for bad in (["verdictt", "all"], ["verdict", "loud"], ["torch_timeout", "-3"], ["probe_exec", "maybe"],
-                ["source_order", "managed,spack"]):
+                ["source_order", "managed,rpm"]):
         proc = standard_host.run("config", "set", *bad)
         assert proc.returncode == 2 and proc.stdout == "" and len(proc.stderr.splitlines()) == 1, (bad, proc.stderr)
         assert "Traceback" not in proc.stderr

@@ -14,7 +14,7 @@ from tests import kits
 from tests.conftest import CUDASWITCH, HOME, Host
 from tests.registry_helpers import LOGGING_NVCC, logging_toolkit, nvcc_version, runs
 
-SOURCES = ["user", "managed", "system", "module", "conda", "pip"]
+SOURCES = ["user", "managed", "system", "module", "spack", "conda", "pip"]
 
 
 @pytest.fixture

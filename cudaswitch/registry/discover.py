@@ -32,7 +32,8 @@ CACHE_FORMAT = 9
 CACHE_FILE = "registry.marshal"
 VERSION_FILES = ("version.json", "version.txt")  # what a record's version is read from first
 ENV_KEYS = ("CUDASWITCH_ROOT", "HOME", "PATH", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE",
-            "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME")
+            "VIRTUAL_ENV", "MODULEPATH", "LMOD_CMD", "LMOD_DIR", "MODULES_CMD", "MODULESHOME", "SPACK_ROOT",
+            "SPACK_USER_CONFIG_PATH", "SPACK_SYSTEM_CONFIG_PATH", "SPACK_DISABLE_LOCAL_CONFIG", "USER", "LOGNAME")
 RECORD_KEYS = frozenset(("version", "root", "real", "sources", "origins", "nvcc", "status", "problems",
                          "bin_dirs", "lib_dirs", "env_bin", "env_lib", "isolated"))
 
@@ -182,7 +183,7 @@ def list_json(records: "list[ToolkitRecord]") -> "list[str]":
 
 PATH_VARS = ("PATH", "MODULEPATH")
 DIR_VARS = ("HOME", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE", "VIRTUAL_ENV", "LMOD_CMD", "LMOD_DIR",
-            "MODULES_CMD", "MODULESHOME")
+            "MODULES_CMD", "MODULESHOME", "SPACK_ROOT", "SPACK_USER_CONFIG_PATH", "SPACK_SYSTEM_CONFIG_PATH")
 
 
 def absolute_only(env: "Env") -> "dict[str, str]":

@@ -72,9 +72,9 @@ class Scan:
 
 
 def source_modules() -> dict:
-    from cudaswitch.registry.sources import conda, managed, modules, pip, system, user
+    from cudaswitch.registry.sources import conda, managed, modules, pip, spack, system, user
 
-    return {m.NAME: m for m in (user, managed, system, modules, conda, pip)}
+    return {m.NAME: m for m in (user, managed, system, modules, spack, conda, pip)}
 
 
 def searched(order: "list[str]") -> str:
