@@ -3,7 +3,9 @@ own database (`<root>/.spack-db/index.json`) without running spack, in the three
 Spack has written since v0.17; the install tree roots the config scopes name and the upstreams
 upstreams.yaml names; an unreadable config or database is one info line, never a traceback.
 
-Each host mirrors a cluster user's: a Spack clone (SPACK_ROOT, or its bin/ on PATH), installs
+Since v0.20 Spack writes no modulefiles unless a site turns them on (its CHANGELOG: "Module file
+generation is disabled by default", #37258), so a plain `spack install cuda` is seen by no module
+source. Each host mirrors a cluster user's: a Spack clone (SPACK_ROOT, or its bin/ on PATH), installs
 under `$spack/opt/spack` laid out by Spack's default projection, a site tree, an upstream
 instance, and the CUDA that the admin registered as an external (`packages.yaml` `externals:`),
 which lives in /usr/local/cuda-12.4. The toolkit trees are real (tests/kits.py: NVIDIA's wheels
@@ -127,17 +129,20 @@ def lists_only_the_installed_toolkit(host, prefixes):
 
 
 def test_database_v6_as_spack_0_17_to_0_19_writes_it(host):
-    """Version 6: `_DB_VERSION` went from 5 to 6 in September 2021 (the spec.json change, PR
-    #22845), first released in v0.17.0; v0.16.2 refuses it ("Expected database version 5 but found
-    version 6"). Nodes as v0.19 writes them (its test data `specfiles/hdf5.v019.json`): "version"
-    a string, "compiler" {"name", "version"}, dependency edges with "type"."""
+    """Version 6: `_db_version` went from 5 to 6 in September 2021 (commit d83f7110, the spec.json
+    change of PR #22845), first released in v0.17.0 (November 2021); v0.16.2 refuses it ("Expected
+    database version 5 but found version 6", PR #25707). Nodes as v0.19 writes them (its test
+    data `specfiles/hdf5.v019.json`): "version" a string, "compiler" {"name", "version"},
+    dependency edges with "type"."""
     lists_only_the_installed_toolkit(host, spack_host(host, 6))
 
 
 def test_database_v7_as_spack_0_20_to_0_23_writes_it(host):
     """Version 7: PR #34821 ("Add virtual information on DAG edges", "bumps format of specfile,
     and thus of lockfile and database") made edges {"name", "hash", "parameters": {"deptypes",
-    "virtuals"}}; database.py maps database 7 to SpecfileV4. Spack 0.23.1 still expects 7 (issue
+    "virtuals"}}; database.py maps database 7 to SpecfileV4. It shipped in v0.20.0: PR #37614,
+    merged ten days before that release, gives older Spacks a clear error for a database "too new"
+    after #34821, and was asked to be backported to 0.19. Spack 0.23.1 still expects 7 (issue
     #49791: "The expected DB version is '7', but '8' was found")."""
     lists_only_the_installed_toolkit(host, spack_host(host, 7))
 
