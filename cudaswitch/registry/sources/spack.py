@@ -65,8 +65,7 @@ def find(scan: Scan) -> "Iterator[Candidate]":
 
 
 def _instance(scan: Scan) -> "str | None":
-    """$spack as the host names it: $SPACK_ROOT (setup-env.sh sets it), else the instance whose
-    bin/spack is on PATH (found, never run)."""
+    """$spack: $SPACK_ROOT (setup-env.sh sets it), else the one whose bin/spack is on PATH (never run)."""
     if scan.env.get("SPACK_ROOT"):
         return scan.env["SPACK_ROOT"]
     found = which("spack", scan.env)
@@ -75,8 +74,7 @@ def _instance(scan: Scan) -> "str | None":
 
 
 def _scopes(scan: Scan, spack: str) -> "list[str]":
-    """Spack's config scopes: defaults, the instance's own (site before 1.1, `spack` and `site`
-    from 1.1), system and user unless SPACK_DISABLE_LOCAL_CONFIG turns those two off."""
+    """defaults, the instance's own (etc/spack; from 1.1 also etc/spack/site), system and user."""
     scopes = [spack + "/etc/spack/defaults", spack + "/etc/spack", spack + "/etc/spack/site"]
     if not scan.env.get("SPACK_DISABLE_LOCAL_CONFIG"):
         scopes.append(scan.env.get("SPACK_SYSTEM_CONFIG_PATH") or "/etc/spack")
@@ -155,8 +153,7 @@ def _installed(scan: Scan, root: str) -> "Iterator[Candidate]":
         if not isinstance(spec, dict) or spec.get("name") not in PACKAGES or spec.get("external"):
             continue
         path, version = record.get("path"), spec.get("version")
-        if record.get("installed") is not True or record.get("deprecated_for") or not isinstance(path, str) \
-                or not path.startswith("/"):
+        if record.get("installed") is not True or record.get("deprecated_for") or not str(path).startswith("/"):
             continue
         prefix = scan.env_path(path)
         scan.watch(prefix)  # removed by hand, or put back
@@ -166,7 +163,6 @@ def _installed(scan: Scan, root: str) -> "Iterator[Candidate]":
 
 
 def _database(path: str) -> dict:
-    """The installs of the Spack database at path (FileNotFoundError when there is none)."""
     try:
         document = json.loads(_read(path, INDEX_LIMIT))
     except (ValueError, RecursionError):
@@ -184,9 +180,8 @@ def _database(path: str) -> dict:
 # strictly and marks anything else (lists, block scalars, flow collections, anchors, tags) as
 # OPAQUE, so a value that matters and is not a plain scalar is refused, never guessed.
 def parse_blocks(text: str) -> dict:
-    """The block mappings of a YAML text as nested dicts; scalars are strings (None when empty or
-    null). Unreadable for a tab in the indentation, a line that is not `key: value`, indentation
-    that matches no key above, or a key given twice."""
+    """The block mappings of a YAML text as nested dicts of strings (None: empty or null); Unreadable
+    for a tab in the indentation, a line not `key: value` under a key above, a key given twice."""
     root: dict = {}
     stack: "list[tuple[int, dict]]" = [(0, root)]  # (indentation of its keys, mapping)
     pending: "tuple[int, dict, str] | None" = None  # a key whose value is on the lines below
