@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from cudaswitch.toolkit import AnyRecord, Env
 
 ARCHS_FILE = "nvcc-archs.marshal"
+CANNOT_FIND = re.compile(r"(?:cannot|unable to) find (?:library )?(-l[\w+.-]+)")  # GNU ld, gold, lld
 NVCC_ERROR = re.compile(r"(#error.*|nvcc fatal.*|error:.*|undefined reference.*|cannot find -l.*|not found.*)")
 
 SMOKE_SOURCE = r"""
@@ -65,8 +66,9 @@ def first_error_line(text: str) -> "str | None":
 
 
 def compile_smoke(record: "AnyRecord", env: "Env", run: bool, timeout: float) -> dict:
-    """Compile (`nvcc -c`) and link the one-kernel program; run it when `run` (a GPU is there).
-    Linked against the shared libcudart, the part every toolkit has (not all ship the static one)."""
+    """Compile (`nvcc -c`) and link the one-kernel program as a plain `nvcc x.cu -o x` does (static
+    libcudart_static.a and libcudadevrt.a); run it when `run` (a GPU is there). "cannot_find": the
+    libraries a failed link lacked."""
     nvcc = record.get("nvcc")
     if not nvcc:
         return {"built": False, "error": "this toolkit has no nvcc"}
@@ -75,13 +77,14 @@ def compile_smoke(record: "AnyRecord", env: "Env", run: bool, timeout: float) ->
     with tempfile.TemporaryDirectory(prefix="cudaswitch-smoke-") as tmp:
         with open(os.path.join(tmp, "smoke.cu"), "w") as handle:
             handle.write(SMOKE_SOURCE)
-        steps = [[nvcc, "-c", "smoke.cu", "-o", "smoke.o"], [nvcc, "smoke.o", "-o", "smoke", "-cudart", "shared"]]
+        steps = [[nvcc, "-c", "smoke.cu", "-o", "smoke.o"], [nvcc, "smoke.o", "-o", "smoke"]]
         for argv in steps:
             result = _run(argv, env, timeout, tmp)
             command = " ".join(["nvcc"] + argv[1:])
             if not result["ok"]:
                 return {"built": False, "error": first_error_line(result["output"]) or result["output"],
-                        "command": command, "timed_out": result.get("timed_out", False)}
+                        "command": command, "timed_out": result.get("timed_out", False),
+                        "cannot_find": sorted(set(CANNOT_FIND.findall(result["output"])))}
         done = {"built": True, "ran": False, "command": "; ".join(" ".join(["nvcc"] + a[1:]) for a in steps)}
         if run:
             ran = _run([os.path.join(tmp, "smoke")], env, timeout, tmp)
