@@ -255,6 +255,21 @@ def store_table(cache_dir: str, name: str, entries: dict, max_entries: int) -> N
     store(cache_dir, name, entries)
 
 
+def remembered(cache_dir: str, name: str, key: "Any", compute: "Callable[[], Any]", max_entries: int = 32,
+               keep: "Callable[[Any], bool]" = lambda answer: True, fresh: bool = False) -> "tuple[Any, bool]":
+    """(answer, whether it was remembered) of compute() for `key` in the table `name`, computed once
+    (again when `fresh`); an answer `keep` refuses (a probe that timed out) is not remembered."""
+    known = table(cache_dir, name)
+    if not fresh and key in known:
+        return known[key], True
+    answer = compute()
+    if keep(answer):
+        known.pop(key, None)  # re-inserted last: the newest survives store_table's trim
+        known[key] = answer
+        store_table(cache_dir, name, known, max_entries)
+    return answer, False
+
+
 def file_key(path: str) -> "tuple | None":
     """What says a file is unchanged, or None when it is not a regular file here."""
     try:

@@ -17,7 +17,7 @@ def test_local_of_an_incomplete_toolkit_says_so_in_one_line(standard_host, tmp_p
     assert proc.returncode == 0 and proc.stdout == ""
     [line] = proc.stderr.splitlines()
     assert line.startswith("wrote %s: 12.4" % (tmp_path / ".cudaversion"))
-    assert "missing: nvcc" in line and "cannot compile" in line
+    assert "no nvcc" in line and "cannot compile" in line
     assert (tmp_path / ".cudaversion").read_text() == "12.4\n"
 
 

@@ -1,6 +1,7 @@
-""""Complete" means it can compile: copies of a real 13.1 toolkit each missing one part of the
-compile pipeline (what a partial copy, a wheel set without nvidia-cuda-nvvm, or a runtime package
-leaves) are not ok anywhere; the intact toolkit's first `use` builds a kernel for real, once."""
+""""Complete" means a one-kernel program compiles and links: copies of a real 13.1 toolkit each
+missing one part of the compile pipeline (what a partial copy, a wheel set without nvidia-cuda-nvvm,
+or a runtime package leaves) are not ok anywhere, nor is a venv of NVIDIA's 13.1 wheels, which
+compiles but cannot link; the intact toolkit's first `use` builds a kernel for real, once."""
 
 import os
 import subprocess
@@ -60,6 +61,40 @@ def test_verify_names_the_part_and_strict_use_refuses(partial_host, part):
     strict = partial_host.run("use", root, "--shell", "bash", "--strict", timeout=300)
     assert strict.returncode == 1 and strict.stdout == ""
     assert "refusing to switch (--strict)" in strict.stderr and part in strict.stderr
+
+
+def test_a_venv_of_nvidias_13_1_wheels_compiles_but_cannot_link_so_it_is_not_ok(host, tmp_path):
+    """Mirrors `pip install cuda-toolkit[nvcc,cudart]==13.1.*` in a venv (the real wheels, as pip lays
+    them out): nvcc's stock profile links from nvidia/cu13/lib64, the wheels keep libcudart_static.a and
+    libcudadevrt.a in lib/, so a plain `nvcc x.cu -o x` fails. list, verify and use say so, naming the
+    libraries; the hint they give links; the complete 13.1 beside it stays ok."""
+    kits.venv_with_wheels(host.path("/opt/venv"), "13.1")
+    complete = str(kits.install_classic(kits.cuda13("13.1"), host.path("/usr/local/cuda-13.1"), "13.1"))
+    wheels = kits.site_packages(host.path("/opt/venv")) / "nvidia/cu13"
+    host.env["VIRTUAL_ENV"] = "/opt/venv"
+    items = host.list_json()
+    assert items[complete]["status"] == "ok" and items[complete]["problems"] == []
+    [problem] = items[str(wheels)]["problems"]
+    assert items[str(wheels)]["status"] == "incomplete" and problem.startswith("cannot link: "), problem
+    assert "libcudadevrt.a or libcudart_static.a" in problem and "-L%s/lib" % wheels in problem
+
+    proc = host.run("verify", "pip:13.1", "--json", timeout=300)
+    [status], [build] = by_id(report(proc), "toolkit.status"), by_id(report(proc), "nvcc.compile")
+    assert proc.returncode == 1 and status["level"] == "warning" and build["level"] == "error"
+    assert "compiles but cannot link: -lcudadevrt, -lcudart_static not found" in build["message"]
+    assert "-L%s/lib" % wheels in build["hint"] and build["facts"]["command"] == "nvcc smoke.o -o smoke"
+    use = host.run("use", "pip:13.1", "--shell", "bash", timeout=300)
+    assert use.returncode == 0 and "error: compiles but cannot link: -lcudadevrt, -lcudart_static" in use.stderr
+
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\nint main() { k<<<1, 1>>>(); return 0; }\n")
+    nvcc = [str(wheels / "bin/nvcc"), "k.cu", "-o", "k"]
+    plain = subprocess.run(nvcc, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert plain.returncode != 0 and "cannot find -lcudart_static" in plain.stderr  # what verify said
+    hinted = subprocess.run(nvcc + ["-L%s/lib" % wheels], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert hinted.returncode == 0, hinted.stderr
+
+    [good] = by_id(report(host.run("verify", complete, "--json", timeout=300)), "nvcc.compile")
+    assert good["level"] == "ok" and "compiles and links" in good["message"], good
 
 
 NVCC_LOGGER = """#!/bin/sh

@@ -185,10 +185,10 @@ def _some(items: Iterable[str], shown: int = 4) -> str:
 
 def _compile_all(paths: Paths, records: List[dict], env: dict, toolkits: List[dict],
                  progress: "Progress") -> None:
-    """The one-kernel build of verify/build.py, remembered with the builds `use` and `verify` made,
+    """The one-kernel build of verify/nvcc.py, remembered with the builds `use` and `verify` made,
     in the environment the switch plan gives (audit/host.switched_env): what `use` would give."""
     from cudaswitch.audit.hostfacts import switched_env
-    from cudaswitch.verify.build import cached_build
+    from cudaswitch.verify.nvcc import cached_build
 
     by_root = {r["root"]: r for r in records}
     for done, entry in enumerate(toolkits, 1):

@@ -115,7 +115,7 @@ def toolkit_rules(paths: "Paths", env: dict, requests: "list[str]") -> "list[Che
     from cudaswitch.errors import CudaSwitchError
     from cudaswitch.registry import discover
     from cudaswitch.registry.resolve import resolve
-    from cudaswitch.verify.build import cached_build
+    from cudaswitch.verify.nvcc import cached_build
 
     registry = discover.load(paths, env) if requests else {"records": []}
     out = []

@@ -15,7 +15,6 @@ import os
 import shutil
 import stat
 import tarfile
-import tempfile
 import threading
 import zlib
 
@@ -195,21 +194,10 @@ def compile_env(tree: str, env: "Env", cache_dir: str) -> "tuple[dict, str | Non
 
 
 def first_compile(tree: str, env: "Env", timeout: float = COMPILE_TIMEOUT) -> "str | None":
-    """Build a one-kernel program with the tree's nvcc (compile, then link against its cudart):
-    None when it builds, else the first error line. No GPU is needed; nothing is run. `env`: from
-    compile_env."""
-    from cudaswitch.verify.nvcc import SMOKE_SOURCE, first_error_line
-    from cudaswitch.verify.runner import run_bounded
+    """Build verify's one-kernel program with the tree's nvcc (compile, then link as a plain
+    `nvcc x.cu -o x` does): None when it builds, else the first error line. No GPU is needed;
+    nothing is run. `env`: from compile_env."""
+    from cudaswitch.verify.nvcc import compile_smoke
 
-    nvcc = os.path.join(tree, "bin", "nvcc")
-    with tempfile.TemporaryDirectory(prefix="cudaswitch-first-compile-") as tmp:
-        with open(os.path.join(tmp, "k.cu"), "w") as handle:
-            handle.write(SMOKE_SOURCE)  # the one-kernel program verify builds, compiled here, not run
-        # one nvcc run compiles (cicc, ptxas, fatbinary, host gcc) and links (nvlink, cudart)
-        code, out, err = run_bounded([nvcc, "k.cu", "-o", "k"], env, timeout, tmp)
-        if code != 0:
-            text = err if code is None else (out + err).decode("utf-8", "replace")
-            return "`nvcc k.cu -o k` failed: %s" % (first_error_line(text) or text.strip())
-        if not os.path.isfile(os.path.join(tmp, "k")):
-            return "`nvcc k.cu -o k` wrote no program"
-    return None
+    result = compile_smoke({"nvcc": os.path.join(tree, "bin", "nvcc")}, env, False, timeout)
+    return None if result["built"] else "`%s` failed: %s" % (result["command"], result["error"])

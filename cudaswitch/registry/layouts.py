@@ -9,6 +9,7 @@ import glob
 import os
 
 from cudaswitch.registry import nvcc_probe as probe
+from cudaswitch.safeio import read_or_none
 from cudaswitch.toolkit import new_record, version_tuple
 
 TYPE_CHECKING = False
@@ -69,6 +70,8 @@ def describe(root: str, real: str, layout: str, timeout: float, nvcc_cache: dict
     missing = missing_compile_parts(root, bins, libs) if nvcc else []
     if missing:
         problems.append(MISSING_PREFIX + ", ".join(missing))
+    elif nvcc:
+        problems += _link_problem(os.path.dirname(nvcc), libs)
     return new_record(root, real, _status(problems, nvcc), problems, version=version, nvcc=nvcc, bin_dirs=bins,
                       lib_dirs=libs, isolated=layout in ISOLATED_LAYOUTS, components=components, layout=layout,
                       missing=missing)
@@ -80,6 +83,11 @@ def describe(root: str, real: str, layout: str, timeout: float, nvcc_cache: dict
 MISSING_PREFIX = "cannot compile, missing: "
 BIN_PARTS = ("ptxas", "fatbinary", "nvlink")
 HEADER_PARTS = ("crt/host_config.h", "cuda_runtime.h")
+LINK_PREFIX = "cannot link: "
+LINKED = ("libcudadevrt.a", "libcudart_static.a")
+# NVIDIA's own nvcc.profile (installers, redist archives, wheels) links `nvcc x.cu -o x` from
+# targets/<triple>/lib, else lib64/ (nvcc sets _TARGET_DIR_ when bin/../targets/<triple> exists).
+STOCK_LINK = b'"-L$(TOP)/$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)"'
 
 
 def missing_compile_parts(root: str, bins: "list[str]", libs: "list[str]") -> "list[str]":
@@ -98,6 +106,25 @@ def missing_compile_parts(root: str, bins: "list[str]", libs: "list[str]") -> "l
     if not any(glob.glob(os.path.join(d, "libcudart.so*")) for d in libs):
         missing.append("libcudart")
     return missing
+
+
+def _link_problem(bin_dir: str, libs: "list[str]") -> "list[str]":
+    """Why `nvcc x.cu -o x` cannot link (NVIDIA's 13.x wheels keep libcudart_static.a in lib/), read
+    off the stock nvcc.profile; another profile (conda's, a distribution's) is left to the real build."""
+    top = os.path.dirname(bin_dir)
+    link = glob.glob(os.path.join(top, "targets", "*", "lib")) or [os.path.join(top, "lib64")]
+    lacking = [n for n in LINKED if not any(os.path.isfile(os.path.join(d, n)) for d in link)]
+    if not lacking or STOCK_LINK not in (read_or_none(os.path.join(bin_dir, "nvcc.profile"), 65536) or b""):
+        return []
+    return [LINK_PREFIX + "nvcc links from %s/, which has no %s; %s" % (
+        os.path.relpath(link[0], top), " or ".join(lacking), link_remedy(libs, lacking))]
+
+
+def link_remedy(lib_dirs: "list[str]", names: "list[str]") -> str:
+    """How to link when nvcc's link lacked `names` (libcudart_static.a ...): they may be elsewhere in the toolkit."""
+    there = next((d for d in lib_dirs if all(os.path.isfile(os.path.join(d, n)) for n in names)), None)
+    return "they are in %s: link with -L%s (or export LIBRARY_PATH=%s)" % (there, there, there) if there else (
+        "this toolkit has none: use a complete one (`cudaswitch install VERSION` takes NVIDIA's redist toolkit)")
 
 
 def _include_dirs(root: str, libs: "list[str]") -> "list[str]":
@@ -156,7 +183,6 @@ def _no_nvcc_problem(root: str, bins: "list[str]") -> str:
 
 
 def _status(problems: "list[str]", nvcc: "str | None") -> str:
-    hard = [p for p in problems if not p.startswith(("no nvcc in ", MISSING_PREFIX))]
-    if hard:
+    if any(not p.startswith(("no nvcc in ", MISSING_PREFIX, LINK_PREFIX)) for p in problems):
         return "broken"
-    return "ok" if nvcc and not any(p.startswith(MISSING_PREFIX) for p in problems) else "incomplete"
+    return "ok" if nvcc and not problems else "incomplete"

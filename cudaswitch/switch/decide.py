@@ -47,7 +47,7 @@ def _why_passed_over(record: dict, driver_runs: "DriverRuns") -> str:
     """A newer match is passed over when it cannot compile, or (only asked with `driver_runs`)
     when this host's driver does not run it."""
     if record["status"] != "ok" or driver_runs is None:
-        return "cannot compile (missing: %s)" % (", ".join(record.get("missing") or ()) or "no nvcc")
+        return "; ".join(record.get("problems") or ()) or "it is %s" % record["status"]
     return "this driver does not run it (%s)" % driver_runs(record)[1]
 
 

@@ -43,8 +43,7 @@ def _incomplete(record: "AnyRecord") -> str:
     but said in the same line: the project's builds will fail until it is complete."""
     if record.get("status") == "ok":
         return ""
-    missing = ", ".join(record.get("missing") or ()) or "nvcc"
-    return "; it is %s (missing: %s): it cannot compile .cu files" % (record.get("status") or "incomplete", missing)
+    return "; it is %s: %s" % (record.get("status") or "incomplete", "; ".join(record.get("problems") or ()))
 
 
 def _unset(path: str) -> str:

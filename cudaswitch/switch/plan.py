@@ -250,13 +250,7 @@ def compiler_version(cache_dir: str, compiler: str, env: dict) -> "str | None":
         key = identity_text(compiler)
     except OSError:
         return None
-    known = cache.table(cache_dir, VERSIONS_FILE)
-    if key in known:
-        return known[key]
-    version = _ask_version(compiler, env)
-    known[key] = version
-    cache.store_table(cache_dir, VERSIONS_FILE, known, MAX_CACHED)
-    return version
+    return cache.remembered(cache_dir, VERSIONS_FILE, key, lambda: _ask_version(compiler, env), MAX_CACHED)[0]
 
 
 def _ask_version(compiler: str, env: dict) -> "str | None":
@@ -301,11 +295,7 @@ def reads_ccbin_var(cache_dir: str, nvcc: str) -> "bool | None":
         key = "ccbin-var|" + identity_text(nvcc)
     except OSError:
         return None
-    known = cache.table(cache_dir, VERSIONS_FILE)
-    if key not in known:
-        known[key] = _names(nvcc, b"NVCC_CCBIN\0")
-        cache.store_table(cache_dir, VERSIONS_FILE, known, MAX_CACHED)
-    return known[key]
+    return cache.remembered(cache_dir, VERSIONS_FILE, key, lambda: _names(nvcc, b"NVCC_CCBIN\0"), MAX_CACHED)[0]
 
 
 def _names(path: str, word: bytes) -> "bool | None":

@@ -131,11 +131,9 @@ class Host:
     @functools.cached_property
     def build(self) -> dict:
         """The one-kernel program built with this toolkit in env (cached by what it depends on)."""
-        from cudaswitch.verify import build
-
         gpus = self.driver.get("gpus") or []
-        return build.cached_build(self.paths, self.record, self.env, run=bool(gpus), fresh=self.fresh_build,
-                                  gpus=gpus)
+        return nvccmod.cached_build(self.paths, self.record, self.env, run=bool(gpus), fresh=self.fresh_build,
+                                    gpus=gpus)
 
     @functools.cached_property
     def pci(self) -> list:

@@ -27,19 +27,19 @@ def path_identity(path: "str | None") -> "tuple | None":
         return (path, None)
 
 
-COMPILE_TOOLS = ("nvcc", "ptxas", "fatbinary", "nvlink", "cudafe++")
-BUILD_ENV = ("NVCC_CCBIN", "CUDAHOSTCXX", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
+COMPILE_TOOLS = ("nvcc", "nvcc.profile", "ptxas", "fatbinary", "nvlink", "cudafe++")
+LINKED = ("libcudart.so", "libcudart_static.a", "libcudadevrt.a", "../include/crt/host_config.h")
+BUILD_ENV = ("NVCC_CCBIN", "CUDAHOSTCXX", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "LIBRARY_PATH")
 
 
 def toolkit_identity(record: "AnyRecord", env: "Env") -> tuple:
-    """What a real build with this toolkit depends on, read with stat alone: the compile tools,
-    cicc, host_config.h, libcudart, the host compiler and the variables nvcc reads."""
+    """What a real build with this toolkit depends on, read with stat alone: the compile tools, nvcc.profile,
+    cicc, host_config.h, the libraries `nvcc x.cu -o x` links, the host compiler, the variables nvcc and ld read."""
     root = record["root"]
     files = [os.path.join(b, tool) for b in record.get("bin_dirs") or [] for tool in COMPILE_TOOLS]
     files += [os.path.join(root, "nvvm", "bin", "cicc"), os.path.join(root, "include", "crt", "host_config.h")]
-    for lib in record.get("lib_dirs") or []:
-        files.append(os.path.join(lib, "libcudart.so"))
-        files.append(os.path.join(os.path.dirname(lib), "include", "crt", "host_config.h"))
+    files += [os.path.join(lib, name) for lib in dict.fromkeys((record.get("lib_dirs") or []) + [os.path.join(
+        root, "lib64")]) for name in LINKED]
     return (tuple(path_identity(f) for f in files), path_identity(env.get("NVCC_CCBIN") or which("gcc", env)),
             tuple(env.get(k) for k in BUILD_ENV))
 

@@ -1,16 +1,26 @@
 """Ask the toolkit itself: does nvcc run, which gcc does it accept, which GPUs can it target,
-and does a one-kernel program build (and, with a GPU, run)."""
+and does a one-kernel program build (and, with a GPU, run). The build is done once per toolkit
+identity and remembered, so "verified with nvcc" is literally true and a later switch costs no
+process; one that did not finish in time is not remembered: it says nothing about the toolkit."""
 
 import os
 import re
 
+from cudaswitch import cache
+from cudaswitch.verify.identity import cudaswitch_version, driver_identity, path_identity, toolkit_identity
 from cudaswitch.verify.runner import run_bounded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from cudaswitch.paths import Paths
     from cudaswitch.toolkit import AnyRecord, Env
 
 ARCHS_FILE = "nvcc-archs.marshal"
+BUILDS_FILE = "builds.marshal"
+BUILD_TIMEOUT = 120.0
+CANNOT_FIND = re.compile(r"(?:cannot|unable to) find (?:library )?(-l[\w+.-]+)")  # GNU ld, gold, lld
 NVCC_ERROR = re.compile(r"(#error.*|nvcc fatal.*|error:.*|undefined reference.*|cannot find -l.*|not found.*)")
 
 SMOKE_SOURCE = r"""
@@ -39,19 +49,9 @@ def gpu_archs(nvcc: str, env: "Env", timeout: float) -> "list[str] | None":
 def cached_gpu_archs(cache_dir: str, nvcc: str, env: "Env", timeout: float) -> "list[str] | None":
     """gpu_archs, remembered per nvcc binary (its path and safeio.file_identity): `torch` asks on
     every run, and nvcc's answer changes only with nvcc. A timed-out or failed probe is not kept."""
-    from cudaswitch import cache
-    from cudaswitch.verify.identity import path_identity
-
-    key = repr(path_identity(nvcc))
-    known = cache.table(cache_dir, ARCHS_FILE)
-    if isinstance(known.get(key), list):
-        return known[key]
-    archs = gpu_archs(nvcc, env, timeout)
-    if archs:
-        known.pop(key, None)
-        known[key] = archs
-        cache.store_table(cache_dir, ARCHS_FILE, known, 32)
-    return archs
+    archs, _ = cache.remembered(cache_dir, ARCHS_FILE, repr(path_identity(nvcc)), lambda: gpu_archs(nvcc, env, timeout),
+                                keep=bool)
+    return archs if isinstance(archs, list) else None
 
 
 def first_error_line(text: str) -> "str | None":
@@ -64,9 +64,22 @@ def first_error_line(text: str) -> "str | None":
     return lines[-1] if lines else None
 
 
+def cached_build(paths: "Paths", record: "AnyRecord", env: "Env", run: bool, fresh: bool = False,
+                 timeout: float = BUILD_TIMEOUT, gpus: "Sequence[object]" = ()) -> dict:
+    """compile_smoke's result plus "cached": True when it came from an earlier build. A build that
+    ran the program is also keyed by the driver and the GPUs it ran on: after a driver upgrade the
+    old "fails on the GPU" says nothing."""
+    ran_on = (driver_identity(paths, env), tuple(sorted(repr(g) for g in gpus))) if run else None
+    key = repr((cudaswitch_version(), record["root"], toolkit_identity(record, env), bool(run), ran_on))
+    result, cached = cache.remembered(paths.cache_dir, BUILDS_FILE, key, lambda: compile_smoke(
+        record, env, run, timeout), keep=lambda built: not built.get("timed_out"), fresh=fresh)
+    return dict(result, cached=cached)
+
+
 def compile_smoke(record: "AnyRecord", env: "Env", run: bool, timeout: float) -> dict:
-    """Compile (`nvcc -c`) and link the one-kernel program; run it when `run` (a GPU is there).
-    Linked against the shared libcudart, the part every toolkit has (not all ship the static one)."""
+    """Compile (`nvcc -c`) and link the one-kernel program as a plain `nvcc x.cu -o x` does (static
+    libcudart_static.a and libcudadevrt.a); run it when `run` (a GPU is there). "cannot_find": the
+    libraries a failed link lacked."""
     nvcc = record.get("nvcc")
     if not nvcc:
         return {"built": False, "error": "this toolkit has no nvcc"}
@@ -75,13 +88,14 @@ def compile_smoke(record: "AnyRecord", env: "Env", run: bool, timeout: float) ->
     with tempfile.TemporaryDirectory(prefix="cudaswitch-smoke-") as tmp:
         with open(os.path.join(tmp, "smoke.cu"), "w") as handle:
             handle.write(SMOKE_SOURCE)
-        steps = [[nvcc, "-c", "smoke.cu", "-o", "smoke.o"], [nvcc, "smoke.o", "-o", "smoke", "-cudart", "shared"]]
+        steps = [[nvcc, "-c", "smoke.cu", "-o", "smoke.o"], [nvcc, "smoke.o", "-o", "smoke"]]
         for argv in steps:
             result = _run(argv, env, timeout, tmp)
             command = " ".join(["nvcc"] + argv[1:])
             if not result["ok"]:
                 return {"built": False, "error": first_error_line(result["output"]) or result["output"],
-                        "command": command, "timed_out": result.get("timed_out", False)}
+                        "command": command, "timed_out": result.get("timed_out", False),
+                        "cannot_find": sorted(set(CANNOT_FIND.findall(result["output"])))}
         done = {"built": True, "ran": False, "command": "; ".join(" ".join(["nvcc"] + a[1:]) for a in steps)}
         if run:
             ran = _run([os.path.join(tmp, "smoke")], env, timeout, tmp)

@@ -9,6 +9,7 @@ import glob
 import os
 import re
 
+from cudaswitch.registry.layouts import link_remedy
 from cudaswitch.toolkit import short_version, version_tuple
 from cudaswitch.verify import compat, facttables, hostcc
 from cudaswitch.verify.compat import check
@@ -263,11 +264,8 @@ def _nvcc_targets(host: "Host", gpu: dict) -> "CheckResult":
 def nvcc_compile(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     """The one-kernel program, built for real once per toolkit identity (cached)."""
     record = host.record
-    if not _usable(host) or not record.get("nvcc"):
+    if not _usable(host) or not record.get("nvcc") or record.get("missing"):  # toolkit.status names what is missing
         return []
-    if record.get("missing"):
-        return [check("nvcc.compile", "error", "cannot build with this toolkit: missing %s"
-                      % ", ".join(record["missing"]), None, built=False, missing=record["missing"])]
     unsafe = _shell_unsafe([record["root"], record["nvcc"], host.compiler or ""])
     if unsafe:
         return [check("nvcc.compile", "info", "cannot build with this toolkit safely: nvcc runs its steps through "
@@ -284,6 +282,11 @@ def nvcc_compile(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
         if result.get("timed_out"):
             return [check("nvcc.compile", "info", "cannot say whether this toolkit builds: %s" % result["error"],
                           "`cudaswitch verify --compile` tries again with more time", **result)]
+        flags = result.get("cannot_find")  # -lcudart_static ...: it compiled, the link failed
+        if flags:
+            line = "compiles but cannot link: %s not found" % ", ".join(flags)
+            return [check("nvcc.compile", "error", "a one-kernel program %s%s" % (line, when), link_remedy(
+                record.get("lib_dirs") or [], ["lib%s.a" % flag[2:] for flag in flags]), line=line, **result)]
         return [check("nvcc.compile", "error", "a one-kernel program does not build%s: %s" % (when, result["error"]),
                       _build_hint(result["error"]), **result)]
     if not result.get("ran"):
