@@ -11,6 +11,7 @@ Manifests are cached under the cache dir once read (a release's manifest does no
 index is cached too, so `install --list` answers offline from a warm cache.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -28,7 +29,7 @@ from cudaswitch.toolkit import version_tuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
 
     from cudaswitch.request import ToolkitRequest
 
@@ -94,18 +95,29 @@ def list_releases(base: str, timeout: float = FETCH_TIMEOUT) -> "list[str]":
 
 class ManifestCache:
     """Manifests and the last index seen, per base URL, under the cache dir. What the cache holds
-    is checked as a manifest fresh from the mirror is: a cache file is data anyone could have left."""
+    is checked as a manifest fresh from the mirror is: a cache file is data anyone could have left.
+    `hint`, when given, replaces the hint of an Unreachable base (what to do, in the caller's terms)."""
 
-    def __init__(self, cache_dir: str, base: str) -> None:
+    def __init__(self, cache_dir: str, base: str, hint: "str | None" = None) -> None:
         key = hashlib.sha256(base.encode("utf-8")).hexdigest()[:16]
         self.dir = os.path.join(cache_dir, "redist", key)
-        self.base = base
+        self.base, self.hint = base, hint
+
+    @contextlib.contextmanager
+    def _hinted(self) -> "Iterator[None]":
+        try:
+            yield
+        except Unreachable as exc:
+            if self.hint is None:
+                raise
+            raise Unreachable(exc.message, self.hint) from None
 
     def releases(self, timeout: float = FETCH_TIMEOUT) -> "tuple[list[str], bool]":
         """(releases, offline): the live index, or the cached one when the base cannot be read."""
         index = os.path.join(self.dir, "index.json")
         try:
-            releases = list_releases(self.base, timeout)
+            with self._hinted():
+                releases = list_releases(self.base, timeout)
         except Unreachable:
             cached = _read_json(index)
             if not cached or cached.get("base") != self.base or not _labels(cached.get("releases")):
@@ -125,7 +137,9 @@ class ManifestCache:
             except redist_manifest.BadManifest:
                 pass  # a damaged or planted cache file: read the mirror again
         url = self.base + "redistrib_%s.json" % release
-        document = redist_manifest.load(fetch.read_all(url, timeout), url, release)
+        with self._hinted():
+            data = fetch.read_all(url, timeout)
+        document = redist_manifest.load(data, url, release)
         write_file(path, json.dumps(document).encode("utf-8"))
         return document
 

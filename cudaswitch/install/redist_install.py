@@ -86,34 +86,18 @@ def _parse(text: str) -> "ToolkitRequest":
     return ToolkitRequest.parse(text)
 
 
-def _releases(cache: "redist.ManifestCache", request: "ToolkitRequest", base: str) -> "tuple[str, bool]":
-    """(release label, offline) for the request, from the index (or a full x.y.z named directly)."""
-    try:
-        releases, offline = cache.releases()
-    except redist.Unreachable as exc:
-        raise redist.Unreachable(exc.message, UNREACHABLE_HINT) from None
+def plan(paths: "Paths", request_text: str, base: str, components: "Iterable[str]" = (),
+         extras: "Iterable[str]" = ()) -> "tuple[str, dict, list[dict]]":
+    """(release, manifest, entries): what an install of `request_text` from `base` fetches."""
+    request = _parse(request_text)
+    cache = redist.ManifestCache(paths.cache_dir, base, UNREACHABLE_HINT)
+    releases, _ = cache.releases()
     release = redist.resolve(request, releases)
     if release is None and request.kind == "version" and len(request.value) == 3:
         release = ".".join(map(str, request.value))  # a mirror without a listing: ask for the manifest
     if release is None:
         raise redist.not_found(request.text, releases, base)
-    return release, offline
-
-
-def _manifest(cache: "redist.ManifestCache", release: str) -> dict:
-    try:
-        return cache.manifest(release)
-    except redist.Unreachable as exc:
-        raise redist.Unreachable(exc.message, UNREACHABLE_HINT) from None
-
-
-def plan(paths: "Paths", request_text: str, base: str, components: "Iterable[str]" = (),
-         extras: "Iterable[str]" = ()) -> "tuple[str, dict, list[dict]]":
-    """(release, manifest, entries): what an install of `request_text` from `base` fetches."""
-    request = _parse(request_text)
-    cache = redist.ManifestCache(paths.cache_dir, base)
-    release, _ = _releases(cache, request, base)
-    manifest = _manifest(cache, release)
+    manifest = cache.manifest(release)
     plat = redist.platform_key()
     entries = [dict(redist.archive_entry(manifest, key, plat), base=base)
                for key in redist.toolkit_components(manifest, components)]
@@ -127,18 +111,14 @@ def plan(paths: "Paths", request_text: str, base: str, components: "Iterable[str
 def cudnn_entry(paths: "Paths", base: str, release: str, plat: str) -> dict:
     """The newest cuDNN archive built for this CUDA major (its cuda_variant, e.g. cuda13)."""
     cudnn = redist.cudnn_base(base)
-    cache = redist.ManifestCache(paths.cache_dir, cudnn)
+    cache = redist.ManifestCache(paths.cache_dir, cudnn, "--with cudnn reads %s" % cudnn)
     variant = "cuda%d" % version_tuple(release)[0]
-    try:
-        releases, _ = cache.releases()
-        for label in sorted(releases, key=version_tuple, reverse=True):
-            manifest = cache.manifest(label)
-            item = manifest.get("cudnn")
-            where = item.get(plat) if isinstance(item, dict) else None
-            if isinstance(where, dict) and variant in where:
-                return dict(redist.archive_entry(manifest, "cudnn", plat, variant), base=cudnn)
-    except redist.Unreachable as exc:
-        raise redist.Unreachable(exc.message, "--with cudnn reads %s" % cudnn) from None
+    for label in sorted(cache.releases()[0], key=version_tuple, reverse=True):
+        manifest = cache.manifest(label)
+        item = manifest.get("cudnn")
+        where = item.get(plat) if isinstance(item, dict) else None
+        if isinstance(where, dict) and variant in where:
+            return dict(redist.archive_entry(manifest, "cudnn", plat, variant), base=cudnn)
     raise CudaSwitchError("no cuDNN release at %s has a %s build for %s" % (cudnn, variant, plat))
 
 

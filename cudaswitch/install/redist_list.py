@@ -21,12 +21,9 @@ def available(paths: "Paths", env: "Env", mirror: "str | None" = None) -> dict:
     """{"base", "offline", "cached_at", "driver", "releases": [{release, date, name, components,
     size_bytes, size, driver, driver_level}]}, newest first."""
     base = configured_base(paths, mirror) or redist.NVIDIA_CUDA
-    cache = redist.ManifestCache(paths.cache_dir, base)
-    try:
-        releases, offline = cache.releases()
-    except redist.Unreachable as exc:
-        raise redist.Unreachable(exc.message, "no cached index for it either; %s; `cudaswitch install --list "
-                                 "--from pypi` lists NVIDIA's wheels through pip" % DEFAULT_BASE_NOTE) from None
+    cache = redist.ManifestCache(paths.cache_dir, base, "no cached index for it either; %s; `cudaswitch install "
+                                 "--list --from pypi` lists NVIDIA's wheels through pip" % DEFAULT_BASE_NOTE)
+    releases, offline = cache.releases()
     driver = driver_facts(paths, env)
     rows = []
     for label in sorted(releases, key=_key, reverse=True):
