@@ -322,7 +322,8 @@ def _unpack_all(found: "list[str]", tree: str, release: str, env: "Env", progres
         count = wheels.unpack(wheel, tree, pause)
         pause = None
         progress("unpacked %s %s (%d files)" % (name, version, count))
-    wheels.finish_tree(tree, versions, release)
+    cudart = next((v for n, v in versions.items() if n.startswith("nvidia-cuda-runtime")), None)
+    wheels.finish_tree(tree, wheels.version_json(versions, release), cudart)
 
 
 def uninstall(paths: "Paths", env: "Env", registry: dict, request: str, force: bool = False) -> dict:

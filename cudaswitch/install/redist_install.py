@@ -13,6 +13,7 @@ from cudaswitch.cache import make_dir
 from cudaswitch.install import steps
 from cudaswitch.install import redist
 from cudaswitch.install import redist_tree
+from cudaswitch.install import wheels
 from cudaswitch.errors import CudaSwitchError, UsageError
 from cudaswitch.toolkit import version_tuple
 
@@ -181,7 +182,8 @@ def fill(build: str, tree: str, release: str, entries: "list[dict]", env: "Env",
     pause = steps.test_pause(env, progress)
     redist_tree.unpack_all(fetched, tree, os.path.join(build, "unpacked"),
                            pause and (lambda stop: pause(stop.wait)), progress)
-    redist_tree.finish(tree, release, entries)
+    wheels.finish_tree(tree, {"cuda": {"name": "CUDA SDK", "version": release},
+                              **{e["component"]: {"name": e["name"], "version": e["version"]} for e in entries}})
     _prove(tree, release, env, progress, cache_dir)
 
 

@@ -9,7 +9,6 @@ two archives where one's directory meets the other's link.
 """
 
 import concurrent.futures
-import json
 import lzma
 import os
 import shutil
@@ -20,7 +19,7 @@ import threading
 import zlib
 
 from cudaswitch.switch import plan
-from cudaswitch.install import untar, wheels
+from cudaswitch.install import untar
 from cudaswitch.errors import CudaSwitchError
 
 TYPE_CHECKING = False
@@ -158,27 +157,6 @@ def _placed_parts(name: str, top: str, component: str, isdir: bool) -> "Parts":
     if rest and rest[0] == "lib":
         rest[0] = "lib64"
     return tuple(rest)
-
-
-def finish(tree: str, release: str, entries: "list[dict]") -> "dict[str, dict[str, str]]":
-    """lib -> lib64, development links where an archive lacks them, and version.json."""
-    lib64 = os.path.join(tree, "lib64")
-    if os.path.isdir(lib64):
-        if not os.path.lexists(os.path.join(tree, "lib")):
-            os.symlink("lib64", os.path.join(tree, "lib"))
-        wheels._link_libraries(lib64, None)
-    document = {"cuda": {"name": "CUDA SDK", "version": release}}
-    for entry in entries:
-        document[entry["component"]] = {"name": entry["name"], "version": entry["version"]}
-    try:  # an archive may have put a dir or a link at that name: never written through
-        fd = os.open(os.path.join(tree, "version.json"), untar.CREATE_FILE, 0o644)
-    except OSError as exc:
-        raise CudaSwitchError("cannot write version.json into the unpacked tree: %s" % (exc.strerror or exc),
-                              "an archive holds a version.json of its own; nothing was installed") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=3, sort_keys=True)
-        handle.write("\n")
-    return document
 
 
 def compile_env(tree: str, env: "Env", cache_dir: str) -> "tuple[dict, str | None]":
