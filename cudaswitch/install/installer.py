@@ -31,7 +31,7 @@ from cudaswitch.errors import CudaSwitchError, ToolkitNotFound, UsageError
 from cudaswitch.toolkit import version_tuple
 from cudaswitch import envstate
 from cudaswitch.install.steps import (
-    quiet, signals_ignored, check_nvcc, describe_tree, index_requirement, install_once, interruptible,
+    quiet, signals_ignored, check_nvcc, finished, index_requirement, install_once, interruptible,
     is_pre_release, make_scratch, minor_ranges, test_pause, version_lock)
 
 TYPE_CHECKING = False
@@ -86,10 +86,8 @@ def install(paths: "Paths", env: "Env", request: str, components: "Iterable[str]
         make_dir(paths.managed_dir)  # 0700 whatever the umask: the managed source refuses a dir others may write
         installed = install_once(target, lambda build, tree: _fill_from_wheels(
             build, tree, release, requirements, env, download_timeout, progress), progress)
-    result: dict = {"version": release, "root": target, "requirements": requirements, "source": "pypi"}
-    if installed:
-        result["installed"] = True
-    result.update(describe_tree(target))
+    result = finished({"version": release, "root": target, "requirements": requirements, "source": "pypi"},
+                      target, installed)
     result["name"] = redist_install.release_name(release, result["components"].get("nvcc"))
     result["pre_release"] = is_pre_release(release)
     if result["pre_release"]:

@@ -151,11 +151,9 @@ def install(paths: "Paths", env: "Env", request_text: str, components: "Iterable
             redist_site.link_into_managed(paths.managed_dir, release, target)
         if modulefile:
             redist_site.write_modulefiles(modulefile, release, name, target)
-    result: dict = {"version": release, "root": target, "source": "redist", "base": base, "name": name,
-              "archives": {e["component"]: e["version"] for e in entries}, "modulefiles": modulefiles}
-    if installed:
-        result["installed"] = True
-    result.update(steps.describe_tree(target))
+    result = steps.finished({"version": release, "root": target, "source": "redist", "base": base, "name": name,
+                             "archives": {e["component"]: e["version"] for e in entries},
+                             "modulefiles": modulefiles}, target, installed)
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
 
