@@ -37,8 +37,6 @@ from cudaswitch.install.steps import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from types import ModuleType
-
     from packaging.version import Version
 
     from cudaswitch.install.steps import Progress
@@ -215,7 +213,7 @@ def pypi_releases(paths: "Paths", env: "Env", pre: bool = False) -> dict:
     pip uses (never NVIDIA's redist server), newest first, with whether this host's driver runs them.
     Pre-releases only with `pre` (each row says whether it is one); the others are named in
     "hidden_pre_releases"."""
-    from cudaswitch.install import redist_list
+    from cudaswitch.verify.driver import driver_facts
 
     try:
         offered = pipindex.offered_versions(wheels.META_PACKAGE, env, pipindex.RESOLVE_TIMEOUT)
@@ -231,8 +229,8 @@ def pypi_releases(paths: "Paths", env: "Env", pre: bool = False) -> dict:
         raise _no_releases(offered)
     hidden = sorted({release_label(v) for v in versions if is_pre_release(v)} if not pre else set())
     newest = _newest_per_release([v for v in versions if pre or not is_pre_release(v)])
-    driver = redist_list.driver_facts(paths, env)
-    rows = [_pypi_row(release, newest[release], driver, redist_list) for release in
+    driver = driver_facts(paths, env)
+    rows = [_pypi_row(release, newest[release], driver) for release in
             sorted(newest, key=_release_order, reverse=True)]
     return {"source": "pypi", "base": where, "offline": cached_at is not None, "cached_at": cached_at,
             "driver": {k: driver.get(k) for k in ("present", "release", "cuda")}, "releases": rows,
@@ -295,12 +293,13 @@ def _release_order(label: str) -> "Version":
         return Version("0")
 
 
-def _pypi_row(release: str, version: str, driver: dict, redist_list: "ModuleType") -> dict:
-    verdict = redist_list.driver_verdict(driver, release)
+def _pypi_row(release: str, version: str, driver: dict) -> dict:
+    from cudaswitch.install import redist_list
+
     return {"release": release, "package": "%s==%s" % (wheels.META_PACKAGE, version), "date": None,
             "pre_release": is_pre_release(version), "nvcc": not runtime_only(release),
             "name": release, "components": {}, "size_bytes": None, "size": "?",
-            "driver": verdict["message"], "driver_level": verdict["level"]}
+            **redist_list.driver_verdict(driver, release)}
 
 
 def _fill_from_wheels(build: str, tree: str, release: str, requirements: "list[str]", env: "Env", timeout: float,
