@@ -18,9 +18,12 @@ import tempfile
 import threading
 import zlib
 
-from cudaswitch.switch import plan
-from cudaswitch.install import untar
+from cudaswitch.envstate import pristine
 from cudaswitch.errors import CudaSwitchError
+from cudaswitch.install import untar
+from cudaswitch.switch import plan
+from cudaswitch.verify.nvcc import SMOKE_SOURCE, first_error_line
+from cudaswitch.verify.runner import run_bounded
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -160,13 +163,11 @@ def _placed_parts(name: str, top: str, component: str, isdir: bool) -> "Parts":
 
 
 def compile_env(tree: str, env: "Env", cache_dir: str) -> "tuple[dict, str | None]":
-    """(the environment the first compile runs in, the host compiler picked for it or None): PATH
-    only absolute entries (nothing in the temp dir can stand in for gcc), and the supported g++-N
-    `use` would pick when the default gcc is above the tree's ceiling (11.8 takes gcc 11 at most)."""
-    from cudaswitch.switch.envdiff import pristine
-
+    """(the environment the first compile runs in, the host compiler picked for it or None): the
+    supported g++-N `use` would pick when the default gcc is above the tree's ceiling (11.8 takes
+    gcc 11 at most). Only PATH's absolute entries count (pathsearch.which, and cudaswitch.run for
+    the compile): nothing in the temp dir can stand in for gcc."""
     env = pristine(env)  # not the compilers an active switch chose for another toolkit
-    env = dict(env, PATH=os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if os.path.isabs(p)))
     record = {"root": tree, "nvcc": os.path.join(tree, "bin", "nvcc"), "lib_dirs": [os.path.join(tree, "lib64")]}
     chosen = plan.choose_compilers(cache_dir, record, env)
     return plan.with_compilers(env, chosen), chosen.get("CUDAHOSTCXX")
@@ -176,9 +177,6 @@ def first_compile(tree: str, env: "Env", timeout: float = COMPILE_TIMEOUT) -> "s
     """Build a one-kernel program with the tree's nvcc (compile, then link against its cudart):
     None when it builds, else the first error line. No GPU is needed; nothing is run. `env`: from
     compile_env."""
-    from cudaswitch.verify.nvcc import SMOKE_SOURCE, first_error_line
-    from cudaswitch.verify.runner import run_bounded
-
     nvcc = os.path.join(tree, "bin", "nvcc")
     with tempfile.TemporaryDirectory(prefix="cudaswitch-first-compile-") as tmp:
         with open(os.path.join(tmp, "k.cu"), "w") as handle:
