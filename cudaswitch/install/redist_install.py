@@ -9,12 +9,13 @@ rename it into place. Same lock, same signal rules and same cleanup as the wheel
 import os
 import time
 
+from cudaswitch import config
 from cudaswitch.cache import make_dir
-from cudaswitch.install import steps
-from cudaswitch.install import redist
-from cudaswitch.install import redist_tree
-from cudaswitch.install import wheels
-from cudaswitch.errors import CudaSwitchError, UsageError
+from cudaswitch.errors import CudaSwitchError, UsageError, inert
+from cudaswitch.install import redist, redist_site, redist_tree, steps, wheels
+from cudaswitch.render import iec_size
+from cudaswitch.request import ToolkitRequest
+from cudaswitch.switch.plan import gcc_ceiling
 from cudaswitch.toolkit import version_tuple
 
 TYPE_CHECKING = False
@@ -23,19 +24,12 @@ if TYPE_CHECKING:
 
     from cudaswitch.install.steps import Progress
     from cudaswitch.paths import Paths
-    from cudaswitch.request import ToolkitRequest
     from cudaswitch.toolkit import Env
 
 DOWNLOAD_TIMEOUT = 120.0  # per network read, not per archive: a slow link still finishes
 DEFAULT_BASE_NOTE = "a site mirror goes in --mirror URL or config redist_url"
 UNREACHABLE_HINT = ("a site mirror goes in --mirror URL or config redist_url; --from pypi installs "
                     "CUDA 13 or newer from NVIDIA's wheels through pip instead")
-
-
-def iec(num: int) -> str:
-    from cudaswitch.render import iec_size
-
-    return iec_size(num)
 
 
 def release_name(release: str, nvcc_version: "str | None") -> str:
@@ -47,8 +41,6 @@ def configured_base(paths: "Paths", mirror: "str | None") -> "str | None":
     """The redist base URL: --mirror, else config redist_url, else None."""
     if mirror:
         return redist.normalize_base(mirror, "--mirror")
-    from cudaswitch import config
-
     configured = config.load(paths).get("redist_url")
     return redist.normalize_base(configured, "config redist_url") if configured else None
 
@@ -69,8 +61,6 @@ def choose_source(paths: "Paths", request: str, source: "str | None", mirror: "s
 
 
 def _thirteen_or_newer(text: str) -> bool:
-    from cudaswitch.request import ToolkitRequest
-
     try:
         request = ToolkitRequest.parse(text)
     except CudaSwitchError:
@@ -80,17 +70,11 @@ def _thirteen_or_newer(text: str) -> bool:
     return request.kind == "latest"
 
 
-def _parse(text: str) -> "ToolkitRequest":
-    from cudaswitch.request import ToolkitRequest
-
-    steps.index_requirement(text)  # the same refusals as the wheel source (conda:12.4, system, ...)
-    return ToolkitRequest.parse(text)
-
-
 def plan(paths: "Paths", request_text: str, base: str, components: "Iterable[str]" = (),
          extras: "Iterable[str]" = ()) -> "tuple[str, dict, list[dict]]":
     """(release, manifest, entries): what an install of `request_text` from `base` fetches."""
-    request = _parse(request_text)
+    steps.index_requirement(request_text)  # the same refusals as the wheel source (conda:12.4, system, ...)
+    request = ToolkitRequest.parse(request_text)
     cache = redist.ManifestCache(paths.cache_dir, base, UNREACHABLE_HINT)
     releases, _ = cache.releases()
     release = redist.resolve(request, releases)
@@ -128,15 +112,13 @@ def install(paths: "Paths", env: "Env", request_text: str, components: "Iterable
             modulefile: "str | None" = None) -> dict:
     """Install from the redist base; returns the same result shape as the wheel source. `prefix`:
     a shared directory instead of the data dir; `modulefile`: a dir for Lua and Tcl modulefiles."""
-    from cudaswitch.install import redist_site
-
     started = time.monotonic()
     progress = _escaped_progress(progress)
     with steps.interruptible(request_text):
         release, manifest, entries = plan(paths, request_text, base, components or (), extras)
         name = release_name(release, redist.components(manifest).get("cuda_nvcc"))
         progress("CUDA %s from %s: %s" % (name, base, ", ".join(
-            "%s %s (%s)" % (e["component"], e["version"], iec(e["size"])) for e in entries)))
+            "%s %s (%s)" % (e["component"], e["version"], iec_size(e["size"])) for e in entries)))
         target = redist_site.prefix_target(prefix, release) if prefix else os.path.join(paths.managed_dir, release)
         make_dir(paths.managed_dir)  # 0700 whatever the umask: the managed source refuses a dir others may write
         modulefiles = list(redist_site.modulefile_paths(modulefile, release)) if modulefile else []
@@ -161,8 +143,6 @@ def install(paths: "Paths", env: "Env", request_text: str, components: "Iterable
 def _escaped_progress(progress: "Progress") -> "Progress":
     """Progress lines name manifest values and mirror paths: shown with control characters escaped
     (the error boundary does the same for errors), so a mirror cannot write terminal escapes."""
-    from cudaswitch.errors import inert
-
     return lambda text: progress(inert(text))
 
 
@@ -174,7 +154,7 @@ def fill(build: str, tree: str, release: str, entries: "list[dict]", env: "Env",
     fetched = []
     for entry in entries:
         dest = os.path.join(archives, os.path.basename(entry["relative_path"]))
-        progress("downloading %s (%s)" % (os.path.basename(dest), iec(entry["size"])))
+        progress("downloading %s (%s)" % (os.path.basename(dest), iec_size(entry["size"])))
         redist.download(entry["base"] + entry["relative_path"], dest, entry, DOWNLOAD_TIMEOUT)
         fetched.append((entry, dest))
     pause = steps.test_pause(env, progress)
@@ -182,11 +162,7 @@ def fill(build: str, tree: str, release: str, entries: "list[dict]", env: "Env",
                            pause and (lambda stop: pause(stop.wait)), progress)
     wheels.finish_tree(tree, {"cuda": {"name": "CUDA SDK", "version": release},
                               **{e["component"]: {"name": e["name"], "version": e["version"]} for e in entries}})
-    _prove(tree, release, env, progress, cache_dir)
-
-
-def _prove(tree: str, release: str, env: "Env", progress: "Progress", cache_dir: str) -> None:
-    """A tree without nvcc, or whose nvcc cannot build a kernel, is never installed."""
+    # a tree without nvcc, or whose nvcc cannot build a kernel, is never installed
     if not os.access(os.path.join(tree, "bin", "nvcc"), os.X_OK):
         raise CudaSwitchError("the cuda_nvcc archive of CUDA %s holds no bin/nvcc, so the toolkit could "
                               "not compile" % release, "nothing was installed")
@@ -202,8 +178,6 @@ def _prove(tree: str, release: str, env: "Env", progress: "Progress", cache_dir:
 
 def _compile_hint(tree: str, error: str) -> str:
     """What to do: a missing supported gcc is named; anything else is the toolkit's own fault."""
-    from cudaswitch.switch.plan import gcc_ceiling
-
     ceiling = gcc_ceiling({"root": tree, "lib_dirs": []})[0]
     if ceiling is not None and "unsupported GNU version" in error:
         return "nothing was installed; install gcc-%d and g++-%d (or older), which this CUDA accepts" % (
