@@ -144,11 +144,11 @@ class _Handler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
                             context=self._context, **extra)  # type: ignore[attr-defined]
 
 
-def _origin(url: str) -> "tuple[str, str, int | None] | None":
-    """(scheme, host, port), or None for a URL that does not parse (a bad port, `http://[::1`): a
-    server's Location header is the server's text."""
+def _origin(url: str, base: str = "") -> "tuple[str, str, int | None] | None":
+    """(scheme, host, port) of `url` read against `base`, or None for a URL that does not parse (a
+    bad port, `http://[::1`): a server's Location header is the server's text."""
     try:
-        parts = urllib.parse.urlsplit(url)
+        parts = urllib.parse.urlsplit(urllib.parse.urljoin(base, url))
         return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
     except ValueError:
         return None
@@ -161,11 +161,7 @@ class _SameOrigin(urllib.request.HTTPRedirectHandler):
         # urllib parses the Location itself before redirect_request sees it: text that is no URL
         # would be a ValueError (a traceback), so it is judged here first
         location = headers.get("location") or headers.get("uri") or ""
-        try:
-            newurl = urllib.parse.urljoin(req.full_url, location)
-        except ValueError:
-            newurl = None
-        if newurl is None or _origin(newurl) is None:
+        if _origin(location, req.full_url) is None:
             fp.close()
             raise CudaSwitchError("%s redirects to %s, which is not a URL; refused" % (
                 shown(req.full_url), shown(location)), "the mirror's server is broken or hostile")

@@ -167,10 +167,7 @@ def components(manifest: dict) -> "dict[str, str]":
 def component_key(name: str, manifest: dict) -> "str | None":
     """What a user writes (nvcc, cublas, cuda_nvrtc) -> the manifest's key, or None."""
     have = components(manifest)  # a key whose object has no version is no component
-    for key in (name, "cuda_" + name, "lib" + name):
-        if key in have:
-            return key
-    return None
+    return next((key for key in (name, "cuda_" + name, "lib" + name) if key in have), None)
 
 
 def toolkit_components(manifest: dict, extra: "Iterable[str]" = ()) -> "list[str]":

@@ -144,9 +144,8 @@ def _placed(member: "tarfile.TarInfo", top: str, component: str) -> "tuple[Parts
         if not member.isdir():
             raise untar.Refused("archive member %s is not a directory; refused" % untar.shown(member.name))
         return None
-    if member.islnk():  # a hard link names another member by its archive path
-        return rest, _placed_parts(member.linkname, top, component, False)
-    return rest, None
+    # a hard link names another member by its archive path
+    return rest, _placed_parts(member.linkname, top, component, False) if member.islnk() else None
 
 
 def _placed_parts(name: str, top: str, component: str, isdir: bool) -> "Parts":
