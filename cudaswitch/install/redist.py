@@ -19,8 +19,6 @@ import platform
 import re
 import urllib.parse
 
-from packaging.version import InvalidVersion, Version
-
 from cudaswitch.errors import CudaSwitchError, ToolkitNotFound
 from cudaswitch.install import fetch, redist_manifest
 from cudaswitch.cache import write_file
@@ -132,10 +130,8 @@ class ManifestCache:
         path = os.path.join(self.dir, "redistrib_%s.json" % release)
         cached = _read_json(path)
         if cached is not None:
-            try:
+            with contextlib.suppress(redist_manifest.BadManifest):  # damaged or planted: read the mirror again
                 return redist_manifest.check_document(cached, path, release)
-            except redist_manifest.BadManifest:
-                pass  # a damaged or planted cache file: read the mirror again
         url = self.base + "redistrib_%s.json" % release
         with self._hinted():
             data = fetch.read_all(url, timeout)
@@ -209,15 +205,11 @@ def resolve(request: "ToolkitRequest", releases: "list[str]") -> "str | None":
     def fits(label: str) -> bool:
         if request.kind == "version":
             return version_tuple(label)[:len(request.value)] == tuple(request.value)
-        if request.kind == "specifier":
-            try:
-                return request.value.contains(Version(label), prereleases=False)
-            except InvalidVersion:
-                return False
+        if request.kind == "specifier":  # a label is digits and dots: always a PEP 440 version
+            return request.value.contains(label, prereleases=False)
         return request.kind == "latest"
 
-    matching = [r for r in releases if fits(r)]
-    return max(matching, key=version_tuple) if matching else None
+    return max((r for r in releases if fits(r)), key=version_tuple, default=None)
 
 
 def not_found(request_text: str, releases: "list[str]", base: str) -> ToolkitNotFound:

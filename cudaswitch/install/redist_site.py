@@ -177,10 +177,8 @@ def _loads_root(path: str, root: str) -> bool:
         return False
     lines = set(data.decode("utf-8", "surrogateescape").splitlines())
     wanted = [LUA_ROOT_LINES[0] % lua_string(root), LUA_ROOT_LINES[1] % root, TCL_ROOT_LINES[1] % root]
-    try:
+    with contextlib.suppress(UsageError):
         wanted.append(TCL_ROOT_LINES[0] % tcl_string(root))
-    except UsageError:
-        pass
     return any(line in lines for line in wanted)
 
 

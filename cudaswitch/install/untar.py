@@ -73,17 +73,14 @@ def shown(text: str, limit: int = 80) -> str:
     return repr(text[:limit]) + ("..." if len(text) > limit else "")
 
 
-def unpack_limit(archive_bytes: int) -> int:
-    """Bytes one archive may unpack to (and may stream, headers included)."""
-    return min(UNPACK_CAP, UNPACK_FLOOR + UNPACK_RATIO * max(0, archive_bytes))
-
-
 class Budget:
-    """Counts the bytes read from the decompressed stream and the bytes written to the tree."""
+    """Counts the bytes read from the decompressed stream and the bytes written to the tree; `limit`
+    bounds each (what one archive may unpack to, and stream, headers included)."""
 
     def __init__(self, archive_bytes: int) -> None:
-        self.limit = unpack_limit(archive_bytes)
-        self.most_members = min(MAX_MEMBERS, MEMBERS_FLOOR + max(0, archive_bytes) // BYTES_PER_MEMBER)
+        archive_bytes = max(0, archive_bytes)
+        self.limit = min(UNPACK_CAP, UNPACK_FLOOR + UNPACK_RATIO * archive_bytes)
+        self.most_members = min(MAX_MEMBERS, MEMBERS_FLOOR + archive_bytes // BYTES_PER_MEMBER)
         self.streamed = self.written = self.members = 0
 
     def _over(self) -> Refused:
