@@ -98,10 +98,9 @@ def install(paths: "Paths", env: "Env", request: str, components: "Iterable[str]
             build, tree, release, requirements, env, download_timeout, progress), progress)
     result = finished({"version": release, "root": target, "requirements": requirements, "source": "pypi"},
                       target, installed)
-    result["name"] = release_name(release, result["components"].get("nvcc"))
+    result["name"] = release_name(release, result["components"].get("nvcc")) + (
+        " (pre-release)" if is_pre_release(release) else "")
     result["pre_release"] = is_pre_release(release)
-    if result["pre_release"]:
-        result["name"] += " (pre-release)"
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
 

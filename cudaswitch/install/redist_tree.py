@@ -50,8 +50,8 @@ class Stopped(Exception):
     """An unpack was told to stop (the install is being interrupted)."""
 
 
-def unpack_all(fetched: "list[tuple[dict, str]]", tree: str, staging: str, pause: "Pause | None" = None,
-               progress: "Callable[[str], None] | None" = None) -> None:
+def unpack_all(fetched: "list[tuple[dict, str]]", tree: str, staging: str, pause: "Pause | None",
+               progress: "Callable[[str], None]") -> None:
     """Unpack (entry, archive path) pairs into `tree`, in parallel: lzma lets other threads run while
     it decompresses, so two cores unpack two archives at once. Each goes to its own dir under
     `staging`, then they are merged in the order given (a later component's file wins, as when
@@ -67,9 +67,7 @@ def unpack_all(fetched: "list[tuple[dict, str]]", tree: str, staging: str, pause
                 jobs[pool.submit(_unpack_one, path, entry, os.path.join(staging, entry["component"]), stop,
                                  pause if index == 0 else None)] = entry
             for job in concurrent.futures.as_completed(jobs):
-                count = job.result()
-                if progress:
-                    progress("unpacked %s %s (%d files)" % (jobs[job]["component"], jobs[job]["version"], count))
+                progress("unpacked %s %s (%d files)" % (jobs[job]["component"], jobs[job]["version"], job.result()))
         except BaseException:
             stop.set()
             raise
