@@ -10,6 +10,7 @@ arrived (read1), so the time is also checked between them.
 
 import contextlib
 import http.client
+import io
 import os
 import socket
 import stat
@@ -17,18 +18,14 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Iterator
+from http.client import HTTPMessage
+from typing import IO, Any
+from urllib.request import Request
 
 from cudaswitch.errors import CudaSwitchError, UsageError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import io
-    from collections.abc import Callable, Iterator
-    from http.client import HTTPMessage
-    from typing import IO, Any
-    from urllib.request import Request
-
-    Source = io.BufferedReader | http.client.HTTPResponse
+Source = io.BufferedReader | http.client.HTTPResponse
 
 MAX_DOCUMENT = 64 << 20  # an index or a manifest; NVIDIA's are well under 1 MiB
 READ_DEADLINE = 120.0

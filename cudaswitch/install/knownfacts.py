@@ -12,12 +12,9 @@ import datetime
 
 from cudaswitch import cache
 from cudaswitch.install import redist
+from cudaswitch.paths import Paths
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify import facttables
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from cudaswitch.paths import Paths
 
 CACHE_FILE = "facts-refresh.marshal"
 

@@ -18,18 +18,14 @@ import os
 import platform
 import re
 import urllib.parse
+from collections.abc import Iterable, Iterator
 
 from cudaswitch.errors import CudaSwitchError, ToolkitNotFound
 from cudaswitch.install import fetch, redist_manifest
 from cudaswitch.cache import write_file
+from cudaswitch.request import ToolkitRequest
 from cudaswitch.safeio import quote_prefix, read_or_none
 from cudaswitch.toolkit import version_tuple
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
-
-    from cudaswitch.request import ToolkitRequest
 
 NVIDIA_CUDA = "https://developer.download.nvidia.com/compute/cuda/redist/"
 MANIFEST_NAME = re.compile(r"redistrib_(\d{1,6}(?:\.\d{1,6}){1,3})\.json")  # the labels redist_manifest takes

@@ -11,13 +11,10 @@ manifest over MAX_BYTES or nested over MAX_DEPTH is refused before json ever see
 
 import json
 import re
+from typing import TypeGuard
 
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.safeio import quote_prefix
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import TypeGuard
 
 MAX_BYTES = 4 << 20
 MAX_DEPTH = 16

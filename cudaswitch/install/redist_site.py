@@ -12,14 +12,11 @@ import contextlib
 import json
 import os
 import re
+from collections.abc import Callable, Iterable
 
 from cudaswitch.errors import CudaSwitchError, UsageError
 from cudaswitch.install.redist_manifest import check_release_label
 from cudaswitch.safeio import read_or_none, replace_regular
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
 
 MARKER = ".cudaswitch-install.json"
 # Every value goes in through lua_string / tcl_string, never as raw text: a version or a path from

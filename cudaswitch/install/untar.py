@@ -22,26 +22,22 @@ The rules, each one enough on its own to keep a write inside the tree:
 """
 
 import bz2
-import collections
 import gzip
 import io
 import lzma
 import os
 import shutil
 import tarfile
+from collections import OrderedDict
+from collections.abc import Callable
+from tarfile import TarFile, TarInfo
+from typing import IO, Any
 
 from cudaswitch import tarsafe
 from cudaswitch.errors import CudaSwitchError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections import OrderedDict
-    from collections.abc import Callable
-    from tarfile import TarFile, TarInfo
-    from typing import IO, Any
-
-    Parts = tuple[str, ...]
-    Links = dict[Parts, str]
+Parts = tuple[str, ...]
+Links = dict[Parts, str]
 
 MAX_LINK_HOPS = 40  # the kernel's own limit on links followed in one path lookup
 MAX_RESOLVE_STEPS = 2_000_000  # path components walked for all the links of one archive
@@ -219,7 +215,7 @@ class TreeWriter:
         self.root_fd = os.open(root, OPEN_DIR)
         self.kinds: "dict[Parts, str]" = {(): "dir"}  # tuple of names -> "dir" | "file" | "link"
         self.links: "Links" = {}
-        self.fds: "OrderedDict[Parts, int]" = collections.OrderedDict()  # a few open parent dirs (often revisited)
+        self.fds: "OrderedDict[Parts, int]" = OrderedDict()  # a few open parent dirs (often revisited)
         self.steps = [0]
 
     def __enter__(self) -> "TreeWriter":

@@ -12,19 +12,15 @@ import os
 import re
 import zipfile
 import zlib
+from collections.abc import Callable, Iterable
+from zipfile import ZipInfo
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name as canonical
 
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.install import untar
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
-    from zipfile import ZipInfo
-
-    from cudaswitch.install.untar import Parts
+from cudaswitch.install.untar import Parts
 
 META_PACKAGE = "cuda-toolkit"
 DEFAULT_COMPONENTS = ("nvcc", "cudart", "cccl")
