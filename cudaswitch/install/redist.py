@@ -20,7 +20,7 @@ import re
 import urllib.parse
 from collections.abc import Iterable, Iterator
 
-from cudaswitch.errors import CudaSwitchError, ToolkitNotFound
+from cudaswitch.errors import CudaSwitchError
 from cudaswitch.install import fetch, redist_manifest
 from cudaswitch.cache import write_file
 from cudaswitch.request import ToolkitRequest
@@ -206,13 +206,6 @@ def resolve(request: "ToolkitRequest", releases: "list[str]") -> "str | None":
         return request.kind == "latest"
 
     return max((r for r in releases if fits(r)), key=version_tuple, default=None)
-
-
-def not_found(request_text: str, releases: "list[str]", base: str) -> ToolkitNotFound:
-    from cudaswitch.install.steps import minor_ranges
-
-    hint = "releases there: " + minor_ranges(releases) if releases else "the index lists no redistrib_*.json"
-    return ToolkitNotFound("no CUDA release matches %r at %s" % (request_text, base), hint)
 
 
 def download(url: str, dest: str, entry: dict, timeout: float) -> int:

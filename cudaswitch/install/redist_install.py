@@ -11,7 +11,7 @@ import time
 
 from cudaswitch import config
 from cudaswitch.cache import make_dir
-from cudaswitch.errors import CudaSwitchError, UsageError, inert
+from cudaswitch.errors import CudaSwitchError, ToolkitNotFound, UsageError, inert
 from cudaswitch.install import redist, redist_site, redist_tree, steps, wheels
 from cudaswitch.render import iec_size
 from cudaswitch.request import ToolkitRequest
@@ -81,7 +81,8 @@ def plan(paths: "Paths", request_text: str, base: str, components: "Iterable[str
     if release is None and request.kind == "version" and len(request.value) == 3:
         release = ".".join(map(str, request.value))  # a mirror without a listing: ask for the manifest
     if release is None:
-        raise redist.not_found(request.text, releases, base)
+        hint = "releases there: " + steps.minor_ranges(releases) if releases else "the index lists no redistrib_*.json"
+        raise ToolkitNotFound("no CUDA release matches %r at %s" % (request.text, base), hint)
     manifest = cache.manifest(release)
     plat = redist.platform_key()
     entries = [dict(redist.archive_entry(manifest, key, plat), base=base)
