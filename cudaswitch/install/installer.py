@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from cudaswitch.install.steps import Progress
     from cudaswitch.paths import Paths
-    from cudaswitch.toolkit import AnyRecord, Env
+    from cudaswitch.toolkit import Env
 
 RUNTIME_ONLY = "runtime only, no nvcc"
 RUNTIME_ONLY_NOTE = ("NVIDIA's CUDA %(release)s wheels are " + RUNTIME_ONLY + ": the toolkit made from them cannot "
@@ -325,7 +325,9 @@ def _managed_record(paths: "Paths", registry: dict, request: "ToolkitRequest") -
     # broken trees must stay removable, so the registry's "usable" guard is left out; the release
     # a user installed (the directory name, 13.0.3) matches as well as the nvcc version (13.0.88)
     guards = [check for name, check in request.guards(registry["system_real"]) if name != "usable"]
-    matches = [r for r in managed if all(check(r) for check in guards) or _names_release(r, request)]
+    wanted = request.value if request.kind == "version" else ()
+    matches = [r for r in managed if all(check(r) for check in guards)
+               or (wanted and version_tuple(os.path.basename(r["root"]))[:len(wanted)] == wanted)]
     if len({r["root"] for r in matches}) > 1:
         # deleting is not the place to guess which one was meant (as pyenv, it removes none)
         names = sorted({os.path.basename(r["root"]) for r in matches}, key=version_tuple)
@@ -341,11 +343,6 @@ def _managed_record(paths: "Paths", registry: dict, request: "ToolkitRequest") -
     installed = sorted({os.path.basename(r["root"]) for r in managed}, key=version_tuple)
     raise ToolkitNotFound("no managed toolkit matches %r" % request.text,
                           "installed: " + ", ".join(installed) if installed else "none is installed")
-
-
-def _names_release(record: "AnyRecord", request: "ToolkitRequest") -> bool:
-    wanted = request.value if request.kind == "version" else None
-    return bool(wanted) and version_tuple(os.path.basename(record["root"]))[:len(wanted)] == wanted  # type: ignore[arg-type]
 
 
 def _inside(path: str, directory: str) -> bool:
