@@ -8,7 +8,9 @@ ends a read blocked anywhere (the TLS handshake, the headers, the body); reads r
 arrived (read1), so the time is also checked between them.
 """
 
+import contextlib
 import http.client
+import io
 import os
 import socket
 import stat
@@ -16,23 +18,20 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Iterator
+from http.client import HTTPMessage
+from typing import IO, Any
+from urllib.request import Request
 
 from cudaswitch.errors import CudaSwitchError, UsageError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import io
-    from collections.abc import Callable
-    from http.client import HTTPMessage
-    from typing import IO, Any
-    from urllib.request import Request
-
-    Source = io.BufferedReader | http.client.HTTPResponse
+Source = io.BufferedReader | http.client.HTTPResponse
 
 MAX_DOCUMENT = 64 << 20  # an index or a manifest; NVIDIA's are well under 1 MiB
 READ_DEADLINE = 120.0
 DOWNLOAD_DEADLINE = 600.0  # plus the archive's size at MIN_RATE
 MIN_RATE = 64 << 10  # bytes per second below which a download is given up
+CHUNK = 1 << 20
 DEADLINE_ENV = "CUDASWITCH_REDIST_DEADLINE"  # seconds for each transfer, replacing both defaults
 TAMPERED = "the mirror is corrupt or hostile; nothing was installed"
 
@@ -96,71 +95,57 @@ class _Watchdog:
 
 
 def _shut(fd: int) -> None:
-    """shutdown() on a duplicate of the fd: ends the connection for the reading thread too."""
-    try:
+    """shutdown() on a duplicate of the fd: ends the connection for the reading thread too. An fd
+    that is no longer a socket (closed and reused) is nothing of ours to cut."""
+    with contextlib.suppress(OSError):
         copy = os.dup(fd)
-    except OSError:
-        return
-    try:
-        duplicate = socket.socket(fileno=copy)
-    except OSError:  # no longer a socket (closed and reused): nothing of ours to cut
-        os.close(copy)
-        return
-    try:
-        duplicate.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    finally:
-        duplicate.close()
+        try:
+            duplicate = socket.socket(fileno=copy)
+        except OSError:
+            os.close(copy)
+            raise
+        with duplicate:
+            duplicate.shutdown(socket.SHUT_RDWR)
 
 
-class _Watched:
-    """A connection whose socket goes to the watchdog the moment it is made."""
-
-    def __init__(self, *args: "Any", watchdog: _Watchdog, **kwargs: "Any") -> None:
-        super().__init__(*args, **kwargs)
-        create = self._create_connection
+def _watched(connection: "Callable[..., Any]", watchdog: _Watchdog) -> "Callable[..., Any]":
+    """`connection` made so that its socket goes to the watchdog the moment it is made."""
+    def make(*args: "Any", **kwargs: "Any") -> "Any":
+        made = connection(*args, **kwargs)
+        create = made._create_connection
 
         def create_watched(*a: "Any", **kw: "Any") -> "socket.socket":
             sock = create(*a, **kw)
             watchdog.watch(sock)
             return sock
 
-        self._create_connection: "Callable[..., socket.socket]" = create_watched
+        made._create_connection = create_watched
+        return made
+
+    return make
 
 
-class _HTTPConnection(_Watched, http.client.HTTPConnection):
-    pass
+class _Handler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    """http and https, each connection watched (build_opener then adds neither default handler)."""
 
-
-class _HTTPSConnection(_Watched, http.client.HTTPSConnection):
-    pass
-
-
-class _HTTPHandler(urllib.request.HTTPHandler):
     def __init__(self, watchdog: _Watchdog) -> None:
         super().__init__()
         self.watchdog = watchdog
 
     def http_open(self, req: "urllib.request.Request") -> "http.client.HTTPResponse":
-        return self.do_open(_HTTPConnection, req, watchdog=self.watchdog)  # type: ignore[arg-type]
-
-
-class _HTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, watchdog: _Watchdog) -> None:
-        super().__init__()
-        self.watchdog = watchdog
+        return self.do_open(_watched(http.client.HTTPConnection, self.watchdog), req)
 
     def https_open(self, req: "urllib.request.Request") -> "http.client.HTTPResponse":
         extra = {"check_hostname": self._check_hostname} if hasattr(self, "_check_hostname") else {}  # < 3.12
-        return self.do_open(_HTTPSConnection, req, context=self._context, watchdog=self.watchdog, **extra)  # type: ignore[arg-type, attr-defined]
+        return self.do_open(_watched(http.client.HTTPSConnection, self.watchdog), req,
+                            context=self._context, **extra)  # type: ignore[attr-defined]
 
 
-def _origin(url: str) -> "tuple[str, str, int | None] | None":
-    """(scheme, host, port), or None for a URL that does not parse (a bad port, `http://[::1`): a
-    server's Location header is the server's text."""
+def _origin(url: str, base: str = "") -> "tuple[str, str, int | None] | None":
+    """(scheme, host, port) of `url` read against `base`, or None for a URL that does not parse (a
+    bad port, `http://[::1`): a server's Location header is the server's text."""
     try:
-        parts = urllib.parse.urlsplit(url)
+        parts = urllib.parse.urlsplit(urllib.parse.urljoin(base, url))
         return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
     except ValueError:
         return None
@@ -173,11 +158,7 @@ class _SameOrigin(urllib.request.HTTPRedirectHandler):
         # urllib parses the Location itself before redirect_request sees it: text that is no URL
         # would be a ValueError (a traceback), so it is judged here first
         location = headers.get("location") or headers.get("uri") or ""
-        try:
-            newurl = urllib.parse.urljoin(req.full_url, location)
-        except ValueError:
-            newurl = None
-        if newurl is None or _origin(newurl) is None:
+        if _origin(location, req.full_url) is None:
             fp.close()
             raise CudaSwitchError("%s redirects to %s, which is not a URL; refused" % (
                 shown(req.full_url), shown(location)), "the mirror's server is broken or hostile")
@@ -199,10 +180,8 @@ class Stream:
 
     def __init__(self, source: "Source", url: str, watchdog: "_Watchdog | None" = None) -> None:
         self.source, self.url, self.watchdog = source, url, watchdog
-        self.length = None
         length = getattr(source, "headers", {}).get("Content-Length")
-        if length and length.strip().isdigit():
-            self.length = int(length)
+        self.length = int(length) if length and length.strip().isdigit() else None
 
     def __enter__(self) -> "Stream":
         return self
@@ -230,6 +209,18 @@ class Stream:
             raise self._late()
         return data
 
+    def chunks(self, limit: int, too_big: "Callable[[int | None], CudaSwitchError]") -> "Iterator[bytes]":
+        """The body as it arrives, refused with too_big(the length the server declared, or None
+        once more than `limit` bytes came)."""
+        if self.length is not None and self.length > limit:  # said before a byte is sent
+            raise too_big(self.length)
+        total = 0
+        while chunk := self.read(CHUNK):
+            total += len(chunk)
+            if total > limit:
+                raise too_big(None)
+            yield chunk
+
 
 def local_path(url: str) -> str:
     return urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
@@ -240,7 +231,7 @@ def open_url(url: str, timeout: float, deadline: float) -> Stream:
     if url.startswith("file://"):
         return Stream(_open_local(url), url)
     watchdog = _Watchdog(deadline)
-    opener = urllib.request.build_opener(_HTTPHandler(watchdog), _HTTPSHandler(watchdog), _SameOrigin())
+    opener = urllib.request.build_opener(_Handler(watchdog), _SameOrigin())
     try:
         return Stream(opener.open(url, timeout=timeout), url, watchdog)
     except urllib.error.HTTPError as exc:
@@ -271,22 +262,9 @@ def _open_local(url: str) -> "io.BufferedReader":
 
 def read_all(url: str, timeout: float, limit: int = MAX_DOCUMENT) -> bytes:
     """The bytes at `url`, refused above `limit`, within READ_DEADLINE in all."""
-    chunks: "list[bytes]" = []
-    total = 0
+    def too_big(declared: "int | None") -> CudaSwitchError:
+        return CudaSwitchError("%s is larger than %d MiB, far more than any index or manifest; refused" % (
+            shown(url), limit >> 20), TAMPERED)
+
     with open_url(url, timeout, deadline_seconds(READ_DEADLINE)) as source:
-        if source.length is not None and source.length > limit:
-            raise _too_big(url, limit)
-        while True:
-            chunk = source.read(1 << 20)
-            if not chunk:
-                return b"".join(chunks)
-            total += len(chunk)
-            if total > limit:
-                raise _too_big(url, limit)
-            chunks.append(chunk)
-
-
-def _too_big(url: str, limit: int) -> CudaSwitchError:
-    return CudaSwitchError("%s is larger than %d MiB, far more than any index or manifest; refused" % (
-        shown(url), limit >> 20), TAMPERED)
-
+        return b"".join(source.chunks(limit, too_big))

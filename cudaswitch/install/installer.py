@@ -19,32 +19,44 @@ so on stderr), so a test can interrupt an install at a known point. CUDASWITCH_P
 bounds the download.
 """
 
+import datetime
 import os
 import shutil
 import tempfile
 import time
 
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from cudaswitch import cache, envstate
 from cudaswitch.cache import make_dir
-from cudaswitch.install import pipindex
-from cudaswitch.install import wheels
 from cudaswitch.errors import CudaSwitchError, ToolkitNotFound, UsageError
-from cudaswitch.toolkit import version_tuple
-from cudaswitch import envstate
+from cudaswitch.install import pipindex, redist_install, redist_list, redist_site, wheels
+from cudaswitch.install.redist_install import release_name
 from cudaswitch.install.steps import (
-    quiet, signals_ignored, check_nvcc, describe_tree, index_requirement, install_once, interruptible,
-    is_pre_release, make_scratch, minor_ranges, test_pause, version_lock)
+    check_nvcc, finished, index_requirement, install_once, interruptible, is_pre_release, make_scratch,
+    minor_ranges, pep440, quiet, signals_ignored, test_pause, version_lock)
+from cudaswitch.request import ToolkitRequest, select
+from cudaswitch.switch.lookup import Lookup
+from cudaswitch.switch.shells import hints
+from cudaswitch.toolkit import version_tuple
+from cudaswitch.verify.driver import driver_facts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from types import ModuleType
-
-    from packaging.version import Version
 
     from cudaswitch.install.steps import Progress
     from cudaswitch.paths import Paths
-    from cudaswitch.request import ToolkitRequest
-    from cudaswitch.toolkit import AnyRecord, Env
+    from cudaswitch.toolkit import Env
+
+RUNTIME_ONLY = "runtime only, no nvcc"
+RUNTIME_ONLY_NOTE = ("NVIDIA's CUDA %(release)s wheels are " + RUNTIME_ONLY + ": the toolkit made from them cannot "
+                     "compile .cu files; for a complete %(short)s: cudaswitch install %(short)s (NVIDIA's redist "
+                     "archives, the default for 12.x)")
+NO_RELEASES_HINT = "offline, or another index? see `pip config list`"
+PYPI_LISTING_CACHE = "pypi_releases.marshal"
+PYPI_LISTINGS_KEPT = 16
 
 
 def install(paths: "Paths", env: "Env", request: str, components: "Iterable[str] | None" = None,
@@ -61,8 +73,6 @@ def install(paths: "Paths", env: "Env", request: str, components: "Iterable[str]
 
     SIGTERM and SIGHUP interrupt like Ctrl-C throughout, so every scratch and build dir is
     removed on the way out and the interruption is one line, whichever step it hit."""
-    from cudaswitch.install import redist_install
-
     if source is None and (extras or prefix or modulefile):
         source = "redist"  # only the redist source has cuDNN, site prefixes and modulefiles
     chosen = redist_install.choose_source(paths, request, source, mirror)
@@ -86,22 +96,13 @@ def install(paths: "Paths", env: "Env", request: str, components: "Iterable[str]
         make_dir(paths.managed_dir)  # 0700 whatever the umask: the managed source refuses a dir others may write
         installed = install_once(target, lambda build, tree: _fill_from_wheels(
             build, tree, release, requirements, env, download_timeout, progress), progress)
-    result: dict = {"version": release, "root": target, "requirements": requirements, "source": "pypi"}
-    if installed:
-        result["installed"] = True
-    result.update(describe_tree(target))
-    result["name"] = redist_install.release_name(release, result["components"].get("nvcc"))
+    result = finished({"version": release, "root": target, "requirements": requirements, "source": "pypi"},
+                      target, installed)
+    result["name"] = release_name(release, result["components"].get("nvcc")) + (
+        " (pre-release)" if is_pre_release(release) else "")
     result["pre_release"] = is_pre_release(release)
-    if result["pre_release"]:
-        result["name"] += " (pre-release)"
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
-
-
-RUNTIME_ONLY = "runtime only, no nvcc"
-RUNTIME_ONLY_NOTE = ("NVIDIA's CUDA %(release)s wheels are " + RUNTIME_ONLY + ": the toolkit made from them cannot "
-                     "compile .cu files; for a complete %(short)s: cudaswitch install %(short)s (NVIDIA's redist "
-                     "archives, the default for 12.x)")
 
 
 def runtime_only(release: str) -> bool:
@@ -120,10 +121,11 @@ def _resolve(requirement: str, components: "list[str]", env: "Env", request: str
         if is_pre_release(version) and not pre:  # a pip that takes a pre-release when nothing else matches
             raise _pre_release_refused(request, [version])
         try:
-            release, pins = release_of(meta), wheels.component_pins(meta)
+            pins = wheels.component_pins(meta)
         except wheels.WheelError as exc:
             raise CudaSwitchError("the %s package pip found is unusable: %s" % (wheels.META_PACKAGE, exc),
                                   "nothing was installed") from None
+    release = release_label(version)  # 13.0.3.0 -> 13.0.3: the 4th piece is packaging
     unknown = [c for c in components if c not in pins]
     if unknown:
         raise UsageError("CUDA %s has no component %s" % (release, ", ".join(unknown)),
@@ -142,19 +144,10 @@ def _download_timeout(env: "Env") -> float:
     return seconds
 
 
-def release_of(meta_wheel: str) -> str:
-    """cuda_toolkit-13.0.3.0-...whl -> '13.0.3' (the CUDA release; the 4th piece is packaging);
-    a pre-release keeps its label: 13.4.0rc1."""
-    return release_label(wheels.wheel_identity(meta_wheel)[1])
-
-
 def release_label(version: str) -> str:
     """'13.0.3.0' -> '13.0.3', '13.4.0.0rc1' -> '13.4.0rc1'."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
+    parsed = pep440(version)
+    if parsed is None:
         return ".".join(str(n) for n in version_tuple(version)[:3])
     label = ".".join(str(n) for n in parsed.release[:3])
     if parsed.pre:
@@ -166,17 +159,17 @@ def _fetch(timeout: float, requirements: "list[str]", dest: str, env: "Env", req
            progress: "Progress", pre: bool = False) -> "list[str]":
     """pip download, turning pip's failures into one-line user errors."""
     try:
-        found = pipindex.download(requirements, dest, env, timeout, lambda line: progress("  pip: " + line), pre)
+        return pipindex.download(requirements, dest, env, timeout, lambda line: progress("  pip: " + line), pre)
     except pipindex.PipError as exc:
         raise _index_error(exc, requirements, request) from None
-    return found
 
 
 def _index_error(exc: pipindex.PipError, requirements: "list[str]", request: str) -> CudaSwitchError:
     if exc.versions is not None and requirements[0].startswith(wheels.META_PACKAGE):
         if not exc.versions:
             return _no_releases(exc)
-        candidates = [v for v in exc.versions if is_pre_release(v) and _satisfies(requirements[0], v)]
+        specifier = Requirement(requirements[0]).specifier
+        candidates = [v for v in exc.versions if is_pre_release(v) and specifier.contains(v, prereleases=True)]
         if candidates:
             return _pre_release_refused(request, candidates)
         finals = [v for v in exc.versions if not is_pre_release(v)]
@@ -185,12 +178,6 @@ def _index_error(exc: pipindex.PipError, requirements: "list[str]", request: str
     return CudaSwitchError("pip could not download %s from %s: %s" % (" ".join(requirements), exc.looked_in,
                                                                       exc.message),
                            "see `pip config list`; nothing was installed")
-
-
-def _satisfies(requirement: str, version: str) -> bool:
-    from packaging.requirements import Requirement
-
-    return Requirement(requirement).specifier.contains(version, prereleases=True)
 
 
 def _pre_release_refused(request: str, versions: "list[str]") -> ToolkitNotFound:
@@ -204,12 +191,8 @@ def _pre_release_refused(request: str, versions: "list[str]") -> ToolkitNotFound
 def _no_releases(exc: pipindex.PipError) -> ToolkitNotFound:
     """The index pip uses has no cuda-toolkit release: pip names the place it asked (an index URL,
     find-links dirs), and whether it could reach it."""
-    if exc.unreachable:
-        return ToolkitNotFound("the package index pip uses offers no %s release: %s cannot be reached"
-                               % (wheels.META_PACKAGE, exc.looked_in),
-                               "offline, or another index? see `pip config list`")
-    return ToolkitNotFound("the package index pip uses offers no %s release: %s"
-                           % (wheels.META_PACKAGE, exc.looked_in), "offline, or another index? see `pip config list`")
+    return ToolkitNotFound("the package index pip uses offers no %s release: %s%s" % (
+        wheels.META_PACKAGE, exc.looked_in, " cannot be reached" if exc.unreachable else ""), NO_RELEASES_HINT)
 
 
 def pypi_releases(paths: "Paths", env: "Env", pre: bool = False) -> dict:
@@ -217,52 +200,38 @@ def pypi_releases(paths: "Paths", env: "Env", pre: bool = False) -> dict:
     pip uses (never NVIDIA's redist server), newest first, with whether this host's driver runs them.
     Pre-releases only with `pre` (each row says whether it is one); the others are named in
     "hidden_pre_releases"."""
-    from cudaswitch.install import redist_list
-
     try:
         offered = pipindex.offered_versions(wheels.META_PACKAGE, env, pipindex.RESOLVE_TIMEOUT)
     except pipindex.PipError as exc:
         raise CudaSwitchError("pip could not list %s from %s: %s" % (wheels.META_PACKAGE, exc.looked_in,
                                                                     exc.message), "see `pip config list`") from None
     where, versions, cached_at = offered.looked_in, offered.versions or [], None
+    listings = cache.table(paths.cache_dir, PYPI_LISTING_CACHE)
     if versions:
-        _remember_listing(paths, where, versions)
+        listings.pop(where, None)  # re-inserted last: the newest are the ones kept
+        listings[where] = {"versions": list(versions), "at": time.time()}
+        cache.store_table(paths.cache_dir, PYPI_LISTING_CACHE, listings, PYPI_LISTINGS_KEPT)
     else:  # offline (pip does not always say so): the last listing of this index, labelled with its age
-        versions, cached_at = _remembered_listing(paths, where)
+        versions, cached_at = _remembered_listing(listings.get(where))
     if not versions:
         raise _no_releases(offered)
     hidden = sorted({release_label(v) for v in versions if is_pre_release(v)} if not pre else set())
-    newest = _newest_per_release([v for v in versions if pre or not is_pre_release(v)])
-    driver = redist_list.driver_facts(paths, env)
-    rows = [_pypi_row(release, newest[release], driver, redist_list) for release in
+    newest: "dict[str, str]" = {}  # release label -> the newest packaging of it (13.0.2.1 over 13.0.2.0)
+    for version in versions:
+        if pre or not is_pre_release(version):
+            label = release_label(version)
+            if label not in newest or _release_order(version) > _release_order(newest[label]):
+                newest[label] = version
+    driver = driver_facts(paths, env)
+    rows = [_pypi_row(release, newest[release], driver) for release in
             sorted(newest, key=_release_order, reverse=True)]
     return {"source": "pypi", "base": where, "offline": cached_at is not None, "cached_at": cached_at,
             "driver": {k: driver.get(k) for k in ("present", "release", "cuda")}, "releases": rows,
             "hidden_pre_releases": hidden}
 
 
-PYPI_LISTING_CACHE = "pypi_releases.marshal"
-PYPI_LISTINGS_KEPT = 16
-
-
-def _remember_listing(paths: "Paths", where: str, versions: "list[str]") -> None:
-    from cudaswitch import cache
-
-    known = cache.load(paths.cache_dir, PYPI_LISTING_CACHE)
-    entries = dict(known) if isinstance(known, dict) else {}
-    entries.pop(where, None)  # re-inserted last: the newest are the ones kept
-    entries[where] = {"versions": list(versions), "at": time.time()}
-    cache.store_table(paths.cache_dir, PYPI_LISTING_CACHE, entries, PYPI_LISTINGS_KEPT)
-
-
-def _remembered_listing(paths: "Paths", where: str) -> "tuple[list[str], str | None]":
-    """(versions, "2026-12-01 10:00 UTC, 3 days old") of the last listing of `where`, or ([], None)."""
-    import datetime
-
-    from cudaswitch import cache
-
-    known = cache.load(paths.cache_dir, PYPI_LISTING_CACHE)
-    entry = known.get(where) if isinstance(known, dict) else None
+def _remembered_listing(entry: object) -> "tuple[list[str], str | None]":
+    """(versions, "2026-12-01 10:00 UTC, 3 days old") of a remembered listing, or ([], None)."""
     if not (isinstance(entry, dict) and isinstance(entry.get("at"), float) and isinstance(entry.get("versions"), list)):
         return [], None
     stamp = datetime.datetime.fromtimestamp(entry["at"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -277,43 +246,22 @@ def _age(seconds: float) -> str:
     return "less than a minute"
 
 
-def _newest_per_release(versions: "list[str]") -> "dict[str, str]":
-    """{release label: the newest packaging of it} (13.0.2 -> 13.0.2.1 over 13.0.2.0)."""
-    newest: "dict[str, str]" = {}
-    for version in versions:
-        label = release_label(version)
-        if label not in newest or _release_order(version) > _release_order(newest[label]):
-            newest[label] = version
-    return newest
-
-
 def _release_order(label: str) -> "Version":
     """PEP 440 order (13.4.0rc1 before 13.4.0); an unparsable label sorts lowest."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(label)
-    except InvalidVersion:
-        return Version("0")
+    return pep440(label) or Version("0")
 
 
-def _pypi_row(release: str, version: str, driver: dict, redist_list: "ModuleType") -> dict:
-    verdict = redist_list.driver_verdict(driver, release)
+def _pypi_row(release: str, version: str, driver: dict) -> dict:
     return {"release": release, "package": "%s==%s" % (wheels.META_PACKAGE, version), "date": None,
             "pre_release": is_pre_release(version), "nvcc": not runtime_only(release),
             "name": release, "components": {}, "size_bytes": None, "size": "?",
-            "driver": verdict["message"], "driver_level": verdict["level"]}
+            **redist_list.driver_verdict(driver, release)}
 
 
 def _fill_from_wheels(build: str, tree: str, release: str, requirements: "list[str]", env: "Env", timeout: float,
                       progress: "Progress") -> None:
     os.makedirs(os.path.join(build, "wheels"))
     found = _fetch(timeout, requirements, os.path.join(build, "wheels"), env, release, progress)
-    _unpack_all(found, tree, release, env, progress)
-    check_nvcc(tree, release)
-
-
-def _unpack_all(found: "list[str]", tree: str, release: str, env: "Env", progress: "Progress") -> None:
     pause = test_pause(env, progress)
     versions = {}
     for wheel in found:
@@ -322,26 +270,20 @@ def _unpack_all(found: "list[str]", tree: str, release: str, env: "Env", progres
         count = wheels.unpack(wheel, tree, pause)
         pause = None
         progress("unpacked %s %s (%d files)" % (name, version, count))
-    wheels.finish_tree(tree, versions, release)
+    cudart = next((v for n, v in versions.items() if n.startswith("nvidia-cuda-runtime")), None)
+    wheels.finish_tree(tree, wheels.version_json(versions, release), cudart)
+    check_nvcc(tree, release)
 
 
 def uninstall(paths: "Paths", env: "Env", registry: dict, request: str, force: bool = False) -> dict:
     """Remove one managed toolkit; refuses others, and the active one unless `force`."""
-    from cudaswitch.switch.lookup import Lookup
-    from cudaswitch.request import ToolkitRequest
-
     record = _managed_record(paths, registry, ToolkitRequest.parse(request, allow_path=True))
     root = record["root"]
     was_active = Lookup(registry, env).is_active(record)
     if was_active and not force:
-        from cudaswitch.switch.shells import hints
-
         raise CudaSwitchError("CUDA %s at %s is active in this shell" % (record["version"], root),
                               "%s first, or pass --force"
                               % hints.leave_active(env, envstate.read_state(env), os.getcwd()))
-    from cudaswitch.install import redist_site
-    from cudaswitch.install.redist_install import release_name
-
     if _inside(root, paths.managed_dir):
         name = release_name(os.path.basename(root), record["version"])
         _remove_tree(root)
@@ -377,18 +319,22 @@ def _managed_record(paths: "Paths", registry: dict, request: "ToolkitRequest") -
         raise UsageError("uninstall removes only toolkits made by `cudaswitch install`, not %s ones"
                          % request.source)
     records = registry["records"]
+    # a prefix install: the managed dir links to it (the marker is checked before removal)
     managed = [r for r in records if "managed" in r["sources"] and (
-        _inside(r["root"], paths.managed_dir) or _site_install(paths.managed_dir, r["root"]))]
+        _inside(r["root"], paths.managed_dir) or redist_site.links_to(paths.managed_dir, r["root"]))]
     # broken trees must stay removable, so the registry's "usable" guard is left out; the release
     # a user installed (the directory name, 13.0.3) matches as well as the nvcc version (13.0.88)
     guards = [check for name, check in request.guards(registry["system_real"]) if name != "usable"]
-    matches = [r for r in managed if all(check(r) for check in guards) or _names_release(r, request)]
+    wanted = request.value if request.kind == "version" else ()
+    matches = [r for r in managed if all(check(r) for check in guards)
+               or (wanted and version_tuple(os.path.basename(r["root"]))[:len(wanted)] == wanted)]
     if len({r["root"] for r in matches}) > 1:
-        raise _ambiguous(request.text, matches)
+        # deleting is not the place to guess which one was meant (as pyenv, it removes none)
+        names = sorted({os.path.basename(r["root"]) for r in matches}, key=version_tuple)
+        raise UsageError("%r matches %d managed toolkits: %s; nothing was removed" % (
+            request.text, len(names), ", ".join(names)), "name one, e.g. cudaswitch uninstall %s" % names[-1])
     if matches:
         return matches[0]
-    from cudaswitch.request import select
-
     other = select(request, records, registry["source_order"], registry["system_real"])
     if other is not None:
         raise CudaSwitchError("CUDA %s at %s is not managed by cudaswitch (source: %s)" % (
@@ -399,26 +345,5 @@ def _managed_record(paths: "Paths", registry: dict, request: "ToolkitRequest") -
                           "installed: " + ", ".join(installed) if installed else "none is installed")
 
 
-def _ambiguous(text: str, matches: "list[dict]") -> UsageError:
-    """A partial request matching several toolkits removes none (as pyenv does): deleting is not
-    the place to guess which one was meant."""
-    names = sorted({os.path.basename(r["root"]) for r in matches}, key=version_tuple)
-    return UsageError("%r matches %d managed toolkits: %s; nothing was removed" % (text, len(names), ", ".join(names)),
-                      "name one, e.g. cudaswitch uninstall %s" % names[-1])
-
-
-def _site_install(managed_dir: str, root: str) -> bool:
-    """A prefix install: the managed dir links to it (the marker is checked before removal)."""
-    from cudaswitch.install import redist_site
-
-    return bool(redist_site.links_to(managed_dir, root))
-
-
-def _names_release(record: "AnyRecord", request: "ToolkitRequest") -> bool:
-    wanted = request.value if request.kind == "version" else None
-    return bool(wanted) and version_tuple(os.path.basename(record["root"]))[:len(wanted)] == wanted  # type: ignore[arg-type]
-
-
 def _inside(path: str, directory: str) -> bool:
-    real, base = os.path.realpath(path), os.path.realpath(directory)
-    return real.startswith(base + os.sep)
+    return os.path.realpath(path).startswith(os.path.realpath(directory) + os.sep)

@@ -12,12 +12,9 @@ import datetime
 
 from cudaswitch import cache
 from cudaswitch.install import redist
+from cudaswitch.paths import Paths
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify import facttables
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from cudaswitch.paths import Paths
 
 CACHE_FILE = "facts-refresh.marshal"
 
@@ -94,20 +91,20 @@ def _ga_drivers(manifests: "redist.ManifestCache", labels: "list[str]", timeout:
 
 
 def lines(facts: dict) -> "list[str]":
-    """The human view: one line per fact, each with its source and date."""
+    """The human view: one line per fact, each followed by its source and date."""
     s = facts["shipped"]
     cuda, branch, arch, torch = s["cuda"], s["driver_branch"], s["gpu_arch"], s["torch"]
-    out = ["newest CUDA release: %s%s" % (cuda["cuda"], " (%s, %s)" % (cuda["label"], cuda["date"])
-                                          if cuda.get("label") else ""),
-           _source_line(cuda),
-           "newest driver branch: %s (CUDA %s needs %s)" % (branch["branch"], branch["cuda"], branch["driver"]),
-           _source_line(branch),
-           "newest GPU architecture: %s (from CUDA %s)%s" % (" ".join(arch["sm"]), arch["first_cuda"],
-                                                              ": " + arch["note"] if arch.get("note") else ""),
-           _source_line(arch),
-           "newest torch release: %s (%s, CUDA %s)" % (torch["torch"], torch.get("release") or "release unknown",
-                                                         torch["cuda"]),
-           _source_line(torch)]
+    out: "list[str]" = []
+    for text, fact in (
+            ("newest CUDA release: %s%s" % (cuda["cuda"], " (%s, %s)" % (cuda["label"], cuda["date"])
+                                            if cuda.get("label") else ""), cuda),
+            ("newest driver branch: %s (CUDA %s needs %s)" % (branch["branch"], branch["cuda"], branch["driver"]),
+             branch),
+            ("newest GPU architecture: %s (from CUDA %s)%s" % (" ".join(arch["sm"]), arch["first_cuda"],
+                                                                ": " + arch["note"] if arch.get("note") else ""), arch),
+            ("newest torch release: %s (%s, CUDA %s)" % (torch["torch"], torch.get("release") or "release unknown",
+                                                           torch["cuda"]), torch)):
+        out += [text, "  source: %s, read %s: %s" % (fact["source"], fact["retrieved"], fact["where"])]
     refreshed = facts["refreshed"]
     if not refreshed:
         return out + ["from the redist index: nothing yet (`cudaswitch facts refresh` reads it)"]
@@ -115,7 +112,3 @@ def lines(facts: dict) -> "list[str]":
     out += ["  CUDA %s (%s, %s): driver %s or newer" % (r["cuda"], r["label"], r.get("date") or "no date",
                                                        r["driver"]) for r in refreshed["releases"]]
     return out + ([] if refreshed["releases"] else ["  no release newer than the shipped driver table"])
-
-
-def _source_line(fact: dict) -> str:
-    return "  source: %s, read %s: %s" % (fact["source"], fact["retrieved"], fact["where"])

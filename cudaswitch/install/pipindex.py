@@ -13,6 +13,7 @@ import sys
 import tempfile
 
 from cudaswitch.pathsearch import which
+from cudaswitch.run import run
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,28 +45,20 @@ class PipError(Exception):
 
     @property
     def looked_in(self) -> str:
-        return looked_in(self.lines)
+        """Where pip looked, as it said ("http://mirror/simple, /opt/wheels"). pip names an index
+        only when it is not PyPI, and says nothing of --no-index: with links named alone PyPI may
+        or may not have been asked, and the message says so rather than guess."""
+        indexes, links = ([line.split(":", 1)[1].strip() for line in self.lines if line.startswith(prefix)]
+                          for prefix in LOOKED_IN)
+        if indexes:
+            return ", ".join(indexes + links)
+        if links:
+            return "%s (and %s unless pip's no-index is set)" % (", ".join(links), DEFAULT_INDEX)
+        return DEFAULT_INDEX
 
     @property
     def unreachable(self) -> bool:
         return any(sign in line for line in self.lines for sign in UNREACHABLE_SIGNS)
-
-
-def looked_in(lines: "list[str]") -> str:
-    """Where pip looked, as it said ("http://mirror/simple, /opt/wheels"). pip names an index only
-    when it is not PyPI, and says nothing of --no-index: with links named alone PyPI may or may not
-    have been asked, and the message says so rather than guess."""
-    indexes = [_named(line) for line in lines if line.startswith(LOOKED_IN[0])]
-    links = [_named(line) for line in lines if line.startswith(LOOKED_IN[1])]
-    if indexes:
-        return ", ".join(indexes + links)
-    if links:
-        return "%s (and %s unless pip's no-index is set)" % (", ".join(links), DEFAULT_INDEX)
-    return DEFAULT_INDEX
-
-
-def _named(line: str) -> str:
-    return line.split(":", 1)[1].strip()
 
 
 def pip_command(env: "Env") -> "list[str]":
@@ -81,17 +74,22 @@ def pip_command(env: "Env") -> "list[str]":
                    "CUDASWITCH_PIP to a pip executable")
 
 
+def _download(requirements: "list[str]", dest: str, env: "Env", timeout: float, on_line: "OnLine",
+              pre: bool = False) -> "list[str]":
+    """`pip download --no-deps` into dest; pip's output lines."""
+    return _run(pip_command(env) + [
+        "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
+        "--disable-pip-version-check", "--no-input", "-d", dest,
+    ] + (["--pre"] if pre else []) + requirements, env, timeout, on_line)
+
+
 def download(requirements: "list[str]", dest: str, env: "Env", timeout: float, on_line: "OnLine" = None,
              pre: bool = False) -> "list[str]":
     """`pip download --no-deps` the requirements into dest; returns the wheel paths pip saved.
 
     on_line(text) receives pip's progress lines (Collecting / Downloading / Processing) as they come.
     `pre`: pre-releases may be picked (pip's --pre)."""
-    command = pip_command(env) + [
-        "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
-        "--disable-pip-version-check", "--no-input", "-d", dest,
-    ] + (["--pre"] if pre else []) + list(requirements)
-    lines = _run(command, env, timeout, on_line)
+    lines = _download(list(requirements), dest, env, timeout, on_line, pre)
     wheels = sorted(os.path.join(dest, n) for n in os.listdir(dest) if n.endswith(".whl"))
     if not wheels:
         raise PipError("pip saved no wheel for %s" % " ".join(requirements), lines)
@@ -103,12 +101,8 @@ def offered_versions(package: str, env: "Env", timeout: float) -> PipError:
     lowest first; [] when none or unreachable), where pip looked and whether it could reach it.
     Raises PipError when pip fails another way (not installed, timed out, a broken pip.conf)."""
     with tempfile.TemporaryDirectory(prefix="cudaswitch-list-") as scratch:
-        command = pip_command(env) + [
-            "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
-            "--disable-pip-version-check", "--no-input", "-d", scratch, package + NO_RELEASE_PIN,
-        ]
         try:
-            lines = _run(command, env, timeout, None)
+            lines = _download([package + NO_RELEASE_PIN], scratch, env, timeout, None)
         except PipError as exc:
             if exc.versions is None:
                 raise
@@ -123,18 +117,6 @@ def _run(command: "list[str]", env: "Env", timeout: float, on_line: "OnLine") ->
     along (a CUDASWITCH_PIP wrapper script, a keyring helper) instead of leaving them orphaned, and
     with a private TMPDIR removed whatever happens: pip killed midway leaves its pip-unpack-*,
     pip-download-* and pip-build-tracker-* dirs behind."""
-    import shutil
-
-    private = tempfile.mkdtemp(prefix="cudaswitch-pip-")
-    try:
-        return _run_in(command, dict(env, TMPDIR=private), timeout, on_line)
-    finally:
-        shutil.rmtree(private, ignore_errors=True)
-
-
-def _run_in(command: "list[str]", env: "Env", timeout: float, on_line: "OnLine") -> "list[str]":
-    from cudaswitch.run import run
-
     lines: "list[str]" = []
 
     def take(line: str) -> None:
@@ -142,23 +124,19 @@ def _run_in(command: "list[str]", env: "Env", timeout: float, on_line: "OnLine")
         if on_line and line.strip().startswith(SHOWN_PREFIXES):
             on_line(line.strip())
 
-    result = run(command, env=dict(env, PYTHONUNBUFFERED="1"), timeout=timeout, merge_stderr=True,
-                 on_line=take)
+    with tempfile.TemporaryDirectory(prefix="cudaswitch-pip-", ignore_cleanup_errors=True) as private:
+        result = run(command, env=dict(env, TMPDIR=private, PYTHONUNBUFFERED="1"), timeout=timeout,
+                     merge_stderr=True, on_line=take)
     if result.timed_out:
         raise PipError("pip did not finish within %g s" % timeout, lines)
     if result.returncode is None:  # e.g. CUDASWITCH_PIP names a file that is not there
         raise PipError(result.error)
     if result.returncode != 0:
-        raise _failure(result.returncode, lines)
+        match = FROM_VERSIONS.search("\n".join(lines))
+        versions = None
+        if match:
+            versions = [v.strip() for v in match.group(1).split(",") if v.strip() and v.strip() != "none"]
+        errors = [line.strip() for line in lines if line.strip().startswith("ERROR:")]
+        reason = errors[-1][len("ERROR:"):].strip() if errors else "pip exited with %d" % result.returncode
+        raise PipError(reason, lines, versions)
     return lines
-
-
-def _failure(code: int, lines: "list[str]") -> PipError:
-    text = "\n".join(lines)
-    match = FROM_VERSIONS.search(text)
-    versions = None
-    if match:
-        versions = [v.strip() for v in match.group(1).split(",") if v.strip() and v.strip() != "none"]
-    errors = [line.strip() for line in lines if line.strip().startswith("ERROR:")]
-    reason = errors[-1][len("ERROR:"):].strip() if errors else "pip exited with %d" % code
-    return PipError(reason, lines, versions)

@@ -11,33 +11,30 @@ Manifests are cached under the cache dir once read (a release's manifest does no
 index is cached too, so `install --list` answers offline from a warm cache.
 """
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
 import re
 import urllib.parse
-import urllib.request
+from collections.abc import Iterable, Iterator
 
-from cudaswitch.errors import CudaSwitchError, ToolkitNotFound
+from cudaswitch.errors import CudaSwitchError
 from cudaswitch.install import fetch, redist_manifest
 from cudaswitch.cache import write_file
+from cudaswitch.request import ToolkitRequest
+from cudaswitch.safeio import quote_prefix, read_or_none
 from cudaswitch.toolkit import version_tuple
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
-
-    from cudaswitch.request import ToolkitRequest
 
 NVIDIA_CUDA = "https://developer.download.nvidia.com/compute/cuda/redist/"
 MANIFEST_NAME = re.compile(r"redistrib_(\d{1,6}(?:\.\d{1,6}){1,3})\.json")  # the labels redist_manifest takes
 FETCH_TIMEOUT = 60.0
-CHUNK = 1 << 20
 # The components a toolkit that compiles and links needs; crt and libnvvm are separate archives
 # from 13.0 on (before, cuda_nvcc holds them), so only those the manifest has are required.
 TOOLKIT_COMPONENTS = ("cuda_nvcc", "cuda_cudart", "cuda_crt", "libnvvm", "cuda_cccl")
 ALWAYS = ("cuda_nvcc", "cuda_cudart")
+CHANGED = "the mirror is corrupt or changed; nothing was installed"
 
 
 Unreachable = fetch.Unreachable  # the base URL cannot be read (host down, refused, too slow, no such directory)
@@ -53,8 +50,6 @@ def platform_key() -> str:
 def normalize_base(text: "str | None", what: str = "--mirror") -> str:
     """A base URL with one trailing slash; a plain directory becomes file://. `what` names where
     the URL came from (--mirror, config redist_url) in the one-line error for a bad one."""
-    from cudaswitch.safeio import quote_prefix
-
     text = (text or "").strip()
     if not text:
         raise CudaSwitchError("the redist mirror URL (%s) is empty" % what)
@@ -79,43 +74,44 @@ def cudnn_base(cuda_base: str) -> str:
     return urllib.parse.urljoin(cuda_base, "cudnn/")
 
 
-def _local_path(url: str) -> str:
-    return urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
-
-
-def read_url(url: str, timeout: float = FETCH_TIMEOUT) -> bytes:
-    """The bytes at `url` (an index or a manifest: at most fetch.MAX_DOCUMENT, all of it within one
-    deadline, no redirect to another host); Unreachable with one line when it cannot be read."""
-    return fetch.read_all(url, timeout)
-
-
 def list_releases(base: str, timeout: float = FETCH_TIMEOUT) -> "list[str]":
     """Release labels the base offers, oldest first, from its directory listing."""
     if base.startswith("file://"):
         try:
-            names = os.listdir(_local_path(base))
+            names = os.listdir(fetch.local_path(base))
         except OSError as exc:
             raise Unreachable("cannot read %s: %s" % (base, exc.strerror or exc)) from None
     else:
-        names = re.findall(r"redistrib_[\d.]+\.json", read_url(base, timeout).decode("utf-8", "replace"))
+        names = re.findall(r"redistrib_[\d.]+\.json", fetch.read_all(base, timeout).decode("utf-8", "replace"))
     found = {m.group(1) for m in map(MANIFEST_NAME.fullmatch, names) if m}
     return sorted(found, key=version_tuple)
 
 
 class ManifestCache:
     """Manifests and the last index seen, per base URL, under the cache dir. What the cache holds
-    is checked as a manifest fresh from the mirror is: a cache file is data anyone could have left."""
+    is checked as a manifest fresh from the mirror is: a cache file is data anyone could have left.
+    `hint`, when given, replaces the hint of an Unreachable base (what to do, in the caller's terms)."""
 
-    def __init__(self, cache_dir: str, base: str) -> None:
+    def __init__(self, cache_dir: str, base: str, hint: "str | None" = None) -> None:
         key = hashlib.sha256(base.encode("utf-8")).hexdigest()[:16]
         self.dir = os.path.join(cache_dir, "redist", key)
-        self.base = base
+        self.base, self.hint = base, hint
+
+    @contextlib.contextmanager
+    def _hinted(self) -> "Iterator[None]":
+        try:
+            yield
+        except Unreachable as exc:
+            if self.hint is None:
+                raise
+            raise Unreachable(exc.message, self.hint) from None
 
     def releases(self, timeout: float = FETCH_TIMEOUT) -> "tuple[list[str], bool]":
         """(releases, offline): the live index, or the cached one when the base cannot be read."""
         index = os.path.join(self.dir, "index.json")
         try:
-            releases = list_releases(self.base, timeout)
+            with self._hinted():
+                releases = list_releases(self.base, timeout)
         except Unreachable:
             cached = _read_json(index)
             if not cached or cached.get("base") != self.base or not _labels(cached.get("releases")):
@@ -130,41 +126,28 @@ class ManifestCache:
         path = os.path.join(self.dir, "redistrib_%s.json" % release)
         cached = _read_json(path)
         if cached is not None:
-            try:
+            with contextlib.suppress(redist_manifest.BadManifest):  # damaged or planted: read the mirror again
                 return redist_manifest.check_document(cached, path, release)
-            except redist_manifest.BadManifest:
-                pass  # a damaged or planted cache file: read the mirror again
         url = self.base + "redistrib_%s.json" % release
-        document = parse_manifest(read_url(url, timeout), url, release)
+        with self._hinted():
+            data = fetch.read_all(url, timeout)
+        document = redist_manifest.load(data, url, release)
         write_file(path, json.dumps(document).encode("utf-8"))
         return document
 
 
 def _read_json(path: str) -> "dict | None":
     """A cache file's JSON object, or None for anything else (absent, a FIFO, too big, too deep)."""
-    from cudaswitch.safeio import read_or_none
-
     data = read_or_none(path, redist_manifest.MAX_BYTES)
-    if data is None or len(data) > redist_manifest.MAX_BYTES:
-        return None
     try:
-        text = data.decode("utf-8")
-        if redist_manifest.json_depth(text) > redist_manifest.MAX_DEPTH:
-            return None
-        data = json.loads(text)
-    except (ValueError, RecursionError, MemoryError):
+        document = redist_manifest.parse(data, path) if data is not None else None
+    except redist_manifest.BadManifest:
         return None
-    return data if isinstance(data, dict) else None
+    return document if isinstance(document, dict) else None
 
 
 def _labels(releases: object) -> bool:
     return isinstance(releases, list) and all(map(redist_manifest.is_release_label, releases))
-
-
-def parse_manifest(data: bytes, url: str, release: "str | None" = None) -> dict:
-    """A manifest as a dict, every field the install reads checked as data (redist_manifest);
-    `release`: the label its file name promised."""
-    return redist_manifest.load(data, url, release)
 
 
 def components(manifest: dict) -> "dict[str, str]":
@@ -176,10 +159,7 @@ def components(manifest: dict) -> "dict[str, str]":
 def component_key(name: str, manifest: dict) -> "str | None":
     """What a user writes (nvcc, cublas, cuda_nvrtc) -> the manifest's key, or None."""
     have = components(manifest)  # a key whose object has no version is no component
-    for key in (name, "cuda_" + name, "lib" + name):
-        if key in have:
-            return key
-    return None
+    return next((key for key in (name, "cuda_" + name, "lib" + name) if key in have), None)
 
 
 def toolkit_components(manifest: dict, extra: "Iterable[str]" = ()) -> "list[str]":
@@ -218,60 +198,37 @@ def archive_entry(manifest: dict, key: str, plat: str, variant: "str | None" = N
 
 def resolve(request: "ToolkitRequest", releases: "list[str]") -> "str | None":
     """The newest release label matching a ToolkitRequest (version, specifier or latest), or None."""
-    from packaging.version import InvalidVersion, Version
-
     def fits(label: str) -> bool:
         if request.kind == "version":
             return version_tuple(label)[:len(request.value)] == tuple(request.value)
-        if request.kind == "specifier":
-            try:
-                return request.value.contains(Version(label), prereleases=False)
-            except InvalidVersion:
-                return False
+        if request.kind == "specifier":  # a label is digits and dots: always a PEP 440 version
+            return request.value.contains(label, prereleases=False)
         return request.kind == "latest"
 
-    matching = [r for r in releases if fits(r)]
-    return max(matching, key=version_tuple) if matching else None
+    return max((r for r in releases if fits(r)), key=version_tuple, default=None)
 
 
-def not_found(request_text: str, releases: "list[str]", base: str) -> ToolkitNotFound:
-    from cudaswitch.install.steps import minor_ranges
-
-    hint = "releases there: " + minor_ranges(releases) if releases else "the index lists no redistrib_*.json"
-    return ToolkitNotFound("no CUDA release matches %r at %s" % (request_text, base), hint)
-
-
-def download(url: str, dest: str, entry: dict, timeout: float, on_chunk: "Callable[[int], None] | None" = None) -> int:
+def download(url: str, dest: str, entry: dict, timeout: float) -> int:
     """Fetch one archive to `dest`, refusing it unless its size and sha256 are the manifest's.
     `timeout` bounds each read; the whole download has a deadline that grows with its size."""
-    digest, written = hashlib.sha256(), 0
+    digest, written, size = hashlib.sha256(), 0, entry["size"]
     name = os.path.basename(entry["relative_path"])
-    with _open_stream(url, timeout, fetch.download_deadline(entry["size"])) as source, open(dest, "xb") as sink:
-        if source.length is not None and source.length > entry["size"]:  # said before a byte is sent
-            raise CudaSwitchError("%s is %d bytes by its server, more than the %d its manifest gives" % (
-                name, source.length, entry["size"]), "the mirror is corrupt or changed; nothing was installed")
-        while True:
-            chunk = source.read(CHUNK)
-            if not chunk:
-                break
+
+    def too_big(declared: "int | None") -> CudaSwitchError:
+        if declared is None:
+            return CudaSwitchError("%s is larger than the %d bytes its manifest gives" % (name, size), CHANGED)
+        return CudaSwitchError("%s is %d bytes by its server, more than the %d its manifest gives" % (
+            name, declared, size), CHANGED)
+
+    with fetch.open_url(url, timeout, fetch.download_deadline(size)) as source, open(dest, "xb") as sink:
+        for chunk in source.chunks(size, too_big):
             written += len(chunk)
-            if written > entry["size"]:
-                raise CudaSwitchError("%s is larger than the %d bytes its manifest gives" % (name, entry["size"]),
-                                      "the mirror is corrupt or changed; nothing was installed")
             digest.update(chunk)
             sink.write(chunk)
-            if on_chunk:
-                on_chunk(written)
-    if written != entry["size"]:
-        raise CudaSwitchError("%s is %d bytes, its manifest says %d" % (name, written, entry["size"]),
+    if written != size:
+        raise CudaSwitchError("%s is %d bytes, its manifest says %d" % (name, written, size),
                               "the download was cut short or the mirror is corrupt; nothing was installed")
     if digest.hexdigest() != entry["sha256"]:
         raise CudaSwitchError("%s fails its sha256 check (manifest %s, got %s)" % (
-            name, entry["sha256"][:16] + "...", digest.hexdigest()[:16] + "..."),
-            "the mirror is corrupt or tampered with; nothing was installed")
+            name, entry["sha256"][:16] + "...", digest.hexdigest()[:16] + "..."), redist_manifest.TAMPERED)
     return written
-
-
-def _open_stream(url: str, timeout: float, deadline: float) -> "fetch.Stream":
-    """A fetch.Stream: file:// only as a regular file; http(s) with `deadline` for all of it."""
-    return fetch.open_url(url, timeout, deadline)

@@ -9,11 +9,13 @@ rename it into place. Same lock, same signal rules and same cleanup as the wheel
 import os
 import time
 
+from cudaswitch import config
 from cudaswitch.cache import make_dir
-from cudaswitch.install import steps
-from cudaswitch.install import redist
-from cudaswitch.install import redist_tree
-from cudaswitch.errors import CudaSwitchError, UsageError
+from cudaswitch.errors import CudaSwitchError, ToolkitNotFound, UsageError, inert
+from cudaswitch.install import redist, redist_site, redist_tree, steps, wheels
+from cudaswitch.render import iec_size
+from cudaswitch.request import ToolkitRequest
+from cudaswitch.switch.plan import gcc_ceiling
 from cudaswitch.toolkit import version_tuple
 
 TYPE_CHECKING = False
@@ -22,19 +24,12 @@ if TYPE_CHECKING:
 
     from cudaswitch.install.steps import Progress
     from cudaswitch.paths import Paths
-    from cudaswitch.request import ToolkitRequest
     from cudaswitch.toolkit import Env
 
 DOWNLOAD_TIMEOUT = 120.0  # per network read, not per archive: a slow link still finishes
 DEFAULT_BASE_NOTE = "a site mirror goes in --mirror URL or config redist_url"
 UNREACHABLE_HINT = ("a site mirror goes in --mirror URL or config redist_url; --from pypi installs "
                     "CUDA 13 or newer from NVIDIA's wheels through pip instead")
-
-
-def iec(num: int) -> str:
-    from cudaswitch.render import iec_size
-
-    return iec_size(num)
 
 
 def release_name(release: str, nvcc_version: "str | None") -> str:
@@ -46,8 +41,6 @@ def configured_base(paths: "Paths", mirror: "str | None") -> "str | None":
     """The redist base URL: --mirror, else config redist_url, else None."""
     if mirror:
         return redist.normalize_base(mirror, "--mirror")
-    from cudaswitch import config
-
     configured = config.load(paths).get("redist_url")
     return redist.normalize_base(configured, "config redist_url") if configured else None
 
@@ -68,8 +61,6 @@ def choose_source(paths: "Paths", request: str, source: "str | None", mirror: "s
 
 
 def _thirteen_or_newer(text: str) -> bool:
-    from cudaswitch.request import ToolkitRequest
-
     try:
         request = ToolkitRequest.parse(text)
     except CudaSwitchError:
@@ -79,41 +70,20 @@ def _thirteen_or_newer(text: str) -> bool:
     return request.kind == "latest"
 
 
-def _parse(text: str) -> "ToolkitRequest":
-    from cudaswitch.request import ToolkitRequest
-
-    steps.index_requirement(text)  # the same refusals as the wheel source (conda:12.4, system, ...)
-    return ToolkitRequest.parse(text)
-
-
-def _releases(cache: "redist.ManifestCache", request: "ToolkitRequest", base: str) -> "tuple[str, bool]":
-    """(release label, offline) for the request, from the index (or a full x.y.z named directly)."""
-    try:
-        releases, offline = cache.releases()
-    except redist.Unreachable as exc:
-        raise redist.Unreachable(exc.message, UNREACHABLE_HINT) from None
+def plan(paths: "Paths", request_text: str, base: str, components: "Iterable[str]" = (),
+         extras: "Iterable[str]" = ()) -> "tuple[str, dict, list[dict]]":
+    """(release, manifest, entries): what an install of `request_text` from `base` fetches."""
+    steps.index_requirement(request_text)  # the same refusals as the wheel source (conda:12.4, system, ...)
+    request = ToolkitRequest.parse(request_text)
+    cache = redist.ManifestCache(paths.cache_dir, base, UNREACHABLE_HINT)
+    releases, _ = cache.releases()
     release = redist.resolve(request, releases)
     if release is None and request.kind == "version" and len(request.value) == 3:
         release = ".".join(map(str, request.value))  # a mirror without a listing: ask for the manifest
     if release is None:
-        raise redist.not_found(request.text, releases, base)
-    return release, offline
-
-
-def _manifest(cache: "redist.ManifestCache", release: str) -> dict:
-    try:
-        return cache.manifest(release)
-    except redist.Unreachable as exc:
-        raise redist.Unreachable(exc.message, UNREACHABLE_HINT) from None
-
-
-def plan(paths: "Paths", request_text: str, base: str, components: "Iterable[str]" = (),
-         extras: "Iterable[str]" = ()) -> "tuple[str, dict, list[dict]]":
-    """(release, manifest, entries): what an install of `request_text` from `base` fetches."""
-    request = _parse(request_text)
-    cache = redist.ManifestCache(paths.cache_dir, base)
-    release, _ = _releases(cache, request, base)
-    manifest = _manifest(cache, release)
+        hint = "releases there: " + steps.minor_ranges(releases) if releases else "the index lists no redistrib_*.json"
+        raise ToolkitNotFound("no CUDA release matches %r at %s" % (request.text, base), hint)
+    manifest = cache.manifest(release)
     plat = redist.platform_key()
     entries = [dict(redist.archive_entry(manifest, key, plat), base=base)
                for key in redist.toolkit_components(manifest, components)]
@@ -127,18 +97,14 @@ def plan(paths: "Paths", request_text: str, base: str, components: "Iterable[str
 def cudnn_entry(paths: "Paths", base: str, release: str, plat: str) -> dict:
     """The newest cuDNN archive built for this CUDA major (its cuda_variant, e.g. cuda13)."""
     cudnn = redist.cudnn_base(base)
-    cache = redist.ManifestCache(paths.cache_dir, cudnn)
+    cache = redist.ManifestCache(paths.cache_dir, cudnn, "--with cudnn reads %s" % cudnn)
     variant = "cuda%d" % version_tuple(release)[0]
-    try:
-        releases, _ = cache.releases()
-        for label in sorted(releases, key=version_tuple, reverse=True):
-            manifest = cache.manifest(label)
-            item = manifest.get("cudnn")
-            where = item.get(plat) if isinstance(item, dict) else None
-            if isinstance(where, dict) and variant in where:
-                return dict(redist.archive_entry(manifest, "cudnn", plat, variant), base=cudnn)
-    except redist.Unreachable as exc:
-        raise redist.Unreachable(exc.message, "--with cudnn reads %s" % cudnn) from None
+    for label in sorted(cache.releases()[0], key=version_tuple, reverse=True):
+        manifest = cache.manifest(label)
+        item = manifest.get("cudnn")
+        where = item.get(plat) if isinstance(item, dict) else None
+        if isinstance(where, dict) and variant in where:
+            return dict(redist.archive_entry(manifest, "cudnn", plat, variant), base=cudnn)
     raise CudaSwitchError("no cuDNN release at %s has a %s build for %s" % (cudnn, variant, plat))
 
 
@@ -147,15 +113,13 @@ def install(paths: "Paths", env: "Env", request_text: str, components: "Iterable
             modulefile: "str | None" = None) -> dict:
     """Install from the redist base; returns the same result shape as the wheel source. `prefix`:
     a shared directory instead of the data dir; `modulefile`: a dir for Lua and Tcl modulefiles."""
-    from cudaswitch.install import redist_site
-
     started = time.monotonic()
     progress = _escaped_progress(progress)
     with steps.interruptible(request_text):
         release, manifest, entries = plan(paths, request_text, base, components or (), extras)
         name = release_name(release, redist.components(manifest).get("cuda_nvcc"))
         progress("CUDA %s from %s: %s" % (name, base, ", ".join(
-            "%s %s (%s)" % (e["component"], e["version"], iec(e["size"])) for e in entries)))
+            "%s %s (%s)" % (e["component"], e["version"], iec_size(e["size"])) for e in entries)))
         target = redist_site.prefix_target(prefix, release) if prefix else os.path.join(paths.managed_dir, release)
         make_dir(paths.managed_dir)  # 0700 whatever the umask: the managed source refuses a dir others may write
         modulefiles = list(redist_site.modulefile_paths(modulefile, release)) if modulefile else []
@@ -170,11 +134,9 @@ def install(paths: "Paths", env: "Env", request_text: str, components: "Iterable
             redist_site.link_into_managed(paths.managed_dir, release, target)
         if modulefile:
             redist_site.write_modulefiles(modulefile, release, name, target)
-    result: dict = {"version": release, "root": target, "source": "redist", "base": base, "name": name,
-              "archives": {e["component"]: e["version"] for e in entries}, "modulefiles": modulefiles}
-    if installed:
-        result["installed"] = True
-    result.update(steps.describe_tree(target))
+    result = steps.finished({"version": release, "root": target, "source": "redist", "base": base, "name": name,
+                             "archives": {e["component"]: e["version"] for e in entries},
+                             "modulefiles": modulefiles}, target, installed)
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
 
@@ -182,8 +144,6 @@ def install(paths: "Paths", env: "Env", request_text: str, components: "Iterable
 def _escaped_progress(progress: "Progress") -> "Progress":
     """Progress lines name manifest values and mirror paths: shown with control characters escaped
     (the error boundary does the same for errors), so a mirror cannot write terminal escapes."""
-    from cudaswitch.errors import inert
-
     return lambda text: progress(inert(text))
 
 
@@ -195,18 +155,15 @@ def fill(build: str, tree: str, release: str, entries: "list[dict]", env: "Env",
     fetched = []
     for entry in entries:
         dest = os.path.join(archives, os.path.basename(entry["relative_path"]))
-        progress("downloading %s (%s)" % (os.path.basename(dest), iec(entry["size"])))
+        progress("downloading %s (%s)" % (os.path.basename(dest), iec_size(entry["size"])))
         redist.download(entry["base"] + entry["relative_path"], dest, entry, DOWNLOAD_TIMEOUT)
         fetched.append((entry, dest))
     pause = steps.test_pause(env, progress)
     redist_tree.unpack_all(fetched, tree, os.path.join(build, "unpacked"),
                            pause and (lambda stop: pause(stop.wait)), progress)
-    redist_tree.finish(tree, release, entries)
-    _prove(tree, release, env, progress, cache_dir)
-
-
-def _prove(tree: str, release: str, env: "Env", progress: "Progress", cache_dir: str) -> None:
-    """A tree without nvcc, or whose nvcc cannot build a kernel, is never installed."""
+    wheels.finish_tree(tree, {"cuda": {"name": "CUDA SDK", "version": release},
+                              **{e["component"]: {"name": e["name"], "version": e["version"]} for e in entries}})
+    # a tree without nvcc, or whose nvcc cannot build a kernel, is never installed
     if not os.access(os.path.join(tree, "bin", "nvcc"), os.X_OK):
         raise CudaSwitchError("the cuda_nvcc archive of CUDA %s holds no bin/nvcc, so the toolkit could "
                               "not compile" % release, "nothing was installed")
@@ -222,8 +179,6 @@ def _prove(tree: str, release: str, env: "Env", progress: "Progress", cache_dir:
 
 def _compile_hint(tree: str, error: str) -> str:
     """What to do: a missing supported gcc is named; anything else is the toolkit's own fault."""
-    from cudaswitch.switch.plan import gcc_ceiling
-
     ceiling = gcc_ceiling({"root": tree, "lib_dirs": []})[0]
     if ceiling is not None and "unsupported GNU version" in error:
         return "nothing was installed; install gcc-%d and g++-%d (or older), which this CUDA accepts" % (

@@ -7,9 +7,13 @@ unreachable a warm cache still answers (and says it is the cache's answer)."""
 import datetime
 import os
 
-from cudaswitch.install import redist
 from cudaswitch.errors import CudaSwitchError
-from cudaswitch.install.redist_install import DEFAULT_BASE_NOTE, configured_base, iec, release_name
+from cudaswitch.install import redist
+from cudaswitch.install.redist_install import DEFAULT_BASE_NOTE, configured_base, release_name
+from cudaswitch.render import iec_size
+from cudaswitch.toolkit import version_tuple
+from cudaswitch.verify.compat import driver_supports
+from cudaswitch.verify.driver import driver_facts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,39 +25,22 @@ def available(paths: "Paths", env: "Env", mirror: "str | None" = None) -> dict:
     """{"base", "offline", "cached_at", "driver", "releases": [{release, date, name, components,
     size_bytes, size, driver, driver_level}]}, newest first."""
     base = configured_base(paths, mirror) or redist.NVIDIA_CUDA
-    cache = redist.ManifestCache(paths.cache_dir, base)
-    try:
-        releases, offline = cache.releases()
-    except redist.Unreachable as exc:
-        raise redist.Unreachable(exc.message, "no cached index for it either; %s; `cudaswitch install --list "
-                                 "--from pypi` lists NVIDIA's wheels through pip" % DEFAULT_BASE_NOTE) from None
+    cache = redist.ManifestCache(paths.cache_dir, base, "no cached index for it either; %s; `cudaswitch install "
+                                 "--list --from pypi` lists NVIDIA's wheels through pip" % DEFAULT_BASE_NOTE)
+    releases, offline = cache.releases()
     driver = driver_facts(paths, env)
     rows = []
-    for label in sorted(releases, key=_key, reverse=True):
+    for label in sorted(releases, key=version_tuple, reverse=True):
         try:
             manifest = cache.manifest(label)
         except redist.Unreachable:
             continue  # offline and never read: nothing true to say about it
-        rows.append(_row(manifest, driver))
+        versions, size = redist.components(manifest), _default_size(manifest)
+        rows.append({"release": label, "date": manifest.get("release_date"),
+                     "name": release_name(label, versions.get("cuda_nvcc")), "components": versions,
+                     "size_bytes": size, "size": iec_size(size) if size else "?", **driver_verdict(driver, label)})
     return {"base": base, "offline": offline, "cached_at": _cached_at(cache) if offline else None,
             "driver": {k: driver.get(k) for k in ("present", "release", "cuda")}, "releases": rows}
-
-
-def _key(label: str) -> "tuple[int, ...]":
-    from cudaswitch.toolkit import version_tuple
-
-    return version_tuple(label)
-
-
-def _row(manifest: dict, driver: dict) -> dict:
-    label = manifest["release_label"]
-    versions = redist.components(manifest)
-    size = _default_size(manifest)
-    verdict = driver_verdict(driver, label)
-    return {"release": label, "date": manifest.get("release_date"),
-            "name": release_name(label, versions.get("cuda_nvcc")), "components": versions,
-            "size_bytes": size, "size": iec(size) if size else "?",
-            "driver": verdict["message"], "driver_level": verdict["level"]}
 
 
 def _default_size(manifest: dict) -> "int | None":
@@ -66,26 +53,18 @@ def _default_size(manifest: dict) -> "int | None":
         return None
 
 
-def driver_facts(paths: "Paths", env: "Env") -> dict:
-    from cudaswitch.verify import driver
-
-    return driver.driver_facts(paths, env)
-
-
 def driver_verdict(driver: dict, label: str) -> "dict[str, str]":
-    from cudaswitch.toolkit import version_tuple
-    from cudaswitch.verify.compat import driver_supports
-
+    """{"driver": what the row says, "driver_level"}: whether this host's driver runs CUDA `label`."""
     short = "%d.%d" % version_tuple(label)[:2]
     check = driver_supports(driver, short, "install.driver", "CUDA %s" % label)
     if check["level"] == "ok":
-        return {"level": "ok", "message": "runs (driver %s)" % (driver.get("cuda") or driver.get("release"))}
+        return {"driver": "runs (driver %s)" % (driver.get("cuda") or driver.get("release")), "driver_level": "ok"}
     if not driver.get("present"):
-        return {"level": "info", "message": "no driver here (builds, cannot run)"}
+        return {"driver": "no driver here (builds, cannot run)", "driver_level": "info"}
     if check["level"] == "info":
-        return {"level": "info", "message": "cannot check: driver's CUDA version unknown"}
-    return {"level": check["level"], "message": "needs a newer driver (%s)" % (
-        check["facts"].get("needs_driver") or "?")}
+        return {"driver": "cannot check: driver's CUDA version unknown", "driver_level": "info"}
+    return {"driver": "needs a newer driver (%s)" % (check["facts"].get("needs_driver") or "?"),
+            "driver_level": check["level"]}
 
 
 def _cached_at(cache: "redist.ManifestCache") -> "str | None":

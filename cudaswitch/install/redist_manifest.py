@@ -11,13 +11,10 @@ manifest over MAX_BYTES or nested over MAX_DEPTH is refused before json ever see
 
 import json
 import re
+from typing import TypeGuard
 
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.safeio import quote_prefix
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import TypeGuard
 
 MAX_BYTES = 4 << 20
 MAX_DEPTH = 16
@@ -73,9 +70,8 @@ def json_depth(text: str, limit: int = MAX_DEPTH) -> int:
     return deepest
 
 
-def load(data: bytes, where: str, release: "str | None" = None) -> dict:
-    """The manifest in `data` (bytes) as a checked dict; `release`, when given, is the label its
-    file name promised. BadManifest with one line naming `where` for anything else."""
+def parse(data: bytes, where: str) -> object:
+    """The JSON in `data`, bounded in size and depth; BadManifest with one line naming `where`."""
     if len(data) > MAX_BYTES:
         raise BadManifest("%s is over %d MiB, not a redistrib manifest" % (where, MAX_BYTES >> 20), TAMPERED)
     try:
@@ -85,11 +81,16 @@ def load(data: bytes, where: str, release: "str | None" = None) -> dict:
     if json_depth(text) > MAX_DEPTH:
         raise BadManifest("%s nests deeper than %d levels, not a redistrib manifest" % (where, MAX_DEPTH), TAMPERED)
     try:
-        document = json.loads(text)
+        return json.loads(text)
     except (ValueError, RecursionError, MemoryError) as exc:
         reason = str(exc).splitlines()[0][:80] if isinstance(exc, ValueError) else type(exc).__name__
         raise BadManifest("%s is not JSON: %s" % (where, reason), TAMPERED) from None
-    return check_document(document, where, release)
+
+
+def load(data: bytes, where: str, release: "str | None" = None) -> dict:
+    """The manifest in `data` as a checked dict; `release`, when given, is the label its file name
+    promised."""
+    return check_document(parse(data, where), where, release)
 
 
 def check_document(document: object, where: str, release: "str | None" = None) -> dict:

@@ -8,16 +8,15 @@ dir's managed dir gets a link `<release>@<prefix path>` to it, so the managed so
 the user who installed it while the module source finds it for everyone.
 """
 
+import contextlib
 import json
 import os
 import re
+from collections.abc import Callable, Iterable
 
 from cudaswitch.errors import CudaSwitchError, UsageError
 from cudaswitch.install.redist_manifest import check_release_label
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+from cudaswitch.safeio import read_or_none, replace_regular
 
 MARKER = ".cudaswitch-install.json"
 # Every value goes in through lua_string / tcl_string, never as raw text: a version or a path from
@@ -70,15 +69,17 @@ def prefix_target(prefix: str, release: str) -> str:
     return target
 
 
+def _small_file(path: str) -> "bytes | None":
+    """A regular file of at most MODULEFILE_READ_LIMIT bytes, or None."""
+    data = read_or_none(path, MODULEFILE_READ_LIMIT)
+    return data if data is not None and len(data) <= MODULEFILE_READ_LIMIT else None
+
+
 def read_marker(root: str) -> "dict | None":
     """The marker of a tree cudaswitch made, or None (absent, not a regular file, not its JSON)."""
-    from cudaswitch.safeio import read_or_none
-
-    raw = read_or_none(os.path.join(root, MARKER), MODULEFILE_READ_LIMIT)
-    if raw is None or len(raw) > MODULEFILE_READ_LIMIT:
-        return None
+    raw = _small_file(os.path.join(root, MARKER))
     try:
-        data = json.loads(raw)
+        data = json.loads(raw) if raw is not None else None
     except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) and data.get("made_by") == "cudaswitch" else None
@@ -90,16 +91,12 @@ def write_marker(tree: str, release: str, source: str, modulefiles: "Iterable[st
                    "modulefiles": list(modulefiles)}, handle, indent=2)
 
 
-def link_name(release: str, target: str) -> str:
-    return "%s@%s" % (release, target.strip("/").replace("/", "-"))
-
-
 def link_into_managed(managed_dir: str, release: str, target: str) -> str:
     """managed_dir/<release>@<prefix> -> prefix, replaced atomically; the temporary link has a
     private name and is gone again whatever happens."""
     check_release_label(release, "the release")
     os.makedirs(managed_dir, exist_ok=True)
-    link = os.path.join(managed_dir, link_name(release, target))
+    link = os.path.join(managed_dir, "%s@%s" % (release, target.strip("/").replace("/", "-")))
     tmp = os.path.join(managed_dir, ".tmp-link-%d-%s" % (os.getpid(), os.urandom(6).hex()))
     os.symlink(target, tmp)
     try:
@@ -111,10 +108,8 @@ def link_into_managed(managed_dir: str, release: str, target: str) -> str:
 
 
 def _unlink(path: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass
 
 
 def modulefile_paths(moddir: str, release: str) -> "tuple[str, str]":
@@ -127,16 +122,18 @@ def modulefile_paths(moddir: str, release: str) -> "tuple[str, str]":
 def write_modulefiles(moddir: str, release: str, name: str, root: str) -> "list[str]":
     """Write both modulefiles; refuses to replace one that loads another toolkit. The site's module
     dir is not cudaswitch's own: only a regular file there is replaced (no FIFO, device, link)."""
-    from cudaswitch.safeio import replace_regular
-
     lua, tcl = modulefile_paths(moddir, release)
     for path in (lua, tcl):
         if os.path.lexists(path) and not _loads_root(path, root):
             raise CudaSwitchError("%s exists and loads another toolkit" % path,
                                   "remove it or choose another --modulefile dir")
     os.makedirs(os.path.dirname(lua), exist_ok=True)
-    for path, text in ((lua, lua_modulefile(release, name, root, moddir)),
-                       (tcl, tcl_modulefile(release, name, root, moddir))):
+    # ascii() has no newline, so no value in a comment line can end the comment early
+    shown = {"release_shown": ascii(release), "root_shown": ascii(root), "moddir_shown": ascii(os.path.abspath(moddir))}
+    texts = {lua: LUA.format(help=lua_string("NVIDIA CUDA Toolkit " + name), whatis=lua_string("Version: " + release),
+                             root=lua_string(root), **shown),
+             tcl: TCL.format(help=tcl_string("NVIDIA CUDA Toolkit " + name), root=tcl_string(root), **shown)}
+    for path, text in texts.items():
         try:
             replace_regular(path, text.encode("utf-8", "surrogateescape"))
         except OSError as exc:
@@ -145,34 +142,14 @@ def write_modulefiles(moddir: str, release: str, name: str, root: str) -> "list[
     return [lua, tcl]
 
 
-def _comment_values(release: str, root: str, moddir: str) -> "dict[str, str]":
-    """Values for a comment line: ascii() has no newline, so none can end the comment early."""
-    return {"release_shown": ascii(release), "root_shown": ascii(root), "moddir_shown": ascii(os.path.abspath(moddir))}
-
-
-def lua_modulefile(release: str, name: str, root: str, moddir: str) -> str:
-    return LUA.format(help=lua_string("NVIDIA CUDA Toolkit " + name), whatis=lua_string("Version: " + release),
-                      root=lua_string(root), **_comment_values(release, root, moddir))
-
-
-def tcl_modulefile(release: str, name: str, root: str, moddir: str) -> str:
-    return TCL.format(help=tcl_string("NVIDIA CUDA Toolkit " + name), root=tcl_string(root),
-                      **_comment_values(release, root, moddir))
+# Each byte in a Lua string literal: printable ASCII as is (but \ and "), every other byte as a
+# three-digit \ddd (always three digits, so a digit after it is not taken in).
+LUA_BYTES = ["\\" + chr(b) if chr(b) in '\\"' else chr(b) if 0x20 <= b < 0x7F else "\\%03d" % b for b in range(256)]
 
 
 def lua_string(text: str) -> str:
-    """A Lua string literal that is `text` byte for byte: printable ASCII as is (but \\ and \"), every
-    other byte as a three-digit \\ddd (always three digits, so a digit after it is not taken in)."""
-    out = []
-    for byte in os.fsencode(text):
-        char = chr(byte)
-        if char in '\\"':
-            out.append("\\" + char)
-        elif 0x20 <= byte < 0x7F:
-            out.append(char)
-        else:
-            out.append("\\%03d" % byte)
-    return '"' + "".join(out) + '"'
+    """A Lua string literal that is `text` byte for byte."""
+    return '"' + "".join(LUA_BYTES[byte] for byte in os.fsencode(text)) + '"'
 
 
 TCL_ESCAPES = {"\\": "\\\\", '"': '\\"', "$": "\\$", "[": "\\[", "]": "\\]", "{": "\\{", "}": "\\}"}
@@ -183,34 +160,22 @@ def tcl_string(text: str) -> str:
     braces escaped too (a quoted word inside a braced proc body must not unbalance it), control and
     non-ASCII characters as \\uHHHH (exactly four digits in Tcl 8.5 to 9). A character beyond
     U+FFFF or a byte that is not UTF-8 has no such form: refused."""
-    out = []
-    for char in text:
-        if char in TCL_ESCAPES:
-            out.append(TCL_ESCAPES[char])
-        elif " " <= char < "\x7f":
-            out.append(char)
-        elif ord(char) > 0xFFFF or "\ud800" <= char <= "\udfff":
-            raise UsageError("%s cannot be written into a Tcl modulefile (a character beyond U+FFFF or "
-                             "a byte that is not UTF-8)" % ascii(text[:60]))
-        else:
-            out.append("\\u%04x" % ord(char))
-    return '"' + "".join(out) + '"'
+    if any(ord(char) > 0xFFFF or "\ud800" <= char <= "\udfff" for char in text):
+        raise UsageError("%s cannot be written into a Tcl modulefile (a character beyond U+FFFF or "
+                         "a byte that is not UTF-8)" % ascii(text[:60]))
+    return '"' + "".join(TCL_ESCAPES.get(c, c if " " <= c < "\x7f" else "\\u%04x" % ord(c)) for c in text) + '"'
 
 
 def _loads_root(path: str, root: str) -> bool:
     """Whether the modulefile at `path` is one cudaswitch wrote for `root` (its root line, in the
     Lua or the Tcl form, this version's quoting or the bracket form older ones wrote)."""
-    from cudaswitch.safeio import read_or_none
-
-    data = read_or_none(path, MODULEFILE_READ_LIMIT)
-    if data is None or len(data) > MODULEFILE_READ_LIMIT:
+    data = _small_file(path)
+    if data is None:
         return False
     lines = set(data.decode("utf-8", "surrogateescape").splitlines())
     wanted = [LUA_ROOT_LINES[0] % lua_string(root), LUA_ROOT_LINES[1] % root, TCL_ROOT_LINES[1] % root]
-    try:
+    with contextlib.suppress(UsageError):
         wanted.append(TCL_ROOT_LINES[0] % tcl_string(root))
-    except UsageError:
-        pass
     return any(line in lines for line in wanted)
 
 
@@ -241,8 +206,5 @@ def uninstall_prefix(managed_dir: str, root: str, remove_tree: "Callable[[str], 
     remove_tree(root)
     remove_site_files(root, marker)
     for link in links_to(managed_dir, root):
-        try:
-            os.unlink(link)
-        except OSError:
-            pass
+        _unlink(link)
 

@@ -9,7 +9,6 @@ two archives where one's directory meets the other's link.
 """
 
 import concurrent.futures
-import json
 import lzma
 import os
 import shutil
@@ -18,9 +17,11 @@ import tarfile
 import threading
 import zlib
 
-from cudaswitch.switch import plan
-from cudaswitch.install import untar, wheels
+from cudaswitch.envstate import pristine
 from cudaswitch.errors import CudaSwitchError
+from cudaswitch.install import untar
+from cudaswitch.switch import plan
+from cudaswitch.verify.nvcc import compile_smoke
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,8 +48,8 @@ class Stopped(Exception):
     """An unpack was told to stop (the install is being interrupted)."""
 
 
-def unpack_all(fetched: "list[tuple[dict, str]]", tree: str, staging: str, pause: "Pause | None" = None,
-               progress: "Callable[[str], None] | None" = None) -> None:
+def unpack_all(fetched: "list[tuple[dict, str]]", tree: str, staging: str, pause: "Pause | None",
+               progress: "Callable[[str], None]") -> None:
     """Unpack (entry, archive path) pairs into `tree`, in parallel: lzma lets other threads run while
     it decompresses, so two cores unpack two archives at once. Each goes to its own dir under
     `staging`, then they are merged in the order given (a later component's file wins, as when
@@ -64,9 +65,7 @@ def unpack_all(fetched: "list[tuple[dict, str]]", tree: str, staging: str, pause
                 jobs[pool.submit(_unpack_one, path, entry, os.path.join(staging, entry["component"]), stop,
                                  pause if index == 0 else None)] = entry
             for job in concurrent.futures.as_completed(jobs):
-                count = job.result()
-                if progress:
-                    progress("unpacked %s %s (%d files)" % (jobs[job]["component"], jobs[job]["version"], count))
+                progress("unpacked %s %s (%d files)" % (jobs[job]["component"], jobs[job]["version"], job.result()))
         except BaseException:
             stop.set()
             raise
@@ -141,9 +140,8 @@ def _placed(member: "tarfile.TarInfo", top: str, component: str) -> "tuple[Parts
         if not member.isdir():
             raise untar.Refused("archive member %s is not a directory; refused" % untar.shown(member.name))
         return None
-    if member.islnk():  # a hard link names another member by its archive path
-        return rest, _placed_parts(member.linkname, top, component, False)
-    return rest, None
+    # a hard link names another member by its archive path
+    return rest, _placed_parts(member.linkname, top, component, False) if member.islnk() else None
 
 
 def _placed_parts(name: str, top: str, component: str, isdir: bool) -> "Parts":
@@ -159,35 +157,12 @@ def _placed_parts(name: str, top: str, component: str, isdir: bool) -> "Parts":
     return tuple(rest)
 
 
-def finish(tree: str, release: str, entries: "list[dict]") -> "dict[str, dict[str, str]]":
-    """lib -> lib64, development links where an archive lacks them, and version.json."""
-    lib64 = os.path.join(tree, "lib64")
-    if os.path.isdir(lib64):
-        if not os.path.lexists(os.path.join(tree, "lib")):
-            os.symlink("lib64", os.path.join(tree, "lib"))
-        wheels._link_libraries(lib64, None)
-    document = {"cuda": {"name": "CUDA SDK", "version": release}}
-    for entry in entries:
-        document[entry["component"]] = {"name": entry["name"], "version": entry["version"]}
-    try:  # an archive may have put a dir or a link at that name: never written through
-        fd = os.open(os.path.join(tree, "version.json"), untar.CREATE_FILE, 0o644)
-    except OSError as exc:
-        raise CudaSwitchError("cannot write version.json into the unpacked tree: %s" % (exc.strerror or exc),
-                              "an archive holds a version.json of its own; nothing was installed") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(document, handle, indent=3, sort_keys=True)
-        handle.write("\n")
-    return document
-
-
 def compile_env(tree: str, env: "Env", cache_dir: str) -> "tuple[dict, str | None]":
-    """(the environment the first compile runs in, the host compiler picked for it or None): PATH
-    only absolute entries (nothing in the temp dir can stand in for gcc), and the supported g++-N
-    `use` would pick when the default gcc is above the tree's ceiling (11.8 takes gcc 11 at most)."""
-    from cudaswitch.switch.envdiff import pristine
-
+    """(the environment the first compile runs in, the host compiler picked for it or None): the
+    supported g++-N `use` would pick when the default gcc is above the tree's ceiling (11.8 takes
+    gcc 11 at most). Only PATH's absolute entries count (pathsearch.which, and cudaswitch.run for
+    the compile): nothing in the temp dir can stand in for gcc."""
     env = pristine(env)  # not the compilers an active switch chose for another toolkit
-    env = dict(env, PATH=os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if os.path.isabs(p)))
     record = {"root": tree, "nvcc": os.path.join(tree, "bin", "nvcc"), "lib_dirs": [os.path.join(tree, "lib64")]}
     chosen = plan.choose_compilers(cache_dir, record, env)
     return plan.with_compilers(env, chosen), chosen.get("CUDAHOSTCXX")
@@ -197,7 +172,5 @@ def first_compile(tree: str, env: "Env", timeout: float = COMPILE_TIMEOUT) -> "s
     """Build verify's one-kernel program with the tree's nvcc (compile, then link as a plain
     `nvcc x.cu -o x` does): None when it builds, else the first error line. No GPU is needed;
     nothing is run. `env`: from compile_env."""
-    from cudaswitch.verify.nvcc import compile_smoke
-
     result = compile_smoke({"nvcc": os.path.join(tree, "bin", "nvcc")}, env, False, timeout)
     return None if result["built"] else "`%s` failed: %s" % (result["command"], result["error"])

@@ -12,9 +12,15 @@ import signal
 import stat
 import time
 
-from cudaswitch.install import wheels
+from packaging.version import InvalidVersion, Version
+
+from cudaswitch.audit.toolkitfiles import tree_size
 from cudaswitch.errors import BadRequest, CudaSwitchError, UsageError
-from cudaswitch.toolkit import version_tuple
+from cudaswitch.install import wheels
+from cudaswitch.registry import nvcc_probe
+from cudaswitch.request import ToolkitRequest
+from cudaswitch.safeio import read_or_none
+from cudaswitch.toolkit import list_components, version_tuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,8 +50,6 @@ def quiet(text: str) -> None:
 
 def index_requirement(text: str) -> str:
     """The pip requirement for the metapackage a request means: '13.1' -> 'cuda-toolkit==13.1.*'."""
-    from cudaswitch.request import ToolkitRequest
-
     if PRE_RELEASE.match(text):
         return "%s==%s" % (wheels.META_PACKAGE, text)
     request = ToolkitRequest.parse(text)
@@ -62,10 +66,30 @@ def index_requirement(text: str) -> str:
 
 
 @contextlib.contextmanager
-def interruptible(request: str) -> "Iterator[None]":
-    """Signals become one-line interruptions; OS errors on the data or temp dir one-line failures."""
+def _signals(handler: "Callable[[int, object], None] | signal.Handlers", *numbers: int) -> "Iterator[None]":
+    old = {number: signal.signal(number, handler) for number in numbers}
     try:
-        with _signals_raise():
+        yield
+    finally:
+        for number, previous in old.items():
+            signal.signal(number, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def signals_ignored() -> "contextlib.AbstractContextManager[None]":
+    """A second Ctrl-C must not cut the cleanup short."""
+    return _signals(signal.SIG_IGN, signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def interruptible(request: str) -> "Iterator[None]":
+    """Signals become one-line interruptions (SIGTERM and SIGHUP as Ctrl-C, so the cleanup in
+    `finally` runs for them too); OS errors on the data or temp dir one-line failures."""
+    try:
+        with _signals(_interrupt, signal.SIGTERM, signal.SIGHUP):
             yield
     except KeyboardInterrupt:
         raise InstallInterrupted("install of CUDA %s interrupted; nothing was installed" % request) from None
@@ -77,7 +101,9 @@ def interruptible(request: str) -> "Iterator[None]":
 def install_once(target: str, fill: "Callable[[str, str], None]", progress: "Progress") -> bool:
     """Build `target` unless it is there; True when this call built it. The lock beside it makes
     a concurrent install of the same tree wait, then find it done. `fill(build, tree)` makes the
-    tree inside the scratch dir `build`."""
+    tree inside the scratch dir `build`, `.tmp-<name>-<pid>/` beside the target, which becomes
+    the target by one rename; the caller turns signals into KeyboardInterrupt, so `finally`
+    removes the build dir for them too."""
     if os.path.isdir(target):
         return False
     parent, name = os.path.split(target)
@@ -86,18 +112,36 @@ def install_once(target: str, fill: "Callable[[str, str], None]", progress: "Pro
         clean_stale(parent, name)
         if os.path.isdir(target):
             return False
-        _build(target, fill)
+        build = os.path.join(parent, ".tmp-%s-%d" % (name, os.getpid()))
+        made = False
+        try:
+            make_scratch(build)  # refuses a dir of that name that is already there: it is not ours
+            made = True
+            fill(build, os.path.join(build, "tree"))
+            os.rename(os.path.join(build, "tree"), target)
+        except wheels.WheelError as exc:
+            raise CudaSwitchError("install of CUDA %s failed: %s" % (name, exc), "nothing was installed") from None
+        except OSError as exc:
+            raise CudaSwitchError("install of CUDA %s failed: %s (%s)" % (
+                name, exc.strerror or exc, exc.filename or parent), "nothing was installed") from None
+        finally:
+            if made:
+                with signals_ignored():
+                    shutil.rmtree(build, ignore_errors=True)
     return True
+
+
+def pep440(version: str) -> "Version | None":
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return None
 
 
 def is_pre_release(version: str) -> bool:
     """13.4.0rc1, 13.4.0.0b2, 13.4.0.dev1: not a release, whatever pip would pick."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(version).is_prerelease
-    except InvalidVersion:
-        return False
+    parsed = pep440(version)
+    return parsed is not None and parsed.is_prerelease
 
 
 def minor_ranges(versions: "Iterable[str]") -> str:
@@ -136,11 +180,9 @@ def _lock_file(path: str, name: str, progress: "Progress") -> "BinaryIO":
         except BlockingIOError:
             progress("waiting for another cudaswitch working on %s (lock %s)" % (name, path))
             fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
+        with contextlib.suppress(FileNotFoundError):
             if os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
                 return handle
-        except FileNotFoundError:
-            pass
         handle.close()
 
 
@@ -152,23 +194,17 @@ def clean_stale(managed_dir: str, held: str) -> None:
         path = os.path.join(managed_dir, entry)
         if not entry.startswith((".trash-", ".tmp-")) or not is_scratch(path):
             continue
-        if entry.startswith(".trash-"):
+        name = entry[len(".tmp-"):].rpartition("-")[0]
+        if entry.startswith(".trash-") or name == held or _lock_is_free(managed_dir, name):
             shutil.rmtree(path, ignore_errors=True)
-        else:
-            name = entry[len(".tmp-"):].rpartition("-")[0]
-            if name == held or _lock_is_free(managed_dir, name):
-                shutil.rmtree(path, ignore_errors=True)
 
 
 def make_scratch(path: str) -> None:
     """Create the dir `path` (not there before) with the marker that lets clean_stale remove it."""
     os.mkdir(path, 0o700)
     try:
-        fd = os.open(os.path.join(path, SCRATCH_MARKER), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, SCRATCH_TEXT)
-        finally:
-            os.close(fd)
+        with open(os.path.join(path, SCRATCH_MARKER), "xb", opener=lambda p, flags: os.open(p, flags, 0o600)) as f:
+            f.write(SCRATCH_TEXT)
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)
         raise
@@ -176,13 +212,9 @@ def make_scratch(path: str) -> None:
 
 def is_scratch(path: str) -> bool:
     """A real dir (not a link to one) holding cudaswitch's scratch marker as a regular file."""
-    from cudaswitch.safeio import read_or_none
-
+    marker = os.path.join(path, SCRATCH_MARKER)
     try:
-        if not stat.S_ISDIR(os.lstat(path).st_mode):
-            return False
-        marker = os.path.join(path, SCRATCH_MARKER)
-        if not stat.S_ISREG(os.lstat(marker).st_mode):
+        if not stat.S_ISDIR(os.lstat(path).st_mode) or not stat.S_ISREG(os.lstat(marker).st_mode):
             return False
     except OSError:
         return False
@@ -199,29 +231,6 @@ def _lock_is_free(managed_dir: str, name: str) -> bool:
         return not os.path.lexists(os.path.join(managed_dir, ".lock-" + name))
 
 
-def _build(target: str, fill: "Callable[[str, str], None]") -> None:
-    """Make the tree in `.tmp-<name>-<pid>/` beside the target, then rename it into place. The
-    caller turns signals into KeyboardInterrupt, so `finally` removes the build dir for them too."""
-    parent, name = os.path.split(target)
-    build = os.path.join(parent, ".tmp-%s-%d" % (name, os.getpid()))
-    tree = os.path.join(build, "tree")
-    made = False
-    try:
-        make_scratch(build)  # refuses a dir of that name that is already there: it is not ours
-        made = True
-        fill(build, tree)
-        os.rename(tree, target)
-    except wheels.WheelError as exc:
-        raise CudaSwitchError("install of CUDA %s failed: %s" % (name, exc), "nothing was installed") from None
-    except OSError as exc:
-        raise CudaSwitchError("install of CUDA %s failed: %s (%s)" % (
-            name, exc.strerror or exc, exc.filename or parent), "nothing was installed") from None
-    finally:
-        if made:
-            with signals_ignored():
-                shutil.rmtree(build, ignore_errors=True)
-
-
 def test_pause(env: "Env", progress: "Progress") -> "Callable[..., None] | None":
     seconds = env.get("CUDASWITCH_TEST_PAUSE_UNPACK")
     if not seconds:
@@ -236,55 +245,25 @@ def test_pause(env: "Env", progress: "Progress") -> "Callable[..., None] | None"
 
 def check_nvcc(tree: str, release: str) -> None:
     """A tree whose nvcc does not run is not installed (a bad or foreign-platform wheel)."""
-    from cudaswitch.registry import nvcc_probe as probe
-
     nvcc = os.path.join(tree, "bin", "nvcc")
-    if os.path.exists(nvcc):
-        answer = probe.run_nvcc(nvcc, 60.0)
-        if "error" in answer:
-            raise CudaSwitchError("the nvcc of CUDA %s does not work: %s" % (release, answer["error"]),
-                                  "nothing was installed")
+    answer = nvcc_probe.run_nvcc(nvcc, 60.0) if os.path.exists(nvcc) else {}
+    if "error" in answer:
+        raise CudaSwitchError("the nvcc of CUDA %s does not work: %s" % (release, answer["error"]),
+                              "nothing was installed")
 
 
-@contextlib.contextmanager
-def _signals_raise() -> "Iterator[None]":
-    """SIGTERM and SIGHUP interrupt like Ctrl-C, so the cleanup in `finally` runs for them too."""
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    old = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for number, handler in old.items():
-            signal.signal(number, handler)
-
-
-@contextlib.contextmanager
-def signals_ignored() -> "Iterator[None]":
-    """A second Ctrl-C must not cut the cleanup short."""
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for number, handler in old.items():
-            signal.signal(number, handler)
-
-
-def describe_tree(root: str) -> dict:
-    """What a user wants to know about an installed tree: nvcc, components, size, and notes."""
-    from cudaswitch.registry import nvcc_probe as probe
-    from cudaswitch.audit.toolkitfiles import tree_size
-    from cudaswitch.toolkit import list_components
-
-    _, components, _ = probe.read_version_json(root)
+def finished(result: dict, root: str, installed: bool) -> dict:
+    """`result` with "installed" when this call built the tree, and what the tree holds: nvcc,
+    components, size and notes."""
+    if installed:
+        result["installed"] = True
+    _, components, _ = nvcc_probe.read_version_json(root)
     nvcc = os.path.join(root, "bin", "nvcc")
     has_nvcc = os.access(nvcc, os.X_OK)
     shown, version_json = list_components(components, has_nvcc)  # the one `components` shape of every JSON output
-    result: dict = {"nvcc": nvcc if has_nvcc else None, "components": shown, "version_json": version_json,
-              "status": "ok" if has_nvcc else "incomplete", "size_bytes": tree_size(root), "notes": []}
-    if not has_nvcc:
-        result["notes"].append(no_nvcc_note(root, components))
+    result.update(nvcc=nvcc if has_nvcc else None, components=shown, version_json=version_json,
+                  status="ok" if has_nvcc else "incomplete", size_bytes=tree_size(root),
+                  notes=[] if has_nvcc else [no_nvcc_note(root, components)])
     return result
 
 

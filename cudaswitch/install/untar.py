@@ -22,23 +22,22 @@ The rules, each one enough on its own to keep a write inside the tree:
 """
 
 import bz2
-import collections
 import gzip
 import io
 import lzma
 import os
+import shutil
+import tarfile
+from collections import OrderedDict
+from collections.abc import Callable
+from tarfile import TarFile, TarInfo
+from typing import IO, Any
 
 from cudaswitch import tarsafe
 from cudaswitch.errors import CudaSwitchError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections import OrderedDict
-    from tarfile import TarFile, TarInfo
-    from typing import IO, Any
-
-    Parts = tuple[str, ...]
-    Links = dict[Parts, str]
+Parts = tuple[str, ...]
+Links = dict[Parts, str]
 
 MAX_LINK_HOPS = 40  # the kernel's own limit on links followed in one path lookup
 MAX_RESOLVE_STEPS = 2_000_000  # path components walked for all the links of one archive
@@ -70,17 +69,14 @@ def shown(text: str, limit: int = 80) -> str:
     return repr(text[:limit]) + ("..." if len(text) > limit else "")
 
 
-def unpack_limit(archive_bytes: int) -> int:
-    """Bytes one archive may unpack to (and may stream, headers included)."""
-    return min(UNPACK_CAP, UNPACK_FLOOR + UNPACK_RATIO * max(0, archive_bytes))
-
-
 class Budget:
-    """Counts the bytes read from the decompressed stream and the bytes written to the tree."""
+    """Counts the bytes read from the decompressed stream and the bytes written to the tree; `limit`
+    bounds each (what one archive may unpack to, and stream, headers included)."""
 
     def __init__(self, archive_bytes: int) -> None:
-        self.limit = unpack_limit(archive_bytes)
-        self.most_members = min(MAX_MEMBERS, MEMBERS_FLOOR + max(0, archive_bytes) // BYTES_PER_MEMBER)
+        archive_bytes = max(0, archive_bytes)
+        self.limit = min(UNPACK_CAP, UNPACK_FLOOR + UNPACK_RATIO * archive_bytes)
+        self.most_members = min(MAX_MEMBERS, MEMBERS_FLOOR + archive_bytes // BYTES_PER_MEMBER)
         self.streamed = self.written = self.members = 0
 
     def _over(self) -> Refused:
@@ -148,18 +144,16 @@ class _Counted(io.RawIOBase):
         return count
 
 
+DECOMPRESSORS: "dict[bytes, Callable[[Any], io.RawIOBase | io.BufferedIOBase]]" = {
+    b"\xfd7zXZ\x00": _XzReader, b"\x1f\x8b": lambda handle: gzip.GzipFile(fileobj=handle, mode="rb"),
+    b"BZh": lambda handle: bz2.BZ2File(handle, "rb")}
+
+
 def open_stream(handle: "io.BufferedReader", budget: Budget) -> io.BufferedReader:
     """The archive's tar stream (xz, gzip, bzip2 or plain, told by its first bytes), counted."""
     magic = handle.read(6)
     handle.seek(0)
-    if magic.startswith(b"\xfd7zXZ\x00"):
-        source: "io.RawIOBase | io.BufferedIOBase" = _XzReader(handle)
-    elif magic.startswith(b"\x1f\x8b"):
-        source = gzip.GzipFile(fileobj=handle, mode="rb")
-    elif magic.startswith(b"BZh"):
-        source = bz2.BZ2File(handle, "rb")
-    else:
-        source = handle
+    source = next((open_(handle) for start, open_ in DECOMPRESSORS.items() if magic.startswith(start)), handle)
     return io.BufferedReader(_Counted(source, budget), CHUNK)
 
 
@@ -221,7 +215,7 @@ class TreeWriter:
         self.root_fd = os.open(root, OPEN_DIR)
         self.kinds: "dict[Parts, str]" = {(): "dir"}  # tuple of names -> "dir" | "file" | "link"
         self.links: "Links" = {}
-        self.fds: "OrderedDict[Parts, int]" = collections.OrderedDict()  # a few open parent dirs (often revisited)
+        self.fds: "OrderedDict[Parts, int]" = OrderedDict()  # a few open parent dirs (often revisited)
         self.steps = [0]
 
     def __enter__(self) -> "TreeWriter":
@@ -254,7 +248,8 @@ class TreeWriter:
         elif member.isreg():
             self._file(member, parts, parent, source)
         else:
-            raise Refused("archive member %s is a %s; refused" % (shown(member.name), _kind_name(member)))
+            raise Refused("archive member %s is a %s; refused" % (
+                shown(member.name), KIND_NAMES.get(member.type, "member of type %r" % member.type)))
         return True
 
     def _parent_fd(self, parts: "Parts", name: str) -> int:
@@ -314,30 +309,18 @@ class TreeWriter:
         fd = os.open(parts[-1], CREATE_FILE, 0o600, dir_fd=parent_fd)
         self.kinds[parts] = "file"
         with os.fdopen(fd, "wb") as sink:
-            data = source.extractfile(member)
-            while True:
-                chunk = data.read(CHUNK)  # type: ignore[union-attr]
-                if not chunk:
-                    break
-                sink.write(chunk)
+            shutil.copyfileobj(source.extractfile(member), sink, CHUNK)  # type: ignore[arg-type]
             os.fchmod(sink.fileno(), (member.mode & 0o755) | 0o600)  # no setuid/setgid/sticky, no g/o write
             if 0 <= member.mtime < 1 << 33:
                 os.utime(sink.fileno(), (member.mtime, member.mtime))
 
     def check_links(self) -> None:
         """Every link of the archive, resolved again now that all of them are known."""
-        for parts, target in self.links.items():
-            if not resolves_inside(self.links, parts, target, self.steps):
-                raise Refused("archive link %s -> %s leaves the tree through the archive's other links; refused" % (
-                    shown("/".join(parts)), shown(target)))
+        check_all_links(self.links, "archive link %s -> %s leaves the tree through the archive's other links; "
+                        "refused", self.steps)
 
 
-def _kind_name(member: "TarInfo") -> str:
-    if member.ischr() or member.isblk():
-        return "device"
-    if member.isfifo():
-        return "FIFO"
-    return "member of type %r" % member.type
+KIND_NAMES = {tarfile.CHRTYPE: "device", tarfile.BLKTYPE: "device", tarfile.FIFOTYPE: "FIFO"}
 
 
 def check_tree_links(root: str) -> None:
@@ -353,8 +336,12 @@ def check_tree_links(root: str) -> None:
                     links[parts] = os.readlink(entry.path)
                 elif entry.is_dir(follow_symlinks=False):
                     pending.append((parts, entry.path))
-    steps = [0]
+    check_all_links(links, "link %s -> %s leaves the toolkit tree through another archive's links; refused")
+
+
+def check_all_links(links: "Links", message: str, steps: "list[int] | None" = None) -> None:
+    """Every link of `links` resolves inside the tree; Refused with `message` % (link, target)."""
+    steps = [0] if steps is None else steps
     for parts, target in links.items():
         if not resolves_inside(links, parts, target, steps):
-            raise Refused("link %s -> %s leaves the toolkit tree through another archive's links; refused" % (
-                shown("/".join(parts)), shown(target)))
+            raise Refused(message % (shown("/".join(parts)), shown(target)))

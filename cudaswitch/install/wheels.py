@@ -12,16 +12,15 @@ import os
 import re
 import zipfile
 import zlib
+from collections.abc import Callable, Iterable
+from zipfile import ZipInfo
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name as canonical
+
+from cudaswitch.errors import CudaSwitchError
 from cudaswitch.install import untar
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
-    from email.message import Message
-    from zipfile import ZipInfo
-    from packaging.requirements import Requirement
-    from cudaswitch.install.untar import Budget, Parts
+from cudaswitch.install.untar import Parts
 
 META_PACKAGE = "cuda-toolkit"
 DEFAULT_COMPONENTS = ("nvcc", "cudart", "cccl")
@@ -46,10 +45,6 @@ class WheelError(Exception):
     """A wheel that is not what its name says (corrupt zip, unsafe path, missing metadata)."""
 
 
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def wheel_identity(path: str) -> "tuple[str, str]":
     """(canonical project name, version) from a wheel file name."""
     match = WHEEL_NAME.match(os.path.basename(path))
@@ -58,25 +53,17 @@ def wheel_identity(path: str) -> "tuple[str, str]":
     return canonical(match.group("name")), match.group("version")
 
 
-def read_metadata(wheel: str) -> "Message":
-    """The METADATA of a wheel as an email.message.Message."""
+def component_pins(meta_wheel: str) -> "dict[str, list[str]]":
+    """{extra: [requirement string, ...]} of the cuda-toolkit metapackage, for this platform."""
     try:
-        with zipfile.ZipFile(wheel) as archive:
+        with zipfile.ZipFile(meta_wheel) as archive:
             name = next((n for n in archive.namelist()
                          if n.count("/") == 1 and n.endswith(".dist-info/METADATA")), None)
             if name is None:
-                raise WheelError("%s has no METADATA" % os.path.basename(wheel))
-            text = archive.read(name).decode("utf-8", "replace")
+                raise WheelError("%s has no METADATA" % os.path.basename(meta_wheel))
+            message = email.parser.HeaderParser().parsestr(archive.read(name).decode("utf-8", "replace"))
     except (zipfile.BadZipFile, OSError) as exc:
-        raise WheelError("%s is not a readable wheel (%s)" % (os.path.basename(wheel), exc)) from None
-    return email.parser.HeaderParser().parsestr(text)
-
-
-def component_pins(meta_wheel: str) -> "dict[str, list[str]]":
-    """{extra: [requirement string, ...]} of the cuda-toolkit metapackage, for this platform."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    message = read_metadata(meta_wheel)
+        raise WheelError("%s is not a readable wheel (%s)" % (os.path.basename(meta_wheel), exc)) from None
     extras: "dict[str, list[str]]" = {extra: [] for extra in message.get_all("Provides-Extra") or []}
     for text in message.get_all("Requires-Dist") or []:
         try:
@@ -85,12 +72,8 @@ def component_pins(meta_wheel: str) -> "dict[str, list[str]]":
             continue
         for extra in extras:
             if requirement.marker is None or requirement.marker.evaluate({"extra": extra}):
-                extras[extra].append(_pin_text(requirement))
+                extras[extra].append("%s%s" % (requirement.name, requirement.specifier))
     return {extra: pins for extra, pins in extras.items() if pins}
-
-
-def _pin_text(requirement: "Requirement") -> str:
-    return "%s%s" % (requirement.name, requirement.specifier)
 
 
 def requirements_for(pins: "dict[str, list[str]]", components: "Iterable[str]") -> "list[str]":
@@ -115,7 +98,12 @@ def unpack(wheel: str, dest: str, pause: "Callable[[], object] | None" = None) -
         with open(wheel, "rb") as handle, zipfile.ZipFile(handle) as archive:
             size = os.fstat(handle.fileno()).st_size
             plan, dirs = _plan(archive.infolist())
-            _charge_declared(untar.Budget(size), plan, dirs)
+            declared = untar.Budget(size)
+            for _ in dirs:
+                declared.member()
+            for info, _ in plan:
+                declared.member()
+                declared.write(info.file_size)
             written = untar.Budget(size)
             for count, (info, parts) in enumerate(plan, 1):
                 _extract(archive, info, os.path.join(dest, *parts), written)
@@ -148,15 +136,6 @@ def _plan(infos: "list[ZipInfo]") -> "tuple[list[tuple[ZipInfo, Parts]], set[Par
     return plan, dirs
 
 
-def _charge_declared(budget: "Budget", plan: "list[tuple[ZipInfo, Parts]]", dirs: "set[Parts]") -> None:
-    """Members, the dirs made for them and their declared sizes, all before the first write."""
-    for _ in dirs:
-        budget.member()
-    for info, _ in plan:
-        budget.member()
-        budget.write(info.file_size)
-
-
 def classic_path(name: str) -> "str | None":
     """Where a wheel member goes in the classic tree, or None for packaging-only files."""
     parts = name.split("/")
@@ -174,13 +153,10 @@ def classic_path(name: str) -> "str | None":
     return os.path.join(*rest)
 
 
-def _extract(archive: "zipfile.ZipFile", info: "ZipInfo", target: str, budget: "Budget") -> None:
+def _extract(archive: "zipfile.ZipFile", info: "ZipInfo", target: str, budget: "untar.Budget") -> None:
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with archive.open(info) as source, open(target, "wb") as sink:
-        while True:
-            chunk = source.read(untar.CHUNK)
-            if not chunk:
-                break
+        while chunk := source.read(untar.CHUNK):
             # zipfile stops a member at its declared size today; what is written is charged
             # anyway, so a reader that trusts the compressed stream cannot fill the disk
             budget.write(len(chunk))
@@ -189,22 +165,22 @@ def _extract(archive: "zipfile.ZipFile", info: "ZipInfo", target: str, budget: "
     os.chmod(target, 0o755 if executable else 0o644)
 
 
-def finish_tree(root: str, versions: "dict[str, str]", release: str) -> "dict[str, dict[str, str]]":
+def finish_tree(root: str, document: "dict[str, dict[str, str]]", cudart_version: "str | None" = None) -> None:
     """Make the unpacked tree look like NVIDIA's installer made it: lib -> lib64, versioned
-    libcudart with its soname links, `libX.so` development links, and version.json.
-
-    `versions`: {canonical wheel name: version}; `release`: the cuda-toolkit release."""
+    libcudart with its soname links, `libX.so` development links, and `document` as version.json."""
     lib64 = os.path.join(root, "lib64")
-    if os.path.isdir(lib64) and not os.path.lexists(os.path.join(root, "lib")):
-        os.symlink("lib64", os.path.join(root, "lib"))
-    cudart = next((v for n, v in versions.items() if n.startswith("nvidia-cuda-runtime")), None)
     if os.path.isdir(lib64):
-        _link_libraries(lib64, cudart)
-    document = version_json(versions, release)
-    with open(os.path.join(root, "version.json"), "w", encoding="utf-8") as handle:
+        if not os.path.lexists(os.path.join(root, "lib")):
+            os.symlink("lib64", os.path.join(root, "lib"))
+        _link_libraries(lib64, cudart_version)
+    try:  # an archive may have put a dir or a link at that name: never written through
+        fd = os.open(os.path.join(root, "version.json"), untar.CREATE_FILE, 0o644)
+    except OSError as exc:
+        raise CudaSwitchError("cannot write version.json into the unpacked tree: %s" % (exc.strerror or exc),
+                              "an archive holds a version.json of its own; nothing was installed") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=3, sort_keys=True)
         handle.write("\n")
-    return document
 
 
 def _link_libraries(lib64: str, cudart_version: "str | None") -> None:
@@ -217,15 +193,11 @@ def _link_libraries(lib64: str, cudart_version: "str | None") -> None:
             continue
         stem, major = match.groups()
         if stem == "libcudart.so" and cudart_version and cudart_version.split(".")[0] == major:
-            full = "%s.%s" % (stem, _release_triple(cudart_version))
+            full = "%s.%s" % (stem, ".".join(plain_version(cudart_version).split(".")[:3]))
             os.rename(path, os.path.join(lib64, full))
             os.symlink(full, path)
         if not os.path.lexists(os.path.join(lib64, stem)):
             os.symlink(name, os.path.join(lib64, stem))
-
-
-def _release_triple(version: str) -> str:
-    return ".".join(plain_version(version).split(".")[:3])
 
 
 def plain_version(version: str) -> str:
@@ -234,7 +206,8 @@ def plain_version(version: str) -> str:
 
 
 def version_json(versions: "dict[str, str]", release: str) -> "dict[str, dict[str, str]]":
-    """NVIDIA's version.json shape: {"cuda": {"name", "version"}, "cuda_nvcc": {...}, ...}."""
+    """NVIDIA's version.json shape from {canonical wheel name: version}: {"cuda": {"name",
+    "version"}, "cuda_nvcc": {...}, ...}."""
     document = {"cuda": {"name": "CUDA SDK", "version": release}}
     for name, version in sorted(versions.items()):
         key = version_json_key(name)
