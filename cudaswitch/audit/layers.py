@@ -16,7 +16,7 @@ import collections
 import hashlib
 import tarfile
 import zlib
-from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, cast
 
 from cudaswitch import tarsafe
 from cudaswitch.audit import viewrules
@@ -72,28 +72,20 @@ class Tree:
             raise ImageError("the image %s (a real CUDA image has far fewer): refused" % (
                 OVER_BUDGET[what] % (size if what.endswith("bytes") else "{:,}".format(limit))))
 
-    def charge_name(self, name: str) -> None:
-        """A name the tree is about to hold: the tree lives in memory, names are most of it."""
-        self.charge("name bytes", len(name))
-
-    def new_dir(self, layer: int) -> Node:
-        self.charge("dirs")
-        return Node("dir", layer)
-
     def parent_of(self, parts: Sequence[str], what: str, layer: int) -> Node:
         """The dir node holding parts[-1]; missing parents are made (as tar does), a symlink on the
         way is refused: a layer never writes through a link."""
         node = self.root
         for index, name in enumerate(parts[:-1]):
             child = node.children.get(name)
-            if child is None:
-                self.charge_name(name)
-                child = node.children[name] = self.new_dir(layer)
-            elif child.kind == "link":
+            if child is not None and child.kind == "link":
                 raise ImageError("%s: %s is written through the link /%s" % (what, "/".join(parts),
                                                                               "/".join(parts[:index + 1])))
-            elif child.kind != "dir":
-                child = node.children[name] = self.new_dir(layer)
+            if child is None:
+                self.charge("name bytes", len(name))  # names are most of the tree's memory
+            if child is None or child.kind != "dir":
+                self.charge("dirs")
+                child = node.children[name] = Node("dir", layer)
             node = child
         return node
 
@@ -110,7 +102,7 @@ class Tree:
         parent = self.parent_of(parts, what, node.layer)
         old = parent.children.get(parts[-1])
         if old is None:
-            self.charge_name(parts[-1])
+            self.charge("name bytes", len(parts[-1]))
         if node.kind == "dir" and old is not None and old.kind == "dir":
             old.mode, old.layer = node.mode, node.layer  # a directory entry again: contents merge
             return
@@ -202,59 +194,56 @@ class Reader:
 
 class Expanded:
     """The tar inside a layer: gunzipped when it is gzip, hashed when the digest is over the tar,
-    and stopped once it expands past what any real layer does."""
+    and stopped once it expands past what any real layer does. A read gives the next piece (at
+    most 1 MiB), not always `n` bytes: tarfile's stream reads until it has what it asked for."""
 
     def __init__(self, stored: Reader, digest: str, over: str, label: str, tree: Tree) -> None:
-        self.stored, self.label, self.count, self.buffer, self.tree = stored, label, 0, b"", tree
+        self.stored, self.label, self.count, self.tree = stored, label, 0, tree
         self.hash = hashlib.new(digest.split(":")[0]) if over == "uncompressed" else None
         head = stored.read(4)
         if head[:4] == b"\x28\xb5\x2f\xfd":
             raise ImageError("%s is zstd-compressed, which this audit cannot read" % label)
-        self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if head[:2] == b"\x1f\x8b" else None
-        self.pending = head
-        self.eof = False
+        self.gzip = head[:2] == b"\x1f\x8b"
+        self.pieces = self._gunzip(head) if self.gzip else self._plain(head)
 
     def read(self, n: int = -1) -> bytes:
-        n = 1 << 20 if n < 0 else n
-        while len(self.buffer) < n and not self.eof:
-            self._fill(n)
-        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        data = next(self.pieces, b"")
         self.count += len(data)
         self.tree.charge("expanded bytes", len(data))
-        if self.count > EXPAND_FLOOR and self.inflate is not None and self.count > EXPAND_RATIO * self.stored.count:
+        if self.gzip and self.count > EXPAND_FLOOR and self.count > EXPAND_RATIO * self.stored.count:
             raise ImageError("%s expands more than %d times its size: a compression bomb, not a layer"
                              % (self.label, EXPAND_RATIO))
         if self.hash is not None:
             self.hash.update(data)
         return data
 
-    def _fill(self, n: int) -> None:
-        want = max(n, 1 << 16)
-        if self.inflate is None:
-            chunk, self.pending = self.pending or self.stored.read(want), b""
-            self.eof = not chunk
-            self.buffer += chunk
-            return
-        if self.inflate.unconsumed_tail:
-            data = self.inflate.unconsumed_tail
-        elif self.inflate.eof and self.inflate.unused_data.strip(b"\0"):
-            data = self.inflate.unused_data  # a second gzip member: concatenated streams are valid gzip
-            self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        else:
-            data, self.pending = self.pending or self.stored.read(1 << 16), b""
-            if not data or (self.inflate.eof and not data.strip(b"\0")):
-                self.eof = not data
-                return
-            if self.inflate.eof:
-                self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            self.buffer += self.inflate.decompress(data, want)
-        except zlib.error as exc:
-            raise ImageError("%s is not valid gzip (%s)" % (self.label, exc)) from None
+    def _plain(self, data: bytes) -> Iterator[bytes]:
+        while data:
+            yield data
+            data = self.stored.read(1 << 20)
 
-    def drain(self) -> None:
-        while self.read(1 << 20):
-            pass
+    def _gunzip(self, data: bytes) -> Iterator[bytes]:
+        """Non-empty pieces of the inflated stream: a second gzip member after the first
+        (concatenated streams are valid gzip), zero padding after the last ignored."""
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while data or (data := self.stored.read(1 << 16)):
+            if inflate.eof and not data.strip(b"\0"):
+                data = b""
+                continue
+            if inflate.eof:
+                inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            try:
+                piece = inflate.decompress(data, 1 << 20)
+            except zlib.error as exc:
+                raise ImageError("%s is not valid gzip (%s)" % (self.label, exc)) from None
+            data = inflate.unconsumed_tail or inflate.unused_data
+            if piece:
+                yield piece
+
+
+def _drain(stream: "Reader | Expanded") -> None:
+    while stream.read(1 << 20):
+        pass
 
 
 def apply_layers(tree: Tree, listed: List[Layer], progress: Callable[[str, int, int], None]) -> None:
@@ -293,7 +282,7 @@ def apply_layer(tree: Tree, layer: Layer, number: int, ops: Optional[List[tuple]
             tar = tarfile.open(fileobj=cast(IO[bytes], expanded), mode="r|", bufsize=1 << 20,  # read() only
                                tarinfo=tarsafe.BoundedInfo)
             _members(tree, tar, layer.label, number, ops)
-            expanded.drain()
+            _drain(expanded)
         except (tarfile.TarError, EOFError, zlib.error, ImageError, tarsafe.HeaderRefused) as exc:
             _digest_first(layer, stored)
             if isinstance(exc, ImageError):
@@ -302,8 +291,7 @@ def apply_layer(tree: Tree, layer: Layer, number: int, ops: Optional[List[tuple]
                 raise ImageError("%s: %s" % (layer.label, exc)) from None
             why = str(exc)[:120] or type(exc).__name__
             raise ImageError("%s is not a readable tar (%s)" % (layer.label, why)) from None
-        while stored.read(1 << 20):
-            pass
+        _drain(stored)
     except OSError as exc:
         raise ImageError("%s cannot be read (%s)" % (layer.label, exc.strerror or exc)) from None
     finally:
@@ -317,8 +305,7 @@ def _digest_first(layer: Layer, stored: Reader) -> None:
     if stored.hash is None:
         return
     try:
-        while stored.read(1 << 20):
-            pass
+        _drain(stored)
     except ImageError:
         pass  # larger than its descriptor: the digest below cannot match either
     _check_digest(layer, stored, None)
