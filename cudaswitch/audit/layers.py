@@ -20,6 +20,7 @@ from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, 
 
 from cudaswitch import tarsafe
 from cudaswitch.audit import viewrules
+from cudaswitch.audit.toolkitfiles import find_banner
 from cudaswitch.audit.oci import ImageError, Layer
 
 # The whole image's budget, counted over every layer as applied (a layer listed twice counts
@@ -385,7 +386,7 @@ def _file_node(tree: Tree, tar: tarfile.TarFile, member: tarfile.TarInfo, parts:
     if how is not None and how[0] == "placeholder":
         data = b""
     elif how is not None and how[0] == "banner" and member.size <= how[1]:
-        data = viewrules.find_banner(cast(IO[bytes], tar.extractfile(member)), member.size)  # a regular file
+        data = find_banner(cast(IO[bytes], tar.extractfile(member)), member.size)  # a regular file
     elif how is not None and how[0] == "banner":
         raise ImageError("%s: /%s is %d bytes, more than any nvcc" % (label, shown("/".join(parts)), member.size))
     elif how is not None and member.size <= how[1]:

@@ -7,10 +7,9 @@ can be checked by hand.
 """
 
 import glob
-import mmap
 import os
 import re
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, cast
+from typing import IO, TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, cast
 
 from cudaswitch.safeio import Unreadable, open_regular, read_or_none
 from cudaswitch.toolkit import COMPONENTS, VERSION_JSON_KEYS
@@ -33,6 +32,8 @@ LIBRARIES = {"cudart": "libcudart", "cudnn": "libcudnn", "nccl": "libnccl", "cup
              "cublas": "libcublas"}
 WHEEL_DIST = re.compile(r"^(nvidia_[a-z_]+?)(?:_cu\d+)?-(\d+(?:\.\d+)+)[^/]*\.dist-info$")
 NVCC_BANNER = re.compile(rb"Cuda compilation tools, release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+SCRIPT_LIMIT = 64 << 10  # a wrapper nvcc (#!/bin/sh exec .../nvcc) is kept as it is
+BANNER_OVERLAP = 256
 
 
 def search_dirs(record: "AnyRecord") -> Tuple[List[str], List[str]]:
@@ -107,17 +108,28 @@ def dist_info_versions(record: "AnyRecord") -> "Dict[str, Found]":
 def nvcc_binary_version(nvcc: str) -> Optional[str]:
     """The version nvcc prints for --version, read from the binary's bytes (nothing is run)."""
     try:
-        fd = open_regular(nvcc)  # a FIFO named nvcc would block a plain open forever
+        with os.fdopen(open_regular(nvcc), "rb") as handle:  # a FIFO named nvcc would block a plain open forever
+            match = NVCC_BANNER.search(find_banner(handle, os.fstat(handle.fileno()).st_size))
     except (OSError, Unreadable):
         return None
-    try:
-        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
-            match = NVCC_BANNER.search(data)
-            return match.group(2).decode() if match else None
-    except (OSError, ValueError):  # ValueError: empty file
-        return None
-    finally:
-        os.close(fd)
+    return match.group(2).decode() if match else None
+
+
+def find_banner(stream: IO[bytes], size: int) -> bytes:
+    """nvcc's `Cuda compilation tools, release X, VX.Y.Z` line from its bytes, or b""; a
+    script nvcc (a wrapper) is kept whole."""
+    head = stream.read(min(size, SCRIPT_LIMIT))
+    if head.startswith(b"#!") and size <= SCRIPT_LIMIT:
+        return head
+    window = head
+    while True:
+        match = NVCC_BANNER.search(window)
+        if match:
+            return match.group(0) + b"\n"
+        chunk = stream.read(1 << 20)
+        if not chunk:
+            return b""
+        window = window[-BANNER_OVERLAP:] + chunk
 
 
 def components(record: "AnyRecord", nvcc_version: Optional[str] = None
