@@ -14,7 +14,7 @@ import os
 import platform
 import re
 import tarfile
-from typing import IO, Any, Callable, Dict, List, Optional, Tuple, cast
+from typing import IO, Any, Dict, List, Optional, Tuple, cast
 
 from cudaswitch import tarsafe
 from cudaswitch.errors import CudaSwitchError, UsageError
@@ -30,8 +30,6 @@ DOCKER_BLOB_NAME = re.compile(r"^(?:blobs/sha256/)?([0-9a-f]{64})(?:\.json|\.tar
 REF_NAME = "org.opencontainers.image.ref.name"
 INDEX_TYPES = ("application/vnd.oci.image.index.v1+json",
                "application/vnd.docker.distribution.manifest.list.v2+json")
-MANIFEST_TYPES = ("application/vnd.oci.image.manifest.v1+json",
-                  "application/vnd.docker.distribution.manifest.v2+json")
 MACHINE_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "ppc64le": "ppc64le"}
 
 
@@ -50,14 +48,19 @@ def parse_reference(text: str) -> Dict[str, Any]:
 
 
 class Layer:
-    """One layer to apply: open() gives its bytes as stored; `digest` is checked over the stored
-    bytes (OCI blobs) or over the uncompressed tar (`docker save`'s diff_ids: `over` says which)."""
+    """Layer `number` of an image, the store's member `name`: open() gives its bytes as stored;
+    `digest` is checked over the stored bytes (OCI blobs) or over the uncompressed tar (`docker
+    save`'s diff_ids: `over` says which)."""
 
-    __slots__ = ("label", "open", "digest", "size", "over")
+    __slots__ = ("label", "store", "name", "digest", "size", "over")
 
-    def __init__(self, label: str, opener: Callable[[], IO[bytes]], digest: str, size: Optional[int],
+    def __init__(self, number: int, store: "LayoutDir | Archive", name: str, digest: str, size: Optional[int],
                  over: str) -> None:
-        self.label, self.open, self.digest, self.size, self.over = label, opener, digest, size, over
+        self.label, self.store, self.name = "layer %d (%s)" % (number, digest[:19]), store, name
+        self.digest, self.size, self.over = digest, size, over
+
+    def open(self) -> IO[bytes]:
+        return self.store.open(self.name)
 
 
 def parse_digest(value: object, what: str) -> Tuple[str, str]:
@@ -218,15 +221,14 @@ def _by_tag(entries: list, tag: Optional[str], label: str) -> object:
         annotations = entry.get("annotations") if isinstance(entry, dict) else None
         return annotations.get(REF_NAME) if isinstance(annotations, dict) else None
 
+    names = sorted(str(n) for n in map(name_of, entries) if n)
     if tag is not None:
         matching = [e for e in entries if name_of(e) == tag]
         if not matching:
-            names = sorted(str(n) for n in map(name_of, entries) if n)
             raise ImageError("%s has no image tagged %s" % (label, quote_prefix(tag, 40)),
                              "tags there: %s" % (", ".join(names[:10]) or "none"))
         return matching[0]
     if len(entries) > 1:
-        names = sorted(str(n) for n in map(name_of, entries) if n)
         raise ImageError("%s holds %d images: name one" % (label, len(entries)),
                          "add :TAG, one of %s" % (", ".join(names[:10]) or "(untagged)"))
     return entries[0]
@@ -255,13 +257,9 @@ def _oci_image(store: "LayoutDir | Archive", ref: dict) -> Dict[str, Any]:
     descriptors = manifest.get("layers")
     if not isinstance(descriptors, list) or len(descriptors) > MAX_LAYERS:
         raise ImageError("manifest %s has no valid layer list" % digest[:19])
-    layers: List[Layer] = []
-    for number, item in enumerate(descriptors, 1):
-        _media, layer_digest, size = _descriptor(item, "layer %d" % number)
-        name = blob_name(layer_digest, "layer %d" % number)
-        layers.append(Layer("layer %d (%s)" % (number, layer_digest[:19]),
-                            lambda name=name: store.open(name),  # type: ignore[misc]  # mypy: a default arg
-                            layer_digest, size, "stored"))
+    checked = [_descriptor(item, "layer %d" % number) for number, item in enumerate(descriptors, 1)]
+    layers = [Layer(number, store, blob_name(layer_digest, "a layer"), layer_digest, size, "stored")
+              for number, (_media, layer_digest, size) in enumerate(checked, 1)]
     return {"manifest_digest": digest, "config_digest": config_digest, "config": config, "layers": layers}
 
 
@@ -290,12 +288,10 @@ def _docker_image(store: "LayoutDir | Archive", ref: dict) -> Dict[str, Any]:
     if not isinstance(names, list) or not isinstance(diff_ids, list) or len(names) != len(diff_ids) \
             or len(names) > MAX_LAYERS or not all(isinstance(n, str) for n in names):
         raise ImageError("%s: the layers in manifest.json do not match the config's diff_ids" % store.label)
-    layers: List[Layer] = []
-    for number, (name, diff_id) in enumerate(zip(names, diff_ids), 1):
+    for number, diff_id in enumerate(diff_ids, 1):
         parse_digest(diff_id, "layer %d" % number)
-        layers.append(Layer("layer %d (%s)" % (number, diff_id[:19]),
-                            lambda name=name: store.open(name),  # type: ignore[misc]  # mypy: a default arg
-                            diff_id, None, "uncompressed"))
+    layers = [Layer(number, store, name, diff_id, None, "uncompressed")
+              for number, (name, diff_id) in enumerate(zip(names, diff_ids), 1)]
     return {"manifest_digest": None, "config_digest": config_digest, "config": config, "layers": layers,
             "repo_tags": [t for t in entry.get("RepoTags") or [] if isinstance(t, str)]}
 
