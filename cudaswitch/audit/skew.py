@@ -58,13 +58,10 @@ def node_summary(report: dict) -> dict:
             "components": {key: sorted(components.get(key, ()), key=version_key) for key in TRACKED},
             "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items()),
             # None for a report from before audit read them: such reports merge byte for byte as they did
-            "nccl": sorted({c["version"] or "unknown" for c in report["nccl"]}, key=_version_or_text)
+            "nccl": sorted({c["version"] or "unknown" for c in report["nccl"]},
+                           key=lambda v: version_key(v) if v[:1].isdigit() else (-1,))
             if isinstance(report.get("nccl"), list) else None,
             "mtus": job_mtus(report["interfaces"]) if isinstance(report.get("interfaces"), list) else None}
-
-
-def _version_or_text(value: str) -> tuple:
-    return version_key(value) if value[:1].isdigit() else (-1,)
 
 
 def _keep_best(best: Dict[str, str], version: str, status: str) -> None:
@@ -145,18 +142,11 @@ class Nodes:
             return list(self.hosts)
         return [host for host, number in zip(self.hosts, self.sids) if passes[number]] if any(passes) else []
 
-    def count(self, test: ValueOf) -> int:
-        passes = [bool(test(summary)) for summary in self.summaries]
-        return sum(1 for number in self.sids if passes[number])
 
 
 def _gpu_text(node: dict) -> str:
     return ", ".join("%dx %s%s" % (count, model, " (sm_%s)" % cap.replace(".", "") if cap else "")
                      for model, cap, count in node["gpus"]) or "none found"
-
-
-def _component_text(key: str) -> ValueOf:
-    return lambda node: " ".join(node["components"][key]) or "none"
 
 
 def _driver_text(node: dict) -> str:
@@ -179,13 +169,13 @@ VALUE_OF: Dict[str, ValueOf] = {
     "branch": lambda n: n["branch"] or "none found",
     "gpus": _gpu_text,
     "toolkits": lambda n: " ".join(sorted(n["toolkits"], key=version_key)) or "none",
-    **{key: _component_text(key) for key in TRACKED},
+    **{key: lambda n, key=key: " ".join(n["components"][key]) or "none" for key in TRACKED},
 }
 
 
 def skew(nodes: Nodes, expected: Optional[List[str]], errors: List[dict]) -> dict:
     """Every fact of the skew report as data (what `--json` prints under "skew")."""
-    reported = set(nodes.hosts) | {_bare(h) for h in nodes.hosts}
+    reported = set(nodes.hosts) | {h.split(" (", 1)[0] for h in nodes.hosts}  # 'node01 (file)': a renamed duplicate
     return {
         "driver": {"releases": nodes.group(VALUE_OF["driver"]), "branches": nodes.group(VALUE_OF["branch"]),
                    "cuda": nodes.group(lambda n: n["driver_cuda"] or "none found"),
@@ -193,7 +183,6 @@ def skew(nodes: Nodes, expected: Optional[List[str]], errors: List[dict]) -> dic
         "toolkits": _partial(nodes, lambda n: n["toolkits"]),
         "components": {key: _partial(nodes, lambda n, key=key: n["components"][key]) for key in TRACKED},
         "gpus": {"models": nodes.group(_gpu_text), "cannot_target": cannot_target(nodes)},
-
         "driver_cannot_run": _unsupported(nodes),
         "missing": [name for name in expected or [] if name not in reported],
         "refused": [e["file"] for e in errors],
@@ -220,20 +209,14 @@ def mtu_skew(nodes: Nodes) -> dict:
     return out
 
 
-def _bare(host: str) -> str:
-    """'node01 (file)' (a duplicate renamed by merge) -> 'node01'."""
-    return host.split(" (", 1)[0]
-
-
 def _partial(nodes: Nodes, versions_of: ValueOf) -> List[dict]:
     """[{version, on, missing_on}] for each version present on some nodes but not all."""
     versions = {version for summary in nodes.summaries for version in versions_of(summary)}
     out = []
     for version in sorted(versions, key=version_key, reverse=True):
-        on = nodes.count(lambda n, version=version: version in versions_of(n))
-        if on < len(nodes):
-            missing = nodes.where(lambda n, version=version: version not in versions_of(n))
-            out.append({"version": version, "on": on, "missing_on": missing})
+        missing = nodes.where(lambda n, version=version: version not in versions_of(n))
+        if missing:
+            out.append({"version": version, "on": len(nodes) - len(missing), "missing_on": missing})
     return out
 
 
