@@ -16,8 +16,10 @@ from cudaswitch.audit import netfacts, toolkitfiles
 from cudaswitch.audit.hostfacts import driver_verdict, host_driver, host_name, read_gpus
 from cudaswitch.errors import UsageError
 from cudaswitch.paths import Paths
+from cudaswitch.render import iec_size
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify.checkregistry import registered  # a leaf: `audit merge` reads this module's constants
+from cudaswitch.verify.compat import check
 
 if TYPE_CHECKING:
     from cudaswitch.toolkit import ToolkitRecord
@@ -153,8 +155,6 @@ def _duplicates(toolkits: List[dict]) -> "List[CheckResult]":
     for entry in toolkits:
         if entry["version"]:
             by_version.setdefault(entry["version"], []).append(entry)
-    from cudaswitch.verify.compat import check
-
     for entry in toolkits:
         entry["duplicates"] = [o["root"] for o in by_version.get(entry["version"], []) if o is not entry]
     checks = []
@@ -163,16 +163,9 @@ def _duplicates(toolkits: List[dict]) -> "List[CheckResult]":
             layouts = {e["layout"] for e in same}
             checks.append(check("toolkit.duplicate", "warning" if len(layouts) < len(same) else "info",
                                  "%s is installed %d times: %s" % (version, len(same), _some(e["root"] for e in same)),
-                                 "%s in all" % _iec_size(sum(e["size_bytes"] for e in same)),
+                                 "%s in all" % iec_size(sum(e["size_bytes"] for e in same)),
                                  version=version, roots=[e["root"] for e in same]))
     return checks
-
-
-def _iec_size(num: float) -> str:
-    """Sizes in IEC units, as every other size cudaswitch shows (a duplicate's hint said MB)."""
-    from cudaswitch.render import iec_size
-
-    return iec_size(num)
 
 
 def _some(items: Iterable[str], shown: int = 4) -> str:
@@ -205,8 +198,6 @@ def _compile_all(paths: Paths, records: List[dict], env: dict, toolkits: List[di
 
 @registered("audit.no_exec", "system.default_link", layer="toolkit", shown_by=("audit",))
 def _checks(paths: Paths, registry: dict, toolkits: List[dict], driver: dict, executes: bool) -> "List[CheckResult]":
-    from cudaswitch.verify.compat import check
-
     checks = []
     if not driver["present"]:
         from cudaswitch.verify.hostchecks import no_driver
@@ -228,8 +219,6 @@ def _checks(paths: Paths, registry: dict, toolkits: List[dict], driver: dict, ex
 
 @registered("toolkit.broken", "toolkit.incomplete", "toolkit.compiles", layer="toolkit", shown_by=("audit", "image"))
 def _toolkit_checks(entry: dict) -> "List[CheckResult]":
-    from cudaswitch.verify.compat import check
-
     label = "%s at %s" % (entry["version"] or "a toolkit without a version", entry["root"])
     facts = {"root": entry["root"], "version": entry["version"]}
     out = []
