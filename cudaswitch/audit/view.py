@@ -107,12 +107,5 @@ def _link_text(tree: layers.Tree, parts: Sequence[str], files: Dict[tuple, layer
 
 def _write_file(path: str, node: layers.Node) -> int:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags, node.mode)
-    try:
-        data = node.data or b""
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-    return len(node.data or b"")
+    with os.fdopen(os.open(path, flags, node.mode), "wb") as handle:
+        return handle.write(node.data or b"")
