@@ -70,10 +70,6 @@ def parse_digest(value: object, what: str) -> Tuple[str, str]:
     return match.group(1), match.group(2)
 
 
-def hasher(digest: str) -> "hashlib._Hash":
-    return hashlib.new(parse_digest(digest, "a blob")[0])
-
-
 # ---------------------------------------------------------------- where the files are
 
 
@@ -115,15 +111,13 @@ class Archive:
         try:
             self.tar = tarfile.open(fileobj=self.raw, mode="r:", tarinfo=tarsafe.BoundedInfo)
             self.members = self._index()
-        except tarsafe.HeaderRefused as exc:
+        except BaseException as exc:
             self.raw.close()
-            raise ImageError("%s: %s" % (path, exc)) from None
-        except ImageError:
-            self.raw.close()
+            if isinstance(exc, tarsafe.HeaderRefused):
+                raise ImageError("%s: %s" % (path, exc)) from None
+            if isinstance(exc, (tarfile.TarError, OSError, EOFError)):
+                raise ImageError("%s is not a readable tar archive (%s)" % (path, _one_line(exc))) from None
             raise
-        except (tarfile.TarError, OSError, EOFError) as exc:
-            self.raw.close()
-            raise ImageError("%s is not a readable tar archive (%s)" % (path, _one_line(exc))) from None
 
     def _index(self) -> Dict[str, tarfile.TarInfo]:
         members = {}
@@ -161,7 +155,7 @@ def read_json(store: "LayoutDir | Archive", name: str, digest: Optional[str] = N
     if size is not None and len(data) != size:
         raise ImageError("%s in %s is %d bytes, its descriptor says %s" % (what, store.label, len(data), size))
     if digest is not None:
-        check = hasher(digest)
+        check = hashlib.new(parse_digest(digest, "a blob")[0])
         check.update(data)
         if digest != "%s:%s" % (check.name, check.hexdigest()):
             raise ImageError("%s in %s does not match its digest %s" % (what, store.label, digest[:19]))
