@@ -12,12 +12,12 @@ import os
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Tuple, cast
 
 from cudaswitch import __version__
-from cudaswitch.audit import netfacts, toolkitfiles
-from cudaswitch.audit.hostfacts import driver_verdict, host_driver, host_name, read_gpus
+from cudaswitch.audit import toolkitfiles
+from cudaswitch.audit.hostfacts import driver_verdict, host_driver, host_name, interfaces, nccl_copies, read_gpus
 from cudaswitch.errors import UsageError
 from cudaswitch.paths import Paths
 from cudaswitch.render import iec_size
-from cudaswitch.toolkit import version_tuple
+from cudaswitch.toolkit import COMPONENTS, version_tuple
 from cudaswitch.verify.checkregistry import registered  # a leaf: `audit merge` reads this module's constants
 from cudaswitch.verify.compat import check
 
@@ -65,7 +65,7 @@ def run_audit(env: dict, root: Optional[str] = None, compile_: bool = False, all
         "driver": driver if driver["present"] else None, "gpus": driver["gpus"] or read_gpus(paths),
         "system_default": next((t["root"] for t in toolkits if t["system_default"]), None),
         "toolkits": toolkits, "checks": _checks(paths, registry, toolkits, driver, executes) + duplicate_checks,
-        "nccl": netfacts.nccl_copies(paths, used_env), "interfaces": netfacts.interfaces(paths),
+        "nccl": nccl_copies(paths, used_env), "interfaces": interfaces(paths),
     }
 
 
@@ -113,7 +113,7 @@ def _toolkit_entry(record: "ToolkitRecord", registry: dict, env: dict, executes:
     entry["real"] = record["real"] if not record["real"].startswith("dangling:") else None
     nvcc_ran = _nvcc_probe(registry, record) if executes else None
     if record.get("outside_root") or record["real"].startswith("dangling:"):  # nothing of it is the image's
-        entry["components"], entry["component_sources"] = dict.fromkeys(toolkitfiles.COMPONENTS), {}
+        entry["components"], entry["component_sources"] = dict.fromkeys(COMPONENTS), {}
     else:
         entry["components"], entry["component_sources"] = toolkitfiles.components(record, nvcc_ran)
     entry["version_json"] = {k: v for k, v in record.get("components", {}).items() if k != "cudart_soname"}

@@ -9,7 +9,7 @@ import functools
 import re
 from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Set, Tuple, cast
 
-from cudaswitch.audit.netfacts import job_mtus
+from cudaswitch.audit.hostfacts import job_mtus
 from cudaswitch.audit.validate import TRACKED, VERSION
 from cudaswitch.errors import UsageError
 from cudaswitch.render import counted
