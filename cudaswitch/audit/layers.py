@@ -13,6 +13,7 @@ following it stays in the view; nothing in the view is ever run.
 """
 
 import collections
+import contextlib
 import hashlib
 import tarfile
 import zlib
@@ -181,10 +182,10 @@ class Reader:
         self.raw, self.size, self.label, self.count = raw, size, label, 0
         self.hash = hashlib.new(digest.split(":")[0]) if over == "stored" else None
 
-    def read(self, n: int = -1) -> bytes:
+    def read(self, n: int) -> bytes:
         if self.size is not None:
-            n = self.size + 1 - self.count if n < 0 else min(n, self.size + 1 - self.count)
-        data = self.raw.read(n if n >= 0 else 1 << 20)
+            n = min(n, self.size + 1 - self.count)
+        data = self.raw.read(n)
         self.count += len(data)
         if self.size is not None and self.count > self.size:
             raise ImageError("%s is larger than its manifest says (%d bytes)" % (self.label, self.size))
@@ -285,7 +286,7 @@ def apply_layer(tree: Tree, layer: Layer, number: int, ops: Optional[List[tuple]
             _members(tree, tar, layer.label, number, ops)
             _drain(expanded)
         except (tarfile.TarError, EOFError, zlib.error, ImageError, tarsafe.HeaderRefused) as exc:
-            _digest_first(layer, stored)
+            _check_digest(layer, stored)
             if isinstance(exc, ImageError):
                 raise
             if isinstance(exc, tarsafe.HeaderRefused):
@@ -301,33 +302,26 @@ def apply_layer(tree: Tree, layer: Layer, number: int, ops: Optional[List[tuple]
     return expanded.count
 
 
-def _digest_first(layer: Layer, stored: Reader) -> None:
-    """Where the digest is over the stored bytes, read the rest and check it (an ImageError if not)."""
-    if stored.hash is None:
+def _check_digest(layer: Layer, stored: Reader, expanded: Optional[Expanded] = None) -> None:
+    """An ImageError unless the layer has its size and digest. Without `expanded` (its tar did not
+    parse) only a digest over the stored bytes is checked, once the rest of them is read."""
+    if expanded is None and stored.hash is None:
         return
-    try:
-        _drain(stored)
-    except ImageError:
-        pass  # larger than its descriptor: the digest below cannot match either
-    _check_digest(layer, stored, None)
-
-
-def _check_digest(layer: Layer, stored: Reader, expanded: Optional[Expanded]) -> None:
+    if expanded is None:
+        with contextlib.suppress(ImageError):  # larger than its descriptor: the digest cannot match either
+            _drain(stored)
     if layer.size is not None and stored.count < layer.size:
         raise ImageError("%s is truncated: %d of %d bytes" % (layer.label, stored.count, layer.size))
     if layer.size is not None and stored.count > layer.size:
         raise ImageError("%s is larger than its manifest says (%d bytes)" % (layer.label, layer.size))
-    # over the stored bytes, else over the tar (the one caller without `expanded` has the first)
+    # over the stored bytes, else over the tar (without `expanded`, there is the first)
     check = cast("hashlib._Hash", stored.hash or cast(Expanded, expanded).hash)
     if "%s:%s" % (check.name, check.hexdigest()) != layer.digest:
         raise ImageError("%s does not match its digest (a damaged or altered blob)" % layer.label)
 
 
 def _members(tree: Tree, tar: tarfile.TarFile, label: str, number: int, ops: Optional[List[tuple]]) -> None:
-    while True:
-        member = tar.next()
-        if member is None:
-            return
+    for member in iter(tar.next, None):
         tar.members = []  # type: ignore[attr-defined]  # tarfile keeps every header it read; the tree is what we keep
         tree.charge("members")
         parts = member_parts(member.name, label)
@@ -380,37 +374,33 @@ def apply_op(tree: Tree, op: tuple, number: int, label: str) -> None:
 
 def _file_node(tree: Tree, tar: tarfile.TarFile, member: tarfile.TarInfo, parts: List[str], label: str,
                number: int) -> Node:
-    mode = 0o755 if member.mode & 0o111 else 0o644
-    how = viewrules.kind_of(parts)
-    data = None
-    if how is not None and how[0] == "placeholder":
-        data = b""
-    elif how is not None and how[0] == "banner" and member.size <= how[1]:
-        data = find_banner(cast(IO[bytes], tar.extractfile(member)), member.size)  # a regular file
-    elif how is not None and how[0] == "banner":
+    """The file as the tree keeps it: its content where the view reads it (viewrules.kind_of), b""
+    where its name is the fact (or it is larger than the audit reads), None elsewhere."""
+    how = viewrules.kind_of(parts) or ("none",)
+    data: Optional[bytes] = None if how[0] == "none" else b""
+    if how[0] == "banner" and member.size > how[1]:
         raise ImageError("%s: /%s is %d bytes, more than any nvcc" % (label, shown("/".join(parts)), member.size))
-    elif how is not None and member.size <= how[1]:
-        data = cast(IO[bytes], tar.extractfile(member)).read(member.size)
-    elif how is not None and how[2]:
+    if how[0] == "content" and member.size > how[1] and how[2]:
         raise ImageError("%s: /%s is %d bytes, more than such a file holds (%d)"
                          % (label, shown("/".join(parts)), member.size, how[1]))
-    elif how is not None:
-        data = b""
+    if how[0] in ("banner", "content") and member.size <= how[1]:
+        stream = cast(IO[bytes], tar.extractfile(member))  # a regular file
+        data = find_banner(stream, member.size) if how[0] == "banner" else stream.read(member.size)
     if data:
         tree.kept_bytes += len(data)
         if tree.kept_bytes > MAX_KEPT:
             raise ImageError("the files the audit reads exceed %d MiB in all" % (MAX_KEPT >> 20))
-    return Node("file", number, mode, member.size, data)
+    return Node("file", number, 0o755 if member.mode & 0o111 else 0o644, member.size, data)
 
 
 # ---------------------------------------------------------------- the view on disk
 
 
-def resolve(tree: Tree, parts: Sequence[str], hops: int = 0) -> Optional[List[str]]:
+def resolve(tree: Tree, parts: Sequence[str]) -> Optional[List[str]]:
     """Image path components after following every link, as the container sees them (absolute
     targets from the image root, `..` stopping at the root); None for a loop."""
     done: List[str] = []
-    pending = list(parts)
+    pending, hops = list(parts), 0
     while pending:
         name = pending.pop(0)
         if name == "..":
@@ -427,7 +417,7 @@ def resolve(tree: Tree, parts: Sequence[str], hops: int = 0) -> Optional[List[st
             target = cast(str, node.target)  # a link has one
             if target.startswith("/"):
                 done = []
-            pending = [p for p in target.split("/")] + pending
+            pending = target.split("/") + pending
             continue
         done.append(name)
     return done
