@@ -143,7 +143,6 @@ class Nodes:
         return [host for host, number in zip(self.hosts, self.sids) if passes[number]] if any(passes) else []
 
 
-
 def _gpu_text(node: dict) -> str:
     return ", ".join("%dx %s%s" % (count, model, " (sm_%s)" % cap.replace(".", "") if cap else "")
                      for model, cap, count in node["gpus"]) or "none found"
