@@ -10,7 +10,6 @@ image's own.
 
 import os
 import re
-import shutil
 import tempfile
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -96,19 +95,15 @@ def _audit_view(env: dict, ref: dict, image: dict, tree: layers.Tree,
     """run_audit on a fresh view of the tree, which is removed before this returns."""
     from cudaswitch.audit.inventory import run_audit
 
-    work = tempfile.mkdtemp(prefix="cudaswitch-image-")
-    try:
+    with tempfile.TemporaryDirectory(prefix="cudaswitch-image-", ignore_cleanup_errors=True) as work:
         try:
             shape: Dict[str, Any] = view.write_view(tree, work)  # os_release joins the counts below
         except OSError as exc:  # the host refuses what the image holds (a name or link too long for it)
             raise oci.ImageError("the image's files cannot be laid out for the audit (%s)" % (
                 exc.strerror or exc)) from None
         clean = {k: v for k, v in env.items() if k not in ("MODULEPATH", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")}
-        report = run_audit(clean, root=work, progress=progress, root_vars=_root_vars(image))
+        report = _unhost(run_audit(clean, root=work, progress=progress, root_vars=_root_vars(image)), work)
         shape["os_release"] = os_release(work)
-        report = _unhost(report, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     for entry in report["toolkits"]:
         entry["size_bytes"] = layers.size_under(tree, entry.get("real") or entry["root"])
     report["host"], report["root"] = ref["text"], "/"
