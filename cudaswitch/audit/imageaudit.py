@@ -72,9 +72,7 @@ def audit_image(env: dict, text: str, driver_text: Optional[str] = None, gpu_tex
     report, shape = _audit_view(env, ref, image, tree, progress)
     torches = find_torch(tree)
     facts = image_facts(ref, image, torches, shape)
-    facts["requirement"] = imagecheck.judge_image(image["config_facts"]["env"], driver, gpus)
-    torch_checks = [c for t in torches for c in imagecheck.torch_checks(t, driver, gpus)]
-    facts["runs"] = _runs(facts["requirement"], torch_checks)
+    facts["requirement"], torch_checks, facts["runs"] = _verdict(image, torches, driver, gpus)
     _rejudge(report, driver, gpus)
     report["checks"] += [_requirement_check(facts["requirement"])] + torch_checks
     report["image"] = facts
@@ -210,10 +208,12 @@ def _requirement_check(requirement: dict) -> "CheckResult":
                  verdict=requirement["verdict"], conditions=requirement["conditions"])
 
 
-def _runs(requirement: dict, torch_checks: "List[CheckResult]") -> Optional[bool]:
-    if requirement["ok"] is False or any(c["level"] == "error" for c in torch_checks):
-        return False
-    return requirement["ok"]
+def _verdict(image: dict, torches: List[dict], driver: dict,
+             gpus: List[dict]) -> "Tuple[dict, List[CheckResult], Optional[bool]]":
+    """(the runtime's requirement, the torch checks, whether the image starts: not when either fails)."""
+    requirement = imagecheck.judge_image(image["config_facts"]["env"], driver, gpus)
+    checks = [c for t in torches for c in imagecheck.torch_checks(t, driver, gpus)]
+    return requirement, checks, False if any(c["level"] == "error" for c in checks) else requirement["ok"]
 
 
 # ---------------------------------------------------------------- a cluster's nodes
@@ -231,12 +231,9 @@ def on_nodes(text: str, nodes: Iterable[dict], progress: "Optional[Progress]" = 
         driver = {"present": bool(node["driver"] or node["driver_cuda"]), "release": node["driver"],
                   "cuda": node["driver_cuda"]}
         gpus = [{"name": model, "capability": capability} for model, capability, _count in node["gpus"]]
-        requirement = imagecheck.judge_image(image["config_facts"]["env"], driver, gpus)
-        checks = [c for t in torches for c in imagecheck.torch_checks(t, driver, gpus)]
-        runs = _runs(requirement, checks)
-        reasons = _reasons(requirement, checks, runs)
+        requirement, checks, runs = _verdict(image, torches, driver, gpus)
         groups[{True: "can_run", False: "cannot_run", None: "cannot_tell"}[runs]].append(
-            {"host": node["host"], "reasons": reasons})
+            {"host": node["host"], "reasons": _reasons(requirement, checks, runs)})
     out = {"image": image_facts(ref, image, torches), **groups}
     for key in groups:
         out[key + "_hosts"] = fold(item["host"] for item in groups[key])
