@@ -5,9 +5,10 @@ only, GPU models and the toolkits that cannot target them, nodes that sent no re
 node types (identical nodes grouped); and the user's `--require` / `--same` rules.
 """
 
+import collections
 import functools
 import re
-from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Set, Tuple, cast
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Set, cast
 
 from cudaswitch.audit.hostfacts import job_mtus
 from cudaswitch.audit.validate import TRACKED, VERSION
@@ -34,7 +35,7 @@ def node_summary(report: dict) -> dict:
     toolkits: Dict[str, str] = {}
     versions: Dict[str, str] = {}
     unsupported: Set[str] = set()
-    components: Dict[str, Set[str]] = {}
+    components: Dict[str, Set[str]] = {key: set() for key in TRACKED}
     for entry in report["toolkits"]:
         version, status = entry.get("version"), entry["status"]
         if version:
@@ -43,19 +44,16 @@ def node_summary(report: dict) -> dict:
             _keep_best(versions, version, status)
             if entry.get("driver_supported") is False:
                 unsupported.add(short)
-        found = entry.get("components")
-        if found:
-            for key in TRACKED:
-                if found.get(key):
-                    components.setdefault(key, set()).add(found[key])
-    gpus: Dict[Tuple[str, Optional[str]], int] = {}
-    for gpu in report.get("gpus") or ():
-        label = (gpu.get("name") or gpu.get("model") or "unknown GPU", gpu.get("capability"))
-        gpus[label] = gpus.get(label, 0) + 1
+        found = entry.get("components") or {}
+        for key in TRACKED:
+            if found.get(key):
+                components[key].add(found[key])
+    gpus = collections.Counter((gpu.get("name") or gpu.get("model") or "unknown GPU", gpu.get("capability"))
+                               for gpu in report.get("gpus") or ())
     return {"driver": release, "branch": release.split(".")[0] if release else None,
             "driver_cuda": driver.get("cuda"), "toolkits": toolkits, "unsupported": sorted(unsupported),
             "versions": {v: versions[v] for v in sorted(versions, key=version_key)},
-            "components": {key: sorted(components.get(key, ()), key=version_key) for key in TRACKED},
+            "components": {key: sorted(components[key], key=version_key) for key in TRACKED},
             "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items()),
             # None for a report from before audit read them: such reports merge byte for byte as they did
             "nccl": sorted({c["version"] or "unknown" for c in report["nccl"]},
@@ -229,39 +227,24 @@ def _unsupported(nodes: Nodes) -> List[dict]:
 
 def cannot_target(nodes: Nodes) -> List[dict]:
     """[{toolkit, gpu, model, nodes}]: a toolkit on a node that cannot build for a GPU of that
-    node (compat.toml's arch table: first and last CUDA per architecture)."""
-    verdicts: dict = {}
-    failing = {id(summary): _untargeted(summary, verdicts) for summary in nodes.summaries}
+    node (compat.toml's arch table: first and last CUDA per architecture). A GPU without a
+    capability (/proc names the model only) is not judged: its architecture is not known."""
+    failing = {id(n): {(short, capability, model) for model, capability, _ in n["gpus"] if capability
+                       for short in n["toolkits"] if _cannot_build(short, capability)} for n in nodes.summaries}
     keys = {key for found in failing.values() for key in found}
     return [{"toolkit": short, "gpu": "sm_" + capability.replace(".", ""), "model": model,
              "nodes": nodes.where(lambda n, key=(short, capability, model): key in failing[id(n)])}
             for short, capability, model in sorted(keys, key=lambda k: (version_key(k[0]), k[1:]))]
 
 
-def _untargeted(node: dict, verdicts: Dict[Tuple[str, str], Optional[bool]]) -> Set[Tuple[str, str, str]]:
-    """{(toolkit, capability, model)} of the node that cannot build for its GPU."""
+@functools.lru_cache(maxsize=1024)
+def _cannot_build(short: str, capability: str) -> bool:
+    """CUDA `short` is outside the first and last CUDA of the GPU's table-6 row (no row: not known)."""
     from cudaswitch.verify import facttables
 
-    failing: Set[Tuple[str, str, str]] = set()
-    for model, capability, _ in node["gpus"]:
-        if not capability:
-            continue  # /proc names the model only: the architecture is not known
-        for short in node["toolkits"]:
-            if (short, capability) not in verdicts:
-                verdicts[short, capability] = _targets(facttables.arch_row(capability), short)
-            if verdicts[short, capability] is False:
-                failing.add((short, capability, model))
-    return failing
-
-
-def _targets(row: Optional[dict], short: str) -> Optional[bool]:
-    """True / False from a table-6 row, None when the table has no row for the GPU."""
-    if row is None:
-        return None
-    have = version_key(short)[:2]
-    if have < version_key(row["first"])[:2]:
-        return False
-    return not (row.get("last") and have > version_key(row["last"])[:2])
+    row, have = facttables.arch_row(capability), version_key(short)[:2]
+    return row is not None and (have < version_key(row["first"])[:2]
+                                or bool(row.get("last")) and have > version_key(row["last"])[:2])
 
 
 def node_types(nodes: Nodes) -> List[dict]:
