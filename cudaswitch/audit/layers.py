@@ -403,23 +403,18 @@ def resolve(tree: Tree, parts: Sequence[str]) -> Optional[List[str]]:
     pending, hops = list(parts), 0
     while pending:
         name = pending.pop(0)
-        if name == "..":
-            if done:
-                done.pop()
-            continue
-        if name in ("", "."):
-            continue
-        node = tree.lookup(done + [name])
+        node = tree.lookup(done + [name]) if name not in ("", ".", "..") else None
         if node is not None and node.kind == "link":
             hops += 1
             if hops > LINK_HOPS:
                 return None
             target = cast(str, node.target)  # a link has one
-            if target.startswith("/"):
-                done = []
+            done = [] if target.startswith("/") else done
             pending = target.split("/") + pending
-            continue
-        done.append(name)
+        elif name == ".." and done:
+            done.pop()
+        elif name not in ("", ".", ".."):
+            done.append(name)
     return done
 
 
