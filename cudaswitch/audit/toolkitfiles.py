@@ -9,6 +9,7 @@ can be checked by hand.
 import glob
 import os
 import re
+import stat
 from typing import IO, TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, cast
 
 from cudaswitch.safeio import Unreadable, open_regular, read_or_none
@@ -179,24 +180,16 @@ def tree_size(path: str) -> int:
         st = os.lstat(path)
     except OSError:
         return 0
-    seen = {(st.st_dev, st.st_ino)}
-    total = st.st_size
-    stack = [path] if os.path.isdir(path) and not os.path.islink(path) else []
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
+    seen, total = {(st.st_dev, st.st_ino)}, st.st_size
+    for top, dirs, files in os.walk(path) if stat.S_ISDIR(st.st_mode) else ():
+        for name in dirs + files:
             try:
-                st = entry.stat(follow_symlinks=False)
+                st = os.lstat(os.path.join(top, name))
             except OSError:
                 continue
             if (st.st_dev, st.st_ino) not in seen:
                 seen.add((st.st_dev, st.st_ino))
                 total += st.st_size
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
     return total
 
 
