@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
     Found = Tuple[Optional[str], Optional[str]]  # (version, where it was read), or (None, None)
 
-# wheel (dist-info) names per component
-WHEELS = {"cudart": "nvidia_cuda_runtime", "nvcc": "nvidia_cuda_nvcc", "cupti": "nvidia_cuda_cupti",
-          "cublas": "nvidia_cublas", "cudnn": "nvidia_cudnn", "nccl": "nvidia_nccl"}
+# the component each wheel (dist-info name) holds
+WHEELS = {"nvidia_cuda_runtime": "cudart", "nvidia_cuda_nvcc": "nvcc", "nvidia_cuda_cupti": "cupti",
+          "nvidia_cublas": "cublas", "nvidia_cudnn": "cudnn", "nvidia_nccl": "nccl"}
 # header, and the macros that make up major.minor.patch
 HEADERS = {
     "cudnn": (("cudnn_version.h", "cudnn.h"), ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL")),
@@ -75,17 +75,20 @@ def cudart_header_version(include_dirs: Sequence[str]) -> "Found":
     return None, None
 
 
-def soname_version(lib_dirs: Sequence[str], stem: str) -> "Found":
-    """Longest version in the library file names: libcudnn.so.9.1.0 -> '9.1.0'; (version, path)."""
+def soname_version(lib_dirs: Sequence[str], stem: Optional[str]) -> "Found":
+    """Longest version in the library file names: libcudnn.so.9.1.0 -> '9.1.0'; (version, path).
+    Only a full x.y.z: the soname libcudart.so.11.0 is shared by every 11.x release."""
     best: Optional[str] = None
     where: Optional[str] = None
+    if not stem:
+        return None, None
     pattern = re.compile(re.escape(stem) + r"\.so\.(\d+(?:\.\d+)*)$")
     for directory in lib_dirs:
         for path in glob.glob(os.path.join(directory, stem + ".so.*")):
             match = pattern.search(path)
             if match and (best is None or _numbers(match.group(1)) > _numbers(best)):
                 best, where = match.group(1), path
-    return best, where
+    return (best, where) if best and best.count(".") >= 2 else (None, None)
 
 
 def dist_info_versions(record: "AnyRecord") -> "Dict[str, Found]":
@@ -100,9 +103,8 @@ def dist_info_versions(record: "AnyRecord") -> "Dict[str, Found]":
     for directory in dirs:
         for path in sorted(glob.glob(os.path.join(directory, "nvidia_*.dist-info"))):
             match = WHEEL_DIST.match(os.path.basename(path))
-            for component, wheel in WHEELS.items():
-                if match and match.group(1) == wheel:
-                    found.setdefault(component, (match.group(2), path))
+            if match and match.group(1) in WHEELS:
+                found.setdefault(WHEELS[match.group(1)], (match.group(2), path))
     return found
 
 
@@ -148,7 +150,7 @@ def components(record: "AnyRecord", nvcc_version: Optional[str] = None
             (version_json.get(VERSION_JSON_KEYS.get(name, "")), os.path.join(record["root"], "version.json")),
             wheels.get(name, (None, None)),
             header_version(includes, *HEADERS[name]) if name in HEADERS else (None, None),
-            _full_soname(libs, LIBRARIES.get(name)),
+            soname_version(libs, LIBRARIES.get(name)),
         )
     if record.get("nvcc"):
         own = nvcc_version or nvcc_binary_version(cast(str, record["nvcc"]))
@@ -159,14 +161,6 @@ def components(record: "AnyRecord", nvcc_version: Optional[str] = None
     if found["cudart"][0] is None:
         found["cudart"] = cudart_header_version(includes)
     return {k: v[0] for k, v in found.items()}, {k: v[1] for k, v in found.items() if v[0]}
-
-
-def _full_soname(libs: Sequence[str], stem: Optional[str]) -> "Found":
-    if not stem:
-        return None, None
-    version, path = soname_version(libs, stem)
-    # only a full x.y.z: the soname libcudart.so.11.0 is shared by every 11.x release
-    return (version, path) if version and version.count(".") >= 2 else (None, None)
 
 
 def _first(*pairs: "Found") -> "Found":
