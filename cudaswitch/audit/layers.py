@@ -274,30 +274,25 @@ def apply_layer(tree: Tree, layer: Layer, number: int, ops: Optional[List[tuple]
     digest is checked when it has been read; the bytes it expanded to. A layer that fails to
     parse is first checked against its digest: an altered blob is named so."""
     try:
-        raw = layer.open()
+        with layer.open() as raw:
+            stored = Reader(raw, layer.digest, layer.size, layer.over, layer.label)
+            expanded = Expanded(stored, layer.digest, layer.over, layer.label, tree)
+            try:
+                tar = tarfile.open(fileobj=cast(IO[bytes], expanded), mode="r|", bufsize=1 << 20,  # read() only
+                                   tarinfo=tarsafe.BoundedInfo)
+                _members(tree, tar, layer.label, number, ops)
+                _drain(expanded)
+            except (tarfile.TarError, EOFError, zlib.error, ImageError, tarsafe.HeaderRefused) as exc:
+                _check_digest(layer, stored)
+                if isinstance(exc, ImageError):
+                    raise
+                if isinstance(exc, tarsafe.HeaderRefused):
+                    raise ImageError("%s: %s" % (layer.label, exc)) from None
+                why = str(exc)[:120] or type(exc).__name__
+                raise ImageError("%s is not a readable tar (%s)" % (layer.label, why)) from None
+            _drain(stored)
     except OSError as exc:
         raise ImageError("%s cannot be read (%s)" % (layer.label, exc.strerror or exc)) from None
-    try:
-        stored = Reader(raw, layer.digest, layer.size, layer.over, layer.label)
-        expanded = Expanded(stored, layer.digest, layer.over, layer.label, tree)
-        try:
-            tar = tarfile.open(fileobj=cast(IO[bytes], expanded), mode="r|", bufsize=1 << 20,  # read() only
-                               tarinfo=tarsafe.BoundedInfo)
-            _members(tree, tar, layer.label, number, ops)
-            _drain(expanded)
-        except (tarfile.TarError, EOFError, zlib.error, ImageError, tarsafe.HeaderRefused) as exc:
-            _check_digest(layer, stored)
-            if isinstance(exc, ImageError):
-                raise
-            if isinstance(exc, tarsafe.HeaderRefused):
-                raise ImageError("%s: %s" % (layer.label, exc)) from None
-            why = str(exc)[:120] or type(exc).__name__
-            raise ImageError("%s is not a readable tar (%s)" % (layer.label, why)) from None
-        _drain(stored)
-    except OSError as exc:
-        raise ImageError("%s cannot be read (%s)" % (layer.label, exc.strerror or exc)) from None
-    finally:
-        raw.close()
     _check_digest(layer, stored, expanded)
     return expanded.count
 
