@@ -286,8 +286,7 @@ def _docker_image(store: "LayoutDir | Archive", ref: dict) -> Dict[str, Any]:
         parse_digest(diff_id, "layer %d" % number)
     layers = [Layer(number, store, name, diff_id, None, "uncompressed")
               for number, (name, diff_id) in enumerate(zip(names, diff_ids), 1)]
-    return {"manifest_digest": None, "config_digest": config_digest, "config": config, "layers": layers,
-            "repo_tags": [t for t in entry.get("RepoTags") or [] if isinstance(t, str)]}
+    return {"manifest_digest": None, "config_digest": config_digest, "config": config, "layers": layers}
 
 
 def _docker_entry(entries: List[dict], name: Optional[str], label: str) -> dict:
