@@ -24,13 +24,16 @@ MAX_INTERFACES = 256
 LOCAL_PREFIXES = ("lo", "docker", "veth", "virbr", "br-", "cni", "flannel", "cali")
 
 
-def switched_env(paths: "Paths", records: "list[dict]", env: dict, record: dict) -> dict:
-    """The environment a build of `record` runs in: the switch plan's, as `use` would give it (the
-    host compiler it picks included), so a toolkit audit says compiles is one `use` gives working.
-    `records`: every toolkit the audit found, whose entries the switch takes off the paths."""
+def build_as_use(paths: "Paths", records: "list[dict]", env: dict, record: dict) -> dict:
+    """verify/build.py's one-kernel build of `record`, remembered with the builds `use` and
+    `verify` made, in the environment the switch plan gives as `use` would (the host compiler it
+    picks included): a toolkit the audit says compiles is one `use` gives working. `records`:
+    every toolkit found, whose entries the switch takes off the paths."""
     from cudaswitch.switch.decide import switch_plan
+    from cudaswitch.verify.build import cached_build
 
-    return switch_plan({"records": records}, env, record, "audit", paths=paths).env
+    return cached_build(paths, record, switch_plan({"records": records}, env, record, "audit", paths=paths).env,
+                        run=False)
 
 
 def host_name(paths: "Paths", root: "str | None") -> str:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Tupl
 
 from cudaswitch import __version__
 from cudaswitch.audit import toolkitfiles
-from cudaswitch.audit.hostfacts import driver_verdict, host_driver, host_name, interfaces, nccl_copies, read_gpus
+from cudaswitch.audit.hostfacts import (build_as_use, driver_verdict, host_driver, host_name, interfaces, nccl_copies,
+                                        read_gpus)
 from cudaswitch.errors import UsageError
 from cudaswitch.paths import Paths
 from cudaswitch.render import iec_size
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 
 REPORT_KIND = "cudaswitch-audit"
 REPORT_FORMAT = 1
-COMPILE_TIMEOUT = 120.0
 # A node's root has no meaningful environment of its own: search it with a stock PATH.
 STOCK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ROOT_VARS = ("PATH", "HOME", "CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV", "CONDA_PREFIX")
@@ -178,11 +178,7 @@ def _some(items: Iterable[str], shown: int = 4) -> str:
 
 def _compile_all(paths: Paths, records: List[dict], env: dict, toolkits: List[dict],
                  progress: "Progress") -> None:
-    """The one-kernel build of verify/build.py, remembered with the builds `use` and `verify` made,
-    in the environment the switch plan gives (audit/host.switched_env): what `use` would give."""
-    from cudaswitch.audit.hostfacts import switched_env
-    from cudaswitch.verify.build import cached_build
-
+    """Whether each toolkit compiles in the environment `use` gives (hostfacts.build_as_use)."""
     by_root = {r["root"]: r for r in records}
     for done, entry in enumerate(toolkits, 1):
         progress("compiling a kernel", done - 1, len(toolkits))
@@ -190,8 +186,7 @@ def _compile_all(paths: Paths, records: List[dict], env: dict, toolkits: List[di
         if entry["nvcc"] is None or record is None:
             entry["compiles"], entry["compile_error"] = False, "no nvcc"
             continue
-        result = cached_build(paths, record, switched_env(paths, records, env, record), run=False,
-                              timeout=COMPILE_TIMEOUT)
+        result = build_as_use(paths, records, env, record)
         entry["compiles"], entry["compile_error"] = result["built"], None if result["built"] else result["error"]
     progress("compiling a kernel", len(toolkits), len(toolkits))
 
