@@ -98,11 +98,8 @@ def audit_report(report: dict, wide: bool = False) -> None:
 
 def _origins(entry: dict) -> str:
     """sources, with the module name that points at the toolkit (other origins are its root)."""
-    parts = []
-    for source in entry["sources"]:
-        where = entry.get("origins", {}).get(source)
-        parts.append("%s %s" % (source, where) if source == "module" and where else source)
-    return ", ".join(parts)
+    where = entry.get("origins", {})
+    return ", ".join("%s %s" % (s, where[s]) if s == "module" and where.get(s) else s for s in entry["sources"])
 
 
 def merge_report(merged: dict, max_matrix_hosts: int = 12, wide: bool = False) -> None:
