@@ -33,6 +33,9 @@ REPORT_FORMAT = 1
 # A node's root has no meaningful environment of its own: search it with a stock PATH.
 STOCK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ROOT_VARS = ("PATH", "HOME", "CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV", "CONDA_PREFIX")
+# What the auditing host keeps: cudaswitch's own dirs and its Lmod, which reads the root's modules.
+HOST_VARS = ("CUDASWITCH_CACHE_DIR", "CUDASWITCH_CONFIG_DIR", "CUDASWITCH_DATA_DIR", "XDG_CACHE_HOME",
+             "XDG_CONFIG_HOME", "XDG_DATA_HOME", "LMOD_CMD", "LMOD_DIR")
 
 
 def run_audit(env: dict, root: Optional[str] = None, compile_: bool = False, allow_exec: bool = False,
@@ -93,10 +96,7 @@ def root_env(env: dict, root: str, root_vars: Optional[Dict[str, str]] = None) -
     PATH, HOME and the toolkit variables the root's own environment names replace those."""
     out = {"CUDASWITCH_ROOT": root, "PATH": STOCK_PATH, "HOME": env.get("HOME", "/root")}
     out.update({k: v for k, v in (root_vars or {}).items() if k in ROOT_VARS and v.startswith("/")})
-    for key in ("CUDASWITCH_CACHE_DIR", "CUDASWITCH_CONFIG_DIR", "CUDASWITCH_DATA_DIR",
-                "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "LMOD_CMD", "LMOD_DIR"):
-        if env.get(key):
-            out[key] = env[key]
+    out.update({key: env[key] for key in HOST_VARS if env.get(key)})
     hosted = [d for d in env.get("MODULEPATH", "").split(":") if d and os.path.isdir(root + d)]
     if hosted:
         out["MODULEPATH"] = ":".join(root + d for d in hosted)
@@ -157,15 +157,11 @@ def _duplicates(toolkits: List[dict]) -> "List[CheckResult]":
             by_version.setdefault(entry["version"], []).append(entry)
     for entry in toolkits:
         entry["duplicates"] = [o["root"] for o in by_version.get(entry["version"], []) if o is not entry]
-    checks = []
-    for version, same in by_version.items():
-        if len(same) > 1:
-            layouts = {e["layout"] for e in same}
-            checks.append(check("toolkit.duplicate", "warning" if len(layouts) < len(same) else "info",
-                                 "%s is installed %d times: %s" % (version, len(same), _some(e["root"] for e in same)),
-                                 "%s in all" % iec_size(sum(e["size_bytes"] for e in same)),
-                                 version=version, roots=[e["root"] for e in same]))
-    return checks
+    return [check("toolkit.duplicate", "warning" if len({e["layout"] for e in same}) < len(same) else "info",
+                  "%s is installed %d times: %s" % (version, len(same), _some(e["root"] for e in same)),
+                  "%s in all" % iec_size(sum(e["size_bytes"] for e in same)),
+                  version=version, roots=[e["root"] for e in same])
+            for version, same in by_version.items() if len(same) > 1]
 
 
 def _some(items: Iterable[str], shown: int = 4) -> str:

@@ -37,9 +37,7 @@ def write_view(tree: layers.Tree, view: str) -> Dict[str, int]:
     for parts in sorted(dirs, key=len):
         if parts:
             os.mkdir(os.path.join(view, *parts), 0o755)
-    written = 0
-    for parts, node in sorted(files.items()):
-        written += _write_file(os.path.join(view, *parts), node)
+    written = sum(_write_file(os.path.join(view, *parts), node) for parts, node in sorted(files.items()))
     for parts, text in kept_links:
         os.symlink(text, os.path.join(view, *parts))
     return {"files": len(files), "links": len(kept_links), "bytes": written}
