@@ -14,6 +14,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from cudaswitch.audit import imagecheck, layers, oci, view
+from cudaswitch.audit.hosts import fold
 from cudaswitch.verify import checkregistry
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.checkregistry import registered
@@ -222,8 +223,6 @@ def _verdict(image: dict, torches: List[dict], driver: dict,
 def on_nodes(text: str, nodes: Iterable[dict], progress: "Optional[Progress]" = None) -> dict:
     """Which merged nodes (audit/merge.py's node summaries) can start the image: {"image": facts,
     "can_run", "cannot_run", "cannot_tell": [{"host", "reasons"}], and hostlists of each}."""
-    from cudaswitch.audit.hosts import fold
-
     ref, image, tree = read_image(text, progress)
     torches = find_torch(tree)
     groups: Dict[str, List[dict]] = {"can_run": [], "cannot_run": [], "cannot_tell": []}

@@ -11,6 +11,7 @@ import re
 from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Set, cast
 
 from cudaswitch.audit.hostfacts import job_mtus
+from cudaswitch.audit.hosts import fold
 from cudaswitch.audit.validate import TRACKED, VERSION
 from cudaswitch.errors import UsageError
 from cudaswitch.render import counted
@@ -314,7 +315,7 @@ def add_skew(merged: dict, nodes: List[tuple], expected: Optional[List[str]], re
     return merged
 
 
-def _name_order(pair: tuple) -> List[Any]:  # text at even places, numbers at odd ones
+def _name_order(pair: tuple) -> List[Any]:
     """node2 before node10: split at digit runs, the runs compared as numbers. The split puts text
     at even places and digits at odd ones, so like is always compared with like."""
     parts = DIGITS.split(pair[0])
@@ -324,8 +325,6 @@ def _name_order(pair: tuple) -> List[Any]:  # text at even places, numbers at od
 
 def strict_failures(merged: dict) -> List[str]:
     """One line per reason `--strict` fails: refused reports, missing nodes, broken rules."""
-    from cudaswitch.audit.hosts import fold
-
     skewed = merged["skew"]
     lines = (["%s refused: %s" % (counted(len(skewed["refused"]), "report"), ", ".join(skewed["refused"][:20]))]
              if skewed["refused"] else [])
