@@ -146,12 +146,13 @@ def components(record: "AnyRecord", nvcc_version: Optional[str] = None
     wheels = dist_info_versions(record)
     found: "Dict[str, Found]" = {}
     for name in COMPONENTS:
-        found[name] = _first(
+        candidates = (
             (version_json.get(VERSION_JSON_KEYS.get(name, "")), os.path.join(record["root"], "version.json")),
             wheels.get(name, (None, None)),
             header_version(includes, *HEADERS[name]) if name in HEADERS else (None, None),
             soname_version(libs, LIBRARIES.get(name)),
         )
+        found[name] = next((pair for pair in candidates if pair[0]), (None, None))
     if record.get("nvcc"):
         own = nvcc_version or nvcc_binary_version(cast(str, record["nvcc"]))
         if own:
@@ -161,10 +162,6 @@ def components(record: "AnyRecord", nvcc_version: Optional[str] = None
     if found["cudart"][0] is None:
         found["cudart"] = cudart_header_version(includes)
     return {k: v[0] for k, v in found.items()}, {k: v[1] for k, v in found.items() if v[0]}
-
-
-def _first(*pairs: "Found") -> "Found":
-    return next((p for p in pairs if p and p[0]), (None, None))
 
 
 def tree_size(path: str) -> int:
