@@ -6,27 +6,22 @@ with --wide, colour only on a terminal without NO_COLOR.
 """
 
 import contextlib
+import json
 import sys
+import textwrap
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 
+from cudaswitch import render, tables
+from cudaswitch.audit.hosts import fold, fold_short
 from cudaswitch.toolkit import version_tuple
 from cudaswitch.verify.compat import cuda_words
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from cudaswitch.audit.inventory import Progress
 
 STATUS_STYLE = {"ok": "green", "incomplete": "yellow", "broken": "bold red", "missing": "dim"}
 LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim", "ok": "green"}
 SHOWN_COMPONENTS = ("cudart", "nvcc", "cudnn", "nccl", "cupti", "cublas")
-
-
-def _console(stderr: bool = False) -> "Console":
-    from rich.console import Console
-
-    stream = sys.stderr if stderr else sys.stdout
-    return Console(file=stream, highlight=False)
 
 
 @contextlib.contextmanager
@@ -35,11 +30,12 @@ def progress_bar(enabled: bool) -> "Iterator[Progress]":
     if not enabled:
         yield lambda label, done, total: None
         return
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     tasks: Dict[str, Any] = {}
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=_console(stderr=True), transient=True) as bar:
+    with Progress(*columns, console=Console(file=sys.stderr, highlight=False), transient=True) as bar:
         def progress(label: str, done: int, total: Optional[int]) -> None:
             if label not in tasks:
                 tasks[label] = bar.add_task(label, total=total)
@@ -48,9 +44,7 @@ def progress_bar(enabled: bool) -> "Iterator[Progress]":
 
 
 def human_size(size: float) -> str:
-    from cudaswitch.render import iec_size
-
-    return iec_size(size)  # IEC, as install and list say it
+    return render.iec_size(size)  # IEC, as install and list say it
 
 
 def _yes_no(value: Optional[bool], unknown: str = "?") -> str:
@@ -71,8 +65,6 @@ AUDIT_SPILL = (3, 7, 6)
 
 def audit_report(report: dict, wide: bool = False) -> None:
     """The report of one host: a header line, the toolkits table, then problems and checks."""
-    from cudaswitch import tables
-
     width, colour = tables.terminal_width(wide), tables.colour_enabled()
     driver = report["driver"]
     gpus = ", ".join(g.get("name") or g.get("model") or g.get("bus") or "?" for g in report["gpus"]) or "none found"
@@ -101,28 +93,19 @@ def audit_report(report: dict, wide: bool = False) -> None:
             if colour and LEVEL_STYLE[level] in tables.COLOURS:
                 text[0] = "\x1b[%sm%s\x1b[0m" % (tables.COLOURS[LEVEL_STYLE[level]], level) + text[0][len(level):]
             lines += text
-    from cudaswitch import render
-
     render.emit_lines(lines)
 
 
 def _origins(entry: dict) -> str:
     """sources, with the module name that points at the toolkit (other origins are its root)."""
-    parts = []
-    for source in entry["sources"]:
-        where = entry.get("origins", {}).get(source)
-        parts.append("%s %s" % (source, where) if source == "module" and where else source)
-    return ", ".join(parts)
+    where = entry.get("origins", {})
+    return ", ".join("%s %s" % (s, where[s]) if s == "module" and where.get(s) else s for s in entry["sources"])
 
 
 def merge_report(merged: dict, max_matrix_hosts: int = 12, wide: bool = False) -> None:
     """The versions x hosts matrix (few hosts, when it fits), or one line per version naming the
     hosts where it is missing or broken (many hosts: a 64-column table helps nobody); then the
     skew report, wrapped to the width like the table."""
-    from cudaswitch import render
-    from cudaswitch import tables
-    from cudaswitch.audit.hosts import fold
-
     width, colour = tables.terminal_width(wide), tables.colour_enabled()
     hosts = [h["host"] for h in merged["hosts"]]
     matrix = len(hosts) <= max_matrix_hosts
@@ -150,8 +133,6 @@ def emit_merged_json(merged: dict, compact: bool) -> None:
     """`audit merge --json` as render.emit_json writes it, but a large (compact) merge goes out
     in pieces of a few MiB: 100,000 nodes' JSON is 40 MiB, and one string of it, its escaped
     copy and its bytes would hold three times that at the peak."""
-    from cudaswitch import render
-
     if not compact:
         render.emit_json(merged)
         return
@@ -170,8 +151,6 @@ def _json_pieces(value: Any, depth: int, chunk: int = 5000) -> Iterator[str]:
     """The text of json.dumps(value, ensure_ascii=False, separators=(",", ":")), in pieces: dicts
     and short lists (a few rows, node types) opened `depth` levels deep, long lists (hosts)
     dumped `chunk` items at a time."""
-    import json
-
     def dumps(item: Any) -> str:
         return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
     if isinstance(value, dict) and len(value) > chunk and all(type(key) is str for key in value) and \
@@ -212,8 +191,6 @@ def _shared_values_dict(value: dict, dumps: Callable[[Any], str]) -> str:
 
 
 def _wrapped(lines: List[str], width: Optional[int]) -> List[str]:
-    import textwrap
-
     if width is None:
         return lines
     return [part for line in lines
@@ -223,8 +200,6 @@ def _wrapped(lines: List[str], width: Optional[int]) -> List[str]:
 def _spread(values: Dict[str, List[str]]) -> str:
     """'570.195.03 on node[07,33] (2); 580.95.05 on the other 61': the exceptions by name, the
     most common value by count (naming 9,990 nodes hides the 10 that matter)."""
-    from cudaswitch.audit.hosts import fold
-
     ordered = sorted(values.items(), key=lambda item: len(item[1]))
     parts = ["%s on %s (%d)" % (value, fold(hosts), len(hosts)) for value, hosts in ordered[:-1]]
     return "; ".join(parts + ["%s on the other %d" % (ordered[-1][0], len(ordered[-1][1]))])
@@ -232,19 +207,13 @@ def _spread(values: Dict[str, List[str]]) -> str:
 
 def skew_lines(merged: dict) -> List[str]:
     """The skew report as lines: one per fact that differs between nodes, then node types and rules."""
-    from cudaswitch import render
-    from cudaswitch.audit.hosts import fold, fold_short
-
     skew = merged["skew"]
     lines: List[str] = []
     for title, values in (("driver release", skew["driver"]["releases"]), ("driver branch", skew["driver"]["branches"]),
                           ("GPUs", skew["gpus"]["models"]), ("NCCL", skew.get("nccl") or {})):
         if len(values) > 1:
             lines.append("skew: %s: %s" % (title, _spread(values)))
-    for entry in skew["toolkits"]:
-        lines.append("skew: CUDA %s is missing on %s (on %d)"
-                     % (entry["version"], fold(entry["missing_on"]), entry["on"]))
-    for key, entries in skew["components"].items():
+    for key, entries in [("CUDA", skew["toolkits"]), *skew["components"].items()]:
         for entry in entries:
             lines.append("skew: %s %s is missing on %s (on %d)"
                          % (key, entry["version"], fold(entry["missing_on"]), entry["on"]))
@@ -279,7 +248,4 @@ def _cell_style(cell: Optional[dict]) -> Optional[str]:
     """The colour of a cell's worst status (broken over incomplete over ok)."""
     if cell is None:
         return "dim"
-    for status in ("broken", "incomplete", "ok"):
-        if status in cell["statuses"]:
-            return STATUS_STYLE[status]
-    return None
+    return next((STATUS_STYLE[s] for s in ("broken", "incomplete", "ok") if s in cell["statuses"]), None)

@@ -4,6 +4,7 @@ Expanding lets `audit merge --nodes` know which nodes should have reported; fold
 10,000-node answer readable (`node[0001-9998,10000]`, not 10,000 names).
 """
 
+import itertools
 import re
 from typing import Iterable, Iterator, List
 
@@ -94,14 +95,12 @@ def fold_short(names: Iterable[str], limit: int = 80) -> str:
 
 
 def _spans(values: List[int], width: int) -> List[str]:
-    """[1, 2, 3, 7] -> ['01-03', '07'] for width 2."""
-    spans: List[str] = []
-    start = 0
-    for index in range(1, len(values) + 1):
-        if index == len(values) or values[index] != values[index - 1] + 1:
-            low, high = str(values[start]).zfill(width), str(values[index - 1]).zfill(width)
-            spans.append(low if start == index - 1 else "%s-%s" % (low, high))
-            start = index
+    """[1, 2, 3, 7] -> ['01-03', '07'] for width 2: a run of consecutive values has one value - index."""
+    spans = []
+    for _, group in itertools.groupby(enumerate(values), lambda pair: pair[1] - pair[0]):
+        run = [value for _, value in group]
+        low, high = str(run[0]).zfill(width), str(run[-1]).zfill(width)
+        spans.append(low if len(run) == 1 else "%s-%s" % (low, high))
     return spans
 
 

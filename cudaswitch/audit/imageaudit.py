@@ -10,11 +10,11 @@ image's own.
 
 import os
 import re
-import shutil
 import tempfile
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from cudaswitch.audit import imagecheck, layers, oci, view
+from cudaswitch.audit.hosts import fold
 from cudaswitch.verify import checkregistry
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.checkregistry import registered
@@ -32,10 +32,10 @@ CUDA_ONLY = re.compile(r"^\d{1,2}\.\d$")
 def target_facts(env: dict, driver_text: Optional[str] = None,
                  gpu_texts: Optional[Sequence[str]] = ()) -> Tuple[dict, List[dict]]:
     """(driver, gpus) an image is judged against: --driver / --gpu, else this host's."""
-    from cudaswitch.verify import torchplan
     from cudaswitch.verify.target import parse_gpu
+    from cudaswitch.verify.torchdriver import parse_driver
 
-    driver = torchplan.parse_driver(driver_text) if driver_text else None
+    driver = parse_driver(driver_text) if driver_text else None
     gpus = [parse_gpu(g) for g in gpu_texts or ()]
     if driver is None or not gpus:
         from cudaswitch.paths import Paths
@@ -73,9 +73,7 @@ def audit_image(env: dict, text: str, driver_text: Optional[str] = None, gpu_tex
     report, shape = _audit_view(env, ref, image, tree, progress)
     torches = find_torch(tree)
     facts = image_facts(ref, image, torches, shape)
-    facts["requirement"] = imagecheck.judge_image(image["config_facts"]["env"], driver, gpus)
-    torch_checks = [c for t in torches for c in imagecheck.torch_checks(t, driver, gpus)]
-    facts["runs"] = _runs(facts["requirement"], torch_checks)
+    facts["requirement"], torch_checks, facts["runs"] = _verdict(image, torches, driver, gpus)
     _rejudge(report, driver, gpus)
     report["checks"] += [_requirement_check(facts["requirement"])] + torch_checks
     report["image"] = facts
@@ -96,19 +94,15 @@ def _audit_view(env: dict, ref: dict, image: dict, tree: layers.Tree,
     """run_audit on a fresh view of the tree, which is removed before this returns."""
     from cudaswitch.audit.inventory import run_audit
 
-    work = tempfile.mkdtemp(prefix="cudaswitch-image-")
-    try:
+    with tempfile.TemporaryDirectory(prefix="cudaswitch-image-", ignore_cleanup_errors=True) as work:
         try:
             shape: Dict[str, Any] = view.write_view(tree, work)  # os_release joins the counts below
         except OSError as exc:  # the host refuses what the image holds (a name or link too long for it)
             raise oci.ImageError("the image's files cannot be laid out for the audit (%s)" % (
                 exc.strerror or exc)) from None
         clean = {k: v for k, v in env.items() if k not in ("MODULEPATH", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")}
-        report = run_audit(clean, root=work, progress=progress, root_vars=_root_vars(image))
+        report = _unhost(run_audit(clean, root=work, progress=progress, root_vars=_root_vars(image)), work)
         shape["os_release"] = os_release(work)
-        report = _unhost(report, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     for entry in report["toolkits"]:
         entry["size_bytes"] = layers.size_under(tree, entry.get("real") or entry["root"])
     report["host"], report["root"] = ref["text"], "/"
@@ -215,10 +209,12 @@ def _requirement_check(requirement: dict) -> "CheckResult":
                  verdict=requirement["verdict"], conditions=requirement["conditions"])
 
 
-def _runs(requirement: dict, torch_checks: "List[CheckResult]") -> Optional[bool]:
-    if requirement["ok"] is False or any(c["level"] == "error" for c in torch_checks):
-        return False
-    return requirement["ok"]
+def _verdict(image: dict, torches: List[dict], driver: dict,
+             gpus: List[dict]) -> "Tuple[dict, List[CheckResult], Optional[bool]]":
+    """(the runtime's requirement, the torch checks, whether the image starts: not when either fails)."""
+    requirement = imagecheck.judge_image(image["config_facts"]["env"], driver, gpus)
+    checks = [c for t in torches for c in imagecheck.torch_checks(t, driver, gpus)]
+    return requirement, checks, False if any(c["level"] == "error" for c in checks) else requirement["ok"]
 
 
 # ---------------------------------------------------------------- a cluster's nodes
@@ -227,8 +223,6 @@ def _runs(requirement: dict, torch_checks: "List[CheckResult]") -> Optional[bool
 def on_nodes(text: str, nodes: Iterable[dict], progress: "Optional[Progress]" = None) -> dict:
     """Which merged nodes (audit/merge.py's node summaries) can start the image: {"image": facts,
     "can_run", "cannot_run", "cannot_tell": [{"host", "reasons"}], and hostlists of each}."""
-    from cudaswitch.audit.hosts import fold
-
     ref, image, tree = read_image(text, progress)
     torches = find_torch(tree)
     groups: Dict[str, List[dict]] = {"can_run": [], "cannot_run": [], "cannot_tell": []}
@@ -236,12 +230,9 @@ def on_nodes(text: str, nodes: Iterable[dict], progress: "Optional[Progress]" = 
         driver = {"present": bool(node["driver"] or node["driver_cuda"]), "release": node["driver"],
                   "cuda": node["driver_cuda"]}
         gpus = [{"name": model, "capability": capability} for model, capability, _count in node["gpus"]]
-        requirement = imagecheck.judge_image(image["config_facts"]["env"], driver, gpus)
-        checks = [c for t in torches for c in imagecheck.torch_checks(t, driver, gpus)]
-        runs = _runs(requirement, checks)
-        reasons = _reasons(requirement, checks, runs)
+        requirement, checks, runs = _verdict(image, torches, driver, gpus)
         groups[{True: "can_run", False: "cannot_run", None: "cannot_tell"}[runs]].append(
-            {"host": node["host"], "reasons": reasons})
+            {"host": node["host"], "reasons": _reasons(requirement, checks, runs)})
     out = {"image": image_facts(ref, image, torches), **groups}
     for key in groups:
         out[key + "_hosts"] = fold(item["host"] for item in groups[key])

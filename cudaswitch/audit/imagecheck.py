@@ -12,6 +12,7 @@ runtime refuse the container. Where the runtime assumes a fact it cannot read is
 "cannot tell" (None): never ok on a guess.
 """
 
+import operator
 from typing import TYPE_CHECKING, List, Mapping, Optional, Sequence, Tuple
 
 from cudaswitch.verify import facttables
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
 
     Term = Tuple[str, str, str]  # (key, op, value)
 
-OPERATORS = ("=", "!=", "<", "<=", ">", ">=")
+OPERATORS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+             ">=": operator.ge}
 KEYS = ("cuda", "driver", "arch", "brand")
 TRUE_WORDS = ("1", "t", "T", "TRUE", "true", "True")  # Go's strconv.ParseBool, as the toolkit reads it
 VERSION_CHARS = set("0123456789.")
@@ -41,10 +43,6 @@ def requirements(env: Mapping[str, str]) -> List[Tuple[str, str]]:
         pieces = env["CUDA_VERSION"].split(".")
         found.append(("CUDA_VERSION", "cuda>=%s" % ".".join(pieces[:2])))
     return found
-
-
-def disabled(env: Mapping[str, str]) -> bool:
-    return env.get("NVIDIA_DISABLE_REQUIRE", "") in TRUE_WORDS
 
 
 def parse_term(text: str) -> "Term":
@@ -72,14 +70,9 @@ def alternatives(condition: str) -> "List[List[Term]]":
 
 def compare_versions(have: str, op: str, want: str) -> bool:
     """The runtime's comparison: number by number; '12.4' = '12.4.0'."""
-    a, b = _numbers(have), _numbers(want)
+    a, b = (tuple(int(p) for p in text.split(".") if p) for text in (have, want))
     width = max(len(a), len(b))
-    a, b = a + (0,) * (width - len(a)), b + (0,) * (width - len(b))
-    return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
-
-
-def _numbers(text: str) -> Tuple[int, ...]:
-    return tuple(int(p) for p in text.split(".") if p)
+    return OPERATORS[op](a + (0,) * (width - len(a)), b + (0,) * (width - len(b)))
 
 
 def judge_term(term: "Term", driver: dict, gpu: Optional[dict]) -> Tuple[Optional[bool], str]:
@@ -142,7 +135,7 @@ def judge_image(env: Mapping[str, str], driver: dict, gpus: Sequence[dict]) -> d
     """The runtime's verdict on an image's Env for a driver and GPUs (driver facts as
     verify/driver.py gives them): {"verdict": ok | cannot run | cannot tell | not checked, ...}."""
     conditions = requirements(env)
-    if disabled(env):
+    if env.get("NVIDIA_DISABLE_REQUIRE", "") in TRUE_WORDS:
         return {"verdict": "not checked", "ok": True, "conditions": [], "disabled": True,
                 "message": "NVIDIA_DISABLE_REQUIRE is set: the runtime checks no requirement"}
     judged: List[dict] = []

@@ -4,9 +4,10 @@ verdict, as lines (the toolkit table is audit/console.py's)."""
 from typing import Dict, List, Tuple
 
 from cudaswitch import render
+from cudaswitch.audit import console
+from cudaswitch.audit.hosts import fold
 
 SHOWN_ENV = ("CUDA_VERSION", "NVIDIA_REQUIRE_CUDA", "NVIDIA_DISABLE_REQUIRE", "PATH", "LD_LIBRARY_PATH")
-VERDICT_LABEL = {"ok": "ok", "cannot run": "error", "cannot tell": "info", "not checked": "info"}
 
 
 def image_lines(facts: dict) -> List[str]:
@@ -27,18 +28,12 @@ def image_lines(facts: dict) -> List[str]:
     return lines
 
 
-def verdict_line(facts: dict) -> str:
-    requirement = facts["requirement"]
-    return "%s: %s" % (VERDICT_LABEL[requirement["verdict"]], requirement["message"])
-
-
 def print_image_report(report: dict, wide: bool = False) -> None:
-    from cudaswitch.audit import console
-
     render.emit_lines(image_lines(report["image"]))
     console.audit_report(report, wide=wide)
-    if report["image"]["requirement"]["verdict"] == "ok":  # any other verdict is among the checks above
-        render.emit_lines([verdict_line(report["image"])])
+    requirement = report["image"]["requirement"]
+    if requirement["verdict"] == "ok":  # any other verdict is among the checks above
+        render.emit_lines(["ok: " + requirement["message"]])
 
 
 def node_lines(result: dict) -> List[str]:
@@ -59,8 +54,6 @@ def _printable(text: object) -> str:
 
 def _by_reason(items: List[dict]) -> List[Tuple[str, str]]:
     """Nodes with the same reasons folded into one hostlist."""
-    from cudaswitch.audit.hosts import fold
-
     grouped: Dict[str, List[str]] = {}
     for item in items:
         grouped.setdefault("; ".join(item["reasons"]) or "no reason recorded", []).append(item["host"])

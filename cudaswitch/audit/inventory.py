@@ -12,12 +12,15 @@ import os
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Tuple, cast
 
 from cudaswitch import __version__
-from cudaswitch.audit import netfacts, toolkitfiles
-from cudaswitch.audit.hostfacts import driver_verdict, host_driver, host_name, read_gpus
+from cudaswitch.audit import toolkitfiles
+from cudaswitch.audit.hostfacts import (build_as_use, driver_verdict, host_driver, host_name, interfaces, nccl_copies,
+                                        read_gpus)
 from cudaswitch.errors import UsageError
 from cudaswitch.paths import Paths
-from cudaswitch.toolkit import version_tuple
+from cudaswitch.render import iec_size
+from cudaswitch.toolkit import COMPONENTS, version_tuple
 from cudaswitch.verify.checkregistry import registered  # a leaf: `audit merge` reads this module's constants
+from cudaswitch.verify.compat import check
 
 if TYPE_CHECKING:
     from cudaswitch.toolkit import ToolkitRecord
@@ -27,10 +30,12 @@ if TYPE_CHECKING:
 
 REPORT_KIND = "cudaswitch-audit"
 REPORT_FORMAT = 1
-COMPILE_TIMEOUT = 120.0
 # A node's root has no meaningful environment of its own: search it with a stock PATH.
 STOCK_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 ROOT_VARS = ("PATH", "HOME", "CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV", "CONDA_PREFIX")
+# What the auditing host keeps: cudaswitch's own dirs and its Lmod, which reads the root's modules.
+HOST_VARS = ("CUDASWITCH_CACHE_DIR", "CUDASWITCH_CONFIG_DIR", "CUDASWITCH_DATA_DIR", "XDG_CACHE_HOME",
+             "XDG_CONFIG_HOME", "XDG_DATA_HOME", "LMOD_CMD", "LMOD_DIR")
 
 
 def run_audit(env: dict, root: Optional[str] = None, compile_: bool = False, allow_exec: bool = False,
@@ -63,7 +68,7 @@ def run_audit(env: dict, root: Optional[str] = None, compile_: bool = False, all
         "driver": driver if driver["present"] else None, "gpus": driver["gpus"] or read_gpus(paths),
         "system_default": next((t["root"] for t in toolkits if t["system_default"]), None),
         "toolkits": toolkits, "checks": _checks(paths, registry, toolkits, driver, executes) + duplicate_checks,
-        "nccl": netfacts.nccl_copies(paths, used_env), "interfaces": netfacts.interfaces(paths),
+        "nccl": nccl_copies(paths, used_env), "interfaces": interfaces(paths),
     }
 
 
@@ -91,10 +96,7 @@ def root_env(env: dict, root: str, root_vars: Optional[Dict[str, str]] = None) -
     PATH, HOME and the toolkit variables the root's own environment names replace those."""
     out = {"CUDASWITCH_ROOT": root, "PATH": STOCK_PATH, "HOME": env.get("HOME", "/root")}
     out.update({k: v for k, v in (root_vars or {}).items() if k in ROOT_VARS and v.startswith("/")})
-    for key in ("CUDASWITCH_CACHE_DIR", "CUDASWITCH_CONFIG_DIR", "CUDASWITCH_DATA_DIR",
-                "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "LMOD_CMD", "LMOD_DIR"):
-        if env.get(key):
-            out[key] = env[key]
+    out.update({key: env[key] for key in HOST_VARS if env.get(key)})
     hosted = [d for d in env.get("MODULEPATH", "").split(":") if d and os.path.isdir(root + d)]
     if hosted:
         out["MODULEPATH"] = ":".join(root + d for d in hosted)
@@ -111,7 +113,7 @@ def _toolkit_entry(record: "ToolkitRecord", registry: dict, env: dict, executes:
     entry["real"] = record["real"] if not record["real"].startswith("dangling:") else None
     nvcc_ran = _nvcc_probe(registry, record) if executes else None
     if record.get("outside_root") or record["real"].startswith("dangling:"):  # nothing of it is the image's
-        entry["components"], entry["component_sources"] = dict.fromkeys(toolkitfiles.COMPONENTS), {}
+        entry["components"], entry["component_sources"] = dict.fromkeys(COMPONENTS), {}
     else:
         entry["components"], entry["component_sources"] = toolkitfiles.components(record, nvcc_ran)
     entry["version_json"] = {k: v for k, v in record.get("components", {}).items() if k != "cudart_soname"}
@@ -153,26 +155,13 @@ def _duplicates(toolkits: List[dict]) -> "List[CheckResult]":
     for entry in toolkits:
         if entry["version"]:
             by_version.setdefault(entry["version"], []).append(entry)
-    from cudaswitch.verify.compat import check
-
     for entry in toolkits:
         entry["duplicates"] = [o["root"] for o in by_version.get(entry["version"], []) if o is not entry]
-    checks = []
-    for version, same in by_version.items():
-        if len(same) > 1:
-            layouts = {e["layout"] for e in same}
-            checks.append(check("toolkit.duplicate", "warning" if len(layouts) < len(same) else "info",
-                                 "%s is installed %d times: %s" % (version, len(same), _some(e["root"] for e in same)),
-                                 "%s in all" % _iec_size(sum(e["size_bytes"] for e in same)),
-                                 version=version, roots=[e["root"] for e in same]))
-    return checks
-
-
-def _iec_size(num: float) -> str:
-    """Sizes in IEC units, as every other size cudaswitch shows (a duplicate's hint said MB)."""
-    from cudaswitch.render import iec_size
-
-    return iec_size(num)
+    return [check("toolkit.duplicate", "warning" if len({e["layout"] for e in same}) < len(same) else "info",
+                  "%s is installed %d times: %s" % (version, len(same), _some(e["root"] for e in same)),
+                  "%s in all" % iec_size(sum(e["size_bytes"] for e in same)),
+                  version=version, roots=[e["root"] for e in same])
+            for version, same in by_version.items() if len(same) > 1]
 
 
 def _some(items: Iterable[str], shown: int = 4) -> str:
@@ -185,11 +174,7 @@ def _some(items: Iterable[str], shown: int = 4) -> str:
 
 def _compile_all(paths: Paths, records: List[dict], env: dict, toolkits: List[dict],
                  progress: "Progress") -> None:
-    """The one-kernel build of verify/nvcc.py, remembered with the builds `use` and `verify` made,
-    in the environment the switch plan gives (audit/host.switched_env): what `use` would give."""
-    from cudaswitch.audit.hostfacts import switched_env
-    from cudaswitch.verify.nvcc import cached_build
-
+    """Whether each toolkit compiles in the environment `use` gives (hostfacts.build_as_use)."""
     by_root = {r["root"]: r for r in records}
     for done, entry in enumerate(toolkits, 1):
         progress("compiling a kernel", done - 1, len(toolkits))
@@ -197,16 +182,13 @@ def _compile_all(paths: Paths, records: List[dict], env: dict, toolkits: List[di
         if entry["nvcc"] is None or record is None:
             entry["compiles"], entry["compile_error"] = False, "no nvcc"
             continue
-        result = cached_build(paths, record, switched_env(paths, records, env, record), run=False,
-                              timeout=COMPILE_TIMEOUT)
+        result = build_as_use(paths, records, env, record)
         entry["compiles"], entry["compile_error"] = result["built"], None if result["built"] else result["error"]
     progress("compiling a kernel", len(toolkits), len(toolkits))
 
 
 @registered("audit.no_exec", "system.default_link", layer="toolkit", shown_by=("audit",))
 def _checks(paths: Paths, registry: dict, toolkits: List[dict], driver: dict, executes: bool) -> "List[CheckResult]":
-    from cudaswitch.verify.compat import check
-
     checks = []
     if not driver["present"]:
         from cudaswitch.verify.hostchecks import no_driver
@@ -228,8 +210,6 @@ def _checks(paths: Paths, registry: dict, toolkits: List[dict], driver: dict, ex
 
 @registered("toolkit.broken", "toolkit.incomplete", "toolkit.compiles", layer="toolkit", shown_by=("audit", "image"))
 def _toolkit_checks(entry: dict) -> "List[CheckResult]":
-    from cudaswitch.verify.compat import check
-
     label = "%s at %s" % (entry["version"] or "a toolkit without a version", entry["root"])
     facts = {"root": entry["root"], "version": entry["version"]}
     out = []

@@ -13,13 +13,15 @@ following it stays in the view; nothing in the view is ever run.
 """
 
 import collections
+import contextlib
 import hashlib
 import tarfile
 import zlib
-from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, cast
 
 from cudaswitch import tarsafe
 from cudaswitch.audit import viewrules
+from cudaswitch.audit.toolkitfiles import find_banner
 from cudaswitch.audit.oci import ImageError, Layer
 
 # The whole image's budget, counted over every layer as applied (a layer listed twice counts
@@ -72,28 +74,20 @@ class Tree:
             raise ImageError("the image %s (a real CUDA image has far fewer): refused" % (
                 OVER_BUDGET[what] % (size if what.endswith("bytes") else "{:,}".format(limit))))
 
-    def charge_name(self, name: str) -> None:
-        """A name the tree is about to hold: the tree lives in memory, names are most of it."""
-        self.charge("name bytes", len(name))
-
-    def new_dir(self, layer: int) -> Node:
-        self.charge("dirs")
-        return Node("dir", layer)
-
     def parent_of(self, parts: Sequence[str], what: str, layer: int) -> Node:
         """The dir node holding parts[-1]; missing parents are made (as tar does), a symlink on the
         way is refused: a layer never writes through a link."""
         node = self.root
         for index, name in enumerate(parts[:-1]):
             child = node.children.get(name)
-            if child is None:
-                self.charge_name(name)
-                child = node.children[name] = self.new_dir(layer)
-            elif child.kind == "link":
+            if child is not None and child.kind == "link":
                 raise ImageError("%s: %s is written through the link /%s" % (what, "/".join(parts),
                                                                               "/".join(parts[:index + 1])))
-            elif child.kind != "dir":
-                child = node.children[name] = self.new_dir(layer)
+            if child is None:
+                self.charge("name bytes", len(name))  # names are most of the tree's memory
+            if child is None or child.kind != "dir":
+                self.charge("dirs")
+                child = node.children[name] = Node("dir", layer)
             node = child
         return node
 
@@ -110,7 +104,7 @@ class Tree:
         parent = self.parent_of(parts, what, node.layer)
         old = parent.children.get(parts[-1])
         if old is None:
-            self.charge_name(parts[-1])
+            self.charge("name bytes", len(parts[-1]))
         if node.kind == "dir" and old is not None and old.kind == "dir":
             old.mode, old.layer = node.mode, node.layer  # a directory entry again: contents merge
             return
@@ -188,10 +182,10 @@ class Reader:
         self.raw, self.size, self.label, self.count = raw, size, label, 0
         self.hash = hashlib.new(digest.split(":")[0]) if over == "stored" else None
 
-    def read(self, n: int = -1) -> bytes:
+    def read(self, n: int) -> bytes:
         if self.size is not None:
-            n = self.size + 1 - self.count if n < 0 else min(n, self.size + 1 - self.count)
-        data = self.raw.read(n if n >= 0 else 1 << 20)
+            n = min(n, self.size + 1 - self.count)
+        data = self.raw.read(n)
         self.count += len(data)
         if self.size is not None and self.count > self.size:
             raise ImageError("%s is larger than its manifest says (%d bytes)" % (self.label, self.size))
@@ -202,59 +196,56 @@ class Reader:
 
 class Expanded:
     """The tar inside a layer: gunzipped when it is gzip, hashed when the digest is over the tar,
-    and stopped once it expands past what any real layer does."""
+    and stopped once it expands past what any real layer does. A read gives the next piece (at
+    most 1 MiB), not always `n` bytes: tarfile's stream reads until it has what it asked for."""
 
     def __init__(self, stored: Reader, digest: str, over: str, label: str, tree: Tree) -> None:
-        self.stored, self.label, self.count, self.buffer, self.tree = stored, label, 0, b"", tree
+        self.stored, self.label, self.count, self.tree = stored, label, 0, tree
         self.hash = hashlib.new(digest.split(":")[0]) if over == "uncompressed" else None
         head = stored.read(4)
         if head[:4] == b"\x28\xb5\x2f\xfd":
             raise ImageError("%s is zstd-compressed, which this audit cannot read" % label)
-        self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if head[:2] == b"\x1f\x8b" else None
-        self.pending = head
-        self.eof = False
+        self.gzip = head[:2] == b"\x1f\x8b"
+        self.pieces = self._gunzip(head) if self.gzip else self._plain(head)
 
     def read(self, n: int = -1) -> bytes:
-        n = 1 << 20 if n < 0 else n
-        while len(self.buffer) < n and not self.eof:
-            self._fill(n)
-        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        data = next(self.pieces, b"")
         self.count += len(data)
         self.tree.charge("expanded bytes", len(data))
-        if self.count > EXPAND_FLOOR and self.inflate is not None and self.count > EXPAND_RATIO * self.stored.count:
+        if self.gzip and self.count > EXPAND_FLOOR and self.count > EXPAND_RATIO * self.stored.count:
             raise ImageError("%s expands more than %d times its size: a compression bomb, not a layer"
                              % (self.label, EXPAND_RATIO))
         if self.hash is not None:
             self.hash.update(data)
         return data
 
-    def _fill(self, n: int) -> None:
-        want = max(n, 1 << 16)
-        if self.inflate is None:
-            chunk, self.pending = self.pending or self.stored.read(want), b""
-            self.eof = not chunk
-            self.buffer += chunk
-            return
-        if self.inflate.unconsumed_tail:
-            data = self.inflate.unconsumed_tail
-        elif self.inflate.eof and self.inflate.unused_data.strip(b"\0"):
-            data = self.inflate.unused_data  # a second gzip member: concatenated streams are valid gzip
-            self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        else:
-            data, self.pending = self.pending or self.stored.read(1 << 16), b""
-            if not data or (self.inflate.eof and not data.strip(b"\0")):
-                self.eof = not data
-                return
-            if self.inflate.eof:
-                self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            self.buffer += self.inflate.decompress(data, want)
-        except zlib.error as exc:
-            raise ImageError("%s is not valid gzip (%s)" % (self.label, exc)) from None
+    def _plain(self, data: bytes) -> Iterator[bytes]:
+        while data:
+            yield data
+            data = self.stored.read(1 << 20)
 
-    def drain(self) -> None:
-        while self.read(1 << 20):
-            pass
+    def _gunzip(self, data: bytes) -> Iterator[bytes]:
+        """Non-empty pieces of the inflated stream: a second gzip member after the first
+        (concatenated streams are valid gzip), zero padding after the last ignored."""
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while data or (data := self.stored.read(1 << 16)):
+            if inflate.eof and not data.strip(b"\0"):
+                data = b""
+                continue
+            if inflate.eof:
+                inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            try:
+                piece = inflate.decompress(data, 1 << 20)
+            except zlib.error as exc:
+                raise ImageError("%s is not valid gzip (%s)" % (self.label, exc)) from None
+            data = inflate.unconsumed_tail or inflate.unused_data
+            if piece:
+                yield piece
+
+
+def _drain(stream: "Reader | Expanded") -> None:
+    while stream.read(1 << 20):
+        pass
 
 
 def apply_layers(tree: Tree, listed: List[Layer], progress: Callable[[str, int, int], None]) -> None:
@@ -283,63 +274,49 @@ def apply_layer(tree: Tree, layer: Layer, number: int, ops: Optional[List[tuple]
     digest is checked when it has been read; the bytes it expanded to. A layer that fails to
     parse is first checked against its digest: an altered blob is named so."""
     try:
-        raw = layer.open()
+        with layer.open() as raw:
+            stored = Reader(raw, layer.digest, layer.size, layer.over, layer.label)
+            expanded = Expanded(stored, layer.digest, layer.over, layer.label, tree)
+            try:
+                tar = tarfile.open(fileobj=cast(IO[bytes], expanded), mode="r|", bufsize=1 << 20,  # read() only
+                                   tarinfo=tarsafe.BoundedInfo)
+                _members(tree, tar, layer.label, number, ops)
+                _drain(expanded)
+            except (tarfile.TarError, EOFError, zlib.error, ImageError, tarsafe.HeaderRefused) as exc:
+                _check_digest(layer, stored)
+                if isinstance(exc, ImageError):
+                    raise
+                if isinstance(exc, tarsafe.HeaderRefused):
+                    raise ImageError("%s: %s" % (layer.label, exc)) from None
+                why = str(exc)[:120] or type(exc).__name__
+                raise ImageError("%s is not a readable tar (%s)" % (layer.label, why)) from None
+            _drain(stored)
     except OSError as exc:
         raise ImageError("%s cannot be read (%s)" % (layer.label, exc.strerror or exc)) from None
-    try:
-        stored = Reader(raw, layer.digest, layer.size, layer.over, layer.label)
-        expanded = Expanded(stored, layer.digest, layer.over, layer.label, tree)
-        try:
-            tar = tarfile.open(fileobj=cast(IO[bytes], expanded), mode="r|", bufsize=1 << 20,  # read() only
-                               tarinfo=tarsafe.BoundedInfo)
-            _members(tree, tar, layer.label, number, ops)
-            expanded.drain()
-        except (tarfile.TarError, EOFError, zlib.error, ImageError, tarsafe.HeaderRefused) as exc:
-            _digest_first(layer, stored)
-            if isinstance(exc, ImageError):
-                raise
-            if isinstance(exc, tarsafe.HeaderRefused):
-                raise ImageError("%s: %s" % (layer.label, exc)) from None
-            why = str(exc)[:120] or type(exc).__name__
-            raise ImageError("%s is not a readable tar (%s)" % (layer.label, why)) from None
-        while stored.read(1 << 20):
-            pass
-    except OSError as exc:
-        raise ImageError("%s cannot be read (%s)" % (layer.label, exc.strerror or exc)) from None
-    finally:
-        raw.close()
     _check_digest(layer, stored, expanded)
     return expanded.count
 
 
-def _digest_first(layer: Layer, stored: Reader) -> None:
-    """Where the digest is over the stored bytes, read the rest and check it (an ImageError if not)."""
-    if stored.hash is None:
+def _check_digest(layer: Layer, stored: Reader, expanded: Optional[Expanded] = None) -> None:
+    """An ImageError unless the layer has its size and digest. Without `expanded` (its tar did not
+    parse) only a digest over the stored bytes is checked, once the rest of them is read."""
+    if expanded is None and stored.hash is None:
         return
-    try:
-        while stored.read(1 << 20):
-            pass
-    except ImageError:
-        pass  # larger than its descriptor: the digest below cannot match either
-    _check_digest(layer, stored, None)
-
-
-def _check_digest(layer: Layer, stored: Reader, expanded: Optional[Expanded]) -> None:
+    if expanded is None:
+        with contextlib.suppress(ImageError):  # larger than its descriptor: the digest cannot match either
+            _drain(stored)
     if layer.size is not None and stored.count < layer.size:
         raise ImageError("%s is truncated: %d of %d bytes" % (layer.label, stored.count, layer.size))
     if layer.size is not None and stored.count > layer.size:
         raise ImageError("%s is larger than its manifest says (%d bytes)" % (layer.label, layer.size))
-    # over the stored bytes, else over the tar (the one caller without `expanded` has the first)
+    # over the stored bytes, else over the tar (without `expanded`, there is the first)
     check = cast("hashlib._Hash", stored.hash or cast(Expanded, expanded).hash)
     if "%s:%s" % (check.name, check.hexdigest()) != layer.digest:
         raise ImageError("%s does not match its digest (a damaged or altered blob)" % layer.label)
 
 
 def _members(tree: Tree, tar: tarfile.TarFile, label: str, number: int, ops: Optional[List[tuple]]) -> None:
-    while True:
-        member = tar.next()
-        if member is None:
-            return
+    for member in iter(tar.next, None):
         tar.members = []  # type: ignore[attr-defined]  # tarfile keeps every header it read; the tree is what we keep
         tree.charge("members")
         parts = member_parts(member.name, label)
@@ -392,56 +369,47 @@ def apply_op(tree: Tree, op: tuple, number: int, label: str) -> None:
 
 def _file_node(tree: Tree, tar: tarfile.TarFile, member: tarfile.TarInfo, parts: List[str], label: str,
                number: int) -> Node:
-    mode = 0o755 if member.mode & 0o111 else 0o644
-    how = viewrules.kind_of(parts)
-    data = None
-    if how is not None and how[0] == "placeholder":
-        data = b""
-    elif how is not None and how[0] == "banner" and member.size <= how[1]:
-        data = viewrules.find_banner(cast(IO[bytes], tar.extractfile(member)), member.size)  # a regular file
-    elif how is not None and how[0] == "banner":
+    """The file as the tree keeps it: its content where the view reads it (viewrules.kind_of), b""
+    where its name is the fact (or it is larger than the audit reads), None elsewhere."""
+    how = viewrules.kind_of(parts) or ("none",)
+    data: Optional[bytes] = None if how[0] == "none" else b""
+    if how[0] == "banner" and member.size > how[1]:
         raise ImageError("%s: /%s is %d bytes, more than any nvcc" % (label, shown("/".join(parts)), member.size))
-    elif how is not None and member.size <= how[1]:
-        data = cast(IO[bytes], tar.extractfile(member)).read(member.size)
-    elif how is not None and how[2]:
+    if how[0] == "content" and member.size > how[1] and how[2]:
         raise ImageError("%s: /%s is %d bytes, more than such a file holds (%d)"
                          % (label, shown("/".join(parts)), member.size, how[1]))
-    elif how is not None:
-        data = b""
+    if how[0] in ("banner", "content") and member.size <= how[1]:
+        stream = cast(IO[bytes], tar.extractfile(member))  # a regular file
+        data = find_banner(stream, member.size) if how[0] == "banner" else stream.read(member.size)
     if data:
         tree.kept_bytes += len(data)
         if tree.kept_bytes > MAX_KEPT:
             raise ImageError("the files the audit reads exceed %d MiB in all" % (MAX_KEPT >> 20))
-    return Node("file", number, mode, member.size, data)
+    return Node("file", number, 0o755 if member.mode & 0o111 else 0o644, member.size, data)
 
 
 # ---------------------------------------------------------------- the view on disk
 
 
-def resolve(tree: Tree, parts: Sequence[str], hops: int = 0) -> Optional[List[str]]:
+def resolve(tree: Tree, parts: Sequence[str]) -> Optional[List[str]]:
     """Image path components after following every link, as the container sees them (absolute
     targets from the image root, `..` stopping at the root); None for a loop."""
     done: List[str] = []
-    pending = list(parts)
+    pending, hops = list(parts), 0
     while pending:
         name = pending.pop(0)
-        if name == "..":
-            if done:
-                done.pop()
-            continue
-        if name in ("", "."):
-            continue
-        node = tree.lookup(done + [name])
+        node = tree.lookup(done + [name]) if name not in ("", ".", "..") else None
         if node is not None and node.kind == "link":
             hops += 1
             if hops > LINK_HOPS:
                 return None
             target = cast(str, node.target)  # a link has one
-            if target.startswith("/"):
-                done = []
-            pending = [p for p in target.split("/")] + pending
-            continue
-        done.append(name)
+            done = [] if target.startswith("/") else done
+            pending = target.split("/") + pending
+        elif name == ".." and done:
+            done.pop()
+        elif name not in ("", ".", ".."):
+            done.append(name)
     return done
 
 

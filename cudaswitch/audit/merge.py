@@ -12,6 +12,7 @@ file and Kind stay: identical reports share one Kind, so 100,000 reports merge i
 
 import contextlib
 import gc
+import itertools
 import json
 import os
 import re
@@ -34,29 +35,6 @@ MAX_SHAPES = 4096
 # (label, parsed JSON, None) or (label, None, why it cannot be read)
 Document = Tuple[str, Any, Optional[str]]
 OnSkipped = Callable[[str, List[str]], None]
-
-
-def read_inputs(names: Iterable[str], stdin: TextIO,
-                on_skipped: OnSkipped = lambda directory, skipped: None) -> Iterator[Document]:
-    """(label, report, None) or (label, None, why) per document in `names` ('-' is stdin, a
-    directory its *.json files), one at a time: a file is read whole (capped), stdin line by line
-    when it carries JSON lines. on_skipped(directory, [what]) hears what a directory held besides."""
-    for name in names:
-        if name == "-":
-            yield from _stream_documents("<stdin>", stdin)
-        elif os.path.isdir(name):
-            yield from _directory(name, on_skipped)
-        else:
-            yield from _file(name, name)
-
-
-def _file(name: str, path: str) -> Iterator[Document]:
-    text, why = _read_capped(path)
-    label = name if name.isprintable() else repr(name)  # a newline in a file name: still one line
-    if why is not None:
-        yield label, None, why
-    else:
-        yield from parse_documents(label, cast(str, text))  # read: no reason why not
 
 
 def _directory(name: str, on_skipped: OnSkipped) -> Iterator[Document]:
@@ -88,25 +66,26 @@ def _directory(name: str, on_skipped: OnSkipped) -> Iterator[Document]:
         on_skipped(name, skipped)
 
 
-def _read_capped(name: str) -> Tuple[Optional[str], Optional[str]]:
-    """(text, None) or (None, why): opened without blocking (a FIFO or device never hangs us),
-    a regular file only, at most MAX_REPORT_BYTES."""
+def _file(name: str, path: str) -> Iterator[Document]:
+    """A file's documents: opened without blocking (a FIFO or device never hangs us), a regular
+    file only, at most MAX_REPORT_BYTES."""
+    label = name if name.isprintable() else repr(name)  # a newline in a file name: still one line
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            info = os.fstat(fd)
+            data = _read_fd(fd, info.st_size) if stat.S_ISREG(info.st_mode) else None
+        finally:
+            os.close(fd)
     except OSError as exc:
-        return None, "cannot read (%s)" % (exc.strerror or exc)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None, "not a regular file"
-        data = _read_fd(fd, info.st_size)
-    except OSError as exc:
-        return None, "cannot read (%s)" % (exc.strerror or exc)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_REPORT_BYTES:
-        return None, "larger than %d MiB, not an audit report" % (MAX_REPORT_BYTES >> 20)
-    return data.decode("utf-8", "replace"), None
+        yield label, None, "cannot read (%s)" % (exc.strerror or exc)
+        return
+    if data is None:
+        yield label, None, "not a regular file"
+    elif len(data) > MAX_REPORT_BYTES:
+        yield label, None, "larger than %d MiB, not an audit report" % (MAX_REPORT_BYTES >> 20)
+    else:
+        yield from parse_documents(label, data.decode("utf-8", "replace"))
 
 
 def _read_fd(fd: int, size: int) -> bytes:
@@ -127,25 +106,15 @@ def _read_fd(fd: int, size: int) -> bytes:
 
 def _stream_documents(label: str, stream: TextIO) -> Iterator[Document]:
     """JSON lines read one at a time, or one document when the first line is not one by itself."""
-    first, number = None, 0
-    for index, line in enumerate(_capped_lines(stream), 1):
-        if line.strip(JSON_SPACE):
-            first, number = line, index
-            break
-    if first is None:
+    lines = enumerate(_capped_lines(stream), 1)
+    number, first = next(((n, line) for n, line in lines if line.strip(JSON_SPACE)), (0, ""))
+    numbered = itertools.chain([(number, first)], lines)
+    if not first:
         yield label, None, "empty"
-        return
-    node, document = _strip_prefix(first)
-    data, error = _loads(document)
-    if error is not None:  # a pretty-printed document: the rest of the stream is part of it
-        rest = "".join(_strip_prefix(line)[1] + "\n" for line in _capped_lines(stream))
-        yield _checked(label, document + "\n" + rest)
-        return
-    yield _line_label(label, number, node), data, None
-    for line_number, line in enumerate(_capped_lines(stream), number + 1):
-        if line.strip(JSON_SPACE):
-            node, document = _strip_prefix(line)
-            yield _checked(_line_label(label, line_number, node), document)
+    elif _loads(_strip_prefix(first)[1])[1] is None:
+        yield from _json_lines(label, numbered)
+    else:  # a pretty-printed document: the rest of the stream is part of it
+        yield _checked(label, "".join(_strip_prefix(line)[1] + "\n" for _, line in numbered))
 
 
 def _capped_lines(stream: TextIO) -> Iterator[str]:
@@ -182,10 +151,7 @@ def parse_documents(label: str, text: str) -> Iterator[Document]:
     first, _, rest = body.partition("\n")
     if rest and _loads(_strip_prefix(first)[1])[1] is None:
         # split on "\n" only: str.splitlines() also breaks at \x1c or \x85 inside a JSON string
-        for number, line in enumerate(text.split("\n"), 1):
-            if line.strip(JSON_SPACE):
-                node, document = _strip_prefix(line)
-                yield _checked(_line_label(label, number, node), document)
+        yield from _json_lines(label, enumerate(text.split("\n"), 1))
     elif HOST_PREFIX.match(first):  # pdsh without -N in front of a pretty-printed report
         yield _checked(label, "\n".join(_strip_prefix(line)[1] for line in body.split("\n")))
     else:
@@ -199,8 +165,12 @@ def _strip_prefix(line: str) -> Tuple[Optional[str], str]:
     return (match.group(1), line[match.end():]) if match else (None, line)
 
 
-def _line_label(label: str, number: int, node: Optional[str]) -> str:
-    return "%s line %d%s" % (label, number, " (%s)" % node if node else "")
+def _json_lines(label: str, numbered: Iterable[Tuple[int, str]]) -> Iterator[Document]:
+    """One document per non-blank line, labelled with its number and the node that sent it."""
+    for number, line in numbered:
+        if line.strip(JSON_SPACE):
+            node, document = _strip_prefix(line)
+            yield _checked("%s line %d%s" % (label, number, " (%s)" % node if node else ""), document)
 
 
 def _checked(label: str, document: str) -> Document:
@@ -291,8 +261,7 @@ class Merger:
             try:  # a shape not seen yet, or a bad host name: validate() says exactly what is wrong
                 validate(report)
             except BadReport as exc:
-                self.errors.append({"file": label, "error": str(exc)})
-                return str(exc)
+                return self.refuse(label, str(exc))
             kind = kind or Kind(report, self._summaries)
             if key is not None and len(self._by_shape) < MAX_SHAPES:
                 self._by_shape.setdefault(key, kind)
@@ -301,8 +270,9 @@ class Merger:
         self.kinds.append(kind)
         return None
 
-    def refuse(self, label: str, error: str) -> None:
+    def refuse(self, label: str, error: str) -> str:
         self.errors.append({"file": label, "error": error})
+        return error
 
     def _unique_name(self, host: str, label: str) -> str:
         name, number = host, 2
@@ -380,16 +350,19 @@ def _tracked(found: Optional[dict]) -> Tuple[Any, Any, Any]:
 def merge_inputs(names: Iterable[str], stdin: TextIO, on_refused: Callable[[str, str], None],
                  on_skipped: OnSkipped) -> Merger:
     """Every report of `names` ('-' is stdin, a directory its *.json) folded into a Merger as it
-    is read; each refused one is told to on_refused(label, error) at once, so a long merge names
+    is read, one at a time: a file is read whole (capped), stdin line by line when it carries JSON
+    lines. Each refused one is told to on_refused(label, error) at once, so a long merge names
     them as it goes, and what a directory held besides reports to on_skipped(directory, names)."""
     merger = Merger()
-    for label, report, error in read_inputs(names, stdin, on_skipped):
-        if error is None:
-            error = merger.add(label, report)
+    for name in names:
+        if name == "-":
+            documents = _stream_documents("<stdin>", stdin)
         else:
-            merger.refuse(label, error)
-        if error is not None:
-            on_refused(label, error)
+            documents = _directory(name, on_skipped) if os.path.isdir(name) else _file(name, name)
+        for label, report, error in documents:
+            error = merger.add(label, report) if error is None else merger.refuse(label, error)
+            if error is not None:
+                on_refused(label, error)
     return merger
 
 

@@ -14,7 +14,7 @@ import os
 import platform
 import re
 import tarfile
-from typing import IO, Any, Callable, Dict, List, Optional, Tuple, cast
+from typing import IO, Any, Dict, List, Optional, Tuple, cast
 
 from cudaswitch import tarsafe
 from cudaswitch.errors import CudaSwitchError, UsageError
@@ -30,8 +30,6 @@ DOCKER_BLOB_NAME = re.compile(r"^(?:blobs/sha256/)?([0-9a-f]{64})(?:\.json|\.tar
 REF_NAME = "org.opencontainers.image.ref.name"
 INDEX_TYPES = ("application/vnd.oci.image.index.v1+json",
                "application/vnd.docker.distribution.manifest.list.v2+json")
-MANIFEST_TYPES = ("application/vnd.oci.image.manifest.v1+json",
-                  "application/vnd.docker.distribution.manifest.v2+json")
 MACHINE_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "ppc64le": "ppc64le"}
 
 
@@ -50,14 +48,19 @@ def parse_reference(text: str) -> Dict[str, Any]:
 
 
 class Layer:
-    """One layer to apply: open() gives its bytes as stored; `digest` is checked over the stored
-    bytes (OCI blobs) or over the uncompressed tar (`docker save`'s diff_ids: `over` says which)."""
+    """Layer `number` of an image, the store's member `name`: open() gives its bytes as stored;
+    `digest` is checked over the stored bytes (OCI blobs) or over the uncompressed tar (`docker
+    save`'s diff_ids: `over` says which)."""
 
-    __slots__ = ("label", "open", "digest", "size", "over")
+    __slots__ = ("label", "store", "name", "digest", "size", "over")
 
-    def __init__(self, label: str, opener: Callable[[], IO[bytes]], digest: str, size: Optional[int],
+    def __init__(self, number: int, store: "LayoutDir | Archive", name: str, digest: str, size: Optional[int],
                  over: str) -> None:
-        self.label, self.open, self.digest, self.size, self.over = label, opener, digest, size, over
+        self.label, self.store, self.name = "layer %d (%s)" % (number, digest[:19]), store, name
+        self.digest, self.size, self.over = digest, size, over
+
+    def open(self) -> IO[bytes]:
+        return self.store.open(self.name)
 
 
 def parse_digest(value: object, what: str) -> Tuple[str, str]:
@@ -65,10 +68,6 @@ def parse_digest(value: object, what: str) -> Tuple[str, str]:
     if not match or len(match.group(2)) != HEX_LENGTH[match.group(1)]:
         raise ImageError("%s has no valid digest (%s)" % (what, quote_prefix(str(value), 30)))
     return match.group(1), match.group(2)
-
-
-def hasher(digest: str) -> "hashlib._Hash":
-    return hashlib.new(parse_digest(digest, "a blob")[0])
 
 
 # ---------------------------------------------------------------- where the files are
@@ -112,15 +111,13 @@ class Archive:
         try:
             self.tar = tarfile.open(fileobj=self.raw, mode="r:", tarinfo=tarsafe.BoundedInfo)
             self.members = self._index()
-        except tarsafe.HeaderRefused as exc:
+        except BaseException as exc:
             self.raw.close()
-            raise ImageError("%s: %s" % (path, exc)) from None
-        except ImageError:
-            self.raw.close()
+            if isinstance(exc, tarsafe.HeaderRefused):
+                raise ImageError("%s: %s" % (path, exc)) from None
+            if isinstance(exc, (tarfile.TarError, OSError, EOFError)):
+                raise ImageError("%s is not a readable tar archive (%s)" % (path, _one_line(exc))) from None
             raise
-        except (tarfile.TarError, OSError, EOFError) as exc:
-            self.raw.close()
-            raise ImageError("%s is not a readable tar archive (%s)" % (path, _one_line(exc))) from None
 
     def _index(self) -> Dict[str, tarfile.TarInfo]:
         members = {}
@@ -158,7 +155,7 @@ def read_json(store: "LayoutDir | Archive", name: str, digest: Optional[str] = N
     if size is not None and len(data) != size:
         raise ImageError("%s in %s is %d bytes, its descriptor says %s" % (what, store.label, len(data), size))
     if digest is not None:
-        check = hasher(digest)
+        check = hashlib.new(parse_digest(digest, "a blob")[0])
         check.update(data)
         if digest != "%s:%s" % (check.name, check.hexdigest()):
             raise ImageError("%s in %s does not match its digest %s" % (what, store.label, digest[:19]))
@@ -218,15 +215,14 @@ def _by_tag(entries: list, tag: Optional[str], label: str) -> object:
         annotations = entry.get("annotations") if isinstance(entry, dict) else None
         return annotations.get(REF_NAME) if isinstance(annotations, dict) else None
 
+    names = sorted(str(n) for n in map(name_of, entries) if n)
     if tag is not None:
         matching = [e for e in entries if name_of(e) == tag]
         if not matching:
-            names = sorted(str(n) for n in map(name_of, entries) if n)
             raise ImageError("%s has no image tagged %s" % (label, quote_prefix(tag, 40)),
                              "tags there: %s" % (", ".join(names[:10]) or "none"))
         return matching[0]
     if len(entries) > 1:
-        names = sorted(str(n) for n in map(name_of, entries) if n)
         raise ImageError("%s holds %d images: name one" % (label, len(entries)),
                          "add :TAG, one of %s" % (", ".join(names[:10]) or "(untagged)"))
     return entries[0]
@@ -255,13 +251,9 @@ def _oci_image(store: "LayoutDir | Archive", ref: dict) -> Dict[str, Any]:
     descriptors = manifest.get("layers")
     if not isinstance(descriptors, list) or len(descriptors) > MAX_LAYERS:
         raise ImageError("manifest %s has no valid layer list" % digest[:19])
-    layers: List[Layer] = []
-    for number, item in enumerate(descriptors, 1):
-        _media, layer_digest, size = _descriptor(item, "layer %d" % number)
-        name = blob_name(layer_digest, "layer %d" % number)
-        layers.append(Layer("layer %d (%s)" % (number, layer_digest[:19]),
-                            lambda name=name: store.open(name),  # type: ignore[misc]  # mypy: a default arg
-                            layer_digest, size, "stored"))
+    checked = [_descriptor(item, "layer %d" % number) for number, item in enumerate(descriptors, 1)]
+    layers = [Layer(number, store, blob_name(layer_digest, "a layer"), layer_digest, size, "stored")
+              for number, (_media, layer_digest, size) in enumerate(checked, 1)]
     return {"manifest_digest": digest, "config_digest": config_digest, "config": config, "layers": layers}
 
 
@@ -290,14 +282,11 @@ def _docker_image(store: "LayoutDir | Archive", ref: dict) -> Dict[str, Any]:
     if not isinstance(names, list) or not isinstance(diff_ids, list) or len(names) != len(diff_ids) \
             or len(names) > MAX_LAYERS or not all(isinstance(n, str) for n in names):
         raise ImageError("%s: the layers in manifest.json do not match the config's diff_ids" % store.label)
-    layers: List[Layer] = []
-    for number, (name, diff_id) in enumerate(zip(names, diff_ids), 1):
+    for number, diff_id in enumerate(diff_ids, 1):
         parse_digest(diff_id, "layer %d" % number)
-        layers.append(Layer("layer %d (%s)" % (number, diff_id[:19]),
-                            lambda name=name: store.open(name),  # type: ignore[misc]  # mypy: a default arg
-                            diff_id, None, "uncompressed"))
-    return {"manifest_digest": None, "config_digest": config_digest, "config": config, "layers": layers,
-            "repo_tags": [t for t in entry.get("RepoTags") or [] if isinstance(t, str)]}
+    layers = [Layer(number, store, name, diff_id, None, "uncompressed")
+              for number, (name, diff_id) in enumerate(zip(names, diff_ids), 1)]
+    return {"manifest_digest": None, "config_digest": config_digest, "config": config, "layers": layers}
 
 
 def _docker_entry(entries: List[dict], name: Optional[str], label: str) -> dict:

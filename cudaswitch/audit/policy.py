@@ -111,11 +111,10 @@ def nccl_rule(paths: "Paths", env: dict, minimum: str) -> "CheckResult":
 @registered("policy.toolkit", layer="toolkit", shown_by=("audit",))
 def toolkit_rules(paths: "Paths", env: dict, requests: "list[str]") -> "list[CheckResult]":
     """Each request resolves as `use` resolves it and compiles in the environment `use` gives."""
-    from cudaswitch.audit.hostfacts import switched_env
+    from cudaswitch.audit.hostfacts import build_as_use
     from cudaswitch.errors import CudaSwitchError
     from cudaswitch.registry import discover
     from cudaswitch.registry.resolve import resolve
-    from cudaswitch.verify.nvcc import cached_build
 
     registry = discover.load(paths, env) if requests else {"records": []}
     out = []
@@ -126,7 +125,7 @@ def toolkit_rules(paths: "Paths", env: dict, requests: "list[str]") -> "list[Che
             out.append(check("policy.toolkit", "error", "toolkit %s: %s" % (request, exc.message), None,
                              request=request, root=None))
             continue
-        built = cached_build(paths, record, switched_env(paths, registry["records"], env, record), run=False)
+        built = build_as_use(paths, registry["records"], env, record)
         what = "compiles" if built["built"] else "does not compile: %s" % str(built["error"]).splitlines()[0][:80]
         out.append(check("policy.toolkit", "ok" if built["built"] else "error", "toolkit %s (%s) %s"
                          % (request, record["root"], what), None, request=request, root=record["root"]))

@@ -5,11 +5,13 @@ only, GPU models and the toolkits that cannot target them, nodes that sent no re
 node types (identical nodes grouped); and the user's `--require` / `--same` rules.
 """
 
+import collections
 import functools
 import re
-from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Set, Tuple, cast
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Set, cast
 
-from cudaswitch.audit.netfacts import job_mtus
+from cudaswitch.audit.hostfacts import job_mtus
+from cudaswitch.audit.hosts import fold
 from cudaswitch.audit.validate import TRACKED, VERSION
 from cudaswitch.errors import UsageError
 from cudaswitch.render import counted
@@ -34,7 +36,7 @@ def node_summary(report: dict) -> dict:
     toolkits: Dict[str, str] = {}
     versions: Dict[str, str] = {}
     unsupported: Set[str] = set()
-    components: Dict[str, Set[str]] = {}
+    components: Dict[str, Set[str]] = {key: set() for key in TRACKED}
     for entry in report["toolkits"]:
         version, status = entry.get("version"), entry["status"]
         if version:
@@ -43,28 +45,22 @@ def node_summary(report: dict) -> dict:
             _keep_best(versions, version, status)
             if entry.get("driver_supported") is False:
                 unsupported.add(short)
-        found = entry.get("components")
-        if found:
-            for key in TRACKED:
-                if found.get(key):
-                    components.setdefault(key, set()).add(found[key])
-    gpus: Dict[Tuple[str, Optional[str]], int] = {}
-    for gpu in report.get("gpus") or ():
-        label = (gpu.get("name") or gpu.get("model") or "unknown GPU", gpu.get("capability"))
-        gpus[label] = gpus.get(label, 0) + 1
+        found = entry.get("components") or {}
+        for key in TRACKED:
+            if found.get(key):
+                components[key].add(found[key])
+    gpus = collections.Counter((gpu.get("name") or gpu.get("model") or "unknown GPU", gpu.get("capability"))
+                               for gpu in report.get("gpus") or ())
     return {"driver": release, "branch": release.split(".")[0] if release else None,
             "driver_cuda": driver.get("cuda"), "toolkits": toolkits, "unsupported": sorted(unsupported),
             "versions": {v: versions[v] for v in sorted(versions, key=version_key)},
-            "components": {key: sorted(components.get(key, ()), key=version_key) for key in TRACKED},
+            "components": {key: sorted(components[key], key=version_key) for key in TRACKED},
             "gpus": sorted((model, capability, count) for (model, capability), count in gpus.items()),
             # None for a report from before audit read them: such reports merge byte for byte as they did
-            "nccl": sorted({c["version"] or "unknown" for c in report["nccl"]}, key=_version_or_text)
+            "nccl": sorted({c["version"] or "unknown" for c in report["nccl"]},
+                           key=lambda v: version_key(v) if v[:1].isdigit() else (-1,))
             if isinstance(report.get("nccl"), list) else None,
             "mtus": job_mtus(report["interfaces"]) if isinstance(report.get("interfaces"), list) else None}
-
-
-def _version_or_text(value: str) -> tuple:
-    return version_key(value) if value[:1].isdigit() else (-1,)
 
 
 def _keep_best(best: Dict[str, str], version: str, status: str) -> None:
@@ -145,18 +141,10 @@ class Nodes:
             return list(self.hosts)
         return [host for host, number in zip(self.hosts, self.sids) if passes[number]] if any(passes) else []
 
-    def count(self, test: ValueOf) -> int:
-        passes = [bool(test(summary)) for summary in self.summaries]
-        return sum(1 for number in self.sids if passes[number])
-
 
 def _gpu_text(node: dict) -> str:
     return ", ".join("%dx %s%s" % (count, model, " (sm_%s)" % cap.replace(".", "") if cap else "")
                      for model, cap, count in node["gpus"]) or "none found"
-
-
-def _component_text(key: str) -> ValueOf:
-    return lambda node: " ".join(node["components"][key]) or "none"
 
 
 def _driver_text(node: dict) -> str:
@@ -179,13 +167,13 @@ VALUE_OF: Dict[str, ValueOf] = {
     "branch": lambda n: n["branch"] or "none found",
     "gpus": _gpu_text,
     "toolkits": lambda n: " ".join(sorted(n["toolkits"], key=version_key)) or "none",
-    **{key: _component_text(key) for key in TRACKED},
+    **{key: lambda n, key=key: " ".join(n["components"][key]) or "none" for key in TRACKED},
 }
 
 
 def skew(nodes: Nodes, expected: Optional[List[str]], errors: List[dict]) -> dict:
     """Every fact of the skew report as data (what `--json` prints under "skew")."""
-    reported = set(nodes.hosts) | {_bare(h) for h in nodes.hosts}
+    reported = set(nodes.hosts) | {h.split(" (", 1)[0] for h in nodes.hosts}  # 'node01 (file)': a renamed duplicate
     return {
         "driver": {"releases": nodes.group(VALUE_OF["driver"]), "branches": nodes.group(VALUE_OF["branch"]),
                    "cuda": nodes.group(lambda n: n["driver_cuda"] or "none found"),
@@ -193,7 +181,6 @@ def skew(nodes: Nodes, expected: Optional[List[str]], errors: List[dict]) -> dic
         "toolkits": _partial(nodes, lambda n: n["toolkits"]),
         "components": {key: _partial(nodes, lambda n, key=key: n["components"][key]) for key in TRACKED},
         "gpus": {"models": nodes.group(_gpu_text), "cannot_target": cannot_target(nodes)},
-
         "driver_cannot_run": _unsupported(nodes),
         "missing": [name for name in expected or [] if name not in reported],
         "refused": [e["file"] for e in errors],
@@ -220,20 +207,14 @@ def mtu_skew(nodes: Nodes) -> dict:
     return out
 
 
-def _bare(host: str) -> str:
-    """'node01 (file)' (a duplicate renamed by merge) -> 'node01'."""
-    return host.split(" (", 1)[0]
-
-
 def _partial(nodes: Nodes, versions_of: ValueOf) -> List[dict]:
     """[{version, on, missing_on}] for each version present on some nodes but not all."""
     versions = {version for summary in nodes.summaries for version in versions_of(summary)}
     out = []
     for version in sorted(versions, key=version_key, reverse=True):
-        on = nodes.count(lambda n, version=version: version in versions_of(n))
-        if on < len(nodes):
-            missing = nodes.where(lambda n, version=version: version not in versions_of(n))
-            out.append({"version": version, "on": on, "missing_on": missing})
+        missing = nodes.where(lambda n, version=version: version not in versions_of(n))
+        if missing:
+            out.append({"version": version, "on": len(nodes) - len(missing), "missing_on": missing})
     return out
 
 
@@ -247,39 +228,24 @@ def _unsupported(nodes: Nodes) -> List[dict]:
 
 def cannot_target(nodes: Nodes) -> List[dict]:
     """[{toolkit, gpu, model, nodes}]: a toolkit on a node that cannot build for a GPU of that
-    node (compat.toml's arch table: first and last CUDA per architecture)."""
-    verdicts: dict = {}
-    failing = {id(summary): _untargeted(summary, verdicts) for summary in nodes.summaries}
+    node (compat.toml's arch table: first and last CUDA per architecture). A GPU without a
+    capability (/proc names the model only) is not judged: its architecture is not known."""
+    failing = {id(n): {(short, capability, model) for model, capability, _ in n["gpus"] if capability
+                       for short in n["toolkits"] if _cannot_build(short, capability)} for n in nodes.summaries}
     keys = {key for found in failing.values() for key in found}
     return [{"toolkit": short, "gpu": "sm_" + capability.replace(".", ""), "model": model,
              "nodes": nodes.where(lambda n, key=(short, capability, model): key in failing[id(n)])}
             for short, capability, model in sorted(keys, key=lambda k: (version_key(k[0]), k[1:]))]
 
 
-def _untargeted(node: dict, verdicts: Dict[Tuple[str, str], Optional[bool]]) -> Set[Tuple[str, str, str]]:
-    """{(toolkit, capability, model)} of the node that cannot build for its GPU."""
+@functools.lru_cache(maxsize=1024)
+def _cannot_build(short: str, capability: str) -> bool:
+    """CUDA `short` is outside the first and last CUDA of the GPU's table-6 row (no row: not known)."""
     from cudaswitch.verify import facttables
 
-    failing: Set[Tuple[str, str, str]] = set()
-    for model, capability, _ in node["gpus"]:
-        if not capability:
-            continue  # /proc names the model only: the architecture is not known
-        for short in node["toolkits"]:
-            if (short, capability) not in verdicts:
-                verdicts[short, capability] = _targets(facttables.arch_row(capability), short)
-            if verdicts[short, capability] is False:
-                failing.add((short, capability, model))
-    return failing
-
-
-def _targets(row: Optional[dict], short: str) -> Optional[bool]:
-    """True / False from a table-6 row, None when the table has no row for the GPU."""
-    if row is None:
-        return None
-    have = version_key(short)[:2]
-    if have < version_key(row["first"])[:2]:
-        return False
-    return not (row.get("last") and have > version_key(row["last"])[:2])
+    row, have = facttables.arch_row(capability), version_key(short)[:2]
+    return row is not None and (have < version_key(row["first"])[:2]
+                                or bool(row.get("last")) and have > version_key(row["last"])[:2])
 
 
 def node_types(nodes: Nodes) -> List[dict]:
@@ -349,7 +315,7 @@ def add_skew(merged: dict, nodes: List[tuple], expected: Optional[List[str]], re
     return merged
 
 
-def _name_order(pair: tuple) -> List[Any]:  # text at even places, numbers at odd ones
+def _name_order(pair: tuple) -> List[Any]:
     """node2 before node10: split at digit runs, the runs compared as numbers. The split puts text
     at even places and digits at odd ones, so like is always compared with like."""
     parts = DIGITS.split(pair[0])
@@ -359,8 +325,6 @@ def _name_order(pair: tuple) -> List[Any]:  # text at even places, numbers at od
 
 def strict_failures(merged: dict) -> List[str]:
     """One line per reason `--strict` fails: refused reports, missing nodes, broken rules."""
-    from cudaswitch.audit.hosts import fold
-
     skewed = merged["skew"]
     lines = (["%s refused: %s" % (counted(len(skewed["refused"]), "report"), ", ".join(skewed["refused"][:20]))]
              if skewed["refused"] else [])

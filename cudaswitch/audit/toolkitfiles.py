@@ -7,10 +7,10 @@ can be checked by hand.
 """
 
 import glob
-import mmap
 import os
 import re
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, cast
+import stat
+from typing import IO, TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, cast
 
 from cudaswitch.safeio import Unreadable, open_regular, read_or_none
 from cudaswitch.toolkit import COMPONENTS, VERSION_JSON_KEYS
@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
     Found = Tuple[Optional[str], Optional[str]]  # (version, where it was read), or (None, None)
 
-# wheel (dist-info) names per component
-WHEELS = {"cudart": "nvidia_cuda_runtime", "nvcc": "nvidia_cuda_nvcc", "cupti": "nvidia_cuda_cupti",
-          "cublas": "nvidia_cublas", "cudnn": "nvidia_cudnn", "nccl": "nvidia_nccl"}
+# the component each wheel (dist-info name) holds
+WHEELS = {"nvidia_cuda_runtime": "cudart", "nvidia_cuda_nvcc": "nvcc", "nvidia_cuda_cupti": "cupti",
+          "nvidia_cublas": "cublas", "nvidia_cudnn": "cudnn", "nvidia_nccl": "nccl"}
 # header, and the macros that make up major.minor.patch
 HEADERS = {
     "cudnn": (("cudnn_version.h", "cudnn.h"), ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL")),
@@ -33,6 +33,8 @@ LIBRARIES = {"cudart": "libcudart", "cudnn": "libcudnn", "nccl": "libnccl", "cup
              "cublas": "libcublas"}
 WHEEL_DIST = re.compile(r"^(nvidia_[a-z_]+?)(?:_cu\d+)?-(\d+(?:\.\d+)+)[^/]*\.dist-info$")
 NVCC_BANNER = re.compile(rb"Cuda compilation tools, release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+SCRIPT_LIMIT = 64 << 10  # a wrapper nvcc (#!/bin/sh exec .../nvcc) is kept as it is
+BANNER_OVERLAP = 256
 
 
 def search_dirs(record: "AnyRecord") -> Tuple[List[str], List[str]]:
@@ -73,17 +75,20 @@ def cudart_header_version(include_dirs: Sequence[str]) -> "Found":
     return None, None
 
 
-def soname_version(lib_dirs: Sequence[str], stem: str) -> "Found":
-    """Longest version in the library file names: libcudnn.so.9.1.0 -> '9.1.0'; (version, path)."""
+def soname_version(lib_dirs: Sequence[str], stem: Optional[str]) -> "Found":
+    """Longest version in the library file names: libcudnn.so.9.1.0 -> '9.1.0'; (version, path).
+    Only a full x.y.z: the soname libcudart.so.11.0 is shared by every 11.x release."""
     best: Optional[str] = None
     where: Optional[str] = None
+    if not stem:
+        return None, None
     pattern = re.compile(re.escape(stem) + r"\.so\.(\d+(?:\.\d+)*)$")
     for directory in lib_dirs:
         for path in glob.glob(os.path.join(directory, stem + ".so.*")):
             match = pattern.search(path)
             if match and (best is None or _numbers(match.group(1)) > _numbers(best)):
                 best, where = match.group(1), path
-    return best, where
+    return (best, where) if best and best.count(".") >= 2 else (None, None)
 
 
 def dist_info_versions(record: "AnyRecord") -> "Dict[str, Found]":
@@ -98,26 +103,36 @@ def dist_info_versions(record: "AnyRecord") -> "Dict[str, Found]":
     for directory in dirs:
         for path in sorted(glob.glob(os.path.join(directory, "nvidia_*.dist-info"))):
             match = WHEEL_DIST.match(os.path.basename(path))
-            for component, wheel in WHEELS.items():
-                if match and match.group(1) == wheel:
-                    found.setdefault(component, (match.group(2), path))
+            if match and match.group(1) in WHEELS:
+                found.setdefault(WHEELS[match.group(1)], (match.group(2), path))
     return found
 
 
 def nvcc_binary_version(nvcc: str) -> Optional[str]:
     """The version nvcc prints for --version, read from the binary's bytes (nothing is run)."""
     try:
-        fd = open_regular(nvcc)  # a FIFO named nvcc would block a plain open forever
+        with os.fdopen(open_regular(nvcc), "rb") as handle:  # a FIFO named nvcc would block a plain open forever
+            match = NVCC_BANNER.search(find_banner(handle, os.fstat(handle.fileno()).st_size))
     except (OSError, Unreadable):
         return None
-    try:
-        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as data:
-            match = NVCC_BANNER.search(data)
-            return match.group(2).decode() if match else None
-    except (OSError, ValueError):  # ValueError: empty file
-        return None
-    finally:
-        os.close(fd)
+    return match.group(2).decode() if match else None
+
+
+def find_banner(stream: IO[bytes], size: int) -> bytes:
+    """nvcc's `Cuda compilation tools, release X, VX.Y.Z` line from its bytes, or b""; a
+    script nvcc (a wrapper) is kept whole."""
+    head = stream.read(min(size, SCRIPT_LIMIT))
+    if head.startswith(b"#!") and size <= SCRIPT_LIMIT:
+        return head
+    window = head
+    while True:
+        match = NVCC_BANNER.search(window)
+        if match:
+            return match.group(0) + b"\n"
+        chunk = stream.read(1 << 20)
+        if not chunk:
+            return b""
+        window = window[-BANNER_OVERLAP:] + chunk
 
 
 def components(record: "AnyRecord", nvcc_version: Optional[str] = None
@@ -131,12 +146,13 @@ def components(record: "AnyRecord", nvcc_version: Optional[str] = None
     wheels = dist_info_versions(record)
     found: "Dict[str, Found]" = {}
     for name in COMPONENTS:
-        found[name] = _first(
+        candidates = (
             (version_json.get(VERSION_JSON_KEYS.get(name, "")), os.path.join(record["root"], "version.json")),
             wheels.get(name, (None, None)),
             header_version(includes, *HEADERS[name]) if name in HEADERS else (None, None),
-            _full_soname(libs, LIBRARIES.get(name)),
+            soname_version(libs, LIBRARIES.get(name)),
         )
+        found[name] = next((pair for pair in candidates if pair[0]), (None, None))
     if record.get("nvcc"):
         own = nvcc_version or nvcc_binary_version(cast(str, record["nvcc"]))
         if own:
@@ -148,18 +164,6 @@ def components(record: "AnyRecord", nvcc_version: Optional[str] = None
     return {k: v[0] for k, v in found.items()}, {k: v[1] for k, v in found.items() if v[0]}
 
 
-def _full_soname(libs: Sequence[str], stem: Optional[str]) -> "Found":
-    if not stem:
-        return None, None
-    version, path = soname_version(libs, stem)
-    # only a full x.y.z: the soname libcudart.so.11.0 is shared by every 11.x release
-    return (version, path) if version and version.count(".") >= 2 else (None, None)
-
-
-def _first(*pairs: "Found") -> "Found":
-    return next((p for p in pairs if p and p[0]), (None, None))
-
-
 def tree_size(path: str) -> int:
     """Bytes on disk as `du -sb` counts them: apparent sizes of files, links and directories,
     each inode once (toolkits are often hardlinked copies), without following links."""
@@ -167,24 +171,16 @@ def tree_size(path: str) -> int:
         st = os.lstat(path)
     except OSError:
         return 0
-    seen = {(st.st_dev, st.st_ino)}
-    total = st.st_size
-    stack = [path] if os.path.isdir(path) and not os.path.islink(path) else []
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
+    seen, total = {(st.st_dev, st.st_ino)}, st.st_size
+    for top, dirs, files in os.walk(path) if stat.S_ISDIR(st.st_mode) else ():
+        for name in dirs + files:
             try:
-                st = entry.stat(follow_symlinks=False)
+                st = os.lstat(os.path.join(top, name))
             except OSError:
                 continue
             if (st.st_dev, st.st_ino) not in seen:
                 seen.add((st.st_dev, st.st_ino))
                 total += st.st_size
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
     return total
 
 

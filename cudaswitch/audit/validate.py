@@ -36,7 +36,10 @@ def validate(report: object) -> dict:
                        ("root", (str, type(None)))):
         if not isinstance(report.get(key), kinds):
             raise BadReport("not an audit report (\"%s\" is a JSON %s)" % (key, _json_type(report.get(key))))
-    _validate_driver(report.get("driver"))
+    for key in ("release", "cuda"):
+        value = (report.get("driver") or {}).get(key)
+        if value is not None and not _is_version(value):
+            raise BadReport("driver %s %s is not a version" % (key, _quote(value)))
     for index, gpu in enumerate(report.get("gpus") or []):
         key = _gpu_key(gpu)
         if key is None or key not in _VALID_GPUS:
@@ -79,14 +82,6 @@ def _quote(value: object, limit: int = 40) -> str:
 
 def _is_version(value: object) -> bool:
     return isinstance(value, str) and VERSION.fullmatch(value) is not None
-
-
-def _validate_driver(driver: "dict | None") -> None:
-    if driver is None:
-        return
-    for key in ("release", "cuda"):
-        if driver.get(key) is not None and not _is_version(driver[key]):
-            raise BadReport("driver %s %s is not a version" % (key, _quote(driver[key])))
 
 
 _VALID_GPUS: set = set()

@@ -37,9 +37,7 @@ def write_view(tree: layers.Tree, view: str) -> Dict[str, int]:
     for parts in sorted(dirs, key=len):
         if parts:
             os.mkdir(os.path.join(view, *parts), 0o755)
-    written = 0
-    for parts, node in sorted(files.items()):
-        written += _write_file(os.path.join(view, *parts), node)
+    written = sum(_write_file(os.path.join(view, *parts), node) for parts, node in sorted(files.items()))
     for parts, text in kept_links:
         os.symlink(text, os.path.join(view, *parts))
     return {"files": len(files), "links": len(kept_links), "bytes": written}
@@ -107,12 +105,5 @@ def _link_text(tree: layers.Tree, parts: Sequence[str], files: Dict[tuple, layer
 
 def _write_file(path: str, node: layers.Node) -> int:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags, node.mode)
-    try:
-        data = node.data or b""
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-    return len(node.data or b"")
+    with os.fdopen(os.open(path, flags, node.mode), "wb") as handle:
+        return handle.write(node.data or b"")

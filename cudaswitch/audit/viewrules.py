@@ -5,9 +5,7 @@ placeholders; nvcc as the version banner read from its bytes. Everything else st
 """
 
 import re
-from typing import IO, Sequence
-
-from cudaswitch.audit.toolkitfiles import NVCC_BANNER
+from typing import Sequence
 
 KiB, MiB = 1 << 10, 1 << 20
 # name -> the most a real one holds; a larger one is refused (a 1 GiB version.json is an attack)
@@ -18,13 +16,11 @@ HEADERS = {"cuda_runtime_api.h", "cuda_runtime.h", "cuda.h", "cudnn_version.h", 
 HEADER_LIMIT = 8 * MiB  # CUDA 12's cuda.h is 1 MiB
 METADATA_LIMIT = 4 * MiB
 NVCC_LIMIT = 512 * MiB  # nvcc is ~30 MB; its banner is searched for, nothing else kept
-SCRIPT_LIMIT = 64 * KiB  # a wrapper nvcc (#!/bin/sh exec .../nvcc) is kept as it is
 TOOLS = {"ptxas", "fatbinary", "nvlink", "cicc", "cudafe++", "nvdisasm", "cuobjdump", "nvprune", "bin2c"}
 LIBRARY = re.compile(r"^lib(?:cu|nv|nccl)[A-Za-z0-9_+-]*\.(?:so(?:\.[0-9]+)*|a)$")
 PYTHON = re.compile(r"^python3(?:\.[0-9]+)?$")
 WHEEL_INFO = re.compile(r"^(?:nvidia[_-]|torch-)[^/]*\.dist-info$")
 CONDA_RECORD = re.compile(r"^(?:cuda|cudatoolkit|cudnn|nccl|pytorch|libcu)[^/]*\.json$")
-BANNER_OVERLAP = 256
 
 
 def kind_of(parts: Sequence[str]) -> "tuple | None":
@@ -68,20 +64,3 @@ def keeps_dir(parts: Sequence[str]) -> bool:
     if parts[:1] != ["opt"]:
         return False
     return len(parts) == 2 or (len(parts) == 3 and parts[1].startswith("cuda"))
-
-
-def find_banner(stream: IO[bytes], size: int) -> bytes:
-    """nvcc's `Cuda compilation tools, release X, VX.Y.Z` line from its bytes, or b""; a
-    script nvcc (a wrapper) is kept whole."""
-    head = stream.read(min(size, SCRIPT_LIMIT))
-    if head.startswith(b"#!") and size <= SCRIPT_LIMIT:
-        return head
-    window = head
-    while True:
-        match = NVCC_BANNER.search(window)
-        if match:
-            return match.group(0) + b"\n"
-        chunk = stream.read(MiB)
-        if not chunk:
-            return b""
-        window = window[-BANNER_OVERLAP:] + chunk
