@@ -9,8 +9,8 @@ import re
 
 from cudaswitch.switch import plan
 from cudaswitch.toolkit import short_version, version_tuple
-# pythonlayer and ncclchecks (NCCL's layer) register their checks here, in this order, before these
-from cudaswitch.verify import facttables, loaderdirs, pythonlayer, ncclchecks  # noqa: F401
+# pythonlayer registers its checks here, before these
+from cudaswitch.verify import facttables, loaderdirs, pythonlayer
 from cudaswitch.verify.checks import compat_libcuda_dirs
 from cudaswitch.verify.compat import check, torch_home
 from cudaswitch.verify.checkregistry import Ask, registered
