@@ -20,10 +20,6 @@ if TYPE_CHECKING:
 ISOLATED_LAYOUTS = ("conda",)
 
 
-def _is_dir(path: str) -> bool:
-    return os.path.isdir(path)
-
-
 def _lib_dirs_with(root: str, patterns: "tuple[str, ...]") -> "list[str]":
     found, seen = [], set()
     for pattern in patterns:
@@ -38,10 +34,10 @@ def _lib_dirs_with(root: str, patterns: "tuple[str, ...]") -> "list[str]":
 def tool_dirs(root: str, layout: str) -> "tuple[list[str], list[str]]":
     """(bin_dirs, lib_dirs) of a root in its layout."""
     if layout == "pip-split":
-        bins = [d for d in (os.path.join(root, "cuda_nvcc", "bin"),) if _is_dir(d)]
+        bins = [d for d in (os.path.join(root, "cuda_nvcc", "bin"),) if os.path.isdir(d)]
         libs = [d for d in sorted(glob.glob(os.path.join(root, "*", "lib"))) if glob.glob(d + "/lib*.so*")]
         return bins, libs
-    bins = [os.path.join(root, "bin")] if _is_dir(os.path.join(root, "bin")) else []
+    bins = [os.path.join(root, "bin")] if os.path.isdir(os.path.join(root, "bin")) else []
     libs = _lib_dirs_with(root, ("lib64", "lib", "targets/*/lib"))
     return bins, libs
 

@@ -25,9 +25,7 @@ from cudaswitch.verify.torchdriver import parse_driver
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from cudaswitch.paths import Paths
-    from cudaswitch.toolkit import Env
     from cudaswitch.verify.checkregistry import CheckResult
 
 PROBES_FILE = "torch-arch.marshal"
@@ -50,10 +48,6 @@ except Exception as exc:
     out["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
 sys.stdout.write("\n" + sys.argv[1] + json.dumps(out) + sys.argv[1] + "\n")
 '''
-
-
-def load() -> dict:
-    return facttables.torch_table()
 
 
 def host_platform() -> str:
@@ -120,7 +114,7 @@ def install_lines(build: dict) -> Dict[str, str]:
     """The exact lines that get this build: pip with the index URL, uv's backend, conda's pin."""
     name = variant(build["cuda"])
     pin = "torch==%s" % build["installed"].split("+")[0] if build.get("installed") else "torch==%s.*" % build["torch"]
-    index = load()["index"]
+    index = facttables.torch_table()["index"]
     if version_tuple(build["torch"]) <= version_tuple(index["conda_channel_last"]):
         conda = "conda install pytorch==%s.* pytorch-cuda=%s -c pytorch -c nvidia" % (build["torch"], build["cuda"])
     else:
@@ -274,9 +268,8 @@ def toolkit_of(record: Optional[dict], env: dict) -> Optional[dict]:
         return None
     archs = None
     if record.get("nvcc"):
-        from cudaswitch.verify import nvcc
-
         from cudaswitch.paths import Paths
+        from cudaswitch.verify import nvcc
 
         archs = nvcc.cached_gpu_archs(Paths(env).cache_dir, record["nvcc"], env, 15.0)
     return {"version": record["version"], "root": record["root"], "gpu_archs": archs}
@@ -295,10 +288,13 @@ def gather(paths: "Paths", load_registry: Callable[[], dict], env: dict, request
     report (--node), else CUDASWITCH_DRIVER / CUDASWITCH_GPUS replace its facts. Bad options are
     refused before anything runs (the registry is read first: it makes the cache dir the tables
     are kept parsed in, so a second `torch` reads them from there)."""
+    from cudaswitch.registry.resolve import resolve
+    from cudaswitch.verify.host import current_or_none
     from cudaswitch.verify.runner import find_python
     from cudaswitch.verify.target import from_report
 
-    record = _toolkit_record(load_registry, env, request)
+    reg = load_registry()  # a REQUEST must name a toolkit; else the active or default one, else None
+    record = resolve(reg, request) if request else current_or_none(reg, env)
     node_driver, node_gpus = from_report(node) if node else (None, [])
     given_driver = parse_driver(driver) if driver else node_driver
     given_gpus = [parse_gpu(g) for g in gpus or []] or node_gpus
@@ -312,18 +308,3 @@ def gather(paths: "Paths", load_registry: Callable[[], dict], env: dict, request
     chosen = find_python(env, python)
     installed = probe_installed(paths, chosen, env, timeout) if chosen else None
     return plan(drv, devices, toolkit, installed)
-
-
-def _toolkit_record(load_registry: "Callable[[], dict]", env: "Env", request: "str | None") -> "dict | None":
-    """The toolkit a REQUEST names (it must exist), else the active or default one, else None."""
-    from cudaswitch.switch.lookup import Lookup
-    from cudaswitch.errors import CudaSwitchError
-    from cudaswitch.registry.resolve import resolve
-
-    reg = load_registry()
-    if request:
-        return resolve(reg, request)
-    try:
-        return Lookup(reg, env).current()
-    except CudaSwitchError:
-        return None
