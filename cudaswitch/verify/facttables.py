@@ -175,11 +175,7 @@ def release_tuple(text: str) -> tuple:
 
 def driver_minimum(cuda: str) -> "dict | None":
     """The table-1 row for CUDA 'x.y' (minimum Linux driver of its GA release), or None."""
-    short = version_tuple(cuda)[:2]
-    for row in load()["driver_minimum"]:
-        if version_tuple(row["cuda"]) == short:
-            return row
-    return None
+    return next((r for r in load()["driver_minimum"] if version_tuple(r["cuda"]) == version_tuple(cuda)[:2]), None)
 
 
 def cuda_for_driver(release: str) -> "str | None":
@@ -202,10 +198,7 @@ def driver_cuda(release: str) -> dict:
 
 
 def minor_compat(major: int) -> "dict | None":
-    for row in load()["minor_compat"]:
-        if row["major"] == major:
-            return row
-    return None
+    return next((row for row in load()["minor_compat"] if row["major"] == major), None)
 
 
 def gcc_ceiling(cuda: str) -> tuple:
@@ -229,10 +222,7 @@ def torch_variants(torch_version: str, platform: str = "linux-x86_64") -> tuple:
 def arch_row(sm: str) -> "dict | None":
     """The table-6 row for 'sm_86' / '86' / '8.6'."""
     key = sm.replace("sm_", "").replace("compute_", "").replace(".", "")
-    for row in load()["arch"]:
-        if key in row["sm"]:
-            return row
-    return None
+    return next((row for row in load()["arch"] if key in row["sm"]), None)
 
 
 def can_target(cuda: str, capability: str) -> bool:
