@@ -17,7 +17,6 @@ TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
 
-PLAIN = Ask("explain")
 WORLD = 2
 INTERFACE = re.compile(r"Unable to find address for|SOCKET_IFNAME|no socket interface|interface", re.I)
 LIBRARY = re.compile(r"undefined symbol|cannot open shared object|\blib\w+\.so", re.I)
@@ -62,7 +61,7 @@ def failed_layer(report: dict) -> str:
 
 
 @registered("collective.all_reduce", layer="framework", shown_by=("doctor",))
-def all_reduce(host: "Host", ask: Ask = PLAIN) -> list:
+def all_reduce(host: "Host", ask: Ask) -> list:
     if not host.collective:
         return []  # asked for with `doctor --collective` only: it starts two torch processes
     if not host.python:

@@ -19,14 +19,12 @@ if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
     from cudaswitch.verify.checkregistry import CheckResult
 
-PLAIN = Ask("doctor")
-
 # libcuda.so.550.54.15 / libnvidia-ml.so.550.54.15: the driver release is in the file name.
 USERSPACE_LIB = re.compile(r"^lib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)$")
 
 
 @registered("driver.kernel_module", layer="driver", shown_by=("doctor", "explain"))
-def kernel_module(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def kernel_module(host: "Host", ask: Ask) -> "list[CheckResult]":
     """driver.kernel_module: what "NVIDIA-SMI has failed because it couldn't communicate with the
     NVIDIA driver" means on this host: no module loaded (nouveau holds the GPU, or none at all)."""
     drv, paths = host.driver, host.paths
@@ -81,7 +79,7 @@ def userspace_releases(host: "Host") -> dict:
 
 
 @registered("driver.release_match", layer="driver", shown_by=("doctor", "explain"))
-def release_match(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def release_match(host: "Host", ask: Ask) -> "list[CheckResult]":
     """driver.release_match: the kernel module and the user-space libraries of one release, or
     "Failed to initialize NVML: Driver/library version mismatch" (an upgrade without a reboot)."""
     module = host.driver.get("release") if host.driver.get("release_source") == "proc" else None
@@ -102,7 +100,7 @@ def release_match(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
 
 
 @registered("gpu.compute_mode", layer="driver", shown_by=("doctor", "explain"))
-def compute_mode(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def compute_mode(host: "Host", ask: Ask) -> "list[CheckResult]":
     """gpu.compute_mode: "CUDA-capable device(s) is/are busy or unavailable" comes from a GPU in
     Exclusive_Process mode held by another process, in Prohibited mode, or split by MIG. Without a
     GPU only explain asks (nvidia-smi would have nothing to say)."""
@@ -137,7 +135,7 @@ def _mode_check(index: str, mode: str, mig: "str | None") -> "CheckResult":
 
 
 @registered("env.visible_devices", layer="env", shown_by=("doctor", "explain"))
-def visible_devices(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def visible_devices(host: "Host", ask: Ask) -> "list[CheckResult]":
     """env.visible_devices: "no CUDA-capable device is detected" with CUDA_VISIBLE_DEVICES hiding
     them. CUDA reads the list up to its first invalid entry; the driver was asked without it."""
     value = host.env.get("CUDA_VISIBLE_DEVICES")

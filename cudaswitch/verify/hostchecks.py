@@ -21,11 +21,10 @@ if TYPE_CHECKING:
     from cudaswitch.verify.checkregistry import CheckResult
 
 WHEEL_MAJOR = re.compile(r"^nvidia-.+-cu(\d+)$")
-PLAIN = Ask("doctor")
 
 
 @registered("hardware.gpus", layer="hardware", shown_by=("doctor",))
-def hardware(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def hardware(host: "Host", ask: Ask) -> "list[CheckResult]":
     drv = host.driver
     if drv["gpus"]:
         names = ", ".join("%s (sm_%s)" % (g["name"], g["capability"].replace(".", "")) for g in drv["gpus"])
@@ -50,7 +49,7 @@ def no_driver(where: "str | None" = None, **facts: object) -> "CheckResult":
 
 
 @registered("driver.present", "driver.problem", layer="driver", shown_by=("doctor", "explain", "audit"))
-def driver_present(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def driver_present(host: "Host", ask: Ask) -> "list[CheckResult]":
     drv = host.driver
     facts = {k: drv[k] for k in ("release", "release_source", "cuda", "cuda_source", "libcuda", "loaded", "wsl")}
     out = []
@@ -69,7 +68,7 @@ def driver_present(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
 
 
 @registered("toolkit.found", "toolkit.active", layer="toolkit", shown_by=("doctor",))
-def toolkit_layer(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def toolkit_layer(host: "Host", ask: Ask) -> "list[CheckResult]":
     """Which toolkit the checks below judge: the active one, else the default."""
     registry, record = host.registry, host.record
     if not registry["records"]:
@@ -84,7 +83,7 @@ def toolkit_layer(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
 
 
 @registered("deps.cuda_wheels", "deps.torch_owners", "deps.consistent", layer="deps", shown_by=("doctor",))
-def deps(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def deps(host: "Host", ask: Ask) -> "list[CheckResult]":
     """nvidia-*-cuNN wheels of another CUDA major than torch's; torch owned by both pip and conda."""
     probe = host.torch
     dists = probe.get("distributions") or []
@@ -114,7 +113,7 @@ def deps(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
 
 
 @registered("env.in_use", layer="env", shown_by=("doctor",))
-def shell_in_use(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def shell_in_use(host: "Host", ask: Ask) -> "list[CheckResult]":
     """The facts `current` reports, stated (info: the verdict on them is env.one_toolkit's)."""
     from cudaswitch.switch.active import describe, lines
 
@@ -124,7 +123,7 @@ def shell_in_use(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
 
 
 @registered("env.stale_entries", layer="env", shown_by=("doctor",))
-def stale(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def stale(host: "Host", ask: Ask) -> "list[CheckResult]":
     """CUDA entries on PATH / LD_LIBRARY_PATH whose directory no longer exists."""
     out = []
     for name in ("PATH", "LD_LIBRARY_PATH"):
@@ -140,7 +139,7 @@ def stale(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
 
 
 @registered("env.several_nvcc", layer="env", shown_by=("doctor",))
-def nvcc_on_path(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def nvcc_on_path(host: "Host", ask: Ask) -> "list[CheckResult]":
     entries = [d for d in (host.env.get("PATH") or "").split(":") if d and os.access(os.path.join(d, "nvcc"), os.X_OK)]
     if entries and is_stand_in(os.path.join(entries[0], "nvcc")):  # the switched toolkit has none; it hides the rest
         return [check("env.several_nvcc", "ok", "no nvcc in use: the toolkit switched to has none, and a stand-in "
@@ -166,7 +165,7 @@ def _several_hint(places: "dict[str, str]") -> str:
 
 
 @registered("env.torch_cuda_home", layer="env", shown_by=("doctor", "explain"))
-def torch_cuda_home(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def torch_cuda_home(host: "Host", ask: Ask) -> "list[CheckResult]":
     """The CUDA_HOME torch's cpp_extension would take here: is it a toolkit root? (doctor, and explain
     for "CUDA_HOME environment variable is not set": one check, one answer.)"""
     env = host.env
@@ -193,7 +192,7 @@ def torch_cuda_home(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
 
 
 @registered("env.compat_libcuda", layer="env", shown_by=("doctor",))
-def compat_on_loader_path(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def compat_on_loader_path(host: "Host", ask: Ask) -> "list[CheckResult]":
     """A cuda-compat libcuda on LD_LIBRARY_PATH, whatever toolkit it comes from."""
     compat = compat_libcuda_dirs(host.env)
     if not compat:
@@ -208,7 +207,7 @@ DIR_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDACXX")
 
 
 @registered("env.other_toolkit_entries", layer="env", shown_by=("verify", "doctor"))
-def other_toolkit_entries(host: "Host", ask: Ask = PLAIN) -> list:
+def other_toolkit_entries(host: "Host", ask: Ask) -> list:
     """Every entry of PATH, LD_LIBRARY_PATH, LD_PRELOAD and CUDA_HOME/CUDA_PATH/CUDACXX that belongs
     to another toolkit than the one in use: a stale LD_LIBRARY_PATH from an rc file loads another
     toolkit's libraries while nvcc and CUDA_HOME agree."""

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from cudaswitch.verify.checkregistry import CheckResult
     from cudaswitch.verify.host import Host
 
-PLAIN = Ask("explain")
 CUDA_SONAME = re.compile(r"^lib(cudart|cublas|cublasLt|cudnn\w*|nccl|nvrtc|nvJitLink|cusparse|cusparseLt|cufft|"
                          r"curand|cusolver|cufile|nvshmem_host)\.so\.[\d.]+$")
 # torch/__init__.py lists the wheel libraries it loads by full path first: ("cublas", "libcublas.so.*[0-9]")
@@ -205,7 +204,7 @@ def taken(env: dict, paths: "Paths", probe: dict) -> "dict | None":
 
 
 @registered("libs.provenance", layer="framework", shown_by=("doctor", "verify", "explain"))
-def provenance(host: "Host", ask: Ask = PLAIN) -> list:
+def provenance(host: "Host", ask: Ask) -> list:
     probe = host.torch
     torch_dir = torch_location(probe)
     if not torch_dir or not os.path.isfile(os.path.join(torch_dir, "lib", "libtorch_cuda.so")):

@@ -21,12 +21,11 @@ TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
 
-PLAIN = Ask("explain")
 CUDNN_SONAME = re.compile(r"^(libcudnn(?:_\w+)?)\.so\.\d+$")  # libcudnn_graph.so.9: what a loader asks for
 
 
 @registered("explain.arch_table", layer="toolkit", shown_by=("explain",))
-def arch_table(host: "Host", ask: Ask = PLAIN) -> list:
+def arch_table(host: "Host", ask: Ask) -> list:
     """The CUDA releases that target each sm_XY the message names (compat.toml's arch table)."""
     out = []
     for sm in sorted(set(re.findall(r"sm_(\d+a?)", ask.text))):
@@ -39,7 +38,7 @@ def arch_table(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("env.cuda_home_major", layer="env", shown_by=("explain",))
-def cuda_home_major(host: "Host", ask: Ask = PLAIN) -> list:
+def cuda_home_major(host: "Host", ask: Ask) -> list:
     """The nvcc under the CUDA_HOME torch would take: the same CUDA major as torch's build?"""
     home, how = torch_home(host.env)
     if not home:
@@ -63,7 +62,7 @@ def cuda_home_major(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("env.loader_path", layer="env", shown_by=("explain",))
-def loader_path(host: "Host", ask: Ask = PLAIN) -> list:
+def loader_path(host: "Host", ask: Ask) -> list:
     """The library the message names (else libcudart.so): on the loader path, in the loader cache,
     in a toolkit or in the Python's NVIDIA wheels?"""
     name = named_library(ask.text) or "libcudart.so"
@@ -105,7 +104,7 @@ def _wheel_copies(host: "Host", name: str) -> "list[str]":
 
 
 @registered("gcc.message", layer="compiler", shown_by=("explain",))
-def gcc_in_message(host: "Host", ask: Ask = PLAIN) -> list:
+def gcc_in_message(host: "Host", ask: Ask) -> list:
     """The gcc ceiling an "unsupported GNU version" message states, against the host gcc and the
     toolkits here with that ceiling."""
     out = []
@@ -126,7 +125,7 @@ def gcc_in_message(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("driver.libcuda", layer="driver", shown_by=("explain",))
-def libcuda_loaded(host: "Host", ask: Ask = PLAIN) -> list:
+def libcuda_loaded(host: "Host", ask: Ask) -> list:
     """Which libcuda was loaded, and a cuda-compat one on LD_LIBRARY_PATH (errors 803/804)."""
     drv = host.driver
     compat = compat_libcuda_dirs(host.env)
@@ -138,7 +137,7 @@ def libcuda_loaded(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("toolkit.cudart_link", layer="toolkit", shown_by=("explain",))
-def cudart_link(host: "Host", ask: Ask = PLAIN) -> list:
+def cudart_link(host: "Host", ask: Ask) -> list:
     """Does the active toolkit have the unversioned libcudart.so (or the static one) a link needs?"""
     record = host.record
     if not record:
@@ -154,7 +153,7 @@ def cudart_link(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("gpu.memory", layer="hardware", shown_by=("explain",))
-def gpu_memory(host: "Host", ask: Ask = PLAIN) -> list:
+def gpu_memory(host: "Host", ask: Ask) -> list:
     """GPU memory in use, from nvidia-smi where there is one; otherwise say it cannot be checked."""
     gpus = host.driver.get("gpus") or []
     smi = which("nvidia-smi", host.env)
@@ -172,7 +171,7 @@ def gpu_memory(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("cudnn.sublibraries", layer="env", shown_by=("explain",))
-def cudnn_sublibraries(host: "Host", ask: Ask = PLAIN) -> list:
+def cudnn_sublibraries(host: "Host", ask: Ask) -> list:
     """The first copy of each cuDNN library in the order a process without DT_RPATH finds them
     (LD_LIBRARY_PATH, torch's nvidia/cudnn/lib, the loader's directories), and the versions those
     files' names carry: more than one version is the sub-library mismatch."""
@@ -210,7 +209,7 @@ def _cudnn_dirs(host: "Host") -> "list[str]":
 
 
 @registered("driver.libcuda_found", layer="driver", shown_by=("explain",))
-def libcuda_found(host: "Host", ask: Ask = PLAIN) -> list:
+def libcuda_found(host: "Host", ask: Ask) -> list:
     """Where the loader would find the driver's libcuda.so.1 (LD_LIBRARY_PATH, ld.so.conf's and the
     default directories, WSL's /usr/lib/wsl/lib): the driver ships it, never the toolkit."""
     dirs = loaderdirs.library_path(host.env, host.paths) + loaderdirs.system_dirs(host.paths)
@@ -232,7 +231,7 @@ def libcuda_found(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("env.python_torch", layer="framework", shown_by=("explain",))
-def python_torch(host: "Host", ask: Ask = PLAIN) -> list:
+def python_torch(host: "Host", ask: Ask) -> list:
     """Which interpreter `python3` is here, whether it has torch, and which known environments
     (the active venv or conda env, conda's environments.txt, envs the registry found) have it."""
     python, probe = host.python, host.torch
@@ -255,7 +254,7 @@ def python_torch(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("env.cmake_cuda", layer="env", shown_by=("explain",))
-def cmake_cuda(host: "Host", ask: Ask = PLAIN) -> list:
+def cmake_cuda(host: "Host", ask: Ask) -> list:
     """The nvcc CMake would take in this shell: $CUDACXX, else nvcc on PATH (FindCUDAToolkit also
     reads CUDAToolkit_ROOT); and the toolkits cudaswitch knows, to name one."""
     cudacxx, root = host.env.get("CUDACXX"), host.env.get("CUDAToolkit_ROOT")
@@ -277,7 +276,7 @@ def cmake_cuda(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("env.launch_blocking", layer="env", shown_by=("explain",))
-def launch_blocking(host: "Host", ask: Ask = PLAIN) -> list:
+def launch_blocking(host: "Host", ask: Ask) -> list:
     """A device-side assert is the program's own check failing in a kernel, not the setup: say
     whether the traceback can be trusted (CUDA_LAUNCH_BLOCKING) and which assertion the message shows."""
     blocking = host.env.get("CUDA_LAUNCH_BLOCKING") == "1"

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from cudaswitch.paths import Paths
     from cudaswitch.verify.host import Host
 
-PLAIN = Ask("explain")
 BANNER = re.compile(rb"NCCL version (\d+\.\d+\.\d+)(?:\+cuda(\d+\.\d+))?")
 # NCCL's default NCCL_SOCKET_IFNAME is "^docker,lo": these prefixes are skipped unless named.
 SKIPPED_BY_DEFAULT = ("docker", "lo")
@@ -51,7 +50,7 @@ def other_copies(host: "Host", used: "str | None") -> list:
 
 
 @registered("nccl.version", layer="framework", shown_by=("doctor", "verify", "explain"))
-def nccl_version(host: "Host", ask: Ask = PLAIN) -> list:
+def nccl_version(host: "Host", ask: Ask) -> list:
     probe = host.torch
     torch_dir = libprovenance.torch_location(probe)
     lib = os.path.join(torch_dir or "", "lib", "libtorch_cuda.so")
@@ -84,7 +83,7 @@ def nccl_version(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("nccl.shm", layer="env", shown_by=("explain",))
-def nccl_shm(host: "Host", ask: Ask = PLAIN) -> list:
+def nccl_shm(host: "Host", ask: Ask) -> list:
     """What NCCL's "unhandled system error" often is in a container: a small /dev/shm."""
     try:
         st = os.statvfs("/dev/shm")
@@ -98,7 +97,7 @@ def nccl_shm(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("nccl.interface", layer="env", shown_by=("explain",))
-def nccl_interface(host: "Host", ask: Ask = PLAIN) -> list:
+def nccl_interface(host: "Host", ask: Ask) -> list:
     """The interfaces NCCL may bootstrap over: the host's (/sys/class/net) filtered by
     NCCL_SOCKET_IFNAME as NCCL reads it (prefixes; `^` excludes; `=` exact names)."""
     spec = host.env.get("NCCL_SOCKET_IFNAME")
@@ -136,7 +135,7 @@ def interface_matches(spec: "str | None", names: list) -> list:
 
 
 @registered("nccl.foreign", layer="env", shown_by=("explain",))
-def nccl_foreign(host: "Host", ask: Ask = PLAIN) -> list:
+def nccl_foreign(host: "Host", ask: Ask) -> list:
     """A libnccl loaded before torch's own: LD_PRELOAD entries and LD_LIBRARY_PATH directories
     holding a libnccl.so* that is not the copy torch's nvidia-nccl wheel ships."""
     own_dir, own_version = _torch_nccl(host.torch)

@@ -24,7 +24,6 @@ TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
 
-PLAIN, EXPLAIN = Ask("doctor"), Ask("explain")
 SHOWN = 5  # conflicts named in one message; the rest are counted
 MISSING = re.compile(r"No module named '?([A-Za-z_][\w.]*)")
 KERNEL_DIRS = ("/usr/local/share/jupyter/kernels", "/usr/share/jupyter/kernels")
@@ -55,7 +54,7 @@ def _cannot(check_id: str, why: str) -> list:
 
 
 @registered("python.interpreters", layer="framework", shown_by=("doctor", "verify"))
-def interpreters(host: "Host", ask: Ask = PLAIN) -> list:
+def interpreters(host: "Host", ask: Ask) -> list:
     """`python3` and `python` on PATH: one interpreter or two, and which of them has torch."""
     python3, plain = host.python, which("python", host.env)
     if not python3:
@@ -84,7 +83,7 @@ def interpreters(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("python.requirements", layer="deps", shown_by=("doctor", "verify"))
-def requirements(host: "Host", ask: Ask = PLAIN) -> list:
+def requirements(host: "Host", ask: Ask) -> list:
     """What `pip check` prints for the user's interpreter, read from its metadata."""
     python = host.python
     if not python:
@@ -114,7 +113,7 @@ def pip_check_line(conflict: dict) -> str:
 
 
 @registered("python.duplicates", layer="deps", shown_by=("doctor", "verify"))
-def duplicates(host: "Host", ask: Ask = PLAIN) -> list:
+def duplicates(host: "Host", ask: Ask) -> list:
     """A distribution whose metadata sits twice on sys.path: the first one imports, the other is
     what pip or an old install left, and tools disagree about which version is installed."""
     python = host.python
@@ -136,7 +135,7 @@ def duplicates(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("python.module_found", layer="framework", shown_by=("explain",))
-def module_found(host: "Host", ask: Ask = EXPLAIN) -> list:
+def module_found(host: "Host", ask: Ask) -> list:
     """"No module named X": the interpreter this shell runs, whether it has X, and the known
     environments that do."""
     match = MISSING.search(ask.text)

@@ -20,12 +20,11 @@ if TYPE_CHECKING:
     from cudaswitch.paths import Paths
     from cudaswitch.verify.host import Host
 
-PLAIN = Ask("doctor")
 DPKG_LISTS = ("*nvidia*.list", "*cuda-drivers*.list")
 
 
 @registered("driver.wsl", layer="driver", shown_by=("doctor", "verify", "explain"))
-def wsl_driver(host: "Host", ask: Ask = PLAIN) -> list:
+def wsl_driver(host: "Host", ask: Ask) -> list:
     """Under WSL: WSL 1 (no GPU), the Windows driver's libcuda missing, or a Linux driver's libcuda
     inside WSL that the loader may take instead of it."""
     version = host.driver.get("wsl") or None
