@@ -4,14 +4,13 @@ gloo on the CPU) under a hard timeout; a failure names the layer that failed (li
 interface, rendezvous) in one line. An interface the user chose (GLOO_SOCKET_IFNAME,
 NCCL_SOCKET_IFNAME) is kept, so the test answers for their settings; else loopback is used."""
 
-import os
 import re
 import socket
 import threading
 
 from cudaswitch.verify.checkregistry import Ask, registered
 from cudaswitch.verify.compat import check
-from cudaswitch.verify.runner import run_framed
+from cudaswitch.verify.runner import run_script
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -30,16 +29,14 @@ def free_port() -> int:
 
 def run_ranks(python: str, env: dict, backend: str, timeout: float) -> list:
     """Each rank's report ({"rank", "stage", "error"?, "sum"?}), both run at once under `timeout` s."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "collective_rank.py"), encoding="utf-8") as f:
-        source = f.read()
     base = {**env, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(WORLD)}
-    argv = [python, "-c", source, backend, str(max(timeout / 2, 1.0))]  # the rendezvous gets half the time
+    args = [backend, str(max(timeout / 2, 1.0))]  # the rendezvous gets half the time
     base.setdefault("GLOO_SOCKET_IFNAME", "lo")
     base.setdefault("NCCL_SOCKET_IFNAME", "lo")
     reports: list = [None] * WORLD
 
     def rank(index: int) -> None:
-        payload, error = run_framed(argv, {**base, "RANK": str(index)}, timeout)
+        payload, error = run_script(python, "collective_rank.py", args, {**base, "RANK": str(index)}, timeout)
         reports[index] = payload or {"rank": index, "stage": None, "error": error}
 
     threads = [threading.Thread(target=rank, args=(i,)) for i in range(WORLD)]

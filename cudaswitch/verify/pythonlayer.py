@@ -18,7 +18,7 @@ from cudaswitch.safeio import read_or_none
 from cudaswitch.verify import loaderdirs
 from cudaswitch.verify.checkregistry import Ask, registered
 from cudaswitch.verify.compat import check
-from cudaswitch.verify.runner import run_framed
+from cudaswitch.verify.runner import run_script
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -35,10 +35,7 @@ def report(host: "Host", python: str, modules: tuple = ()) -> dict:
     cache = _REPORTS.setdefault(host, {})
     key = (python,) + modules
     if key not in cache:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyenv_probe.py")
-        with open(path, encoding="utf-8") as handle:
-            source = handle.read()
-        payload, error = run_framed([python, "-c", source, *modules], host.env, host.timeout)
+        payload, error = run_script(python, "pyenv_probe.py", list(modules), host.env, host.timeout)
         payload = payload or {"error": error}
         cache[key] = {"error": payload["fatal"]} if "fatal" in payload else payload
     return cache[key]
