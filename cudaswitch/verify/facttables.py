@@ -16,7 +16,7 @@ import re
 import sys
 
 from cudaswitch.errors import CudaSwitchError
-from cudaswitch.toolkit import version_tuple
+from cudaswitch.toolkit import short_version, version_tuple
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ def gcc_ceiling(cuda: str) -> tuple:
 def torch_variants(torch_version: str, platform: str = "linux-x86_64") -> tuple:
     """(the CUDA variants torch_builds.toml has for a release ('2.4.1+cu124' -> 2.4's), whether one
     of them is known from a single copy only); ([], False) for a release it does not know."""
-    short = ".".join(str(n) for n in version_tuple(torch_version.split("+")[0])[:2])
+    short = short_version(torch_version.split("+")[0])
     rows = [r for r in torch_rows(platform) if r["torch"] == short]
     return sorted({r["cuda"] for r in rows}, key=version_tuple), any(r.get("single_copy") for r in rows)
 

@@ -14,7 +14,7 @@ torch that fits is the answer: keep it.
 import os
 from typing import Callable, Dict, List, Optional, Sequence
 
-from cudaswitch.toolkit import version_tuple
+from cudaswitch.toolkit import short_version, version_tuple
 from cudaswitch.verify import facttables
 from cudaswitch.verify import torchdriver
 from cudaswitch.verify.checks import arch_in_build
@@ -103,11 +103,9 @@ def builds(installed: Optional[dict] = None) -> List[dict]:
 def _installed_build(installed: "dict | None") -> "dict | None":
     if not installed or not installed.get("torch") or not installed.get("cuda") or not installed.get("arch_flags"):
         return None
-    release = ".".join(str(n) for n in version_tuple(installed["torch"].split("+")[0])[:2])
-    cuda = ".".join(str(n) for n in version_tuple(installed["cuda"])[:2])
-    return {"torch": release, "cuda": cuda, "arch": list(installed["arch_flags"]), "verified": True,
-            "source": "installed", "evidence": "installed", "installed": installed["torch"],
-            "python": installed.get("python")}
+    return {"torch": short_version(installed["torch"].split("+")[0]), "cuda": short_version(installed["cuda"]),
+            "arch": list(installed["arch_flags"]), "verified": True, "source": "installed", "evidence": "installed",
+            "installed": installed["torch"], "python": installed.get("python")}
 
 
 def install_lines(build: dict) -> Dict[str, str]:
@@ -147,14 +145,9 @@ def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict],
                             "arch list (%s)" % (subject, " ".join(build.get("arch") or [])), "give --gpu sm_XY for the "
                             "target machine", arch_list=build.get("arch") or []))
     extension = extension_check(build, toolkit, gpus)
-    levels = [c["level"] for c in checks]
-    if "error" in levels:
-        fits = False
-    elif not driver.get("present") or not driver.get("cuda") or not gpus or not build["verified"] \
-            or checks[0]["facts"].get("cannot_tell"):
-        fits = None
-    else:
-        fits = True
+    unknown = not driver.get("present") or not driver.get("cuda") or not gpus or not build["verified"] \
+        or checks[0]["facts"].get("cannot_tell")
+    fits = False if any(c["level"] == "error" for c in checks) else None if unknown else True
     published = build.get("published", True)  # a self-built torch has no index to install it from
     return dict(build, variant=variant(build["cuda"]), fits=fits, checks=checks + [extension], published=published,
                 extensions=extension["level"], extension_check=extension,
@@ -213,14 +206,10 @@ def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Opt
 def _table_note(installed: "dict | None") -> dict:
     """Says so when the installed torch is newer than every release the table knows."""
     newest = facttables.newest_torch_known(host_platform())
-    have = (installed or {}).get("torch")
-    if not have or not newest:
-        return {"newest": newest, "note": None}
-    release = version_tuple(have.split("+")[0])[:2]
-    if release <= version_tuple(newest)[:2]:
-        return {"newest": newest, "note": None}
-    return {"newest": newest, "note": "the table does not know torch %s.%s yet (it knows releases up to %s): "
-            "its other builds cannot be judged" % (release + (newest,))}
+    have = version_tuple(((installed or {}).get("torch") or "").split("+")[0])[:2]
+    known = not have or not newest or have <= version_tuple(newest)[:2]
+    return {"newest": newest, "note": None if known else "the table does not know torch %s.%s yet (it knows releases "
+            "up to %s): its other builds cannot be judged" % (have + (newest,))}
 
 
 def recommend(assessed: List[dict], toolkit: Optional[dict]) -> "tuple[Optional[dict], str]":
