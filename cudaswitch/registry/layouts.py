@@ -87,7 +87,8 @@ def missing_compile_parts(root: str, bins: "list[str]", libs: "list[str]") -> "l
     for tool in BIN_PARTS:
         if not any(os.access(os.path.join(b, tool), os.X_OK) for b in bins):
             missing.append("bin/" + tool)
-    includes = _include_dirs(root, libs)
+    includes = [os.path.join(root, "include")] + glob.glob(os.path.join(root, "targets", "*", "include"))
+    includes += [os.path.join(os.path.dirname(lib), "include") for lib in libs]
     for header in HEADER_PARTS:
         if not any(os.path.isfile(os.path.join(d, header)) for d in includes):
             missing.append("include/" + header)
@@ -96,25 +97,15 @@ def missing_compile_parts(root: str, bins: "list[str]", libs: "list[str]") -> "l
     return missing
 
 
-def _include_dirs(root: str, libs: "list[str]") -> "list[str]":
-    found = [os.path.join(root, "include")] + glob.glob(os.path.join(root, "targets", "*", "include"))
-    return found + [os.path.join(os.path.dirname(lib), "include") for lib in libs]
-
-
 def _file_version(root: str, layout: str, problems: "list[str]") -> "tuple[str | None, dict]":
-    """(version, components) from the files, most trusted first: version.json, version.txt, dist-info."""
+    """(version, components) from the files, most trusted first: version.json, version.txt, the nvcc
+    wheel's dist-info beside a wheel root. Not beside a conda env: its parent is `envs/`, holding every
+    env of the install, no wheel metadata lives there, and globbing it once per env is quadratic."""
     version, components, problem = probe.read_version_json(root)
     if problem:
         problems.append(problem)
-    return version or probe.read_version_txt(root) or _dist_info_version(root, layout), components
-
-
-def _dist_info_version(root: str, layout: str) -> "str | None":
-    """The nvcc wheel's dist-info beside a wheel root. A conda env's parent is `envs/`, holding every
-    env of the install: no wheel metadata lives there, and globbing it once per env is quadratic."""
-    if layout == "conda":
-        return None
-    return probe.read_dist_info(os.path.dirname(root), root, os.path.join(root, "dist-info"))
+    return version or probe.read_version_txt(root) or (None if layout == "conda" else probe.read_dist_info(
+        os.path.dirname(root), root, os.path.join(root, "dist-info"))), components
 
 
 def _runnable(path: str) -> bool:

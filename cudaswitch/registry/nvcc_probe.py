@@ -28,7 +28,8 @@ def read_version_json(root: str) -> "tuple[str | None, dict, str | None]":
     except FileNotFoundError:
         return None, {}, None
     except (OSError, Unreadable, ValueError, RecursionError) as exc:
-        return None, {}, "version.json is unreadable or not JSON (%s)" % _one_line(exc)
+        why = (str(exc).splitlines() or [type(exc).__name__])[0]
+        return None, {}, "version.json is unreadable or not JSON (%s)" % why
     if not isinstance(data, dict):
         return None, {}, "version.json is not a JSON object"
     components = {
@@ -105,6 +106,3 @@ def _exit_reason(code: int) -> str:
         return "exited with %d (%s)" % (code if code > 0 else 128 + number, name)
     return "exited with %d" % code
 
-
-def _one_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
