@@ -175,8 +175,10 @@ def cudnn_sublibraries(host: "Host", ask: Ask) -> list:
     """The first copy of each cuDNN library in the order a process without DT_RPATH finds them
     (LD_LIBRARY_PATH, torch's nvidia/cudnn/lib, the loader's directories), and the versions those
     files' names carry: more than one version is the sub-library mismatch."""
+    torch_dir = host.torch.get("torch_dir")
+    wheel = [os.path.join(os.path.dirname(torch_dir), "nvidia", "cudnn", "lib")] if torch_dir else []
     first: dict = {}
-    for directory in _cudnn_dirs(host):
+    for directory in loaderdirs.library_path(host.env, host.paths) + wheel + loaderdirs.system_dirs(host.paths):
         for path in loaderdirs.files_named(directory, "libcudnn*.so.*"):
             name = CUDNN_SONAME.match(os.path.basename(path))
             if name and name.group(0) not in first:
@@ -198,14 +200,6 @@ def cudnn_sublibraries(host: "Host", ask: Ask) -> list:
                       "names carry none: " + listing, None, **facts)]
     return [check("cudnn.sublibraries", "ok", "every cuDNN library found resolves to %s: %s" % (versions[0], listing),
                   None, **facts)]
-
-
-def _cudnn_dirs(host: "Host") -> "list[str]":
-    dirs = list(loaderdirs.library_path(host.env, host.paths))
-    torch_dir = host.torch.get("torch_dir")
-    if torch_dir:
-        dirs.append(os.path.join(os.path.dirname(torch_dir), "nvidia", "cudnn", "lib"))
-    return dirs + loaderdirs.system_dirs(host.paths)
 
 
 @registered("driver.libcuda_found", layer="driver", shown_by=("explain",))

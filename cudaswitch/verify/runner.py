@@ -41,11 +41,7 @@ def run_framed(argv: "list[str]", env: "Env", timeout: float, cwd: "str | None" 
     code, out, err = run_bounded(argv + [marker], env, timeout, cwd)
     if code is None:
         return None, err
-    return _parse(out, err, marker, code, argv[0])
-
-
-def _parse(out: bytes, err: bytes, marker: str, code: int, program: str) -> "tuple[dict | None, str | None]":
-    text = out.decode("utf-8", "replace")
+    program, text = argv[0], out.decode("utf-8", "replace")
     end = text.rfind(marker)
     start = text.rfind(marker, 0, end) if end > 0 else -1
     if start < 0:

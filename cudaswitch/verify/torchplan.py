@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from cudaswitch.verify.checkregistry import CheckResult
 
 PROBES_FILE = "torch-arch.marshal"
+DRIVER_KEYS = ("present", "release", "release_assumed", "branch", "cuda", "cuda_at_least", "cuda_source", "older_than",
+               "libcuda_choice", "problems")  # what the plan says of the driver
 
 # Runs in the user's Python (any 3.x, stdlib only): what its torch says about itself.
 _PROBE = r'''
@@ -186,7 +188,8 @@ def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Opt
     driver = torchdriver.complete(driver)
     drives = [torchdriver.driver_drives(driver, gpu) for gpu in gpus] if driver.get("present") else []
     assessed = [assess(b, driver, gpus, toolkit, drives) for b in builds(installed)]
-    result: dict = {"driver": _driver_summary(driver), "gpus": gpus, "toolkit": toolkit, "installed": installed,
+    summary = {k: driver.get(k) for k in DRIVER_KEYS if k in driver}
+    result: dict = {"driver": summary, "gpus": gpus, "toolkit": toolkit, "installed": installed,
               "builds": assessed, "recommended": None, "reason": None, "keep": False,
               "table": _table_note(installed)}
     result["recommended"], result["reason"] = recommend(assessed, toolkit)
@@ -242,12 +245,6 @@ def _missing_facts(driver: dict, gpus: list) -> "str | None":
         return "cannot tell: %s; give --driver and --gpu for the target machine" % what
     return ("cannot tell: the driver supports CUDA %s but reports no GPU (%s); give --gpu for the target"
             % (driver["cuda"], "; ".join(driver.get("problems") or []) or "none found"))
-
-
-def _driver_summary(driver: dict) -> dict:
-    keys = ("present", "release", "release_assumed", "branch", "cuda", "cuda_at_least", "cuda_source", "older_than",
-            "libcuda_choice", "problems")
-    return {k: driver.get(k) for k in keys if k in driver}
 
 
 def toolkit_of(record: Optional[dict], env: dict) -> Optional[dict]:
