@@ -8,7 +8,7 @@ whole; the modules that define checks never import it (they would import themsel
 from cudaswitch.verify import checkregistry
 # Importing a module registers its checks: those of modules outside MODULE_ORDER show in this order.
 from cudaswitch.verify import hostchecks, driverlayer, pipeline, checks, messagechecks  # noqa: F401
-from cudaswitch.verify import torchdriver, torchplan, pythonlayer, libprovenance, wslhost, nccl, collective  # noqa: F401
+from cudaswitch.verify import torchdriver, torchplan, pythonlayer, libprovenance, wslhost, nccl  # noqa: F401
 from cudaswitch.verify.checkregistry import Ask
 
 TYPE_CHECKING = False  # typing is not imported at run time
