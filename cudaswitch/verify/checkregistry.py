@@ -47,8 +47,6 @@ class Ask:
 
 
 class Entry:
-    """One registered check function."""
-
     __slots__ = ("ids", "layer", "commands", "function")
 
     def __init__(self, ids: tuple, layer: str, commands: tuple, function: "Callable") -> None:

@@ -12,6 +12,7 @@ registry (error_rules).
 """
 
 import functools
+import os
 import re
 import sys
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
+DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 DATA_FILES = ("sources.toml", "compat.toml", "torch_builds.toml")
 # The tables each file may hold, each read by a lookup of this module (or verify/torchplan.py), with
 # the fields that name one fact: a second row with the same value states that fact twice (a list's
@@ -44,18 +46,14 @@ class TableError(CudaSwitchError):
 def tables() -> dict:
     """The package's tables, parsed and checked once per state of their files (and of this module,
     whose rules they were checked by): `torch` reads them on every run."""
-    import os
-
     from cudaswitch import cache
     from cudaswitch.paths import Paths
 
-    data = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
-    files = [os.path.join(data, name) for name in DATA_FILES] + [os.path.abspath(__file__)]
+    files = [os.path.join(DATA_DIR, name) for name in DATA_FILES] + [os.path.abspath(__file__)]
     return cache.parsed(Paths().cache_dir, "tables.marshal", tuple(files), load_tables)
 
 
 def load() -> dict:
-    """compat.toml, checked."""
     return tables()["compat"]
 
 
@@ -79,13 +77,8 @@ def load_tables(directory: "str | Path | None" = None, rule_ids: "set | None" = 
 
 
 def _read(directory: "str | Path | None", name: str) -> str:
-    if directory is None:
-        from importlib import resources  # ~10 ms with pathlib: only when the tables are parsed
-
-        return resources.files("cudaswitch.data").joinpath(name).read_text("utf-8")
-    from pathlib import Path
-
-    return (Path(directory) / name).read_text("utf-8")
+    with open(os.path.join(directory or DATA_DIR, name), encoding="utf-8") as handle:
+        return handle.read()
 
 
 def _toml(text: str, where: str) -> dict:
@@ -248,7 +241,6 @@ RELEASE_NAME = re.compile(r"^\d+\.\d+$")
 
 
 def torch_table() -> dict:
-    """torch_builds.toml, checked."""
     return tables()["torch"]
 
 
