@@ -30,8 +30,10 @@ KERNEL_DIRS = ("/usr/local/share/jupyter/kernels", "/usr/share/jupyter/kernels")
 _REPORTS: "weakref.WeakKeyDictionary[Host, dict]" = weakref.WeakKeyDictionary()
 
 
-def report(host: "Host", python: str, modules: tuple = ()) -> dict:
+def report(host: "Host", python: "str | None", modules: tuple = ()) -> dict:
     """What pyenv_probe says in `python` (once per host, interpreter and modules), or {"error"}."""
+    if not python:
+        return {"error": "no python3 on PATH"}
     cache = _REPORTS.setdefault(host, {})
     key = (python,) + modules
     if key not in cache:
@@ -82,10 +84,7 @@ def interpreters(host: "Host", ask: Ask) -> list:
 @registered("python.requirements", layer="deps", shown_by=("doctor", "verify"))
 def requirements(host: "Host", ask: Ask) -> list:
     """What `pip check` prints for the user's interpreter, read from its metadata."""
-    python = host.python
-    if not python:
-        return _cannot("python.requirements", "no python3 on PATH")
-    got = report(host, python)
+    python, got = host.python, report(host, host.python)
     if got.get("error") or got.get("conflicts") is None:
         return _cannot("python.requirements", got.get("error") or "neither packaging nor pip imports in %s" % python)
     found = got["conflicts"]
@@ -113,10 +112,7 @@ def pip_check_line(conflict: dict) -> str:
 def duplicates(host: "Host", ask: Ask) -> list:
     """A distribution whose metadata sits twice on sys.path: the first one imports, the other is
     what pip or an old install left, and tools disagree about which version is installed."""
-    python = host.python
-    if not python:
-        return _cannot("python.duplicates", "no python3 on PATH")
-    got = report(host, python)
+    python, got = host.python, report(host, host.python)
     if got.get("error"):
         return _cannot("python.duplicates", got["error"])
     twice = got.get("duplicates") or {}
@@ -140,7 +136,7 @@ def module_found(host: "Host", ask: Ask) -> list:
         return []
     name = match.group(1).split(".")[0]
     python = host.python
-    got: dict = report(host, python, (name,)) if python else {"error": "no python3 on PATH"}
+    got = report(host, python, (name,))
     origin = (got.get("modules") or {}).get(name)
     others = [p for p in envs_with_module(host, name) if not python or not python.startswith(p.rstrip("/") + "/")]
     where = "environments that have %s: %s" % (name, ", ".join(others) or "none found")
