@@ -38,22 +38,10 @@ RECORD_KEYS = frozenset(("version", "root", "real", "sources", "origins", "nvcc"
                          "bin_dirs", "lib_dirs", "env_bin", "env_lib", "isolated"))
 
 
-def cache_key(paths: "Paths", env: "Env") -> tuple:
-    """The key of the registry built from the environment before the switch (the state's record of
-    it): a `use` leaves the registry built before it valid."""
-    return _key_of(paths, envstate.before_switch(env))
-
-
 def _key_of(paths: "Paths", base: "Env") -> tuple:
     """Two data dirs (CUDASWITCH_DATA_DIR, XDG_DATA_HOME) can share one cache dir: the managed
     toolkits and the config file in use are part of what a cache was built from."""
     return (paths.managed_dir, paths.config_file) + tuple(base.get(k) for k in ENV_KEYS)
-
-
-def _cache_keys(paths: "Paths", env: "Env") -> "tuple[tuple, tuple]":
-    """The keys a cached registry may have for this shell: the one before the switch, or the one of
-    the environment as it is (what discovery reads when the state's record is not one it used)."""
-    return cache_key(paths, env), _key_of(paths, env)
 
 
 def scanned_env(paths: "Paths", env: "Env") -> "Env":
@@ -78,12 +66,14 @@ def scanned_env(paths: "Paths", env: "Env") -> "Env":
     return out
 
 
-def read_cache(paths: "Paths", env: "Env") -> "dict | None":
-    """The cached registry if every input it depends on is unchanged, else None."""
-    cache = cachefile.load(paths.cache_dir, CACHE_FILE)
+def read_cache(paths: "Paths", env: "Env", cache: object) -> "dict | None":
+    """`cache`, the stored registry, if every input it depends on is unchanged, else None. Its key is
+    the one of the environment before the switch (the state's record of it: a `use` leaves the
+    registry built before it valid) or, where discovery did not believe that record, as it is."""
     if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not _shape_ok(cache):
         return None
-    if cache.get("key") not in _cache_keys(paths, env) or not cachefile.unchanged(cache["watched"]):
+    keys = (_key_of(paths, envstate.before_switch(env)), _key_of(paths, env))
+    if cache.get("key") not in keys or not cachefile.unchanged(cache["watched"]):
         return None
     return cache
 
@@ -115,29 +105,23 @@ def _record_ok(record: dict) -> bool:
 
 def load(paths: "Paths", env: "Env", refresh: bool = False, config: "dict | None" = None) -> dict:
     """The registry as a dict: records (newest first), system_real, default_real, source_order."""
-    cache = None if refresh else read_cache(paths, env)
+    stored = cachefile.load(paths.cache_dir, CACHE_FILE)
+    cache = None if refresh else read_cache(paths, env, stored)
     if cache is not None:
         return cache
     if config is None:
         from cudaswitch import config as configmod
 
         config = configmod.load(paths)
-    cache = discover(paths, env, config, _old_probes(paths))
+    old = stored.get("nvcc_probes") if isinstance(stored, dict) else None  # nvcc's answers, keyed by its identity
+    old = old if isinstance(old, dict) else {}
+    cache = discover(paths, env, config, {k: v for k, v in old.items() if isinstance(k, str) and isinstance(v, dict)})
     cachefile.store(paths.cache_dir, CACHE_FILE, cache)  # unwritable: speed lost, not correctness
     return cache
 
 
-def _old_probes(paths: "Paths") -> dict:
-    cache = cachefile.load(paths.cache_dir, CACHE_FILE)
-    probes = cache.get("nvcc_probes") if isinstance(cache, dict) else None
-    if not isinstance(probes, dict):
-        return {}
-    return {k: v for k, v in probes.items() if isinstance(k, str) and isinstance(v, dict)}
-
-
 def discover(paths: "Paths", env: "Env", config: dict, nvcc_probes: dict) -> dict:
-    from cudaswitch.registry import layouts
-    from cudaswitch.registry import views
+    from cudaswitch.registry import layouts, views
     from cudaswitch.request import SOURCES, select, ToolkitRequest
     from cudaswitch.registry.sources import Scan, source_modules, system
 

@@ -21,10 +21,6 @@ if TYPE_CHECKING:
 ISOLATED_LAYOUTS = ("conda",)
 
 
-def _is_dir(path: str) -> bool:
-    return os.path.isdir(path)
-
-
 def _lib_dirs_with(root: str, patterns: "tuple[str, ...]") -> "list[str]":
     found, seen = [], set()
     for pattern in patterns:
@@ -39,10 +35,10 @@ def _lib_dirs_with(root: str, patterns: "tuple[str, ...]") -> "list[str]":
 def tool_dirs(root: str, layout: str) -> "tuple[list[str], list[str]]":
     """(bin_dirs, lib_dirs) of a root in its layout."""
     if layout == "pip-split":
-        bins = [d for d in (os.path.join(root, "cuda_nvcc", "bin"),) if _is_dir(d)]
+        bins = [d for d in (os.path.join(root, "cuda_nvcc", "bin"),) if os.path.isdir(d)]
         libs = [d for d in sorted(glob.glob(os.path.join(root, "*", "lib"))) if glob.glob(d + "/lib*.so*")]
         return bins, libs
-    bins = [os.path.join(root, "bin")] if _is_dir(os.path.join(root, "bin")) else []
+    bins = [os.path.join(root, "bin")] if os.path.isdir(os.path.join(root, "bin")) else []
     libs = _lib_dirs_with(root, ("lib64", "lib", "targets/*/lib"))
     return bins, libs
 
@@ -99,7 +95,8 @@ def missing_compile_parts(root: str, bins: "list[str]", libs: "list[str]") -> "l
     for tool in BIN_PARTS:
         if not any(os.access(os.path.join(b, tool), os.X_OK) for b in bins):
             missing.append("bin/" + tool)
-    includes = _include_dirs(root, libs)
+    includes = [os.path.join(root, "include")] + glob.glob(os.path.join(root, "targets", "*", "include"))
+    includes += [os.path.join(os.path.dirname(lib), "include") for lib in libs]
     for header in HEADER_PARTS:
         if not any(os.path.isfile(os.path.join(d, header)) for d in includes):
             missing.append("include/" + header)
@@ -127,25 +124,15 @@ def link_remedy(lib_dirs: "list[str]", names: "list[str]") -> str:
         "this toolkit has none: use a complete one (`cudaswitch install VERSION` takes NVIDIA's redist toolkit)")
 
 
-def _include_dirs(root: str, libs: "list[str]") -> "list[str]":
-    found = [os.path.join(root, "include")] + glob.glob(os.path.join(root, "targets", "*", "include"))
-    return found + [os.path.join(os.path.dirname(lib), "include") for lib in libs]
-
-
 def _file_version(root: str, layout: str, problems: "list[str]") -> "tuple[str | None, dict]":
-    """(version, components) from the files, most trusted first: version.json, version.txt, dist-info."""
+    """(version, components) from the files, most trusted first: version.json, version.txt, the nvcc
+    wheel's dist-info beside a wheel root. Not beside a conda env: its parent is `envs/`, holding every
+    env of the install, no wheel metadata lives there, and globbing it once per env is quadratic."""
     version, components, problem = probe.read_version_json(root)
     if problem:
         problems.append(problem)
-    return version or probe.read_version_txt(root) or _dist_info_version(root, layout), components
-
-
-def _dist_info_version(root: str, layout: str) -> "str | None":
-    """The nvcc wheel's dist-info beside a wheel root. A conda env's parent is `envs/`, holding every
-    env of the install: no wheel metadata lives there, and globbing it once per env is quadratic."""
-    if layout == "conda":
-        return None
-    return probe.read_dist_info(os.path.dirname(root), root, os.path.join(root, "dist-info"))
+    return version or probe.read_version_txt(root) or (None if layout == "conda" else probe.read_dist_info(
+        os.path.dirname(root), root, os.path.join(root, "dist-info"))), components
 
 
 def _runnable(path: str) -> bool:

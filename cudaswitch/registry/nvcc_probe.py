@@ -12,6 +12,7 @@ import re
 import signal
 
 from cudaswitch.safeio import Unreadable, identity_text, read_or_none, read_regular
+from cudaswitch.toolkit import version_tuple
 
 NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
 DIST_INFO = re.compile(r"nvidia_cuda_nvcc(?:_cu\d+)?-(\d+\.\d+\.\d+)[^/]*\.dist-info$")
@@ -27,7 +28,8 @@ def read_version_json(root: str) -> "tuple[str | None, dict, str | None]":
     except FileNotFoundError:
         return None, {}, None
     except (OSError, Unreadable, ValueError, RecursionError) as exc:
-        return None, {}, "version.json is unreadable or not JSON (%s)" % _one_line(exc)
+        why = (str(exc).splitlines() or [type(exc).__name__])[0]
+        return None, {}, "version.json is unreadable or not JSON (%s)" % why
     if not isinstance(data, dict):
         return None, {}, "version.json is not a JSON object"
     components = {
@@ -67,7 +69,7 @@ def cudart_version(lib_dirs: "list[str]") -> "str | None":
     for directory in lib_dirs:
         for path in glob.glob(os.path.join(directory, "libcudart.so.*")):
             match = CUDART_SONAME.search(os.path.basename(path))
-            if match and (best is None or _key(match.group(1)) > _key(best)):
+            if match and (best is None or version_tuple(match.group(1)) > version_tuple(best)):
                 best = match.group(1)
     return best
 
@@ -104,10 +106,3 @@ def _exit_reason(code: int) -> str:
         return "exited with %d (%s)" % (code if code > 0 else 128 + number, name)
     return "exited with %d" % code
 
-
-def _key(text: str) -> "tuple[int, ...]":
-    return tuple(int(p[:9]) for p in text.split(".") if p.isascii() and p.isdigit())
-
-
-def _one_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -48,16 +48,11 @@ def _nearest_hint(request: ToolkitRequest, versions: "list[str]") -> str:
     if not versions:
         return "install one with `cudaswitch install VERSION` or register a root in config.toml"
     if request.kind == "version":
-        wanted = request.value + (0,) * (3 - len(request.value))
-        nearest = min(versions, key=lambda v: _distance(version_tuple(v), wanted))
+        wanted = (request.value + (0, 0, 0))[:3]
+        nearest = min(versions, key=lambda v: [abs(h - w) for h, w in zip(version_tuple(v) + (0, 0, 0), wanted)])
         prefix = request.source + ":" if request.source else ""
         # no release named to install: only the install source knows which exist (`use 17.2`
         # suggested `cudaswitch install 17.2`), and asking it here would reach the network
         return "nearest: %s%s; `cudaswitch install --list` shows the releases to install" % (
             prefix, short_version(nearest))
     return "`cudaswitch list` shows them all"
-
-
-def _distance(have: "tuple[int, ...]", wanted: "tuple[int, ...]") -> "tuple[int, int, int]":
-    have = have + (0,) * (3 - len(have))
-    return (abs(have[0] - wanted[0]), abs(have[1] - wanted[1]), abs(have[2] - wanted[2]))

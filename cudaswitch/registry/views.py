@@ -61,16 +61,13 @@ def _replace(target: str, wanted: "dict[str, dict[str, str]]") -> None:
         for name, source in links.items():
             os.symlink(source, os.path.join(fresh, sub, name))
     if os.path.isdir(target) and not os.path.islink(target):
-        _set_aside(target)  # a view from before views were links: a link cannot replace a directory
+        # a view from before views were links: a link cannot replace a directory
+        aside = tempfile.mkdtemp(prefix=os.path.basename(target) + ".old.", dir=os.path.dirname(target))
+        os.rename(target, os.path.join(aside, "view"))
     link = fresh + ".link"
     os.symlink(os.path.basename(fresh), link)
     os.replace(link, target)
     _sweep_superseded(target)
-
-
-def _set_aside(target: str) -> None:
-    aside = tempfile.mkdtemp(prefix=os.path.basename(target) + ".old.", dir=os.path.dirname(target))
-    os.rename(target, os.path.join(aside, "view"))
 
 
 def _sweep_superseded(target: str) -> None:

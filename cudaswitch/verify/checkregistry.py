@@ -36,19 +36,13 @@ class Ask:
     read it look for the architectures, libraries or versions it names); `unchecked` asks for a
     line saying why a check cannot be made where other commands show nothing."""
 
-    __slots__ = ("command", "text")
+    __slots__ = ("command", "text", "unchecked")
 
     def __init__(self, command: str, text: str = "") -> None:
-        self.command, self.text = command, text
-
-    @property
-    def unchecked(self) -> bool:
-        return self.command == "explain"
+        self.command, self.text, self.unchecked = command, text, command == "explain"
 
 
 class Entry:
-    """One registered check function."""
-
     __slots__ = ("ids", "layer", "commands", "function")
 
     def __init__(self, ids: tuple, layer: str, commands: tuple, function: "Callable") -> None:

@@ -6,12 +6,9 @@ whole; the modules that define checks never import it (they would import themsel
 """
 
 from cudaswitch.verify import checkregistry
-from cudaswitch.verify import hostchecks, driverlayer, pipeline, checks, messagechecks  # noqa: F401 (registers)
-from cudaswitch.verify import torchdriver, torchplan  # noqa: F401 (registers `cudaswitch torch`'s checks)
-from cudaswitch.verify import pythonlayer, wslhost  # noqa: F401 (registers the Python layer and WSL)
-from cudaswitch.verify import libprovenance  # noqa: F401 (registers the loader's view of torch's libraries)
-from cudaswitch.verify import ncclversion  # noqa: F401 (registers torch's NCCL)
-from cudaswitch.verify import collective  # noqa: F401 (registers `doctor --collective`)
+# Importing a module registers its checks: those of modules outside MODULE_ORDER show in this order.
+from cudaswitch.verify import hostchecks, driverlayer, pipeline, checks, messagechecks  # noqa: F401
+from cudaswitch.verify import torchdriver, torchplan, pythonlayer, libprovenance, wslhost, nccl  # noqa: F401
 from cudaswitch.verify.checkregistry import Ask
 
 TYPE_CHECKING = False  # typing is not imported at run time

@@ -112,11 +112,6 @@ def libcuda_choice(paths: "Paths", env: "Env") -> "tuple[str | None, str]":
     return "libcuda.so.1", "loader"
 
 
-def cuda_string(value: int) -> str:
-    """12040 -> '12.4' (major = v // 1000, minor = (v % 1000) // 10)."""
-    return "%d.%d" % (value // 1000, (value % 1000) // 10)
-
-
 def driver_facts(paths: "Paths", env: "Env", timeout: float = DRIVER_TIMEOUT) -> dict:
     """{"present", "release", "cuda", "cuda_source", "libcuda", "gpus", "wsl", "problems", ...}; with
     CUDASWITCH_DRIVER / CUDASWITCH_GPUS set, the machine they name (verify/target.py)."""
@@ -159,9 +154,9 @@ def _ask_libcuda(facts: dict, lib: str, how: str, env: "Env", timeout: float) ->
         if how != "loader":  # the plain loader missing libcuda just means: no driver here
             facts["problems"].append("cannot load %s: %s" % (lib, payload["load_error"]))
         return
-    if payload.get("version_rc") == 0 and payload.get("version"):
-        facts["cuda_int"] = payload["version"]
-        facts["cuda"], facts["cuda_source"] = cuda_string(payload["version"]), "cuDriverGetVersion"
+    if payload.get("version_rc") == 0 and payload.get("version"):  # 12040: 1000 * major + 10 * minor
+        facts["cuda_int"] = version = payload["version"]
+        facts["cuda"], facts["cuda_source"] = "%d.%d" % (version // 1000, version % 1000 // 10), "cuDriverGetVersion"
     if payload.get("init_rc"):
         facts["problems"].append("cuInit(0) returned %s (100 = no CUDA-capable device)" % payload["init_rc"])
     facts["gpus"] = payload.get("gpus") or []

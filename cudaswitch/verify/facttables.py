@@ -12,17 +12,19 @@ registry (error_rules).
 """
 
 import functools
+import os
 import re
 import sys
 
 from cudaswitch.errors import CudaSwitchError
-from cudaswitch.toolkit import version_tuple
+from cudaswitch.toolkit import short_version, version_tuple
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from pathlib import Path
 
 
+DATA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 DATA_FILES = ("sources.toml", "compat.toml", "torch_builds.toml")
 # The tables each file may hold, each read by a lookup of this module (or verify/torchplan.py), with
 # the fields that name one fact: a second row with the same value states that fact twice (a list's
@@ -44,18 +46,14 @@ class TableError(CudaSwitchError):
 def tables() -> dict:
     """The package's tables, parsed and checked once per state of their files (and of this module,
     whose rules they were checked by): `torch` reads them on every run."""
-    import os
-
     from cudaswitch import cache
     from cudaswitch.paths import Paths
 
-    data = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
-    files = [os.path.join(data, name) for name in DATA_FILES] + [os.path.abspath(__file__)]
+    files = [os.path.join(DATA_DIR, name) for name in DATA_FILES] + [os.path.abspath(__file__)]
     return cache.parsed(Paths().cache_dir, "tables.marshal", tuple(files), load_tables)
 
 
 def load() -> dict:
-    """compat.toml, checked."""
     return tables()["compat"]
 
 
@@ -79,13 +77,8 @@ def load_tables(directory: "str | Path | None" = None, rule_ids: "set | None" = 
 
 
 def _read(directory: "str | Path | None", name: str) -> str:
-    if directory is None:
-        from importlib import resources  # ~10 ms with pathlib: only when the tables are parsed
-
-        return resources.files("cudaswitch.data").joinpath(name).read_text("utf-8")
-    from pathlib import Path
-
-    return (Path(directory) / name).read_text("utf-8")
+    with open(os.path.join(directory or DATA_DIR, name), encoding="utf-8") as handle:
+        return handle.read()
 
 
 def _toml(text: str, where: str) -> dict:
@@ -175,11 +168,7 @@ def release_tuple(text: str) -> tuple:
 
 def driver_minimum(cuda: str) -> "dict | None":
     """The table-1 row for CUDA 'x.y' (minimum Linux driver of its GA release), or None."""
-    short = version_tuple(cuda)[:2]
-    for row in load()["driver_minimum"]:
-        if version_tuple(row["cuda"]) == short:
-            return row
-    return None
+    return next((r for r in load()["driver_minimum"] if version_tuple(r["cuda"]) == version_tuple(cuda)[:2]), None)
 
 
 def cuda_for_driver(release: str) -> "str | None":
@@ -202,10 +191,7 @@ def driver_cuda(release: str) -> dict:
 
 
 def minor_compat(major: int) -> "dict | None":
-    for row in load()["minor_compat"]:
-        if row["major"] == major:
-            return row
-    return None
+    return next((row for row in load()["minor_compat"] if row["major"] == major), None)
 
 
 def gcc_ceiling(cuda: str) -> tuple:
@@ -221,7 +207,7 @@ def gcc_ceiling(cuda: str) -> tuple:
 def torch_variants(torch_version: str, platform: str = "linux-x86_64") -> tuple:
     """(the CUDA variants torch_builds.toml has for a release ('2.4.1+cu124' -> 2.4's), whether one
     of them is known from a single copy only); ([], False) for a release it does not know."""
-    short = ".".join(str(n) for n in version_tuple(torch_version.split("+")[0])[:2])
+    short = short_version(torch_version.split("+")[0])
     rows = [r for r in torch_rows(platform) if r["torch"] == short]
     return sorted({r["cuda"] for r in rows}, key=version_tuple), any(r.get("single_copy") for r in rows)
 
@@ -229,10 +215,7 @@ def torch_variants(torch_version: str, platform: str = "linux-x86_64") -> tuple:
 def arch_row(sm: str) -> "dict | None":
     """The table-6 row for 'sm_86' / '86' / '8.6'."""
     key = sm.replace("sm_", "").replace("compute_", "").replace(".", "")
-    for row in load()["arch"]:
-        if key in row["sm"]:
-            return row
-    return None
+    return next((row for row in load()["arch"] if key in row["sm"]), None)
 
 
 def can_target(cuda: str, capability: str) -> bool:
@@ -258,7 +241,6 @@ RELEASE_NAME = re.compile(r"^\d+\.\d+$")
 
 
 def torch_table() -> dict:
-    """torch_builds.toml, checked."""
     return tables()["torch"]
 
 

@@ -7,9 +7,7 @@ never imports verify.
 import os
 
 from cudaswitch.pathsearch import which
-from cudaswitch.switch.plan import (
-    ccbin_in_flags,
-)
+from cudaswitch.switch.plan import ccbin_in_flags
 from cudaswitch import envstate
 
 

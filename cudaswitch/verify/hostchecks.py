@@ -10,7 +10,6 @@ from cudaswitch.switch.toolkitdirs import Owner, known_roots
 from cudaswitch.render import counted
 from cudaswitch.switch.lookup import Lookup
 from cudaswitch.toolkit import short_version
-from cudaswitch.verify import driver as drivermod
 from cudaswitch.verify.checks import compat_libcuda_dirs
 from cudaswitch.verify.compat import check, cuda_words, looks_like_toolkit, nvcc_target, torch_home
 from cudaswitch.verify.checkregistry import Ask, registered
@@ -19,23 +18,18 @@ from cudaswitch.pathsearch import which
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
-    from cudaswitch.paths import Paths
     from cudaswitch.verify.checkregistry import CheckResult
 
 WHEEL_MAJOR = re.compile(r"^nvidia-.+-cu(\d+)$")
-PLAIN = Ask("doctor")
 
 
 @registered("hardware.gpus", layer="hardware", shown_by=("doctor",))
-def hardware(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
-    return hardware_checks(host.paths, host.driver)
-
-
-def hardware_checks(paths: "Paths", drv: dict) -> "list[CheckResult]":
+def hardware(host: "Host", ask: Ask) -> "list[CheckResult]":
+    drv = host.driver
     if drv["gpus"]:
         names = ", ".join("%s (sm_%s)" % (g["name"], g["capability"].replace(".", "")) for g in drv["gpus"])
         return [check("hardware.gpus", "ok", "%d NVIDIA GPU(s): %s" % (len(drv["gpus"]), names), gpus=drv["gpus"])]
-    pci = drivermod.nvidia_pci_devices(paths)
+    pci = host.pci
     if pci and not drv["present"]:
         return [check("hardware.gpus", "warning", "NVIDIA GPU(s) at PCI %s but no driver is loaded" % ", ".join(pci),
                       "install the NVIDIA driver (or load its kernel module)", pci=pci)]
@@ -55,15 +49,12 @@ def no_driver(where: "str | None" = None, **facts: object) -> "CheckResult":
 
 
 @registered("driver.present", "driver.problem", layer="driver", shown_by=("doctor", "explain", "audit"))
-def driver_present(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
-    return driver_checks(host.driver, host.paths.root)
-
-
-def driver_checks(drv: dict, where: str = "/") -> "list[CheckResult]":
+def driver_present(host: "Host", ask: Ask) -> "list[CheckResult]":
+    drv = host.driver
     facts = {k: drv[k] for k in ("release", "release_source", "cuda", "cuda_source", "libcuda", "loaded", "wsl")}
     out = []
     if not drv["present"]:
-        out.append(no_driver(where, **facts))
+        out.append(no_driver(host.paths.root, **facts))
     else:
         said = cuda_words(drv) if drv["cuda"] else "?"
         out.append(check("driver.present", "ok", "driver %s supports CUDA %s (%s)%s" % (
@@ -77,7 +68,7 @@ def driver_checks(drv: dict, where: str = "/") -> "list[CheckResult]":
 
 
 @registered("toolkit.found", "toolkit.active", layer="toolkit", shown_by=("doctor",))
-def toolkit_layer(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def toolkit_layer(host: "Host", ask: Ask) -> "list[CheckResult]":
     """Which toolkit the checks below judge: the active one, else the default."""
     registry, record = host.registry, host.record
     if not registry["records"]:
@@ -92,12 +83,9 @@ def toolkit_layer(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
 
 
 @registered("deps.cuda_wheels", "deps.torch_owners", "deps.consistent", layer="deps", shown_by=("doctor",))
-def deps(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
-    return deps_checks(host.torch)
-
-
-def deps_checks(probe: dict) -> "list[CheckResult]":
+def deps(host: "Host", ask: Ask) -> "list[CheckResult]":
     """nvidia-*-cuNN wheels of another CUDA major than torch's; torch owned by both pip and conda."""
+    probe = host.torch
     dists = probe.get("distributions") or []
     out = []
     torch_major = (probe.get("cuda") or "").split(".")[0]
@@ -125,29 +113,21 @@ def deps_checks(probe: dict) -> "list[CheckResult]":
 
 
 @registered("env.in_use", layer="env", shown_by=("doctor",))
-def shell_in_use(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
-    return [in_use(host.registry, host.env)]
-
-
-def in_use(registry: dict, env: dict) -> "CheckResult":
+def shell_in_use(host: "Host", ask: Ask) -> "list[CheckResult]":
     """The facts `current` reports, stated (info: the verdict on them is env.one_toolkit's)."""
     from cudaswitch.switch.active import describe, lines
 
-    facts = describe(registry, env)
-    return check("env.in_use", "info", "this shell uses " + "; ".join(line.strip() for line in lines(facts)),
-                 None, **{k: facts[k] for k in ("version", "root", "reason", "detail", "nvcc", "cuda_home")})
+    facts = describe(host.registry, host.env)
+    return [check("env.in_use", "info", "this shell uses " + "; ".join(line.strip() for line in lines(facts)),
+                  None, **{k: facts[k] for k in ("version", "root", "reason", "detail", "nvcc", "cuda_home")})]
 
 
 @registered("env.stale_entries", layer="env", shown_by=("doctor",))
-def stale(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
-    return stale_entries(host.env)
-
-
-def stale_entries(env: dict) -> list:
+def stale(host: "Host", ask: Ask) -> "list[CheckResult]":
     """CUDA entries on PATH / LD_LIBRARY_PATH whose directory no longer exists."""
     out = []
     for name in ("PATH", "LD_LIBRARY_PATH"):
-        stale = [d for d in (env.get(name) or "").split(":") if d and "cuda" in d.lower() and not os.path.isdir(d)]
+        stale = [d for d in (host.env.get(name) or "").split(":") if d and "cuda" in d.lower() and not os.path.isdir(d)]
         if stale:
             out.append(check("env.stale_entries", "warning", "%s has CUDA entries that no longer exist: %s"
                              % (name, ", ".join(stale)), "remove them from your shell rc files", variable=name,
@@ -159,21 +139,18 @@ def stale_entries(env: dict) -> list:
 
 
 @registered("env.several_nvcc", layer="env", shown_by=("doctor",))
-def nvcc_on_path(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
-    return [several_nvcc(host.env)]
-
-
-def several_nvcc(env: dict) -> "CheckResult":
-    entries = [d for d in (env.get("PATH") or "").split(":") if d and os.access(os.path.join(d, "nvcc"), os.X_OK)]
+def nvcc_on_path(host: "Host", ask: Ask) -> "list[CheckResult]":
+    entries = [d for d in (host.env.get("PATH") or "").split(":") if d and os.access(os.path.join(d, "nvcc"), os.X_OK)]
     if entries and is_stand_in(os.path.join(entries[0], "nvcc")):  # the switched toolkit has none; it hides the rest
-        return check("env.several_nvcc", "ok", "no nvcc in use: the toolkit switched to has none, and a stand-in "
-                     "keeps the %d other one(s) on PATH from running in its place" % (len(entries) - 1))
+        return [check("env.several_nvcc", "ok", "no nvcc in use: the toolkit switched to has none, and a stand-in "
+                      "keeps the %d other one(s) on PATH from running in its place" % (len(entries) - 1))]
     places = {d: nvcc_target(os.path.join(d, "nvcc")) for d in dict.fromkeys(entries)}
     roots = sorted({os.path.dirname(os.path.dirname(t)) for t in places.values()})
     if len(roots) > 1:
-        return check("env.several_nvcc", "warning", "PATH has nvcc from %d toolkits: %s (the first wins)" % (
-            len(roots), ", ".join("%s -> %s" % kv for kv in places.items())), _several_hint(places), nvcc=places)
-    return check("env.several_nvcc", "ok", "one toolkit's nvcc on PATH" if places else "no nvcc on PATH", nvcc=places)
+        return [check("env.several_nvcc", "warning", "PATH has nvcc from %d toolkits: %s (the first wins)" % (
+            len(roots), ", ".join("%s -> %s" % kv for kv in places.items())), _several_hint(places), nvcc=places)]
+    return [check("env.several_nvcc", "ok", "one toolkit's nvcc on PATH" if places else "no nvcc on PATH",
+                  nvcc=places)]
 
 
 def _several_hint(places: "dict[str, str]") -> str:
@@ -188,38 +165,34 @@ def _several_hint(places: "dict[str, str]") -> str:
 
 
 @registered("env.torch_cuda_home", layer="env", shown_by=("doctor", "explain"))
-def torch_cuda_home(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def torch_cuda_home(host: "Host", ask: Ask) -> "list[CheckResult]":
     """The CUDA_HOME torch's cpp_extension would take here: is it a toolkit root? (doctor, and explain
     for "CUDA_HOME environment variable is not set": one check, one answer.)"""
-    return [_torch_cuda_home(host)]
-
-
-def _torch_cuda_home(host: "Host") -> "CheckResult":
     env = host.env
     home, how = torch_home(env, host.paths.host("/usr/local/cuda"))
     if home is None:
         kits = [r["version"] for r in host.registry["records"] if r.get("nvcc")]
         hint = ("`cudaswitch use %s` before building extensions" % short_version(kits[0]) if kits
                 else "install a toolkit (`cudaswitch install VERSION`)")
-        return check("env.torch_cuda_home", "info", "torch would find no CUDA_HOME (no CUDA_HOME, CUDA_PATH, nvcc on "
-                     "PATH or /usr/local/cuda): an extension build finds no toolkit; toolkits with nvcc found: %s"
-                     % (", ".join(kits) or "none"), hint, cuda_home=None, toolkits=kits)
+        return [check("env.torch_cuda_home", "info", "torch would find no CUDA_HOME (no CUDA_HOME, CUDA_PATH, nvcc "
+                      "on PATH or /usr/local/cuda): an extension build finds no toolkit; toolkits with nvcc found: %s"
+                      % (", ".join(kits) or "none"), hint, cuda_home=None, toolkits=kits)]
     if looks_like_toolkit(home):
-        return check("env.torch_cuda_home", "ok", "torch would take CUDA_HOME=%s (%s)" % (home, how),
-                     cuda_home=home, how=how)
+        return [check("env.torch_cuda_home", "ok", "torch would take CUDA_HOME=%s (%s)" % (home, how),
+                      cuda_home=home, how=how)]
     nvcc = which("nvcc", env)
     target = nvcc_target(nvcc) if nvcc and "nvcc on PATH" in how else None
     wrapper = target and nvcc and target != os.path.realpath(nvcc)
     detail = "%s, a wrapper for %s" % (how, target) if wrapper else how
     fix = os.path.dirname(os.path.dirname(target)) if target else None
-    return check("env.torch_cuda_home", "warning", "torch would take CUDA_HOME=%s (%s), which is not a "
-                 "toolkit root: extension builds will not find CUDA headers or libraries" % (home, detail),
-                 "export CUDA_HOME=%s or `cudaswitch use`" % (fix or "<toolkit root>"), cuda_home=home, how=how,
-                 nvcc_target=target)
+    return [check("env.torch_cuda_home", "warning", "torch would take CUDA_HOME=%s (%s), which is not a "
+                  "toolkit root: extension builds will not find CUDA headers or libraries" % (home, detail),
+                  "export CUDA_HOME=%s or `cudaswitch use`" % (fix or "<toolkit root>"), cuda_home=home, how=how,
+                  nvcc_target=target)]
 
 
 @registered("env.compat_libcuda", layer="env", shown_by=("doctor",))
-def compat_on_loader_path(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
+def compat_on_loader_path(host: "Host", ask: Ask) -> "list[CheckResult]":
     """A cuda-compat libcuda on LD_LIBRARY_PATH, whatever toolkit it comes from."""
     compat = compat_libcuda_dirs(host.env)
     if not compat:
@@ -234,7 +207,7 @@ DIR_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDACXX")
 
 
 @registered("env.other_toolkit_entries", layer="env", shown_by=("verify", "doctor"))
-def other_toolkit_entries(host: "Host", ask: Ask = PLAIN) -> list:
+def other_toolkit_entries(host: "Host", ask: Ask) -> list:
     """Every entry of PATH, LD_LIBRARY_PATH, LD_PRELOAD and CUDA_HOME/CUDA_PATH/CUDACXX that belongs
     to another toolkit than the one in use: a stale LD_LIBRARY_PATH from an rc file loads another
     toolkit's libraries while nvcc and CUDA_HOME agree."""

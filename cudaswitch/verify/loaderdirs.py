@@ -11,8 +11,9 @@ import glob
 import os
 import re
 
+from cudaswitch.pathsearch import which
 from cudaswitch.safeio import read_or_none
-from cudaswitch.verify.runner import run_bounded, which
+from cudaswitch.verify.runner import run_bounded
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:

@@ -1,16 +1,16 @@
 """The checks only `explain` runs: each reads what the error message names (a library, an
-architecture, a gcc ceiling) or a fact only that message makes worth gathering (GPU memory, NCCL's
-/dev/shm). Registered (verify/checkregistry.py) like every check; compat.toml's rules name their ids."""
+architecture, a gcc ceiling, an assert) or a fact only that message makes worth gathering (GPU memory,
+the cuDNN sub-libraries a process would resolve, the driver's libcuda.so.1, the Python asked for
+torch, the nvcc CMake would find). Registered (verify/checkregistry.py) like every check;
+compat.toml's rules name their ids. Host directories are read under the root prefix."""
 
 import os
 import re
 
 from cudaswitch.switch import plan
 from cudaswitch.toolkit import short_version, version_tuple
-from cudaswitch.verify import facttables, loaderdirs
-# The checks of the layers a message names (NCCL, cuDNN's sub-libraries, libcuda, the Python,
-# CMake) live in their own modules; importing them here registers them wherever explain's are.
-from cudaswitch.verify import layerchecks, ncclchecks  # noqa: F401 (registers)
+# pythonlayer registers its checks here, before these
+from cudaswitch.verify import facttables, loaderdirs, pythonlayer
 from cudaswitch.verify.checks import compat_libcuda_dirs
 from cudaswitch.verify.compat import check, torch_home
 from cudaswitch.verify.checkregistry import Ask, registered
@@ -21,11 +21,11 @@ TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
 
-PLAIN = Ask("explain")
+CUDNN_SONAME = re.compile(r"^(libcudnn(?:_\w+)?)\.so\.\d+$")  # libcudnn_graph.so.9: what a loader asks for
 
 
 @registered("explain.arch_table", layer="toolkit", shown_by=("explain",))
-def arch_table(host: "Host", ask: Ask = PLAIN) -> list:
+def arch_table(host: "Host", ask: Ask) -> list:
     """The CUDA releases that target each sm_XY the message names (compat.toml's arch table)."""
     out = []
     for sm in sorted(set(re.findall(r"sm_(\d+a?)", ask.text))):
@@ -38,7 +38,7 @@ def arch_table(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("env.cuda_home_major", layer="env", shown_by=("explain",))
-def cuda_home_major(host: "Host", ask: Ask = PLAIN) -> list:
+def cuda_home_major(host: "Host", ask: Ask) -> list:
     """The nvcc under the CUDA_HOME torch would take: the same CUDA major as torch's build?"""
     home, how = torch_home(host.env)
     if not home:
@@ -62,7 +62,7 @@ def cuda_home_major(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("env.loader_path", layer="env", shown_by=("explain",))
-def loader_path(host: "Host", ask: Ask = PLAIN) -> list:
+def loader_path(host: "Host", ask: Ask) -> list:
     """The library the message names (else libcudart.so): on the loader path, in the loader cache,
     in a toolkit or in the Python's NVIDIA wheels?"""
     name = named_library(ask.text) or "libcudart.so"
@@ -104,7 +104,7 @@ def _wheel_copies(host: "Host", name: str) -> "list[str]":
 
 
 @registered("gcc.message", layer="compiler", shown_by=("explain",))
-def gcc_in_message(host: "Host", ask: Ask = PLAIN) -> list:
+def gcc_in_message(host: "Host", ask: Ask) -> list:
     """The gcc ceiling an "unsupported GNU version" message states, against the host gcc and the
     toolkits here with that ceiling."""
     out = []
@@ -125,7 +125,7 @@ def gcc_in_message(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("driver.libcuda", layer="driver", shown_by=("explain",))
-def libcuda_loaded(host: "Host", ask: Ask = PLAIN) -> list:
+def libcuda_loaded(host: "Host", ask: Ask) -> list:
     """Which libcuda was loaded, and a cuda-compat one on LD_LIBRARY_PATH (errors 803/804)."""
     drv = host.driver
     compat = compat_libcuda_dirs(host.env)
@@ -137,7 +137,7 @@ def libcuda_loaded(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("toolkit.cudart_link", layer="toolkit", shown_by=("explain",))
-def cudart_link(host: "Host", ask: Ask = PLAIN) -> list:
+def cudart_link(host: "Host", ask: Ask) -> list:
     """Does the active toolkit have the unversioned libcudart.so (or the static one) a link needs?"""
     record = host.record
     if not record:
@@ -153,7 +153,7 @@ def cudart_link(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("gpu.memory", layer="hardware", shown_by=("explain",))
-def gpu_memory(host: "Host", ask: Ask = PLAIN) -> list:
+def gpu_memory(host: "Host", ask: Ask) -> list:
     """GPU memory in use, from nvidia-smi where there is one; otherwise say it cannot be checked."""
     gpus = host.driver.get("gpus") or []
     smi = which("nvidia-smi", host.env)
@@ -168,3 +168,118 @@ def gpu_memory(host: "Host", ask: Ask = PLAIN) -> list:
     rows = out.decode("utf-8", "replace").strip().splitlines() if code == 0 else []
     return [check("gpu.memory", "info", "GPU memory now: %s" % ("; ".join(rows) if rows else why or "no answer"),
                   "nvidia-smi lists the processes holding it", rows=rows)]
+
+
+@registered("cudnn.sublibraries", layer="env", shown_by=("explain",))
+def cudnn_sublibraries(host: "Host", ask: Ask) -> list:
+    """The first copy of each cuDNN library in the order a process without DT_RPATH finds them
+    (LD_LIBRARY_PATH, torch's nvidia/cudnn/lib, the loader's directories), and the versions those
+    files' names carry: more than one version is the sub-library mismatch."""
+    torch_dir = host.torch.get("torch_dir")
+    wheel = [os.path.join(os.path.dirname(torch_dir), "nvidia", "cudnn", "lib")] if torch_dir else []
+    first: dict = {}
+    for directory in loaderdirs.library_path(host.env, host.paths) + wheel + loaderdirs.system_dirs(host.paths):
+        for path in loaderdirs.files_named(directory, "libcudnn*.so.*"):
+            name = CUDNN_SONAME.match(os.path.basename(path))
+            if name and name.group(0) not in first:
+                first[name.group(0)] = (path, loaderdirs.file_version(path, name.group(1)))
+    if not first:
+        return [check("cudnn.sublibraries", "info", "cannot check cuDNN sub-libraries because no libcudnn*.so.N is "
+                      "on LD_LIBRARY_PATH, in torch's wheel or in the loader's directories here", None)]
+    versions = sorted({v for _, v in first.values() if v})
+    listing = "; ".join("%s %s (%s)" % (soname, v or "?", os.path.dirname(p))
+                        for soname, (p, v) in sorted(first.items()))
+    facts = {"resolved": {k: {"path": p, "version": v} for k, (p, v) in first.items()}, "versions": versions}
+    if len(versions) > 1:
+        return [check("cudnn.sublibraries", "error", "cuDNN libraries of %d versions would be loaded together: %s"
+                      % (len(versions), listing), "keep one cuDNN: drop the other copy's directory from "
+                      "LD_LIBRARY_PATH (torch's nvidia-cudnn wheel brings a whole set), or remove the system cuDNN",
+                      **facts)]
+    if not versions:
+        return [check("cudnn.sublibraries", "info", "cannot check cuDNN sub-library versions because their file "
+                      "names carry none: " + listing, None, **facts)]
+    return [check("cudnn.sublibraries", "ok", "every cuDNN library found resolves to %s: %s" % (versions[0], listing),
+                  None, **facts)]
+
+
+@registered("driver.libcuda_found", layer="driver", shown_by=("explain",))
+def libcuda_found(host: "Host", ask: Ask) -> list:
+    """Where the loader would find the driver's libcuda.so.1 (LD_LIBRARY_PATH, ld.so.conf's and the
+    default directories, WSL's /usr/lib/wsl/lib): the driver ships it, never the toolkit."""
+    dirs = loaderdirs.library_path(host.env, host.paths) + loaderdirs.system_dirs(host.paths)
+    dirs.append(host.paths.host("/usr/lib/wsl/lib"))
+    found = [os.path.join(d, "libcuda.so.1") for d in dirs if os.path.exists(os.path.join(d, "libcuda.so.1"))]
+    cached = loaderdirs.ldconfig_has("libcuda.so.1", host.env) if host.paths.root == "/" else None
+    stubs = [d for d in loaderdirs.library_path(host.env, host.paths) if os.path.basename(d.rstrip("/")) == "stubs"]
+    facts = {"found": found, "ldconfig": cached, "stubs_on_path": stubs}
+    if found or cached:
+        return [check("driver.libcuda_found", "ok", "the loader finds libcuda.so.1 here: %s: the failing process "
+                      "ran elsewhere (a container started without --gpus, another node) or with another "
+                      "LD_LIBRARY_PATH" % (found[0] if found else "in the ld.so cache"), None, **facts)]
+    return [check("driver.libcuda_found", "error", "no libcuda.so.1 on LD_LIBRARY_PATH, in ld.so.conf's or the "
+                  "default library directories here: no NVIDIA driver's user-space library%s" % (
+                      " (the toolkit's stubs/ on LD_LIBRARY_PATH has only a link-time libcuda.so: %s)"
+                      % ", ".join(stubs) if stubs else ""),
+                  "install the NVIDIA driver (a toolkit does not bring libcuda); in a container run with --gpus "
+                  "and the NVIDIA container toolkit", **facts)]
+
+
+@registered("env.python_torch", layer="framework", shown_by=("explain",))
+def python_torch(host: "Host", ask: Ask) -> list:
+    """Which interpreter `python3` is here, whether it has torch, and which known environments
+    (the active venv or conda env, conda's environments.txt, envs the registry found) have it."""
+    python, probe = host.python, host.torch
+    others = [p for p in pythonlayer.envs_with_module(host, "torch")
+              if not python or not python.startswith(p.rstrip("/") + "/")]
+    plain = which("python", host.env)
+    named = "python3 on PATH is %s" % python if python else "no python3 on PATH"
+    if plain and python and os.path.realpath(plain) != os.path.realpath(python):
+        named += " (`python` is %s)" % plain
+    where = "; environments with torch: %s" % (", ".join(others) or "none found")
+    facts = {"python": python, "python_plain": plain, "torch": probe.get("torch"), "envs_with_torch": others}
+    if probe.get("torch"):
+        return [check("env.python_torch", "ok", "%s and has torch %s: the failing command ran another interpreter "
+                      "(`python` vs `python3`, a script's #! line, sudo, another venv)%s"
+                      % (named, probe["torch"], where), None, **facts)]
+    why = probe.get("torch_error") or probe.get("error") or "no torch"
+    return [check("env.python_torch", "error", "%s, which cannot import torch (%s)%s" % (named, why, where),
+                  "activate an environment that has torch (%s), or install it into this one: `%s -m pip install "
+                  "torch`" % (others[0] if others else "none known here", python or "python3"), **facts)]
+
+
+@registered("env.cmake_cuda", layer="env", shown_by=("explain",))
+def cmake_cuda(host: "Host", ask: Ask) -> list:
+    """The nvcc CMake would take in this shell: $CUDACXX, else nvcc on PATH (FindCUDAToolkit also
+    reads CUDAToolkit_ROOT); and the toolkits cudaswitch knows, to name one."""
+    cudacxx, root = host.env.get("CUDACXX"), host.env.get("CUDAToolkit_ROOT")
+    kits = [r["version"] for r in host.registry.get("records") or [] if r.get("nvcc") and r.get("version")]
+    hint = "`cudaswitch use %s` (sets CUDACXX, CUDAToolkit_ROOT and PATH), then configure a fresh build dir " \
+           "(CMakeCache.txt keeps the old CMAKE_CUDA_COMPILER)" % (short_version(kits[0]) if kits else "VERSION")
+    facts = {"cudacxx": cudacxx, "cudatoolkit_root": root, "toolkits": kits}
+    if cudacxx and not (os.path.isfile(cudacxx) and os.access(cudacxx, os.X_OK)):
+        return [check("env.cmake_cuda", "error", "CUDACXX=%s is not an executable: CMake stops there" % cudacxx,
+                      hint, **facts)]
+    nvcc = cudacxx or which("nvcc", host.env)
+    if not nvcc:
+        return [check("env.cmake_cuda", "error", "CMake finds no nvcc here: CUDACXX unset, no nvcc on PATH%s; "
+                      "toolkits cudaswitch knows: %s" % ("" if root else ", CUDAToolkit_ROOT unset",
+                                                           ", ".join(kits) or "none"), hint, **facts)]
+    return [check("env.cmake_cuda", "ok", "CMake here would take %s (%s): the failing build ran with another "
+                  "environment, or its CMakeCache.txt remembers an old CMAKE_CUDA_COMPILER" % (
+                      nvcc, "CUDACXX" if cudacxx else "first nvcc on PATH"), hint, nvcc=nvcc, **facts)]
+
+
+@registered("env.launch_blocking", layer="env", shown_by=("explain",))
+def launch_blocking(host: "Host", ask: Ask) -> list:
+    """A device-side assert is the program's own check failing in a kernel, not the setup: say
+    whether the traceback can be trusted (CUDA_LAUNCH_BLOCKING) and which assertion the message shows."""
+    blocking = host.env.get("CUDA_LAUNCH_BLOCKING") == "1"
+    said = re.search(r"([\w./-]+\.cu):\d+:.{0,200}?Assertion `(.{1,200}?)` failed", " ".join(ask.text.split()))
+    what = ("; the kernel's assertion: `%s` in %s%s" % (said.group(2), os.path.basename(said.group(1)),
+            " (an index out of range: a class label >= the number of classes, a token id >= the embedding size)"
+            if "index" in said.group(2) else "")) if said else ""
+    text = ("CUDA_LAUNCH_BLOCKING=1: the traceback points at the failing kernel" if blocking else
+            "CUDA_LAUNCH_BLOCKING is not 1: kernels run asynchronously, so the traceback may name a later call")
+    return [check("env.launch_blocking", "info", "not a setup problem; " + text + what,
+                  None if blocking else "rerun with CUDA_LAUNCH_BLOCKING=1 (or on the CPU) to see the line that "
+                  "indexes out of range", launch_blocking=blocking, assertion=said.group(2) if said else None)]

@@ -27,18 +27,12 @@ def toolkit_line(public: "dict | None") -> str:
 
 
 def summary_line(checks: "list[CheckResult]") -> str:
-    counts: dict = {}
-    for item in checks:
-        counts[item["level"]] = counts.get(item["level"], 0) + 1
-    order = ("error", "warning", "info", "ok")
-    return "summary: " + ", ".join(_count(counts[k], k) for k in order if counts.get(k))
-
-
-def _count(count: int, level: str) -> str:
-    """"2 errors, 1 warning, 3 info, 5 ok": info and ok read as labels, not nouns."""
+    """"summary: 2 errors, 1 warning, 3 info, 5 ok": info and ok read as labels, not nouns."""
     from cudaswitch.render import counted
 
-    return counted(count, level) if level in ("error", "warning") else "%d %s" % (count, level)
+    counts = [(level, sum(item["level"] == level for item in checks)) for level in ("error", "warning", "info", "ok")]
+    return "summary: " + ", ".join(counted(n, level) if level in ("error", "warning") else "%d %s" % (n, level)
+                                   for level, n in counts if n)
 
 
 def explain_lines(result: dict) -> list:

@@ -31,7 +31,7 @@ def load_packaging() -> "tuple[Any, Any, Any] | None":
 
 
 def normalize(name: str) -> str:
-    return "-".join(name.replace("_", "-").replace(".", "-").lower().split("-"))
+    return name.replace("_", "-").replace(".", "-").lower()
 
 
 def distributions() -> "list[dict]":

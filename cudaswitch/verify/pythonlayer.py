@@ -18,28 +18,26 @@ from cudaswitch.safeio import read_or_none
 from cudaswitch.verify import loaderdirs
 from cudaswitch.verify.checkregistry import Ask, registered
 from cudaswitch.verify.compat import check
-from cudaswitch.verify.runner import run_framed
+from cudaswitch.verify.runner import run_script
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
     from cudaswitch.verify.host import Host
 
-PLAIN, EXPLAIN = Ask("doctor"), Ask("explain")
 SHOWN = 5  # conflicts named in one message; the rest are counted
 MISSING = re.compile(r"No module named '?([A-Za-z_][\w.]*)")
 KERNEL_DIRS = ("/usr/local/share/jupyter/kernels", "/usr/share/jupyter/kernels")
 _REPORTS: "weakref.WeakKeyDictionary[Host, dict]" = weakref.WeakKeyDictionary()
 
 
-def report(host: "Host", python: str, modules: tuple = ()) -> dict:
+def report(host: "Host", python: "str | None", modules: tuple = ()) -> dict:
     """What pyenv_probe says in `python` (once per host, interpreter and modules), or {"error"}."""
+    if not python:
+        return {"error": "no python3 on PATH"}
     cache = _REPORTS.setdefault(host, {})
     key = (python,) + modules
     if key not in cache:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyenv_probe.py")
-        with open(path, encoding="utf-8") as handle:
-            source = handle.read()
-        payload, error = run_framed([python, "-c", source, *modules], host.env, host.timeout)
+        payload, error = run_script(python, "pyenv_probe.py", list(modules), host.env, host.timeout)
         payload = payload or {"error": error}
         cache[key] = {"error": payload["fatal"]} if "fatal" in payload else payload
     return cache[key]
@@ -55,7 +53,7 @@ def _cannot(check_id: str, why: str) -> list:
 
 
 @registered("python.interpreters", layer="framework", shown_by=("doctor", "verify"))
-def interpreters(host: "Host", ask: Ask = PLAIN) -> list:
+def interpreters(host: "Host", ask: Ask) -> list:
     """`python3` and `python` on PATH: one interpreter or two, and which of them has torch."""
     python3, plain = host.python, which("python", host.env)
     if not python3:
@@ -84,12 +82,9 @@ def interpreters(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("python.requirements", layer="deps", shown_by=("doctor", "verify"))
-def requirements(host: "Host", ask: Ask = PLAIN) -> list:
+def requirements(host: "Host", ask: Ask) -> list:
     """What `pip check` prints for the user's interpreter, read from its metadata."""
-    python = host.python
-    if not python:
-        return _cannot("python.requirements", "no python3 on PATH")
-    got = report(host, python)
+    python, got = host.python, report(host, host.python)
     if got.get("error") or got.get("conflicts") is None:
         return _cannot("python.requirements", got.get("error") or "neither packaging nor pip imports in %s" % python)
     found = got["conflicts"]
@@ -114,13 +109,10 @@ def pip_check_line(conflict: dict) -> str:
 
 
 @registered("python.duplicates", layer="deps", shown_by=("doctor", "verify"))
-def duplicates(host: "Host", ask: Ask = PLAIN) -> list:
+def duplicates(host: "Host", ask: Ask) -> list:
     """A distribution whose metadata sits twice on sys.path: the first one imports, the other is
     what pip or an old install left, and tools disagree about which version is installed."""
-    python = host.python
-    if not python:
-        return _cannot("python.duplicates", "no python3 on PATH")
-    got = report(host, python)
+    python, got = host.python, report(host, host.python)
     if got.get("error"):
         return _cannot("python.duplicates", got["error"])
     twice = got.get("duplicates") or {}
@@ -136,7 +128,7 @@ def duplicates(host: "Host", ask: Ask = PLAIN) -> list:
 
 
 @registered("python.module_found", layer="framework", shown_by=("explain",))
-def module_found(host: "Host", ask: Ask = EXPLAIN) -> list:
+def module_found(host: "Host", ask: Ask) -> list:
     """"No module named X": the interpreter this shell runs, whether it has X, and the known
     environments that do."""
     match = MISSING.search(ask.text)
@@ -144,7 +136,7 @@ def module_found(host: "Host", ask: Ask = EXPLAIN) -> list:
         return []
     name = match.group(1).split(".")[0]
     python = host.python
-    got: dict = report(host, python, (name,)) if python else {"error": "no python3 on PATH"}
+    got = report(host, python, (name,))
     origin = (got.get("modules") or {}).get(name)
     others = [p for p in envs_with_module(host, name) if not python or not python.startswith(p.rstrip("/") + "/")]
     where = "environments that have %s: %s" % (name, ", ".join(others) or "none found")

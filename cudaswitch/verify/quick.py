@@ -53,7 +53,6 @@ def verdict_for_use(paths: "Paths", record: dict, new_env: dict, timeout: "float
     return hit["level"], hit["line"]
 
 
-
 def verdict_to_show(paths: "Paths", record: dict, new_env: dict, strict: bool = False) -> tuple:
     """(level, line or None) as config's `verdict` setting asks: "all" lines, only "problems", or
     "off" (nothing verified, nothing said; --strict verifies all the same)."""

@@ -41,11 +41,7 @@ def run_framed(argv: "list[str]", env: "Env", timeout: float, cwd: "str | None" 
     code, out, err = run_bounded(argv + [marker], env, timeout, cwd)
     if code is None:
         return None, err
-    return _parse(out, err, marker, code, argv[0])
-
-
-def _parse(out: bytes, err: bytes, marker: str, code: int, program: str) -> "tuple[dict | None, str | None]":
-    text = out.decode("utf-8", "replace")
+    program, text = argv[0], out.decode("utf-8", "replace")
     end = text.rfind(marker)
     start = text.rfind(marker, 0, end) if end > 0 else -1
     if start < 0:
@@ -60,12 +56,16 @@ def _parse(out: bytes, err: bytes, marker: str, code: int, program: str) -> "tup
         return None, "%s printed a report that is not JSON" % program
 
 
+def run_script(python: str, script: str, args: "list[str]", env: "Env", timeout: float) -> tuple:
+    """run_framed of one of verify/'s scripts in `python`, given as `-c` source: the user's
+    interpreter has no cudaswitch to import it from."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), script), encoding="utf-8") as handle:
+        return run_framed([python, "-c", handle.read(), *args], env, timeout)
+
+
 def probe_torch(python: str, env: "Env", timeout: float) -> dict:
     """What the user's Python reports about torch, or {"error": why it could not say}."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_probe.py")
-    with open(path, encoding="utf-8") as handle:
-        source = handle.read()
-    payload, error = run_framed([python, "-c", source], env, timeout)
+    payload, error = run_script(python, "torch_probe.py", [], env, timeout)
     if payload is None:
         return {"error": error, "python": python}
     payload.setdefault("python", python)

@@ -64,11 +64,6 @@ def matmul(torch: "Any") -> dict:
     return {"ok": value == 16.0 * 16 * 16, "value": value}
 
 
-def site_dirs() -> "list[str]":
-    """sys.path directories that exist: the caller watches their mtimes to know when to re-probe."""
-    return [p for p in sys.path if p and os.path.isdir(p)]
-
-
 def installed_distributions() -> "list[dict] | None":
     """Names of torch and NVIDIA wheels, with the tool that installed them (pip, conda, uv...)."""
     try:
@@ -104,8 +99,9 @@ def torch_spec_dir() -> "str | None":
 
 
 def probe() -> dict:
-    out: dict = {"python": sys.executable, "python_version": "%d.%d.%d" % sys.version_info[:3],
-           "prefix": sys.prefix, "site_dirs": site_dirs(), "torch": None}
+    # site_dirs: the sys.path dirs that exist, which the caller watches to know when to probe again
+    out: dict = {"python": sys.executable, "python_version": "%d.%d.%d" % sys.version_info[:3], "prefix": sys.prefix,
+                 "site_dirs": [p for p in sys.path if p and os.path.isdir(p)], "torch": None}
     guarded(out, "distributions", installed_distributions)
     guarded(out, "conda_torch", conda_torch)
     try:

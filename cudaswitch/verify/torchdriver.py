@@ -10,7 +10,6 @@ read the same way, so `--driver 12.4`, `--driver 550` and such a host give one a
 """
 
 import re
-from typing import Optional
 
 from cudaswitch.errors import UsageError
 from cudaswitch.verify import facttables
@@ -72,12 +71,9 @@ def complete(driver: dict) -> dict:
                 branch=facttables.release_tuple(row["driver"])[0])
 
 
-def branch_row(capability: str) -> Optional[dict]:
+def branch_row(capability: str) -> "dict | None":
     key = capability.replace(".", "")
-    for row in facttables.torch_table().get("driver_branch") or []:
-        if key in row["sm"]:
-            return row
-    return None
+    return next((row for row in facttables.torch_table().get("driver_branch") or [] if key in row["sm"]), None)
 
 
 @registered("torch_build.driver_gpu", layer="driver", shown_by=("torch",))

@@ -14,7 +14,7 @@ torch that fits is the answer: keep it.
 import os
 from typing import Callable, Dict, List, Optional, Sequence
 
-from cudaswitch.toolkit import version_tuple
+from cudaswitch.toolkit import short_version, version_tuple
 from cudaswitch.verify import facttables
 from cudaswitch.verify import torchdriver
 from cudaswitch.verify.checks import arch_in_build
@@ -25,12 +25,12 @@ from cudaswitch.verify.torchdriver import parse_driver
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from cudaswitch.paths import Paths
-    from cudaswitch.toolkit import Env
     from cudaswitch.verify.checkregistry import CheckResult
 
 PROBES_FILE = "torch-arch.marshal"
+DRIVER_KEYS = ("present", "release", "release_assumed", "branch", "cuda", "cuda_at_least", "cuda_source", "older_than",
+               "libcuda_choice", "problems")  # what the plan says of the driver
 
 # Runs in the user's Python (any 3.x, stdlib only): what its torch says about itself.
 _PROBE = r'''
@@ -50,10 +50,6 @@ except Exception as exc:
     out["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
 sys.stdout.write("\n" + sys.argv[1] + json.dumps(out) + sys.argv[1] + "\n")
 '''
-
-
-def load() -> dict:
-    return facttables.torch_table()
 
 
 def host_platform() -> str:
@@ -109,18 +105,16 @@ def builds(installed: Optional[dict] = None) -> List[dict]:
 def _installed_build(installed: "dict | None") -> "dict | None":
     if not installed or not installed.get("torch") or not installed.get("cuda") or not installed.get("arch_flags"):
         return None
-    release = ".".join(str(n) for n in version_tuple(installed["torch"].split("+")[0])[:2])
-    cuda = ".".join(str(n) for n in version_tuple(installed["cuda"])[:2])
-    return {"torch": release, "cuda": cuda, "arch": list(installed["arch_flags"]), "verified": True,
-            "source": "installed", "evidence": "installed", "installed": installed["torch"],
-            "python": installed.get("python")}
+    return {"torch": short_version(installed["torch"].split("+")[0]), "cuda": short_version(installed["cuda"]),
+            "arch": list(installed["arch_flags"]), "verified": True, "source": "installed", "evidence": "installed",
+            "installed": installed["torch"], "python": installed.get("python")}
 
 
 def install_lines(build: dict) -> Dict[str, str]:
     """The exact lines that get this build: pip with the index URL, uv's backend, conda's pin."""
     name = variant(build["cuda"])
     pin = "torch==%s" % build["installed"].split("+")[0] if build.get("installed") else "torch==%s.*" % build["torch"]
-    index = load()["index"]
+    index = facttables.torch_table()["index"]
     if version_tuple(build["torch"]) <= version_tuple(index["conda_channel_last"]):
         conda = "conda install pytorch==%s.* pytorch-cuda=%s -c pytorch -c nvidia" % (build["torch"], build["cuda"])
     else:
@@ -153,14 +147,9 @@ def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict],
                             "arch list (%s)" % (subject, " ".join(build.get("arch") or [])), "give --gpu sm_XY for the "
                             "target machine", arch_list=build.get("arch") or []))
     extension = extension_check(build, toolkit, gpus)
-    levels = [c["level"] for c in checks]
-    if "error" in levels:
-        fits = False
-    elif not driver.get("present") or not driver.get("cuda") or not gpus or not build["verified"] \
-            or checks[0]["facts"].get("cannot_tell"):
-        fits = None
-    else:
-        fits = True
+    unknown = not driver.get("present") or not driver.get("cuda") or not gpus or not build["verified"] \
+        or checks[0]["facts"].get("cannot_tell")
+    fits = False if any(c["level"] == "error" for c in checks) else None if unknown else True
     published = build.get("published", True)  # a self-built torch has no index to install it from
     return dict(build, variant=variant(build["cuda"]), fits=fits, checks=checks + [extension], published=published,
                 extensions=extension["level"], extension_check=extension,
@@ -199,7 +188,8 @@ def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Opt
     driver = torchdriver.complete(driver)
     drives = [torchdriver.driver_drives(driver, gpu) for gpu in gpus] if driver.get("present") else []
     assessed = [assess(b, driver, gpus, toolkit, drives) for b in builds(installed)]
-    result: dict = {"driver": _driver_summary(driver), "gpus": gpus, "toolkit": toolkit, "installed": installed,
+    summary = {k: driver.get(k) for k in DRIVER_KEYS if k in driver}
+    result: dict = {"driver": summary, "gpus": gpus, "toolkit": toolkit, "installed": installed,
               "builds": assessed, "recommended": None, "reason": None, "keep": False,
               "table": _table_note(installed)}
     result["recommended"], result["reason"] = recommend(assessed, toolkit)
@@ -219,14 +209,10 @@ def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Opt
 def _table_note(installed: "dict | None") -> dict:
     """Says so when the installed torch is newer than every release the table knows."""
     newest = facttables.newest_torch_known(host_platform())
-    have = (installed or {}).get("torch")
-    if not have or not newest:
-        return {"newest": newest, "note": None}
-    release = version_tuple(have.split("+")[0])[:2]
-    if release <= version_tuple(newest)[:2]:
-        return {"newest": newest, "note": None}
-    return {"newest": newest, "note": "the table does not know torch %s.%s yet (it knows releases up to %s): "
-            "its other builds cannot be judged" % (release + (newest,))}
+    have = version_tuple(((installed or {}).get("torch") or "").split("+")[0])[:2]
+    known = not have or not newest or have <= version_tuple(newest)[:2]
+    return {"newest": newest, "note": None if known else "the table does not know torch %s.%s yet (it knows releases "
+            "up to %s): its other builds cannot be judged" % (have + (newest,))}
 
 
 def recommend(assessed: List[dict], toolkit: Optional[dict]) -> "tuple[Optional[dict], str]":
@@ -261,12 +247,6 @@ def _missing_facts(driver: dict, gpus: list) -> "str | None":
             % (driver["cuda"], "; ".join(driver.get("problems") or []) or "none found"))
 
 
-def _driver_summary(driver: dict) -> dict:
-    keys = ("present", "release", "release_assumed", "branch", "cuda", "cuda_at_least", "cuda_source", "older_than",
-            "libcuda_choice", "problems")
-    return {k: driver.get(k) for k in keys if k in driver}
-
-
 def toolkit_of(record: Optional[dict], env: dict) -> Optional[dict]:
     """The toolkit's version and root, and what its nvcc can target (the host answers; None when
     it cannot say, e.g. no nvcc or one older than --list-gpu-arch)."""
@@ -274,9 +254,8 @@ def toolkit_of(record: Optional[dict], env: dict) -> Optional[dict]:
         return None
     archs = None
     if record.get("nvcc"):
-        from cudaswitch.verify import nvcc
-
         from cudaswitch.paths import Paths
+        from cudaswitch.verify import nvcc
 
         archs = nvcc.cached_gpu_archs(Paths(env).cache_dir, record["nvcc"], env, 15.0)
     return {"version": record["version"], "root": record["root"], "gpu_archs": archs}
@@ -295,10 +274,13 @@ def gather(paths: "Paths", load_registry: Callable[[], dict], env: dict, request
     report (--node), else CUDASWITCH_DRIVER / CUDASWITCH_GPUS replace its facts. Bad options are
     refused before anything runs (the registry is read first: it makes the cache dir the tables
     are kept parsed in, so a second `torch` reads them from there)."""
+    from cudaswitch.registry.resolve import resolve
+    from cudaswitch.verify.host import current_or_none
     from cudaswitch.verify.runner import find_python
     from cudaswitch.verify.target import from_report
 
-    record = _toolkit_record(load_registry, env, request)
+    reg = load_registry()  # a REQUEST must name a toolkit; else the active or default one, else None
+    record = resolve(reg, request) if request else current_or_none(reg, env)
     node_driver, node_gpus = from_report(node) if node else (None, [])
     given_driver = parse_driver(driver) if driver else node_driver
     given_gpus = [parse_gpu(g) for g in gpus or []] or node_gpus
@@ -312,18 +294,3 @@ def gather(paths: "Paths", load_registry: Callable[[], dict], env: dict, request
     chosen = find_python(env, python)
     installed = probe_installed(paths, chosen, env, timeout) if chosen else None
     return plan(drv, devices, toolkit, installed)
-
-
-def _toolkit_record(load_registry: "Callable[[], dict]", env: "Env", request: "str | None") -> "dict | None":
-    """The toolkit a REQUEST names (it must exist), else the active or default one, else None."""
-    from cudaswitch.switch.lookup import Lookup
-    from cudaswitch.errors import CudaSwitchError
-    from cudaswitch.registry.resolve import resolve
-
-    reg = load_registry()
-    if request:
-        return resolve(reg, request)
-    try:
-        return Lookup(reg, env).current()
-    except CudaSwitchError:
-        return None

@@ -20,12 +20,11 @@ if TYPE_CHECKING:
     from cudaswitch.paths import Paths
     from cudaswitch.verify.host import Host
 
-PLAIN = Ask("doctor")
 DPKG_LISTS = ("*nvidia*.list", "*cuda-drivers*.list")
 
 
 @registered("driver.wsl", layer="driver", shown_by=("doctor", "verify", "explain"))
-def wsl_driver(host: "Host", ask: Ask = PLAIN) -> list:
+def wsl_driver(host: "Host", ask: Ask) -> list:
     """Under WSL: WSL 1 (no GPU), the Windows driver's libcuda missing, or a Linux driver's libcuda
     inside WSL that the loader may take instead of it."""
     version = host.driver.get("wsl") or None
@@ -60,19 +59,16 @@ def linux_libcuda(host: "Host") -> list:
     """[{"path", "package"}] of libcuda.so* on the loader path outside WSL's own directories."""
     dirs = loaderdirs.library_path(host.env, host.paths) + loaderdirs.system_dirs(host.paths)
     wsl = host.paths.host("/usr/lib/wsl")
-    found: list = []
+    found: dict = {}  # the files, in the loader's order, once each
     seen: set = set()
     for directory in dirs:
         real = os.path.realpath(directory)  # /lib -> usr/lib on merged-/usr systems: one directory
         if real in seen or directory.startswith(wsl + "/") or os.path.basename(directory.rstrip("/")) == "stubs":
             continue
         seen.add(real)
-        for path in loaderdirs.files_named(directory, "libcuda.so*"):
-            name = host.paths.unhost(path)
-            if name not in [f["path"] for f in found]:
-                found.append({"path": name, "package": None})
-    owners = _dpkg_owners(host.paths, {f["path"] for f in found}) if found else {}
-    return [dict(f, package=owners.get(f["path"])) for f in found]
+        found.update(dict.fromkeys(host.paths.unhost(p) for p in loaderdirs.files_named(directory, "libcuda.so*")))
+    owners = _dpkg_owners(host.paths, set(found)) if found else {}
+    return [{"path": name, "package": owners.get(name)} for name in found]
 
 
 def _dpkg_owners(paths: "Paths", wanted: set) -> dict:
