@@ -2,22 +2,19 @@
 
 import os
 
-from cudaswitch import render
+from cudaswitch import envstate, render
+from cudaswitch.commands import load_registry
 from cudaswitch.errors import UsageError
-from cudaswitch import envstate
+from cudaswitch.paths import Paths
+from cudaswitch.toolkit import short_version
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from cudaswitch.paths import Paths
 
 
 def _split(values: "Sequence[str] | None") -> "list[str]":
     return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
-
-
-def _size(num: float) -> str:
-    return render.iec_size(num)
 
 
 def install(request: "str | None" = None, components: "Sequence[str]" = (), source: "str | None" = None,
@@ -26,7 +23,6 @@ def install(request: "str | None" = None, components: "Sequence[str]" = (), sour
             pre: bool = False) -> int:
     """Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root)."""
     from cudaswitch.install import installer
-    from cudaswitch.paths import Paths
 
     if list_releases:
         return _list_command(source, mirror, as_json, pre)
@@ -39,7 +35,7 @@ def install(request: "str | None" = None, components: "Sequence[str]" = (), sour
     name = result.get("name") or result["version"]
     if result.get("installed"):
         render.message("installed CUDA %s at %s (%s, %.1f s)" % (
-            name, result["root"], _size(result["size_bytes"]), result["seconds"]))
+            name, result["root"], render.iec_size(result["size_bytes"]), result["seconds"]))
     else:
         render.message("CUDA %s is already installed at %s" % (name, result["root"]))
     for note in result["notes"]:
@@ -49,13 +45,12 @@ def install(request: "str | None" = None, components: "Sequence[str]" = (), sour
     if result["nvcc"]:
         from cudaswitch.switch.shells import hints
 
-        render.message(hints.use_hint(os.environ, "managed:" + _short(result["version"])))
+        render.message(hints.use_hint(os.environ, "managed:" + short_version(result["version"])))
     return 0
 
 
 def _list_command(source: "str | None", mirror: "str | None", as_json: bool, pre: bool) -> int:
     from cudaswitch.install import redist_install, redist_list
-    from cudaswitch.paths import Paths
 
     paths = Paths()
     if redist_install.choose_source(paths, "latest", source or "redist", mirror) == "pypi":
@@ -96,18 +91,11 @@ def _list_wheels(paths: "Paths", as_json: bool, pre: bool) -> int:
     return 0
 
 
-def _short(version: str) -> str:
-    return ".".join(version.split(".")[:2])
-
-
 def uninstall(request: str, force: bool = False) -> int:
     """Remove a toolkit that `cudaswitch install` made (never any other)."""
     from cudaswitch.install import installer
-    from cudaswitch.registry import discover
-    from cudaswitch.paths import Paths
 
-    paths = Paths()
-    reg = discover.load(paths, dict(os.environ))
+    paths, reg = load_registry()
     result = installer.uninstall(paths, os.environ, reg, request, force)
     render.message("removed CUDA %s from %s" % (result["name"], result["root"]))
     if result["was_active"]:
@@ -121,7 +109,6 @@ def facts(as_json: bool = False) -> int:
     """What cudaswitch knows and how old it is: the newest CUDA release, driver branch, GPU
     architecture and torch release in its tables, each with source and date."""
     from cudaswitch.install import knownfacts
-    from cudaswitch.paths import Paths
 
     _show_facts(knownfacts.view(Paths()), as_json)
     return 0
@@ -133,7 +120,6 @@ def facts_refresh(mirror: "str | None" = None, as_json: bool = False) -> int:
     what the cache has."""
     from cudaswitch.install import knownfacts, redist
     from cudaswitch.install.redist_install import configured_base
-    from cudaswitch.paths import Paths
 
     paths = Paths()
     base = configured_base(paths, mirror) or redist.NVIDIA_CUDA

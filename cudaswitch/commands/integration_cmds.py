@@ -3,19 +3,13 @@
 import os
 
 from cudaswitch import render
+from cudaswitch.commands import load_registry, registry_loader
+from cudaswitch.paths import Paths
+from cudaswitch.toolkit import short_version
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from cudaswitch.paths import Paths
-
-
-def _paths_and_loader() -> "tuple[Paths, Callable[[], dict]]":
-    from cudaswitch.registry import discover
-    from cudaswitch.paths import Paths
-
-    paths = Paths()
-    return paths, lambda: discover.load(paths, dict(os.environ))
+    from collections.abc import Sequence
 
 
 def torch(request: "str | None" = None, driver: "str | None" = None, gpu: "Sequence[str]" = (),
@@ -26,7 +20,7 @@ def torch(request: "str | None" = None, driver: "str | None" = None, gpu: "Seque
     from cudaswitch.verify import torchplan
 
     check_options(python)
-    paths, load_registry = _paths_and_loader()
+    paths, load_registry = registry_loader()
     result = torchplan.gather(paths, load_registry, dict(os.environ), request, driver, gpu, python,
                               node=node)
     if as_json:
@@ -45,9 +39,10 @@ def kernel_install(request: str, python: "str | None" = None, name: "str | None"
     check_options(python)
     if name is not None:  # refused before any toolkit or Python is asked
         kernels.check_name(name)
-    paths, load_registry = _paths_and_loader()
-    record, spec, level, line = _kernel_spec(paths, load_registry(), request, python)
-    target = kernels.install(dict(os.environ), kernels.check_name(name or "cuda-" + _short(record)), spec)
+    paths, reg = load_registry()
+    record, spec, level, line = _kernel_spec(paths, reg, request, python)
+    name = kernels.check_name(name or "cuda-" + short_version(record["version"]))
+    target = kernels.install(dict(os.environ), name, spec)
     render.message("cudaswitch: " + line)
     render.emit_lines([target])
     return 0
@@ -73,10 +68,6 @@ def _kernel_spec(paths: "Paths", reg: dict, request: str, python: "str | None") 
     kernels.check_python(chosen, new_env)
     level, line = verdict_for_use(paths, record, new_env)
     return record, kernels.spec_for(record, request, chosen, env, new_env, line), level, line
-
-
-def _short(record: dict) -> str:
-    return ".".join(record["version"].split(".")[:2])
 
 
 def kernel_list(as_json: bool = False) -> int:
@@ -106,7 +97,6 @@ def direnv_use(words: "list[str]") -> int:
     """What `use cuda REQUEST` in an .envrc runs: bash code on stdout, the verdict on stderr."""
     from cudaswitch.commands.switch_cmds import environ, report_switch
     from cudaswitch.integrations import direnv
-    from cudaswitch.paths import Paths
     from cudaswitch.switch.shells import bash
 
     paths, env = Paths(), environ()

@@ -3,18 +3,7 @@
 import os
 
 from cudaswitch import render
-
-TYPE_CHECKING = False  # no typing import for a command's start; mypy reads this name the same
-if TYPE_CHECKING:
-    from cudaswitch.paths import Paths
-
-
-def _context() -> "tuple[Paths, dict]":
-    from cudaswitch.registry import discover
-    from cudaswitch.paths import Paths
-
-    paths = Paths()
-    return paths, discover.load(paths, dict(os.environ))
+from cudaswitch.commands import load_registry
 
 
 def _record(reg: dict, request: "str | None") -> dict:
@@ -74,7 +63,7 @@ def verify(request: "str | None" = None, python: "str | None" = None, compile_: 
     from cudaswitch.verify.toolkitreport import verify_toolkit
 
     check_options(python, timeout)
-    paths, reg = _context()
+    paths, reg = load_registry()
     record = _record(reg, request)
     env = dict(os.environ)
     switch = switch_plan(reg, env, record, "shell", load_module=_module_to_load(record, request), paths=paths)
@@ -90,7 +79,7 @@ def doctor(as_json: bool = False, python: "str | None" = None, timeout: "float |
     from cudaswitch.verify.doctor import doctor as run_doctor
 
     check_options(python, timeout)
-    paths, reg = _context()
+    paths, reg = load_registry()
     report = run_doctor(paths, reg, dict(os.environ), python=python, timeout=timeout, collective=collective)
     _emit(report, as_json, group_key="layer")
     return _exit_code(report)
@@ -112,7 +101,7 @@ def explain(text: "str | None" = None, as_json: bool = False, python: "str | Non
 
     check_options(python, timeout)
     text = text_to_explain(text, sys.stdin, render.message)
-    paths, reg = _context()
+    paths, reg = load_registry()
     result = run_explain(text, paths, reg, dict(os.environ), python=python, timeout=timeout)
     if as_json:
         render.emit_json(result)
