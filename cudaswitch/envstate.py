@@ -11,7 +11,7 @@ a list is merged (merged(), below).
 
 import os
 
-from cudaswitch.statecodec import NotAState, decode, encode
+from cudaswitch.statecodec import NotAState, decode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -132,10 +132,6 @@ def _module_name(name: str) -> bool:
     """A loaded module's name as LOADEDMODULES gives it: never an option to the module command."""
     return (_text(name, False) and bool(name) and not name.startswith("-") and name.isprintable()
             and not any(c.isspace() for c in name))  # printable: it is quoted in notes on a terminal
-
-
-def encode_state(state: dict) -> str:
-    return encode(state)
 
 
 def assign(env: "dict[str, str]", name: str, value: "str | None") -> None:

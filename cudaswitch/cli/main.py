@@ -29,34 +29,19 @@ def main(argv: "Sequence[str] | None" = None) -> int:
         return 130
 
 
-def run_program() -> int:
-    """What the console script, init's launcher and `python -m cudaswitch` run."""
-    return main()
+run_program = main  # what the console script, init's launcher and `python -m cudaswitch` run
 
 
 def _dispatch(argv: "list[str]") -> int:
-    verbose = _leading_verbose(argv)
-    words = argv[len(verbose):]
-    found = table.find(words)
-    if found and found[0].fast and _fast_allowed(found[0], found[1]):
-        return boundary(lambda: _run_fast(found[0], found[1], bool(verbose)), bool(verbose) or _wants_verbose(found))
-    return boundary(lambda: _run_typer(argv), bool(verbose) or _wants_verbose(found))
-
-
-def _leading_verbose(argv: "list[str]") -> "list[str]":
-    taken = []
-    for word in argv:
-        if word not in table.VERBOSE.names:
-            break
-        taken.append(word)
-    return taken
-
-
-def _fast_allowed(command: table.Command, args: "list[str]") -> bool:
-    if os.environ.get(TYPER_ONLY) or os.environ.get(COMPLETION):
-        return False
-    own = _own_words(command, args)
-    return not any(word in HELP for word in own)
+    leading = 0  # -v before the command
+    while leading < len(argv) and argv[leading] in table.VERBOSE.names:
+        leading += 1
+    found = table.find(argv[leading:])
+    verbose = bool(leading) or (found is not None and any(w in table.VERBOSE.names for w in _own_words(*found)))
+    if found and found[0].fast and not (os.environ.get(TYPER_ONLY) or os.environ.get(COMPLETION)
+                                        or any(word in HELP for word in _own_words(*found))):
+        return boundary(lambda: _run_fast(found[0], found[1], bool(leading)), verbose)
+    return boundary(lambda: _run_typer(argv), verbose)
 
 
 def _own_words(command: table.Command, args: "list[str]") -> "list[str]":
@@ -70,10 +55,6 @@ def _own_words(command: table.Command, args: "list[str]") -> "list[str]":
     except UsageError:
         return args
     return args[:len(args) - len(rest)]
-
-
-def _wants_verbose(found: "tuple[table.Command, list[str]] | None") -> bool:
-    return found is not None and any(word in table.VERBOSE.names for word in _own_words(*found))
 
 
 def _run_fast(command: table.Command, args: "list[str]", verbose: bool) -> int:
