@@ -86,16 +86,9 @@ def emit_prose(lines: "Iterable[str]") -> None:
 
 def prose_width() -> "int | None":
     """The terminal's columns (COLUMNS when set, as a resized terminal says), or None off a terminal."""
-    if not stdout_is_terminal():
-        return None
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
-    try:
-        size = os.get_terminal_size(sys.stdout.fileno()).columns
-    except (OSError, ValueError, AttributeError):
-        return None
-    return size or None  # 0: a pty whose size was never set
+    from cudaswitch.tables import terminal_width
+
+    return terminal_width(minimum=1) if stdout_is_terminal() else None
 
 
 def wrap_prose(line: str, width: int) -> "list[str]":
