@@ -22,12 +22,6 @@ DOCS = "More: `cudaswitch COMMAND --help` for each command; the README for the w
 COMMAND_DOCS = "More: `cudaswitch --help` lists every command; the README has the whole guide."
 
 
-def _resolved(value: "Any") -> "Any":
-    """A table value as written, or what its function gives: the shell registry's names are read
-    when a command needs them, so the commands that take no shell never import it."""
-    return value() if callable(value) else value
-
-
 def _shells() -> "ModuleType":
     from cudaswitch.switch import shells
 
@@ -46,7 +40,19 @@ def _init_help() -> str:
     return ", ".join(_shells().SHELLS) + ", or direnv (the `use cuda` function for direnvrc)."
 
 
-class Opt:
+class _Part:
+    """An option or argument: help texts (and init's choices) may be functions, called when read, so
+    the commands that take no shell never import the shell registry."""
+
+    __slots__ = ()
+    _help: "Any"
+
+    @property
+    def help(self) -> "str | None":
+        return self._help() if callable(self._help) else self._help
+
+
+class Opt(_Part):
     """One option. kind: flag (bool), tristate (--x/--no-x, None when absent), str, float;
     many=True collects every occurrence (and comma lists stay the handler's business)."""
 
@@ -58,10 +64,6 @@ class Opt:
         self.metavar, self.many, self.complete = metavar, many, complete
 
     @property
-    def help(self) -> "str | None":
-        return _resolved(self._help)
-
-    @property
     def takes_value(self) -> bool:
         return self.kind in ("str", "float")
 
@@ -69,7 +71,7 @@ class Opt:
         return [] if self.many else (False if self.kind == "flag" else None)
 
 
-class Arg:
+class Arg(_Part):
     """One positional. nargs: 1 (required), "?" (optional), "*" (any number), "rest" (a command
     line: everything from the first positional after the others, options included). complete: what
     TAB offers (a function of cli/complete.py); REQUESTs offer the cached toolkits' requests."""
@@ -82,12 +84,8 @@ class Arg:
         self.complete = complete or ("requests" if name == "REQUEST" else None)
 
     @property
-    def help(self) -> "str | None":
-        return _resolved(self._help)
-
-    @property
     def choices(self) -> "tuple[str, ...] | None":
-        return _resolved(self._choices)
+        return self._choices() if callable(self._choices) else self._choices
 
     @property
     def dest(self) -> str:
@@ -108,10 +106,7 @@ class Command:
         return " ".join(self.path)
 
     def option(self, word: str) -> "Opt | None":
-        for opt in self.options:
-            if word in opt.names:
-                return opt
-        return None
+        return next((opt for opt in self.options if word in opt.names), None)
 
 
 # Accepted before the command and among any command's own options, on both paths.
