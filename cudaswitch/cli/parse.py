@@ -11,33 +11,27 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
-    from cudaswitch.cli.table import Arg, Command, Opt
+    from cudaswitch.cli.table import Command, Opt
 
 
 def parse(command: "Command", argv: "Iterable[str]") -> "dict[str, Any]":
     """{dest: value} for every argument and option of `command` (defaults filled in)."""
     values = {opt.dest: opt.default() for opt in command.options}
     positionals = []
-    has_rest = _rest_arg(command) is not None
+    has_rest = any(arg.nargs == "rest" for arg in command.args)
     words = list(argv)
     while words:
         word = words.pop(0)
-        if word == "--":
+        if word.startswith("-") and word not in ("-", "--"):
+            _option(command, word, words, values)
+            continue
+        if word != "--":
+            positionals.append(word)
+        if word == "--" or has_rest:  # as click without interspersed args: the first positional ends the options
             positionals.extend(words)
             words = []
-        elif word.startswith("-") and word != "-":
-            _option(command, word, words, values)
-        else:
-            positionals.append(word)
-            if has_rest:  # as click without interspersed args: the first positional ends the options
-                positionals.extend(words)
-                words = []
     values.update(_assign(command, positionals))
     return values
-
-
-def _rest_arg(command: "Command") -> "Arg | None":
-    return next((arg for arg in command.args if arg.nargs == "rest"), None)
 
 
 def _option(command: "Command", word: str, words: "list[str]", values: "dict[str, Any]") -> None:
