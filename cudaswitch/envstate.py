@@ -52,11 +52,7 @@ def read_state(env: "Env") -> "dict | None":
         return None
     if isinstance(state, dict) and state.get("v") == 1:
         state = _from_v1(state, env)  # a shell switched by the version before this one
-    if not isinstance(state, dict) or state.get("v") != STATE_VERSION:
-        return None
-    if not _shape_ok(state):
-        return None
-    return state
+    return state if isinstance(state, dict) and state.get("v") == STATE_VERSION and _shape_ok(state) else None
 
 
 def _from_v1(old: dict, env: "Env") -> "dict | None":
