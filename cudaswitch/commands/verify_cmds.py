@@ -6,15 +6,6 @@ from cudaswitch import render
 from cudaswitch.commands import load_registry
 
 
-def _record(reg: dict, request: "str | None") -> dict:
-    from cudaswitch.switch.lookup import Lookup
-    from cudaswitch.registry.resolve import resolve
-
-    if request in (None, "current"):
-        return Lookup(reg, os.environ).current()
-    return resolve(reg, request)
-
-
 def _module_to_load(record: dict, request: "str | None") -> "str | None":
     """The module `use REQUEST` would load (`module:X`), so verify judges that environment too."""
     if request in (None, "current"):
@@ -60,11 +51,12 @@ def verify(request: "str | None" = None, python: "str | None" = None, compile_: 
     """Judge the environment `use REQUEST` would give this shell: the same switch plan, origin
     included, so the report's "environment" is what `use --shell json` prints."""
     from cudaswitch.switch.decide import switch_plan
+    from cudaswitch.switch.lookup import Lookup
     from cudaswitch.verify.toolkitreport import verify_toolkit
 
     check_options(python, timeout)
     paths, reg = load_registry()
-    record = _record(reg, request)
+    record = Lookup(reg, os.environ).current(request)
     env = dict(os.environ)
     switch = switch_plan(reg, env, record, "shell", load_module=_module_to_load(record, request), paths=paths)
     report = verify_toolkit(paths, reg, record, switch.env, python=python, smoke_compile=compile_, timeout=timeout,
