@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 MODULE_PACKAGES = ("cuda", "cudatoolkit", "cuda-toolkit", "nvhpc-cuda")
 SYSTEM_BIN_DIRS = ("/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/usr/local/sbin")
+WHY = {"conda": "conda env %s", "project": "project %s", "module": "module %s", "hand-set": "hand-set %s",
+       "system": "system default"}  # how `current` names each reason a toolkit is there
 
 
 def first_nvcc(env: "Env") -> "str | None":
@@ -109,9 +111,8 @@ class Facts:
                 "reason": reason, "detail": detail}
 
     def _why_switched(self, record: "dict | None") -> "tuple[str, str | None] | None":
-        state = self.state
-        if state and record and state["root"] == record["root"]:
-            return state["origin"], state.get("file")
+        if self.state and record and self.state["root"] == record["root"]:
+            return self.state["origin"], self.state.get("file")
         return None
 
     def _why_outside(self, root: "str | None", record: "dict | None") -> "tuple[str, str] | None":
@@ -125,12 +126,8 @@ class Facts:
         return None
 
     def _why_path(self, path: str, root: "str | None", record: "dict | None") -> "tuple[str, str | None]":
-        why = self._why_switched(record) or self._why_outside(root, record)
-        if why:
-            return why
-        if os.path.dirname(path) in SYSTEM_BIN_DIRS:
-            return "system", path
-        return "hand-set", "PATH"
+        system = ("system", path) if os.path.dirname(path) in SYSTEM_BIN_DIRS else ("hand-set", "PATH")
+        return self._why_switched(record) or self._why_outside(root, record) or system
 
     def _why_scalar(self, name: str, value: str, root: "str | None", record: "dict | None") -> "tuple[str, str | None]":
         state = self.state
@@ -139,7 +136,6 @@ class Facts:
         if state and name not in state["scalars"] and self._why_switched(record):
             return state["origin"], state.get("file")  # it already named the toolkit switched to
         return self._why_outside(root, record) or ("hand-set", name)
-
 
     def primary(self) -> "tuple[dict | None, dict | None, dict | None]":
         """(nvcc fact, CUDA_HOME fact, the fact that says which toolkit is used): the first nvcc on
@@ -180,15 +176,10 @@ def describe(reg: dict, env: "Env") -> dict:
 def why_text(fact: dict) -> str:
     """`shell`, `project FILE`, `module cuda/12.9`, `conda env NAME`, `hand-set PATH`, `system default`."""
     reason, detail = fact["reason"], fact.get("detail")
-    if reason == "conda":
-        return "conda env %s" % detail
-    if reason in ("project", "module") and detail:
-        return "%s %s" % (reason, detail)
-    if reason == "hand-set":
-        return "hand-set %s" % detail
-    if reason == "system":
-        return "system default"
-    return reason
+    if reason in ("project", "module") and not detail:
+        return reason
+    form = WHY.get(reason, reason)
+    return form % detail if "%s" in form else form
 
 
 def lines(info: dict, pending_note: str = "not applied in this shell (is the hook loaded?)") -> "list[str]":
