@@ -34,40 +34,32 @@ def torch(request: "str | None" = None, driver: "str | None" = None, gpu: "Seque
 def kernel_install(request: str, python: "str | None" = None, name: "str | None" = None) -> int:
     """Write a kernelspec whose env is the switched environment of REQUEST."""
     from cudaswitch.commands.verify_cmds import check_options
+    from cudaswitch.errors import CudaSwitchError
     from cudaswitch.integrations import kernels
+    from cudaswitch.registry.resolve import resolve
+    from cudaswitch.switch.decide import switch_plan
+    from cudaswitch.verify.quick import verdict_for_use
+    from cudaswitch.verify.runner import find_python
 
     check_options(python)
     if name is not None:  # refused before any toolkit or Python is asked
         kernels.check_name(name)
     paths, reg = load_registry()
-    record, spec, level, line = _kernel_spec(paths, reg, request, python)
-    name = kernels.check_name(name or "cuda-" + short_version(record["version"]))
-    target = kernels.install(dict(os.environ), name, spec)
-    render.message("cudaswitch: " + line)
-    render.emit_lines([target])
-    return 0
-
-
-def _kernel_spec(paths: "Paths", reg: dict, request: str, python: "str | None") -> "tuple[dict, dict, str, str]":
-    from cudaswitch.integrations import kernels
-    from cudaswitch.switch.decide import switch_plan
-    from cudaswitch.registry.resolve import resolve
-    from cudaswitch.verify.quick import verdict_for_use
-    from cudaswitch.verify.runner import find_python
-
     env = dict(os.environ)
     record = resolve(reg, request)
     new_env = switch_plan(reg, env, record, "kernel", paths=paths).env  # what `use` would give
     chosen = find_python(new_env, python)
     if not chosen:
-        from cudaswitch.errors import CudaSwitchError
-
         raise CudaSwitchError("no python3 on the switched PATH", "give --python")
     chosen = os.path.abspath(chosen)
     new_env["PATH"] = kernels.kernel_path(new_env.get("PATH", ""), chosen)
     kernels.check_python(chosen, new_env)
-    level, line = verdict_for_use(paths, record, new_env)
-    return record, kernels.spec_for(record, request, chosen, env, new_env, line), level, line
+    line = verdict_for_use(paths, record, new_env)[1]
+    spec = kernels.spec_for(record, request, chosen, env, new_env, line)
+    target = kernels.install(env, kernels.check_name(name or "cuda-" + short_version(record["version"])), spec)
+    render.message("cudaswitch: " + line)
+    render.emit_lines([target])
+    return 0
 
 
 def kernel_list(as_json: bool = False) -> int:
