@@ -72,19 +72,14 @@ PROSE_INDENT = 4
 def emit_prose(lines: "Iterable[str]") -> None:
     """Lines for people (doctor, verify, torch, explain) wrapped at the terminal's width when
     stdout is a terminal, and written whole into a pipe or a file, where a reader (grep, a log)
-    wants one line per item."""
-    width = prose_width()
+    wants one line per item. The width is the terminal's (COLUMNS when set, as a resized terminal says)."""
+    from cudaswitch.tables import terminal_width
+
+    width = terminal_width(minimum=1) if stdout_is_terminal() else None
     if width is None:
         emit_lines(lines)
         return
     emit_lines([part for line in lines for part in wrap_prose(line, width)])
-
-
-def prose_width() -> "int | None":
-    """The terminal's columns (COLUMNS when set, as a resized terminal says), or None off a terminal."""
-    from cudaswitch.tables import terminal_width
-
-    return terminal_width(minimum=1) if stdout_is_terminal() else None
 
 
 def wrap_prose(line: str, width: int) -> "list[str]":

@@ -137,16 +137,12 @@ def build(dispatch: "Dispatch") -> typer.Typer:
         if len(command.path) == 1 and command.path[0] not in table.GROUPS:
             _add(app, command, dispatch)
         elif len(command.path) == 2:
-            parent = groups.get(command.path[0]) or _plain_group(app, groups, command.path[0])
-            _add(parent, command, dispatch)
+            name = command.path[0]
+            if name not in groups:  # a group of subcommands only
+                groups[name] = typer.Typer(no_args_is_help=True, help=table.GROUPS[name], context_settings=CONTEXT)
+                app.add_typer(groups[name], name=name)
+            _add(groups[name], command, dispatch)
     return app
-
-
-def _plain_group(app: typer.Typer, groups: "dict[str, typer.Typer]", name: str) -> typer.Typer:
-    group = typer.Typer(no_args_is_help=True, help=table.GROUPS[name], context_settings=CONTEXT)
-    app.add_typer(group, name=name)
-    groups[name] = group
-    return group
 
 
 def _group(app: typer.Typer, command: table.Command, dispatch: "Dispatch") -> typer.Typer:

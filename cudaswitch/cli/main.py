@@ -99,7 +99,9 @@ def _run_typer(argv: "list[str]") -> int:
             return 141  # click's answer to a closed pipe (exit 1): what a tool killed by SIGPIPE says
         raise
     except Exception as exc:
-        if not _is_usage_error(exc):
+        # click's UsageError family and Abort, whether typer uses click or a vendored copy
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        if "Abort" not in names and not ("UsageError" in names and hasattr(exc, "format_message")):
             raise
         return _usage_line(exc)
     return result if isinstance(result, int) else 0
@@ -131,12 +133,6 @@ def _drop_stdout() -> None:
         os.close(null)
     except (OSError, ValueError, AttributeError):
         pass
-
-
-def _is_usage_error(exc: BaseException) -> bool:
-    """click's UsageError family and Abort, whether typer uses click or a vendored copy."""
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    return "Abort" in names or ("UsageError" in names and hasattr(exc, "format_message"))
 
 
 def _usage_line(exc: "Any") -> int:

@@ -28,18 +28,6 @@ def _shells() -> "ModuleType":
     return shells
 
 
-def _format_help() -> str:
-    return "Output format: %s (default: the parent shell)." % _shells().listed(_shells().FORMATS)
-
-
-def _init_choices() -> "tuple[str, ...]":
-    return _shells().SHELLS + ("direnv",)
-
-
-def _init_help() -> str:
-    return ", ".join(_shells().SHELLS) + ", or direnv (the `use cuda` function for direnvrc)."
-
-
 class _Part:
     """An option or argument: help texts (and init's choices) may be functions, called when read, so
     the commands that take no shell never import the shell registry."""
@@ -112,7 +100,8 @@ class Command:
 # Accepted before the command and among any command's own options, on both paths.
 VERBOSE = Opt("--verbose -v", "verbose", "flag", "Show the full traceback on errors.")
 JSON = Opt("--json", "as_json", "flag", "Print the result as JSON on stdout.")
-SHELL = Opt("--shell", "shell", "str", _format_help, metavar="SHELL")
+SHELL = Opt("--shell", "shell", "str", lambda: "Output format: %s (default: the parent shell)."
+            % _shells().listed(_shells().FORMATS), metavar="SHELL")
 PYTHON = Opt("--python", "python", "str", PYTHON_HELP, metavar="PY")
 TIMEOUT = Opt("--timeout", "timeout", "float", TIMEOUT_HELP, metavar="SECONDS")
 WIDE = Opt("--wide", "wide", "flag", "Every value whole: no shortened roots, whatever the width.")
@@ -157,7 +146,8 @@ COMMANDS = (
             options=(SHELL,), examples=("cudaswitch hook-env --shell bash",)),
     Command("init", "cudaswitch.commands.switch_cmds:init", fast=True,
             help="Print the hook to load from the shell's rc file.",
-            args=(Arg("SHELL", _init_help, choices=_init_choices),),
+            args=(Arg("SHELL", lambda: ", ".join(_shells().SHELLS) + ", or direnv (the `use cuda` function for "
+                      "direnvrc).", choices=lambda: _shells().SHELLS + ("direnv",)),),
             examples=('eval "$(cudaswitch init bash)"   # in ~/.bashrc', "cudaswitch init fish | source",
                       "cudaswitch init direnv >> ~/.config/direnv/direnvrc")),
     Command("direnv-use", "cudaswitch.commands.integration_cmds:direnv_use", fast=True, hidden=True,

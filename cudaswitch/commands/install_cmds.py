@@ -43,9 +43,9 @@ def install(request: "str | None" = None, components: "Sequence[str]" = (), sour
     for path in result.get("modulefiles") or []:
         render.message("wrote modulefile %s" % path)
     if result["nvcc"]:
-        from cudaswitch.switch.shells import hints
+        from cudaswitch.switch.shells.hints import switch_command
 
-        render.message(hints.use_hint(os.environ, "managed:" + short_version(result["version"])))
+        render.message("use it with: " + switch_command(os.environ, "use managed:" + short_version(result["version"])))
     return 0
 
 

@@ -191,15 +191,12 @@ def _setting_lines(config: "ModuleType", rows: "list[tuple[str, Any, str]]") -> 
             continue
         note = origin if key in config.CHECKS else "%s: unknown key, ignored (%s)" % (
             origin, config.unknown_key_note(key))
-        if _is_table(value):  # a [table] takes every key after it: last, its note above it
+        if isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value)):
+            # a [table] takes every key after it: last, its note above it
             tables += ["# %s" % note] + tomli_w.dumps({key: value}).strip().splitlines()
         else:
             lines.append("%-40s # %s" % (_toml_line(tomli_w, key, value), note))
     return lines + tables
-
-
-def _is_table(value: object) -> bool:
-    return isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value))
 
 
 def _toml_line(tomli_w: "ModuleType", key: str, value: object) -> str:

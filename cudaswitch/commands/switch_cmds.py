@@ -146,20 +146,16 @@ def current(as_json: bool = False) -> int:
     info = decide.current(lambda: decide.load(paths, env), env, os.getcwd())
     if as_json:
         render.emit_json(info, compact=True)
+    elif info.get("pending"):  # a pin this shell has not applied: the hints say why (imported only then)
+        from cudaswitch.switch.active import lines
+        from cudaswitch.switch.shells.hints import not_applied_note
+
+        render.emit_lines(lines(info, not_applied_note(env)))
     else:
         from cudaswitch.switch.active import lines
 
-        render.emit_lines(lines(info, **_pending_note(info, env)))
+        render.emit_lines(lines(info))
     return 0
-
-
-def _pending_note(info: dict, env: dict) -> dict:
-    """The note on a pin this shell has not applied, when there is one (the hints import only then)."""
-    if not info.get("pending"):
-        return {}
-    from cudaswitch.switch.shells.hints import not_applied_note
-
-    return {"pending_note": not_applied_note(env)}
 
 
 def exec_(request: str, cmd: "list[str]") -> int:

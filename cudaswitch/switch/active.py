@@ -91,7 +91,9 @@ class Facts:
         root = nvcc_root(self.owner, self.env, path)
         record = self.records["nvcc"] = self.record_for(root)  # a view dir (conda toolkits) is a known root
         root = record["root"] if record else root
-        return self._fact("nvcc", path, root, record, self._why_path(path, root, record))
+        system = ("system", path) if os.path.dirname(path) in SYSTEM_BIN_DIRS else ("hand-set", "PATH")
+        return self._fact("nvcc", path, root, record,
+                          self._why_switched(record) or self._why_outside(root, record) or system)
 
     def cuda_home(self) -> "dict | None":
         value = self.env.get("CUDA_HOME")
@@ -124,10 +126,6 @@ class Facts:
         if prefix and root and (root == prefix or root.startswith(prefix.rstrip("/") + "/")):
             return "conda", self.env.get("CONDA_DEFAULT_ENV") or os.path.basename(prefix)
         return None
-
-    def _why_path(self, path: str, root: "str | None", record: "dict | None") -> "tuple[str, str | None]":
-        system = ("system", path) if os.path.dirname(path) in SYSTEM_BIN_DIRS else ("hand-set", "PATH")
-        return self._why_switched(record) or self._why_outside(root, record) or system
 
     def _why_scalar(self, name: str, value: str, root: "str | None", record: "dict | None") -> "tuple[str, str | None]":
         state = self.state

@@ -83,15 +83,12 @@ def notes(switch: SwitchPlan) -> "list[str]":
         from cudaswitch.switch import modswitch
 
         out.append(modswitch.swap_note(state["modules"]))
-    flags = [n for n in envstate.FLAG_VARS if n in state["scalars"] and _took_dirs(*state["scalars"][n])]
+    # the flag variables the switch took words out of (not only put a -ccbin word in front of)
+    flags = [n for n, (before, value) in state["scalars"].items() if n in envstate.FLAG_VARS
+             and (envstate.without_added_ccbin(before, value, value) or "") != (before or "")]
     if flags:
         out.append("took other toolkits' -I/-L dirs out of %s (`off` puts them back)" % ", ".join(flags))
     return out
-
-
-def _took_dirs(before: "str | None", value: str) -> bool:
-    """Did the switch take words out of a flag variable (not only put a -ccbin word in front)?"""
-    return (envstate.without_added_ccbin(before, value, value) or "") != (before or "")
 
 
 def restored(env: dict) -> dict:

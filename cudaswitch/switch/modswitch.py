@@ -115,7 +115,8 @@ def away(paths: Paths, env: dict, load: "str | None" = None) -> "tuple[dict, dic
     else:
         directory = _marker_dir(paths, command[0])
         steps = [["switch", loaded[0], MARKER]] if len(loaded) == 1 else [["unload", *loaded], ["load", MARKER]]
-        new = _steps(command, dict(env, MODULEPATH=_with_dir(env.get("MODULEPATH"), directory)), steps)
+        dirs = _dirs(env.get("MODULEPATH"))
+        new = _steps(command, dict(env, MODULEPATH=":".join(dirs + ([] if directory in dirs else [directory]))), steps)
     return new, {"kind": command[0], "unloaded": loaded, **({"loaded": [load]} if load else {}), "dir": directory,
                  "account": account_changes(env, new), "repeats": _repeats(env, new)}
 
@@ -248,11 +249,6 @@ def _apply(env: dict, changes: "dict[str, str | None]") -> dict:
 
 def _dirs(modulepath: "str | None") -> "list[str]":
     return [d for d in (modulepath or "").split(":") if d]
-
-
-def _with_dir(modulepath: "str | None", directory: str) -> str:
-    entries = _dirs(modulepath)
-    return ":".join(entries + ([directory] if directory not in entries else []))
 
 
 def _marker_dir(paths: Paths, kind: str) -> str:

@@ -175,7 +175,9 @@ def choose_compilers(cache_dir: str, record: dict, env: dict) -> dict:
     if not record.get("nvcc"):
         return {}
     by_var = reads_ccbin_var(cache_dir, record["nvcc"]) if env.get("NVCC_CCBIN") else None
-    if user_choice(env, by_var is not False):
+    # the user's own choice stands; an NVCC_CCBIN this nvcc does not read (11.8) picks nothing for it:
+    # a profile.d script or an earlier switch to 12.x/13.x may have set it for another toolkit
+    if (by_var is not False and env.get("NVCC_CCBIN")) or env.get("CUDAHOSTCXX") or ccbin_in_flags(env):
         return {}
     ceiling = gcc_ceiling(record)[0]
     gcc = which("gcc", env)
@@ -315,10 +317,3 @@ def ccbin_in_flags(env: dict) -> "str | None":
             if head in CCBIN_WORDS:
                 found = joined or (words[i + 1] if i + 1 < len(words) else "") or found
     return found
-
-
-def user_choice(env: dict, reads_var: bool = True) -> bool:
-    """Has the user picked nvcc's host compiler themselves (their choice stands)? An NVCC_CCBIN
-    this nvcc does not read (`reads_var` False: 11.8) picks nothing for it: a profile.d script or
-    an earlier switch to 12.x/13.x may have set it for another toolkit."""
-    return bool((reads_var and env.get("NVCC_CCBIN")) or env.get("CUDAHOSTCXX") or ccbin_in_flags(env))

@@ -54,10 +54,6 @@ def apply_hint(env: "Mapping[str, str]", args: str) -> str:
         shell.eval_hint(args), shell.eval_hint("init " + shell.name))
 
 
-def use_hint(env: "Mapping[str, str]", request: str) -> str:
-    return "use it with: %s" % switch_command(env, "use " + request)
-
-
 def leave_active(env: "Mapping[str, str]", state: dict | None, cwd: str) -> str:
     """What stops this shell using its toolkit, by what made it active: `off` undoes an explicit
     `use`, but a project file or the default applies again at the next prompt."""
