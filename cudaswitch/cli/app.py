@@ -102,12 +102,9 @@ def _no_type_tags() -> None:
     if hasattr(core.TyperArgument, "display_type_rich"):
         core.TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
     if hasattr(core.TyperArgument, "_usage_display_name"):
-        core.TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign, assignment]
-
-
-def _usage_name(argument: Any) -> str:
-    name = argument.display_name_raw if argument.required else "[%s]" % argument.display_name_raw
-    return name + ("..." if argument.nargs != 1 else "")
+        core.TyperArgument._usage_display_name = lambda self: (  # type: ignore[method-assign]
+            (self.display_name_raw if self.required else "[%s]" % self.display_name_raw)
+            + ("..." if self.nargs != 1 else ""))
 
 
 def build(dispatch: "Dispatch") -> typer.Typer:

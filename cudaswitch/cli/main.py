@@ -120,19 +120,13 @@ def boundary(run: "Callable[[], int]", verbose: bool) -> int:
         render.message("cudaswitch: interrupted")
         return 130
     except BrokenPipeError:  # the reader went away (`| head`, `| true`): nothing is left to say to it
-        _drop_stdout()
+        try:  # stdout to /dev/null: the last flush at exit of what is still buffered for the closed
+            null = os.open(os.devnull, os.O_WRONLY)  # pipe then prints no BrokenPipeError of its own
+            os.dup2(null, sys.stdout.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError):
+            pass
         return 141  # what a shell tool killed by SIGPIPE reports
-
-
-def _drop_stdout() -> None:
-    """stdout pointed at /dev/null, so the interpreter's last flush of what is still buffered for
-    the closed pipe does not print a BrokenPipeError of its own at exit."""
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 def _usage_line(exc: "Any") -> int:

@@ -51,10 +51,6 @@ class Opt(_Part):
         self.names, self.dest, self.kind, self._help = tuple(names.split()), dest, kind, help
         self.metavar, self.many, self.complete = metavar, many, complete
 
-    @property
-    def takes_value(self) -> bool:
-        return self.kind in ("str", "float")
-
     def default(self) -> "list | bool | None":
         return [] if self.many else (False if self.kind == "flag" else None)
 
