@@ -5,10 +5,11 @@ parsed is an error naming the file and line; it is never overwritten by a later 
 """
 
 import math
+import os
 
-from cudaswitch import settings
+from cudaswitch import cache, safeio, settings
 from cudaswitch.errors import BadRequest, ConfigError, UsageError
-from cudaswitch.request import SOURCES
+from cudaswitch.request import SOURCES, ToolkitRequest
 from cudaswitch.safeio import Unreadable, parse_toml, read_regular, replace_regular
 from cudaswitch.settings import MAX_TIMEOUT, VERDICT_MODES
 
@@ -50,8 +51,6 @@ def _request(key: str, value: "Any") -> "str | None":
     problem = _text(key, value)
     if problem:
         return problem
-    from cudaswitch.request import ToolkitRequest
-
     try:
         ToolkitRequest.parse(value)
     except BadRequest:
@@ -108,22 +107,18 @@ def _read(paths: "Paths") -> "dict[str, Any]":
     """The file's own keys (no defaults); {} when absent; one-line ConfigError otherwise. Parsed
     once per change of the file (the cache): `global` and the registry read it on every run, and
     tomllib's imports alone are more than a fast command's whole budget."""
-    from cudaswitch import cache, safeio
-
     path = paths.config_file
     return cache.parsed(paths.cache_dir, "config.marshal", (path, safeio.__file__), lambda: _parse(path))
 
 
 def _parse(path: str) -> "dict[str, Any]":
-    from cudaswitch.cache import others_may_change
-
     try:
         data = read_regular(path, MAX_BYTES)
     except FileNotFoundError:
         return {}
     except Unreadable as exc:
         raise ConfigError("%s: cannot read: %s" % (path, exc), "fix or remove the file") from None
-    problem = others_may_change(path)
+    problem = cache.others_may_change(path)
     if problem:  # its toolkits, search roots and python are run: another user's entries would run as us
         raise ConfigError("%s: not read: %s" % (path, problem), "make it and the dirs above it yours alone to write")
     if len(data) > MAX_BYTES:
@@ -203,10 +198,6 @@ def update(paths: "Paths", **changes: object) -> "dict[str, Any]":
     the link's target is replaced in its own directory). A change that changes nothing writes
     nothing: the file's mtime is part of the registry cache's key, so a rewrite costs the next
     command a discovery (`global 12.4` run again by a script, or by a user to be sure)."""
-    import os
-
-    from cudaswitch.cache import make_dir
-
     path, before = paths.config_file, _read(paths)
     data = {key: value for key, value in {**before, **changes}.items() if value is not None}
     _validate(path, data)
@@ -215,7 +206,7 @@ def update(paths: "Paths", **changes: object) -> "dict[str, Any]":
     import tomli_w
 
     try:  # a config.toml that links into a dotfiles repository stays that link
-        make_dir(os.path.dirname(os.path.abspath(path)))  # 0700 whatever the umask, as _parse wants it
+        cache.make_dir(os.path.dirname(os.path.abspath(path)))  # 0700 whatever the umask, as _parse wants it
         replace_regular(path, tomli_w.dumps(data).encode("utf-8"), through_links=True, mode=0o600)
     except OSError as exc:  # a read-only or full filesystem, a FIFO there: the old file is left as it was
         raise ConfigError("cannot write %s: %s" % (path, exc.strerror or exc)) from None

@@ -155,11 +155,9 @@ def _show_merged(merged: dict, count: int, as_json: bool, wide: bool, html: "str
 
 def _skipped(directory: str, names: "list[str]") -> None:
     """One line for what a directory held besides reports: named, so a misplaced report is seen."""
-    from cudaswitch.render import counted
-
     shown = ", ".join(name if name.isprintable() else repr(name) for name in names[:10])
-    render.message("cudaswitch: %s: skipped %s (not *.json files): %s%s"
-                   % (directory, counted(len(names), "entry", "entries"), shown, ", ..." if len(names) > 10 else ""))
+    render.message("cudaswitch: %s: skipped %s (not *.json files): %s%s" % (
+        directory, render.counted(len(names), "entry", "entries"), shown, ", ..." if len(names) > 10 else ""))
 
 
 def _image_lines(result: dict, as_json: bool) -> "list[str]":

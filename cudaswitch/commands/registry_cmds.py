@@ -4,7 +4,7 @@ import os
 
 from cudaswitch import render
 from cudaswitch.commands import load_registry
-from cudaswitch.errors import UsageError
+from cudaswitch.errors import CudaSwitchError, UsageError
 from cudaswitch.paths import Paths
 
 TYPE_CHECKING = False
@@ -21,8 +21,6 @@ def list_(as_json: bool = False, refresh: bool = False, wide: bool = False, runn
     runs = runs_here.verdicts(paths, os.environ, reg["records"])
     if runnable:  # what this driver runs: ok, through minor-version or forward compatibility
         if runs_here.driver_unknown(runs):  # an empty answer would read as "none runs here"
-            from cudaswitch.errors import CudaSwitchError
-
             raise CudaSwitchError("no NVIDIA driver is readable on this host: cannot tell which of the %d "
                                   "toolkits found runs here" % len(reg["records"]), "`cudaswitch list` lists them all")
         keep = [i for i, r in enumerate(reg["records"]) if runs[r["root"]]["runs"] in runs_here.RUNS]
