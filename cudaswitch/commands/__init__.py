@@ -1,5 +1,6 @@
-"""Command handlers: each takes the keyword arguments the command table declares, calls the core
-and renders; the return value is the exit status. None of them imports typer."""
+"""Command handlers: each takes the keyword arguments the command table declares (its help there says
+what the command does), calls the core and renders; the return value is the exit status. None of
+them imports typer."""
 
 import os
 

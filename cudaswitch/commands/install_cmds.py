@@ -21,7 +21,6 @@ def install(request: "str | None" = None, components: "Sequence[str]" = (), sour
             mirror: "str | None" = None, extras: "Sequence[str]" = (), prefix: "str | None" = None,
             modulefile: "str | None" = None, list_releases: bool = False, as_json: bool = False,
             pre: bool = False) -> int:
-    """Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root)."""
     from cudaswitch.install import installer
 
     if list_releases:
@@ -92,7 +91,6 @@ def _list_wheels(paths: "Paths", as_json: bool, pre: bool) -> int:
 
 
 def uninstall(request: str, force: bool = False) -> int:
-    """Remove a toolkit that `cudaswitch install` made (never any other)."""
     from cudaswitch.install import installer
 
     paths, reg = load_registry()
@@ -106,8 +104,6 @@ def uninstall(request: str, force: bool = False) -> int:
 
 
 def facts(as_json: bool = False) -> int:
-    """What cudaswitch knows and how old it is: the newest CUDA release, driver branch, GPU
-    architecture and torch release in its tables, each with source and date."""
     from cudaswitch.install import knownfacts
 
     _show_facts(knownfacts.view(Paths()), as_json)
@@ -115,9 +111,6 @@ def facts(as_json: bool = False) -> int:
 
 
 def facts_refresh(mirror: "str | None" = None, as_json: bool = False) -> int:
-    """Read the redist index `install` reads for releases newer than the shipped driver table and
-    their bundled drivers; cached, shown apart from the shipped facts. Unreachable: one line, and
-    what the cache has."""
     from cudaswitch.install import knownfacts, redist
     from cudaswitch.install.redist_install import configured_base
 

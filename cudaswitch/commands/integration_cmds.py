@@ -14,8 +14,6 @@ if TYPE_CHECKING:
 
 def torch(request: "str | None" = None, driver: "str | None" = None, gpu: "Sequence[str]" = (),
           python: "str | None" = None, as_json: bool = False, node: "str | None" = None) -> int:
-    """Which PyTorch CUDA builds run here (driver, every GPU's arch, the toolkit), newest first, and
-    the pip / uv / conda line for the one to install. Exit 1 when the facts are known and none fits."""
     from cudaswitch.commands.verify_cmds import check_options
     from cudaswitch.verify import torchplan
 
@@ -32,7 +30,6 @@ def torch(request: "str | None" = None, driver: "str | None" = None, gpu: "Seque
 
 
 def kernel_install(request: str, python: "str | None" = None, name: "str | None" = None) -> int:
-    """Write a kernelspec whose env is the switched environment of REQUEST."""
     from cudaswitch.commands.verify_cmds import check_options
     from cudaswitch.errors import CudaSwitchError
     from cudaswitch.integrations import kernels
@@ -63,7 +60,6 @@ def kernel_install(request: str, python: "str | None" = None, name: "str | None"
 
 
 def kernel_list(as_json: bool = False) -> int:
-    """The kernels cudaswitch installed."""
     from cudaswitch.integrations import kernels
 
     items = kernels.listing(dict(os.environ))
@@ -78,7 +74,6 @@ def kernel_list(as_json: bool = False) -> int:
 
 
 def kernel_remove(name: str) -> int:
-    """Remove a kernel cudaswitch installed (others are left alone)."""
     from cudaswitch.integrations import kernels
 
     render.message("cudaswitch: removed %s" % kernels.remove(dict(os.environ), name))

@@ -159,7 +159,6 @@ def current(as_json: bool = False) -> int:
 
 
 def exec_(request: str, cmd: "list[str]") -> int:
-    """Replace this process with CMD in the switched environment."""
     from cudaswitch.switch import decide
 
     command = cmd[1:] if cmd[:1] == ["--"] else cmd
