@@ -106,10 +106,7 @@ class Toolkit:
     def public(self, default: bool = False, active: bool = False) -> dict:
         """The stable JSON shape of `list --json`, plus extra keys (never renamed)."""
         out = {key: self.record.get(key) for key in PUBLIC_KEYS}
-        out["short"] = self.short
-        out["default"] = default
-        out["active"] = active
-        out["origins"] = self.record.get("origins", {})
+        out.update(short=self.short, default=default, active=active, origins=self.record.get("origins", {}))
         out["components"], out["version_json"] = list_components(self.record.get("components", {}),
                                                                   bool(self.record.get("nvcc")))
         return out
