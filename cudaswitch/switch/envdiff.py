@@ -56,10 +56,8 @@ def switch_env(env: dict, record: dict, origin: str, source_file: "str | None" =
     lists = _replaced_lists(base, owner, path_entries(record), record["root"], keep_own)
     scalars = {name: (base.get(name), value) for name, value in _scalar_values(base, record, owner, compilers).items()
                if base.get(name) != value}
-    for name, (_, value) in scalars.items():
-        assign(new, name, value)
-    for name, (_, value, _) in lists.items():
-        assign(new, name, value)
+    for name, entry in {**scalars, **lists}.items():
+        assign(new, name, entry[1])
     state = {"v": STATE_VERSION, "root": record["root"], "version": record["version"],
              "origin": origin, "file": source_file, "scalars": scalars, "lists": lists}
     if modules:
@@ -88,14 +86,14 @@ def _replaced_lists(base: dict, owner: Owner, ours: "dict[str, list[str]]", own_
     chosen toolkit's compat/ dir (cuda-compat's libcuda, put first on purpose for forward
     compatibility on an older driver); with `keep_own`, the chosen toolkit's other entries too."""
     lists = {}
-    compat = os.path.join(os.path.normpath(own_root), "compat")
+    own = os.path.normpath(own_root)
+    compat = os.path.join(own, "compat")
     for name in LISTS:
         before = base.get(name)
         entries = split(before)
         add = ours.get(name, [])
         if name == "PATH" and not entries:  # no PATH or an empty one: the switched shell still runs
             add = add + [d for d in split(os.defpath) if d not in add]  # `ls`; these go at `off` too
-        own = os.path.normpath(own_root)
         kept = [e for e in entries if not owner(e) or os.path.normpath(e) == compat
                 or keep_own and owner(e) == own and e not in add]
         if add or len(kept) != len(entries):
@@ -150,8 +148,7 @@ def diff(old: dict, new: dict) -> dict:
     out = {"set": changed, "unset": removed}
     before = read_state(old) if old.get(STATE_VAR) != new.get(STATE_VAR) else None
     if before and before.get("unexported"):
-        after = read_state(new) or {}
-        still = set(after.get("unexported", ()))
+        still = set((read_state(new) or {}).get("unexported", ()))
         out["unexport"] = [n for n in before["unexported"]
                            if n not in still and n in new and _as_switched(before, old, n)]
     return out
