@@ -9,6 +9,7 @@ import sys
 
 from cudaswitch import render
 from cudaswitch.cli import table
+from cudaswitch.cli.parse import did_you_mean, parse
 from cudaswitch.errors import CudaSwitchError, UsageError
 
 TYPE_CHECKING = False
@@ -48,8 +49,6 @@ def _own_words(command: table.Command, args: "list[str]") -> "list[str]":
     """The words that are cudaswitch's: exec's command line may hold --help or -v of its own."""
     if not any(a.nargs == "rest" for a in command.args):
         return args[:args.index("--")] if "--" in args else args
-    from cudaswitch.cli.parse import parse
-
     try:
         rest = parse(command, args)[command.args[-1].dest]
     except UsageError:
@@ -58,8 +57,6 @@ def _own_words(command: table.Command, args: "list[str]") -> "list[str]":
 
 
 def _run_fast(command: table.Command, args: "list[str]", verbose: bool) -> int:
-    from cudaswitch.cli.parse import parse
-
     try:
         values = parse(command, args)
         values["verbose"] = values["verbose"] or verbose
@@ -83,9 +80,7 @@ def call(command: table.Command, values: "dict[str, Any]") -> int:
 def run_handler(command: table.Command, values: "dict[str, Any]") -> int:
     module, _, function = command.handler.partition(":")
     handler = getattr(__import__(module, fromlist=[function]), function)
-    values = dict(values)
-    values.pop("verbose", None)
-    result = handler(**values)
+    result = handler(**{name: value for name, value in values.items() if name != "verbose"})
     return result if isinstance(result, int) else 0
 
 
@@ -138,8 +133,6 @@ def _usage_line(exc: "Any") -> int:
         render.emit_lines([ctx.get_help()])
         return 0
     where = ctx.command_path if ctx is not None else "cudaswitch"
-    from cudaswitch.cli.parse import did_you_mean
-
     message, sep, options = exc.format_message().partition(" (Possible options: ")  # click's suggestion
     if sep:
         message += did_you_mean(options.rstrip(")").split(", "))
