@@ -9,6 +9,7 @@ import os
 from cudaswitch.switch.standins import is_stand_in
 from cudaswitch import envstate
 from cudaswitch.pathsearch import which
+from cudaswitch.safeio import read_or_none
 from cudaswitch.switch.toolkitdirs import Owner, known_roots
 
 TYPE_CHECKING = False  # typing costs ~12 ms (re, collections, functools) of list; mypy reads this name the same
@@ -33,11 +34,7 @@ def first_nvcc(env: "Env") -> "str | None":
 def wrapped_nvcc(path: str) -> str:
     """The nvcc a small `#!/bin/sh exec /opt/cuda/bin/nvcc "$@"` wrapper runs, else its real path."""
     real = os.path.realpath(path)
-    try:
-        with open(real, "rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return real
+    head = read_or_none(real, 4095) or b""  # safeio's read: a FIFO called nvcc does not hang `current`
     if head.startswith(b"#!") and b"\0" not in head:
         for word in head.replace(b'"', b" ").replace(b"'", b" ").split():
             if word.startswith(b"/") and word.endswith(b"/nvcc") and word != real.encode():

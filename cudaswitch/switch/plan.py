@@ -32,7 +32,7 @@ from cudaswitch import cache
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.paths import Paths
 from cudaswitch.pathsearch import which
-from cudaswitch.safeio import identity_text
+from cudaswitch.safeio import identity_text, read_or_none
 from cudaswitch.switch import envdiff, standins
 from cudaswitch.switch.toolkitdirs import Owner
 from cudaswitch import envstate
@@ -47,6 +47,7 @@ VERSION_TIMEOUT = 10.0
 EXTRA_DIRS = ("/usr/bin",)  # distro packages install gcc-N here even when PATH lacks it
 CCBIN_WORDS = ("-ccbin", "--compiler-bindir")
 MAX_CACHED = 64
+HEADER_MAX = 1 << 20  # crt/host_config.h is about 12 KiB
 
 
 class SwitchPlan:
@@ -223,12 +224,8 @@ def gcc_ceiling(record: dict) -> "tuple[int | None, str | None]":
     """(newest gcc major the toolkit accepts, the host_config.h saying so) or (None, None): N from
     the first `#if __GNUC__ > N` line of the first header that has one."""
     for path in host_config_files(record):
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                lines = handle.read().splitlines()
-        except OSError:
-            continue
-        for line in (line.strip() for line in lines):
+        text = (read_or_none(path, HEADER_MAX) or b"").decode("utf-8", "replace")  # non-blocking, bounded
+        for line in (line.strip() for line in text.splitlines()):
             if line.startswith("#if") and "__GNUC__ >" in line:
                 digits = line.split("__GNUC__ >", 1)[1].strip().split(" ")[0].strip("()")
                 if digits.isdigit():
