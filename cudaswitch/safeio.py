@@ -32,15 +32,14 @@ def open_regular(path: str) -> int:
         raise Unreadable(_reason(exc)) from None
     try:
         mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            return fd
+        problem = ("it is a directory, not a file" if stat.S_ISDIR(mode)
+                   else "not a regular file (a FIFO, socket or device)")
     except OSError as exc:
-        os.close(fd)
-        raise Unreadable(_reason(exc)) from None
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        if stat.S_ISDIR(mode):
-            raise Unreadable("it is a directory, not a file")
-        raise Unreadable("not a regular file (a FIFO, socket or device)")
-    return fd
+        problem = _reason(exc)
+    os.close(fd)
+    raise Unreadable(problem)
 
 
 def read_regular(path: str, limit: int) -> bytes:
