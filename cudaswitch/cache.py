@@ -133,18 +133,18 @@ def _creatable(path: str) -> "str | None":
 
 def _others_write(st: os.stat_result) -> bool:
     """World-writable, or group-writable in a group other than the user's own private one."""
-    return bool(st.st_mode & 0o002 or (st.st_mode & 0o020 and not _own_group(st.st_gid)))
-
-
-def _own_group(gid: int) -> bool:
+    if st.st_mode & 0o002:
+        return True
+    if not st.st_mode & 0o020:
+        return False
     import grp
     import pwd
 
     try:
-        me, group = pwd.getpwuid(os.geteuid()).pw_name, grp.getgrgid(gid)
+        me, group = pwd.getpwuid(os.geteuid()).pw_name, grp.getgrgid(st.st_gid)
     except KeyError:
-        return False
-    return group.gr_name == me and set(group.gr_mem) <= {me}
+        return True
+    return not (group.gr_name == me and set(group.gr_mem) <= {me})
 
 
 def _make_private(directory: str) -> bool:
