@@ -23,16 +23,11 @@ def repaired_path(path: "list[str]", pythonpath: str, cwd: str, safe_path: bool)
     return [entry for entry in kept if entry and (entry not in relative or entry in needed)]
 
 
-def _repair() -> None:
-    try:
-        cwd = os.getcwd()
-    except OSError:  # a working directory removed under us: nothing on sys.path can name it
-        return
-    pythonpath = "" if sys.flags.ignore_environment else os.environ.get("PYTHONPATH", "")
-    sys.path[:] = repaired_path(sys.path, pythonpath, cwd, getattr(sys.flags, "safe_path", False))
-
-
-_repair()
+try:
+    sys.path[:] = repaired_path(sys.path, "" if sys.flags.ignore_environment else os.environ.get("PYTHONPATH", ""),
+                                os.getcwd(), getattr(sys.flags, "safe_path", False))
+except OSError:  # a working directory removed under us: nothing on sys.path can name it
+    pass
 
 from cudaswitch.cli.main import run_program  # noqa: E402  (after the sys.path repair, on purpose)
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 MAX_BYTES = 64 << 20  # the registry of a host with hundreds of toolkits and envs is a few MiB
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+LOOSE = "writable by other users"
 _checked: "dict[str, str]" = {}  # configured dir -> the dir this process uses (one check, one warning)
 
 
@@ -45,16 +46,14 @@ def usable_dir(configured: str) -> str:
 
 
 def _choose(configured: str) -> str:
-    problem = _foreign(configured)
+    problem = private_problem(configured)
     if problem is None:
         return configured
-    if problem == "loose":
-        if _make_private(configured):
-            warn("the cache dir %s was writable by other users: made private and emptied" % configured)
-            return configured
-        problem = "writable by other users"
+    if problem == LOOSE and _make_private(configured):
+        warn("the cache dir %s was writable by other users: made private and emptied" % configured)
+        return configured
     fallback = os.path.join(os.environ.get("TMPDIR") or "/tmp", "cudaswitch-cache-%d" % os.geteuid())
-    if not os.path.isabs(fallback) or _foreign(fallback) is not None:
+    if not os.path.isabs(fallback) or private_problem(fallback) is not None:
         import tempfile
 
         fallback = tempfile.mkdtemp(prefix="cudaswitch-cache-")
@@ -63,9 +62,9 @@ def _choose(configured: str) -> str:
     return fallback
 
 
-def _foreign(directory: str) -> "str | None":
-    """None for a dir of ours nobody else may write, or none there yet; "loose" for ours but
-    writable by others; else why it is not ours."""
+def private_problem(directory: str) -> "str | None":
+    """None for a dir of ours that no other user may change (or none there yet), else why not:
+    LOOSE for one of ours that others may write (it can be made private), else why it is not ours."""
     parent = unsafe_ancestor(directory)
     if parent:
         return "in %s, which other users may change" % parent
@@ -80,7 +79,7 @@ def _foreign(directory: str) -> "str | None":
         return "owned by another user"
     if not stat.S_ISDIR(st.st_mode):
         return "not a directory"
-    return "loose" if st.st_mode & 0o022 else None
+    return LOOSE if st.st_mode & 0o022 else None
 
 
 def unsafe_ancestor(path: str) -> "str | None":
@@ -134,18 +133,18 @@ def _creatable(path: str) -> "str | None":
 
 def _others_write(st: os.stat_result) -> bool:
     """World-writable, or group-writable in a group other than the user's own private one."""
-    return bool(st.st_mode & 0o002 or (st.st_mode & 0o020 and not _own_group(st.st_gid)))
-
-
-def _own_group(gid: int) -> bool:
+    if st.st_mode & 0o002:
+        return True
+    if not st.st_mode & 0o020:
+        return False
     import grp
     import pwd
 
     try:
-        me, group = pwd.getpwuid(os.geteuid()).pw_name, grp.getgrgid(gid)
+        me, group = pwd.getpwuid(os.geteuid()).pw_name, grp.getgrgid(st.st_gid)
     except KeyError:
-        return False
-    return group.gr_name == me and set(group.gr_mem) <= {me}
+        return True
+    return not (group.gr_name == me and set(group.gr_mem) <= {me})
 
 
 def _make_private(directory: str) -> bool:
@@ -163,12 +162,6 @@ def _make_private(directory: str) -> bool:
     except OSError:
         return False
     return True
-
-
-def private_problem(directory: str) -> "str | None":
-    """None for a dir of ours that no other user may change (or none there yet), else why not."""
-    problem = _foreign(directory)
-    return "writable by other users" if problem == "loose" else problem
 
 
 def warn(line: str, level: str = "warning") -> None:

@@ -5,10 +5,11 @@ parsed is an error naming the file and line; it is never overwritten by a later 
 """
 
 import math
+import os
 
-from cudaswitch import settings
-from cudaswitch.errors import BadRequest, ConfigError
-from cudaswitch.request import SOURCES
+from cudaswitch import cache, safeio, settings
+from cudaswitch.errors import BadRequest, ConfigError, UsageError
+from cudaswitch.request import SOURCES, ToolkitRequest
 from cudaswitch.safeio import Unreadable, parse_toml, read_regular, replace_regular
 from cudaswitch.settings import MAX_TIMEOUT, VERDICT_MODES
 
@@ -30,19 +31,8 @@ def _text(key: str, value: "Any") -> "str | None":
 def _strings(key: str, value: "Any") -> "str | None":
     if not isinstance(value, list) or len(value) > 1000:
         return "must be a list of strings"
-    for item in value:
-        problem = _text(key, item)
-        if problem:
-            return "must be a list of non-empty strings (one is %s)" % _kind_in_list(item)
-    return None
-
-
-def _kind_in_list(item: object) -> "str | None":
-    if isinstance(item, str) and "\0" in item:
-        return "a string holding a NUL character"
-    if isinstance(item, str) and len(item) > 4096:
-        return "longer than 4096 characters"
-    return _kind(item)
+    bad = [item for item in value if _text(key, item)]
+    return "must be a list of non-empty strings (one is %s)" % _kind(bad[0]) if bad else None
 
 
 def _timeout(key: str, value: "Any") -> "str | None":
@@ -61,8 +51,6 @@ def _request(key: str, value: "Any") -> "str | None":
     problem = _text(key, value)
     if problem:
         return problem
-    from cudaswitch.request import ToolkitRequest
-
     try:
         ToolkitRequest.parse(value)
     except BadRequest:
@@ -107,6 +95,10 @@ _warned: "set[tuple]" = set()  # (file, key): each unknown key is named once per
 
 
 def _kind(value: object) -> str:
+    if isinstance(value, str) and "\0" in value:
+        return "a string holding a NUL character"
+    if isinstance(value, str) and len(value) > 4096:
+        return "longer than 4096 characters"
     return {bool: "a boolean", int: "a number", float: "a number", str: "an empty string", list: "a list",
             dict: "a table"}.get(type(value), type(value).__name__)
 
@@ -115,22 +107,18 @@ def _read(paths: "Paths") -> "dict[str, Any]":
     """The file's own keys (no defaults); {} when absent; one-line ConfigError otherwise. Parsed
     once per change of the file (the cache): `global` and the registry read it on every run, and
     tomllib's imports alone are more than a fast command's whole budget."""
-    from cudaswitch import cache, safeio
-
     path = paths.config_file
     return cache.parsed(paths.cache_dir, "config.marshal", (path, safeio.__file__), lambda: _parse(path))
 
 
 def _parse(path: str) -> "dict[str, Any]":
-    from cudaswitch.cache import others_may_change
-
     try:
         data = read_regular(path, MAX_BYTES)
     except FileNotFoundError:
         return {}
     except Unreadable as exc:
         raise ConfigError("%s: cannot read: %s" % (path, exc), "fix or remove the file") from None
-    problem = others_may_change(path)
+    problem = cache.others_may_change(path)
     if problem:  # its toolkits, search roots and python are run: another user's entries would run as us
         raise ConfigError("%s: not read: %s" % (path, problem), "make it and the dirs above it yours alone to write")
     if len(data) > MAX_BYTES:
@@ -143,10 +131,7 @@ def _parse(path: str) -> "dict[str, Any]":
 
 def load(paths: "Paths") -> "dict[str, Any]":
     """The config as a dict with defaults filled in; ConfigError names file and key when bad."""
-    data = _read(paths)
-    _validate(paths.config_file, data)
-    _warn_unknown(paths.config_file, data)
-    return {**DEFAULTS, **data}
+    return {**DEFAULTS, **_checked(paths)}
 
 
 def switch_settings(paths: "Paths") -> "dict[str, Any]":
@@ -165,37 +150,34 @@ def unknown_keys(data: "dict[str, Any]") -> "list[str]":
     return [key for key in data if key not in CHECKS]
 
 
-def nearest_key(key: str) -> "str | None":
-    """The known key a typo most likely meant (`loader-path` -> loader_path), else None."""
+def unknown_key_note(key: str) -> str:
+    """The known key a typo most likely meant (`loader-path` -> loader_path), if any."""
     import difflib
 
     close = difflib.get_close_matches(key.replace("-", "_").lower(), list(CHECKS), n=1, cutoff=0.6)
-    return close[0] if close else None
+    return "did you mean %s?" % close[0] if close else "no setting has a name like it"
 
 
-def unknown_key_note(key: str) -> str:
-    nearest = nearest_key(key)
-    return "did you mean %s?" % nearest if nearest else "no setting has a name like it"
-
-
-def _warn_unknown(path: str, data: "dict[str, Any]") -> None:
-    """A typo is a warning, never an error: the hook reads this file at a prompt, which must work."""
+def _checked(paths: "Paths") -> "dict[str, Any]":
+    """The file's own keys, each known one checked (ConfigError names the file and the key), each
+    unknown one named in a warning once per run: a typo is a warning, never an error, since the
+    hook reads this file at a prompt, which must work."""
     from cudaswitch import render
 
+    path, data = paths.config_file, _read(paths)
+    _validate(path, data)
     for key in unknown_keys(data):
         if (path, key) not in _warned:
             _warned.add((path, key))
             render.message("cudaswitch: warning: %s: unknown key %s is ignored (%s)"
                            % (path, ascii(key[:64]), unknown_key_note(key)))
+    return data
 
 
 def effective(paths: "Paths") -> "list[tuple[str, Any, str]]":
     """Every setting in effect and where it came from: [(key, value or None, "config.toml" |
     "default")], known keys first, then the file's unknown ones."""
-    path = paths.config_file
-    own = _read(paths)
-    _validate(path, own)
-    _warn_unknown(path, own)
+    own = _checked(paths)
     rows = [(key, own.get(key, default), "config.toml" if key in own else "default")
             for key, default in EFFECTIVE_DEFAULTS.items()]
     return rows + [(key, own[key], "config.toml") for key in unknown_keys(own)]
@@ -205,7 +187,7 @@ def _validate(path: str, data: "dict[str, Any]") -> None:
     for key, value in data.items():
         check = CHECKS.get(key)
         if check is None:
-            continue  # unknown keys are kept (a newer cudaswitch may know them); load() names them
+            continue  # unknown keys are kept (a newer cudaswitch may know them); _checked() names them
         problem = check(key, value)
         if problem:
             raise ConfigError("%s: %s %s" % (path, key, problem), "fix or remove the key")
@@ -216,25 +198,15 @@ def update(paths: "Paths", **changes: object) -> "dict[str, Any]":
     the link's target is replaced in its own directory). A change that changes nothing writes
     nothing: the file's mtime is part of the registry cache's key, so a rewrite costs the next
     command a discovery (`global 12.4` run again by a script, or by a user to be sure)."""
-    import os
-
-    from cudaswitch.cache import make_dir
-
-    path = paths.config_file
-    data = _read(paths)
-    before = dict(data)
-    for key, value in changes.items():
-        if value is None:
-            data.pop(key, None)
-        else:
-            data[key] = value
+    path, before = paths.config_file, _read(paths)
+    data = {key: value for key, value in {**before, **changes}.items() if value is not None}
     _validate(path, data)
     if data == before and os.path.lexists(path):
         return data
     import tomli_w
 
     try:  # a config.toml that links into a dotfiles repository stays that link
-        make_dir(os.path.dirname(os.path.abspath(path)))  # 0700 whatever the umask, as _parse wants it
+        cache.make_dir(os.path.dirname(os.path.abspath(path)))  # 0700 whatever the umask, as _parse wants it
         replace_regular(path, tomli_w.dumps(data).encode("utf-8"), through_links=True, mode=0o600)
     except OSError as exc:  # a read-only or full filesystem, a FIFO there: the old file is left as it was
         raise ConfigError("cannot write %s: %s" % (path, exc.strerror or exc)) from None
@@ -247,8 +219,6 @@ _LISTS, _NUMBERS, _FLAGS = (_strings, _sources), (_timeout,), (_flag,)
 
 
 def _known(key: str) -> None:
-    from cudaswitch.errors import UsageError
-
     if key not in CHECKS:
         raise UsageError("unknown setting %s (%s)" % (ascii(key[:64]), unknown_key_note(key)),
                          "`cudaswitch config show` lists them")
@@ -257,8 +227,6 @@ def _known(key: str) -> None:
 def typed_value(key: str, text: str) -> "Any":
     """VALUE as config.toml stores it for KEY; a UsageError (one line, exit 2) when KEY is unknown
     or VALUE breaks config.toml's own check for it."""
-    from cudaswitch.errors import UsageError
-
     _known(key)
     check = CHECKS[key]
     value: "Any" = text
@@ -280,10 +248,7 @@ def typed_value(key: str, text: str) -> "Any":
 def get(paths: "Paths", key: str) -> "tuple[Any, str]":
     """(value in effect or None, where it comes from: "config.toml" or "default")."""
     _known(key)
-    for name, value, origin in effective(paths):
-        if name == key:
-            return value, origin
-    return None, "default"
+    return next(((value, origin) for name, value, origin in effective(paths) if name == key), (None, "default"))
 
 
 def unset(paths: "Paths", key: str) -> bool:

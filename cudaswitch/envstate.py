@@ -11,7 +11,7 @@ a list is merged (merged(), below).
 
 import os
 
-from cudaswitch.statecodec import NotAState, decode, encode
+from cudaswitch.statecodec import NotAState, decode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ STATE_VERSION = 2
 # The only variables a state may name: `off` sets what the state says, so a state naming
 # PROMPT_COMMAND, BASH_ENV or PS1 would be code at the next prompt however well it is quoted.
 SCALAR_NAMES = frozenset(SCALARS + FLAG_VARS + COMPILER_VARS)
+NAMES = SCALAR_NAMES | frozenset(LISTS)
 # Who switched: a shell's `use`, a project file, the global default, or a command that judges or
 # freezes what `use` would give (verify, a kernel spec, audit's build) and keeps its state in that env.
 ORIGINS = ("shell", "project", "global", "verify", "kernel", "audit")
@@ -54,11 +55,7 @@ def read_state(env: "Env") -> "dict | None":
         return None
     if isinstance(state, dict) and state.get("v") == 1:
         state = _from_v1(state, env)  # a shell switched by the version before this one
-    if not isinstance(state, dict) or state.get("v") != STATE_VERSION:
-        return None
-    if not _shape_ok(state):
-        return None
-    return state
+    return state if isinstance(state, dict) and state.get("v") == STATE_VERSION and _shape_ok(state) else None
 
 
 def _from_v1(old: dict, env: "Env") -> "dict | None":
@@ -89,20 +86,17 @@ def _shape_ok(state: dict) -> bool:
     or an attacker's is foreign. Names become shell code, so a name is one a switch sets; text
     (a toolkit root may hold any byte a path can) only holds no NUL, which no variable can."""
     lists: "Any" = state.get("lists")  # checked by _entries before its values are read
+    unexported = state.get("unexported", [])
     return (_text(state.get("root"), optional=False) and bool(state["root"]) and _text(state.get("version"))
             and state.get("origin") in ORIGINS and _text(state.get("file"))
             and _entries(state.get("scalars"), SCALAR_NAMES, 2) and _entries(lists, LISTS, 3)
             and all(0 <= ours <= len(split(mine)) for _, mine, ours in lists.values())
-            and _names(state.get("unexported", []), SCALAR_NAMES | set(LISTS))
+            and isinstance(unexported, list) and all(isinstance(n, str) and n in NAMES for n in unexported)
             and _modules_ok(state.get("modules")))
 
 
 def _text(value: object, optional: bool = True) -> bool:
     return (value is None and optional) or (isinstance(value, str) and "\0" not in value)
-
-
-def _names(names: object, allowed: "frozenset[str] | set[str]") -> bool:
-    return isinstance(names, list) and all(isinstance(n, str) and n in allowed for n in names)
 
 
 def _entries(table: object, allowed: "frozenset[str] | tuple[str, ...]", width: int) -> bool:
@@ -134,10 +128,6 @@ def _module_name(name: str) -> bool:
     """A loaded module's name as LOADEDMODULES gives it: never an option to the module command."""
     return (_text(name, False) and bool(name) and not name.startswith("-") and name.isprintable()
             and not any(c.isspace() for c in name))  # printable: it is quoted in notes on a terminal
-
-
-def encode_state(state: dict) -> str:
-    return encode(state)
 
 
 def assign(env: "dict[str, str]", name: str, value: "str | None") -> None:

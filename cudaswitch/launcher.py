@@ -59,7 +59,10 @@ def isolated_program(program: "str | None", paths: "Paths") -> "str | None":
         return program
     first = text.split(b"\n", 1)[0]
     start = _shebang(sys.executable)
-    if _isolating(first) or MARK in text[:1024] or start is None:
+    # -E (or -I, which implies it) among the #! line's options
+    isolating = any(o.startswith(b"-") and not o.startswith(b"--") and (b"E" in o or b"I" in o)
+                    for o in first[2:].split()[1:])
+    if isolating or MARK in text[:1024] or start is None:
         return program
     named = ascii(program).encode()
     wanted = start + MARK + named + b" (with -E; see launcher.py)\n" + BODY.encode() % named
@@ -100,12 +103,6 @@ def _own_file(path: str) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
-
-
-def _isolating(first_line: bytes) -> bool:
-    """Whether a #! line passes Python -E (or -I, which implies it) in its options."""
-    options = first_line[2:].split()[1:]
-    return any(o.startswith(b"-") and not o.startswith(b"--") and (b"E" in o or b"I" in o) for o in options)
 
 
 def _shebang(python: str) -> "bytes | None":

@@ -128,14 +128,12 @@ def link_leaving(tree: str, root: str, limit: int = 200000) -> "str | None":
             seen += 1
             if entry.is_symlink():
                 if not (os.path.realpath(entry.path) + "/").startswith(inside):
-                    return "%s -> %s" % (os.path.relpath(entry.path, tree), _target(entry.path))
+                    try:
+                        target = os.readlink(entry.path)
+                    except OSError:
+                        target = "?"
+                    return "%s -> %s" % (os.path.relpath(entry.path, tree), target)
             elif entry.is_dir(follow_symlinks=False):
                 stack.append(entry.path)
     return None
 
-
-def _target(path: str) -> str:
-    try:
-        return os.readlink(path)
-    except OSError:
-        return "?"

@@ -8,10 +8,11 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 
-def _write(text: str) -> None:
-    """stdout as bytes, the way the environment holds them: a PATH entry that is not UTF-8 reaches
-    Python as a lone surrogate (surrogateescape), which a strict UTF-8 stdout (PYTHONIOENCODING,
-    most desktop locales) refuses with a traceback; os.fsencode gives back the original bytes."""
+def emit_text(text: str) -> None:
+    """Text on stdout exactly as rendered (shell code for `eval`: stdout carries nothing else), as
+    bytes, the way the environment holds them: a PATH entry that is not UTF-8 reaches Python as a
+    lone surrogate (surrogateescape), which a strict UTF-8 stdout (PYTHONIOENCODING, most desktop
+    locales) refuses with a traceback; os.fsencode gives back the original bytes."""
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is None:  # a replaced stdout (a test's capture) takes text
         sys.stdout.write(text)
@@ -42,12 +43,12 @@ def emit_json(data: object, compact: bool = False) -> None:
         text = json.dumps(data, indent=2, ensure_ascii=False)
     else:
         text = json.dumps(data, ensure_ascii=False)
-    _write(escape_surrogates(text) + "\n")
+    emit_json_text(text)
 
 
 def emit_json_text(text: str) -> None:
     """JSON already rendered (one line, non-ASCII as is), written the way emit_json writes."""
-    _write(escape_surrogates(text) + "\n")
+    emit_text(escape_surrogates(text) + "\n")
 
 
 def stdout_is_terminal() -> bool:
@@ -57,13 +58,8 @@ def stdout_is_terminal() -> bool:
         return False
 
 
-def emit_text(text: str) -> None:
-    """Shell code for `eval`, exactly as rendered (stdout carries nothing else)."""
-    _write(text)
-
-
 def emit_lines(lines: "Iterable[str]") -> None:
-    _write("".join(line + "\n" for line in lines))
+    emit_text("".join(line + "\n" for line in lines))
 
 
 # Words that open a line as its label ("FAIL  ", "-> ", "cause: "): continuation lines start under
@@ -76,26 +72,14 @@ PROSE_INDENT = 4
 def emit_prose(lines: "Iterable[str]") -> None:
     """Lines for people (doctor, verify, torch, explain) wrapped at the terminal's width when
     stdout is a terminal, and written whole into a pipe or a file, where a reader (grep, a log)
-    wants one line per item."""
-    width = prose_width()
+    wants one line per item. The width is the terminal's (COLUMNS when set, as a resized terminal says)."""
+    from cudaswitch.tables import terminal_width
+
+    width = terminal_width(minimum=1) if stdout_is_terminal() else None
     if width is None:
         emit_lines(lines)
         return
     emit_lines([part for line in lines for part in wrap_prose(line, width)])
-
-
-def prose_width() -> "int | None":
-    """The terminal's columns (COLUMNS when set, as a resized terminal says), or None off a terminal."""
-    if not stdout_is_terminal():
-        return None
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
-    try:
-        size = os.get_terminal_size(sys.stdout.fileno()).columns
-    except (OSError, ValueError, AttributeError):
-        return None
-    return size or None  # 0: a pty whose size was never set
 
 
 def wrap_prose(line: str, width: int) -> "list[str]":

@@ -104,6 +104,7 @@ def _collect(proc: "Popen[bytes]", timeout: float, on_line: "Callable[[str], obj
              max_output: int) -> "tuple[bytes, bytes, bool]":
     """(stdout, stderr, finished) read until both pipes close and the child exits, or the deadline."""
     import selectors
+    import subprocess
     import time
 
     deadline = time.monotonic() + timeout
@@ -120,7 +121,10 @@ def _collect(proc: "Popen[bytes]", timeout: float, on_line: "Callable[[str], obj
             if now >= deadline or (exited_at is not None and (not selector.get_map() or now - exited_at > EXIT_GRACE)):
                 break
             if not selector.get_map():  # both pipes closed, the child not reaped yet: wait for it,
-                _wait(proc, deadline - now)  # not for a select with nothing to watch
+                try:  # not for a select with nothing to watch
+                    proc.wait(timeout=max(0.0, deadline - now))
+                except subprocess.TimeoutExpired:
+                    pass
                 continue
             for key, _ in selector.select(min(deadline - now, 0.25)):
                 chunk = os.read(key.fd, 65536)
@@ -141,15 +145,6 @@ def _collect(proc: "Popen[bytes]", timeout: float, on_line: "Callable[[str], obj
     out = bytes(buffers[proc.stdout.fileno()])  # type: ignore[union-attr]
     err = bytes(buffers[proc.stderr.fileno()]) if proc.stderr else b""
     return out, err, finished
-
-
-def _wait(proc: "Popen[bytes]", seconds: float) -> None:
-    import subprocess
-
-    try:
-        proc.wait(timeout=max(0.0, seconds))
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def kill_group(proc: "Popen[bytes]") -> None:

@@ -32,15 +32,14 @@ def open_regular(path: str) -> int:
         raise Unreadable(_reason(exc)) from None
     try:
         mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            return fd
+        problem = ("it is a directory, not a file" if stat.S_ISDIR(mode)
+                   else "not a regular file (a FIFO, socket or device)")
     except OSError as exc:
-        os.close(fd)
-        raise Unreadable(_reason(exc)) from None
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        if stat.S_ISDIR(mode):
-            raise Unreadable("it is a directory, not a file")
-        raise Unreadable("not a regular file (a FIFO, socket or device)")
-    return fd
+        problem = _reason(exc)
+    os.close(fd)
+    raise Unreadable(problem)
 
 
 def read_regular(path: str, limit: int) -> bytes:
@@ -198,16 +197,8 @@ class NotReplaceable(OSError):
     An OSError, so a caller that treats a failed write as "not cached" keeps doing so."""
 
 
-def _kind_of(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device",
+         stat.S_IFSOCK: "a socket"}
 
 
 def replace_target(path: str, through_links: bool = False) -> str:
@@ -231,7 +222,8 @@ def replace_target(path: str, through_links: bool = False) -> str:
             return target
     if stat.S_ISREG(st.st_mode):
         return target
-    raise NotReplaceable("%s is %s, not a regular file: not replaced" % (path, _kind_of(st.st_mode)))
+    kind = KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+    raise NotReplaceable("%s is %s, not a regular file: not replaced" % (path, kind))
 
 
 def replace_regular(path: str, data: bytes, through_links: bool = False, mode: "int | None" = None,

@@ -42,20 +42,20 @@ def printable(text: str) -> str:
     return "".join(out)
 
 
-def terminal_width(wide: bool = False, stream: "TextIO | None" = None) -> "int | None":
+def terminal_width(wide: bool = False, stream: "TextIO | None" = None, minimum: int = MIN_WIDTH) -> "int | None":
     """Columns to fit: None (no limit) with --wide or when output is not a terminal and COLUMNS is
-    unset; else COLUMNS, else the terminal's own width."""
+    unset; else COLUMNS, else the terminal's own width; never below `minimum`."""
     if wide:
         return None
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) > 0:
-        return max(int(columns), MIN_WIDTH)
+        return max(int(columns), minimum)
     stream = stream or sys.stdout
     try:
         if stream.isatty():
             size = os.get_terminal_size(stream.fileno()).columns
             # 0: a pty that never had a size set (script, some CI runners): no limit known
-            return max(size, MIN_WIDTH) if size > 0 else None
+            return max(size, minimum) if size > 0 else None
     except (OSError, ValueError, AttributeError):
         pass
     return None

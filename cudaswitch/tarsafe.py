@@ -82,10 +82,6 @@ class _Replay:
         return getattr(self.stream, name)
 
 
-def _name_bytes(text: str) -> int:
-    return len(text.encode("utf-8", "surrogateescape"))
-
-
 class BoundedInfo(tarfile.TarInfo):
     """A TarInfo whose extended headers are checked (as the module says) before tarfile parses
     them. `error` is the exception class raised, with a one-line message."""
@@ -132,7 +128,7 @@ class BoundedInfo(tarfile.TarInfo):
 
     def _checked_names(self, member: "tarfile.TarInfo") -> "tarfile.TarInfo":
         for what, text in (("name", member.name), ("link target", member.linkname)):
-            if len(text) > MAX_NAME // 4 and _name_bytes(text) > MAX_NAME:
-                raise self.error("a member %s of %d bytes (more than %d); refused" % (
-                    what, _name_bytes(text), MAX_NAME))
+            size = len(text.encode("utf-8", "surrogateescape")) if len(text) > MAX_NAME // 4 else 0
+            if size > MAX_NAME:
+                raise self.error("a member %s of %d bytes (more than %d); refused" % (what, size, MAX_NAME))
         return member

@@ -10,7 +10,7 @@ new_record() only, with every key it will ever hold; ToolkitRecord is its type f
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any, TypedDict
+    from typing import TypedDict
 
     Env = Mapping[str, str]  # an environment as os.environ or a switched copy of it
 
@@ -87,7 +87,7 @@ def new_record(root: str, real: str, status: str, problems: "list[str]", *, vers
 
 
 class Toolkit:
-    """Read-only view of a registry record: root, version, sources, components, status."""
+    """Read-only view of a registry record, for renderers: its public JSON."""
 
     __slots__ = ("record",)
 
@@ -99,25 +99,6 @@ class Toolkit:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Toolkit is read-only")
 
-    def __getattr__(self, name: str) -> "Any":
-        try:
-            return self.record[name]  # type: ignore[literal-required]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Toolkit) and self.record["real"] == other.record["real"]
-
-    def __hash__(self) -> int:
-        return hash(self.record["real"])
-
-    def __repr__(self) -> str:
-        return "Toolkit(%s at %s, %s)" % (self.version, self.root, self.status)
-
-    @property
-    def version_tuple(self) -> "tuple[int, ...]":
-        return version_tuple(self.record["version"])
-
     @property
     def short(self) -> str:
         return short_version(self.record["version"])
@@ -125,10 +106,7 @@ class Toolkit:
     def public(self, default: bool = False, active: bool = False) -> dict:
         """The stable JSON shape of `list --json`, plus extra keys (never renamed)."""
         out = {key: self.record.get(key) for key in PUBLIC_KEYS}
-        out["short"] = self.short
-        out["default"] = default
-        out["active"] = active
-        out["origins"] = self.record.get("origins", {})
+        out.update(short=self.short, default=default, active=active, origins=self.record.get("origins", {}))
         out["components"], out["version_json"] = list_components(self.record.get("components", {}),
                                                                   bool(self.record.get("nvcc")))
         return out

@@ -23,38 +23,24 @@ def epilog(command: table.Command) -> str:
     return examples + "\n\n" + table.COMMAND_DOCS
 
 
-def _completer(name: "str | None") -> Optional[Callable[..., List[str]]]:
-    """TAB's values from cli/complete.py's function `name`; `tools` reads the REQUEST typed before."""
-    if name is None:
+def _completer(arg: "table.Arg | table.Opt") -> Optional[Callable[..., List[str]]]:
+    """What TAB offers: the fixed choices, --shell's formats (the shell registry's), a function of
+    cli/complete.py (`tools` reads the REQUEST typed before), else nothing (no file names)."""
+    choices, name = getattr(arg, "choices", None), arg.complete
+    if not (choices or name or arg.dest == "shell"):
         return None
 
     def complete(ctx: typer.Context, incomplete: str) -> List[str]:
         from cudaswitch.cli import complete as values
+        from cudaswitch.switch.shells import FORMATS
 
-        found = values.tools(ctx.params.get("request")) if name == "tools" else getattr(values, name)()
+        if choices or not name:  # fixed choices, or --shell's formats
+            found = choices or FORMATS
+        else:
+            found = values.tools(ctx.params.get("request")) if name == "tools" else getattr(values, name)()
         return [value for value in found if value.startswith(incomplete)]
 
     return complete
-
-
-def _complete_format(incomplete: str) -> List[str]:
-    from cudaswitch.switch.shells import FORMATS
-
-    return [name for name in FORMATS if name.startswith(incomplete)]
-
-
-def _complete_from(choices: "tuple[str, ...]") -> Callable[[str], List[str]]:
-    def complete(incomplete: str) -> List[str]:
-        return [choice for choice in choices if choice.startswith(incomplete)]
-
-    return complete
-
-
-def _completion(arg: table.Arg) -> Optional[Callable[..., List[str]]]:
-    """What TAB offers for a positional: its completer, its fixed choices, else nothing (no file names)."""
-    if arg.choices:
-        return _complete_from(arg.choices)
-    return _completer(arg.complete)
 
 
 def _option_parameter(opt: table.Opt) -> inspect.Parameter:
@@ -67,22 +53,15 @@ def _option_parameter(opt: table.Opt) -> inspect.Parameter:
     else:
         base = float if opt.kind == "float" else str
         annotation, default = (Optional[List[base]], None) if opt.many else (Optional[base], None)  # type: ignore[valid-type]
-    completion: "dict[str, Any]" = {"autocompletion": _complete_format} if opt.dest == "shell" else (
-        {"autocompletion": _completer(opt.complete)} if opt.complete else {})
-    info = typer.Option(default, *names, help=opt.help, metavar=opt.metavar, show_default=False, **completion)
+    info = typer.Option(default, *names, help=opt.help, metavar=opt.metavar, show_default=False,
+                        autocompletion=_completer(opt))
     return inspect.Parameter(opt.dest, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
 
 
 def _argument_parameter(arg: table.Arg) -> inspect.Parameter:
-    completion = _completion(arg)
-    if arg.nargs in ("*", "rest"):
-        annotation: Any = List[str] if arg.nargs == "rest" else Optional[List[str]]
-        info = typer.Argument(... if arg.nargs == "rest" else None, help=arg.help, metavar=arg.name,
-                              show_default=False, autocompletion=completion)
-    else:
-        annotation = str if arg.nargs == 1 else Optional[str]
-        info = typer.Argument(... if arg.nargs == 1 else None, help=arg.help, metavar=arg.name,
-                              show_default=False, autocompletion=completion)
+    annotation: Any = {1: str, "?": Optional[str], "*": Optional[List[str]], "rest": List[str]}[arg.nargs]
+    info = typer.Argument(... if arg.nargs in (1, "rest") else None, help=arg.help, metavar=arg.name,
+                          show_default=False, autocompletion=_completer(arg))
     return inspect.Parameter(arg.dest, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=annotation)
 
 
@@ -123,31 +102,23 @@ def _no_type_tags() -> None:
     if hasattr(core.TyperArgument, "display_type_rich"):
         core.TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
     if hasattr(core.TyperArgument, "_usage_display_name"):
-        core.TyperArgument._usage_display_name = _usage_name  # type: ignore[method-assign, assignment]
-
-
-def _usage_name(argument: Any) -> str:
-    name = argument.display_name_raw if argument.required else "[%s]" % argument.display_name_raw
-    return name + ("..." if argument.nargs != 1 else "")
-
-
-def _completion_protocol() -> None:
-    """typer registers its shells' completion answers (the ones the hook's completion functions
-    speak) only when it adds its own --install-completion option, which we leave out: the hook
-    already carries completion that knows REQUESTs, and a second, weaker one would shadow it."""
-    from typer._completion_classes import completion_init
-
-    completion_init()
+        core.TyperArgument._usage_display_name = lambda self: (  # type: ignore[method-assign]
+            (self.display_name_raw if self.required else "[%s]" % self.display_name_raw)
+            + ("..." if self.nargs != 1 else ""))
 
 
 def build(dispatch: "Dispatch") -> typer.Typer:
     """The app; each command calls dispatch(command, values) with the values the fast parser
     would give its handler."""
+    from typer._completion_classes import completion_init
+
     _no_type_tags()
-    _completion_protocol()
+    # typer registers its shells' completion answers (the ones the hook's completion functions speak)
+    # only when it adds its own --install-completion option, which we leave out: the hook already
+    # carries completion that knows REQUESTs, and a second, weaker one would shadow it.
+    completion_init()
     app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, context_settings=CONTEXT,
-                      rich_markup_mode=None, add_completion=False,
-                      help=APP_HELP)
+                      rich_markup_mode=None, add_completion=False, help=APP_HELP)
 
     @app.callback()
     def _global(verbose: bool = typer.Option(False, "--verbose", "-v", help=table.VERBOSE.help),
@@ -163,16 +134,12 @@ def build(dispatch: "Dispatch") -> typer.Typer:
         if len(command.path) == 1 and command.path[0] not in table.GROUPS:
             _add(app, command, dispatch)
         elif len(command.path) == 2:
-            parent = groups.get(command.path[0]) or _plain_group(app, groups, command.path[0])
-            _add(parent, command, dispatch)
+            name = command.path[0]
+            if name not in groups:  # a group of subcommands only
+                groups[name] = typer.Typer(no_args_is_help=True, help=table.GROUPS[name], context_settings=CONTEXT)
+                app.add_typer(groups[name], name=name)
+            _add(groups[name], command, dispatch)
     return app
-
-
-def _plain_group(app: typer.Typer, groups: "dict[str, typer.Typer]", name: str) -> typer.Typer:
-    group = typer.Typer(no_args_is_help=True, help=table.GROUPS[name], context_settings=CONTEXT)
-    app.add_typer(group, name=name)
-    groups[name] = group
-    return group
 
 
 def _group(app: typer.Typer, command: table.Command, dispatch: "Dispatch") -> typer.Typer:

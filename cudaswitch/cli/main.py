@@ -9,6 +9,7 @@ import sys
 
 from cudaswitch import render
 from cudaswitch.cli import table
+from cudaswitch.cli.parse import did_you_mean, parse
 from cudaswitch.errors import CudaSwitchError, UsageError
 
 TYPE_CHECKING = False
@@ -29,42 +30,25 @@ def main(argv: "Sequence[str] | None" = None) -> int:
         return 130
 
 
-def run_program() -> int:
-    """What the console script, init's launcher and `python -m cudaswitch` run."""
-    return main()
+run_program = main  # what the console script, init's launcher and `python -m cudaswitch` run
 
 
 def _dispatch(argv: "list[str]") -> int:
-    verbose = _leading_verbose(argv)
-    words = argv[len(verbose):]
-    found = table.find(words)
-    if found and found[0].fast and _fast_allowed(found[0], found[1]):
-        return boundary(lambda: _run_fast(found[0], found[1], bool(verbose)), bool(verbose) or _wants_verbose(found))
-    return boundary(lambda: _run_typer(argv), bool(verbose) or _wants_verbose(found))
-
-
-def _leading_verbose(argv: "list[str]") -> "list[str]":
-    taken = []
-    for word in argv:
-        if word not in table.VERBOSE.names:
-            break
-        taken.append(word)
-    return taken
-
-
-def _fast_allowed(command: table.Command, args: "list[str]") -> bool:
-    if os.environ.get(TYPER_ONLY) or os.environ.get(COMPLETION):
-        return False
-    own = _own_words(command, args)
-    return not any(word in HELP for word in own)
+    leading = 0  # -v before the command
+    while leading < len(argv) and argv[leading] in table.VERBOSE.names:
+        leading += 1
+    found = table.find(argv[leading:])
+    verbose = bool(leading) or (found is not None and any(w in table.VERBOSE.names for w in _own_words(*found)))
+    if found and found[0].fast and not (os.environ.get(TYPER_ONLY) or os.environ.get(COMPLETION)
+                                        or any(word in HELP for word in _own_words(*found))):
+        return boundary(lambda: _run_fast(found[0], found[1], bool(leading)), verbose)
+    return boundary(lambda: _run_typer(argv), verbose)
 
 
 def _own_words(command: table.Command, args: "list[str]") -> "list[str]":
     """The words that are cudaswitch's: exec's command line may hold --help or -v of its own."""
     if not any(a.nargs == "rest" for a in command.args):
         return args[:args.index("--")] if "--" in args else args
-    from cudaswitch.cli.parse import parse
-
     try:
         rest = parse(command, args)[command.args[-1].dest]
     except UsageError:
@@ -72,13 +56,7 @@ def _own_words(command: table.Command, args: "list[str]") -> "list[str]":
     return args[:len(args) - len(rest)]
 
 
-def _wants_verbose(found: "tuple[table.Command, list[str]] | None") -> bool:
-    return found is not None and any(word in table.VERBOSE.names for word in _own_words(*found))
-
-
 def _run_fast(command: table.Command, args: "list[str]", verbose: bool) -> int:
-    from cudaswitch.cli.parse import parse
-
     try:
         values = parse(command, args)
         values["verbose"] = values["verbose"] or verbose
@@ -102,9 +80,7 @@ def call(command: table.Command, values: "dict[str, Any]") -> int:
 def run_handler(command: table.Command, values: "dict[str, Any]") -> int:
     module, _, function = command.handler.partition(":")
     handler = getattr(__import__(module, fromlist=[function]), function)
-    values = dict(values)
-    values.pop("verbose", None)
-    result = handler(**values)
+    result = handler(**{name: value for name, value in values.items() if name != "verbose"})
     return result if isinstance(result, int) else 0
 
 
@@ -118,7 +94,9 @@ def _run_typer(argv: "list[str]") -> int:
             return 141  # click's answer to a closed pipe (exit 1): what a tool killed by SIGPIPE says
         raise
     except Exception as exc:
-        if not _is_usage_error(exc):
+        # click's UsageError family and Abort, whether typer uses click or a vendored copy
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        if "Abort" not in names and not ("UsageError" in names and hasattr(exc, "format_message")):
             raise
         return _usage_line(exc)
     return result if isinstance(result, int) else 0
@@ -137,25 +115,13 @@ def boundary(run: "Callable[[], int]", verbose: bool) -> int:
         render.message("cudaswitch: interrupted")
         return 130
     except BrokenPipeError:  # the reader went away (`| head`, `| true`): nothing is left to say to it
-        _drop_stdout()
+        try:  # stdout to /dev/null: the last flush at exit of what is still buffered for the closed
+            null = os.open(os.devnull, os.O_WRONLY)  # pipe then prints no BrokenPipeError of its own
+            os.dup2(null, sys.stdout.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError):
+            pass
         return 141  # what a shell tool killed by SIGPIPE reports
-
-
-def _drop_stdout() -> None:
-    """stdout pointed at /dev/null, so the interpreter's last flush of what is still buffered for
-    the closed pipe does not print a BrokenPipeError of its own at exit."""
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
-def _is_usage_error(exc: BaseException) -> bool:
-    """click's UsageError family and Abort, whether typer uses click or a vendored copy."""
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    return "Abort" in names or ("UsageError" in names and hasattr(exc, "format_message"))
 
 
 def _usage_line(exc: "Any") -> int:
@@ -167,8 +133,6 @@ def _usage_line(exc: "Any") -> int:
         render.emit_lines([ctx.get_help()])
         return 0
     where = ctx.command_path if ctx is not None else "cudaswitch"
-    from cudaswitch.cli.parse import did_you_mean
-
     message, sep, options = exc.format_message().partition(" (Possible options: ")  # click's suggestion
     if sep:
         message += did_you_mean(options.rstrip(")").split(", "))

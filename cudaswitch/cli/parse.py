@@ -11,33 +11,27 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
-    from cudaswitch.cli.table import Arg, Command, Opt
+    from cudaswitch.cli.table import Command
 
 
 def parse(command: "Command", argv: "Iterable[str]") -> "dict[str, Any]":
     """{dest: value} for every argument and option of `command` (defaults filled in)."""
     values = {opt.dest: opt.default() for opt in command.options}
     positionals = []
-    has_rest = _rest_arg(command) is not None
+    has_rest = any(arg.nargs == "rest" for arg in command.args)
     words = list(argv)
     while words:
         word = words.pop(0)
-        if word == "--":
+        if word.startswith("-") and word not in ("-", "--"):
+            _option(command, word, words, values)
+            continue
+        if word != "--":
+            positionals.append(word)
+        if word == "--" or has_rest:  # as click without interspersed args: the first positional ends the options
             positionals.extend(words)
             words = []
-        elif word.startswith("-") and word != "-":
-            _option(command, word, words, values)
-        else:
-            positionals.append(word)
-            if has_rest:  # as click without interspersed args: the first positional ends the options
-                positionals.extend(words)
-                words = []
     values.update(_assign(command, positionals))
     return values
-
-
-def _rest_arg(command: "Command") -> "Arg | None":
-    return next((arg for arg in command.args if arg.nargs == "rest"), None)
 
 
 def _option(command: "Command", word: str, words: "list[str]", values: "dict[str, Any]") -> None:
@@ -49,7 +43,7 @@ def _option(command: "Command", word: str, words: "list[str]", values: "dict[str
 
         names = [n for o in command.options for n in o.names if n.startswith("--")]
         raise UsageError("No such option: %s" % name + did_you_mean(difflib.get_close_matches(name, names)))
-    if not opt.takes_value:
+    if opt.kind not in ("str", "float"):  # a flag
         if eq:
             raise UsageError("Option '%s' does not take a value." % name)
         values[opt.dest] = not (opt.kind == "tristate" and name.startswith("--no-"))
@@ -58,20 +52,14 @@ def _option(command: "Command", word: str, words: "list[str]", values: "dict[str
         if not words:
             raise UsageError("Option '%s' requires an argument." % name)
         inline = words.pop(0)
-    value = _convert(opt, name, inline)
+    try:
+        value: "str | float" = float(inline) if opt.kind == "float" else inline
+    except ValueError:
+        raise UsageError("Invalid value for '%s': %r is not a valid float." % (name, inline)) from None
     if opt.many:
         values[opt.dest].append(value)
     else:
         values[opt.dest] = value
-
-
-def _convert(opt: "Opt", name: str, text: str) -> "str | float":
-    if opt.kind != "float":
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError("Invalid value for '%s': %r is not a valid float." % (name, text)) from None
 
 
 def _assign(command: "Command", positionals: "list[str]") -> "dict[str, Any]":

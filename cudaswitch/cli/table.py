@@ -22,31 +22,25 @@ DOCS = "More: `cudaswitch COMMAND --help` for each command; the README for the w
 COMMAND_DOCS = "More: `cudaswitch --help` lists every command; the README has the whole guide."
 
 
-def _resolved(value: "Any") -> "Any":
-    """A table value as written, or what its function gives: the shell registry's names are read
-    when a command needs them, so the commands that take no shell never import it."""
-    return value() if callable(value) else value
-
-
 def _shells() -> "ModuleType":
     from cudaswitch.switch import shells
 
     return shells
 
 
-def _format_help() -> str:
-    return "Output format: %s (default: the parent shell)." % _shells().listed(_shells().FORMATS)
+class _Part:
+    """An option or argument: help texts (and init's choices) may be functions, called when read, so
+    the commands that take no shell never import the shell registry."""
+
+    __slots__ = ()
+    _help: "Any"
+
+    @property
+    def help(self) -> "str | None":
+        return self._help() if callable(self._help) else self._help
 
 
-def _init_choices() -> "tuple[str, ...]":
-    return _shells().SHELLS + ("direnv",)
-
-
-def _init_help() -> str:
-    return ", ".join(_shells().SHELLS) + ", or direnv (the `use cuda` function for direnvrc)."
-
-
-class Opt:
+class Opt(_Part):
     """One option. kind: flag (bool), tristate (--x/--no-x, None when absent), str, float;
     many=True collects every occurrence (and comma lists stay the handler's business)."""
 
@@ -57,19 +51,11 @@ class Opt:
         self.names, self.dest, self.kind, self._help = tuple(names.split()), dest, kind, help
         self.metavar, self.many, self.complete = metavar, many, complete
 
-    @property
-    def help(self) -> "str | None":
-        return _resolved(self._help)
-
-    @property
-    def takes_value(self) -> bool:
-        return self.kind in ("str", "float")
-
     def default(self) -> "list | bool | None":
         return [] if self.many else (False if self.kind == "flag" else None)
 
 
-class Arg:
+class Arg(_Part):
     """One positional. nargs: 1 (required), "?" (optional), "*" (any number), "rest" (a command
     line: everything from the first positional after the others, options included). complete: what
     TAB offers (a function of cli/complete.py); REQUESTs offer the cached toolkits' requests."""
@@ -82,12 +68,8 @@ class Arg:
         self.complete = complete or ("requests" if name == "REQUEST" else None)
 
     @property
-    def help(self) -> "str | None":
-        return _resolved(self._help)
-
-    @property
     def choices(self) -> "tuple[str, ...] | None":
-        return _resolved(self._choices)
+        return self._choices() if callable(self._choices) else self._choices
 
     @property
     def dest(self) -> str:
@@ -108,16 +90,14 @@ class Command:
         return " ".join(self.path)
 
     def option(self, word: str) -> "Opt | None":
-        for opt in self.options:
-            if word in opt.names:
-                return opt
-        return None
+        return next((opt for opt in self.options if word in opt.names), None)
 
 
 # Accepted before the command and among any command's own options, on both paths.
 VERBOSE = Opt("--verbose -v", "verbose", "flag", "Show the full traceback on errors.")
 JSON = Opt("--json", "as_json", "flag", "Print the result as JSON on stdout.")
-SHELL = Opt("--shell", "shell", "str", _format_help, metavar="SHELL")
+SHELL = Opt("--shell", "shell", "str", lambda: "Output format: %s (default: the parent shell)."
+            % _shells().listed(_shells().FORMATS), metavar="SHELL")
 PYTHON = Opt("--python", "python", "str", PYTHON_HELP, metavar="PY")
 TIMEOUT = Opt("--timeout", "timeout", "float", TIMEOUT_HELP, metavar="SECONDS")
 WIDE = Opt("--wide", "wide", "flag", "Every value whole: no shortened roots, whatever the width.")
@@ -162,7 +142,8 @@ COMMANDS = (
             options=(SHELL,), examples=("cudaswitch hook-env --shell bash",)),
     Command("init", "cudaswitch.commands.switch_cmds:init", fast=True,
             help="Print the hook to load from the shell's rc file.",
-            args=(Arg("SHELL", _init_help, choices=_init_choices),),
+            args=(Arg("SHELL", lambda: ", ".join(_shells().SHELLS) + ", or direnv (the `use cuda` function for "
+                      "direnvrc).", choices=lambda: _shells().SHELLS + ("direnv",)),),
             examples=('eval "$(cudaswitch init bash)"   # in ~/.bashrc', "cudaswitch init fish | source",
                       "cudaswitch init direnv >> ~/.config/direnv/direnvrc")),
     Command("direnv-use", "cudaswitch.commands.integration_cmds:direnv_use", fast=True, hidden=True,

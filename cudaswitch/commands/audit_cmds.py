@@ -17,7 +17,6 @@ def audit(as_json: bool = False, compact: bool = False, root: "str | None" = Non
           allow_exec: bool = False, progress: "bool | None" = None, wide: bool = False, image: "str | None" = None,
           driver: "str | None" = None, gpu: "Sequence[str]" = (), expect: "str | None" = None,
           html: "str | None" = None) -> int:
-    """Which toolkits this host (or image) has, which work, and which the driver supports."""
     if expect is not None:
         if image or root or driver or gpu:
             raise UsageError("--expect checks this node's policy", "drop --image, --root, --driver and --gpu")
@@ -95,8 +94,6 @@ def _audit_image(image: str, driver: "str | None", gpu: "Sequence[str]", as_json
 def merge(file: "list[str] | None", as_json: bool = False, strict: bool = False, wide: bool = False,
           nodes: "str | None" = None, require: "Sequence[str]" = (), same: "Sequence[str]" = (),
           html: "str | None" = None, image: "str | None" = None) -> int:
-    """Merge many hosts' reports and the skew between them; a report that cannot be read is named
-    on stderr and the rest still merge."""
     from cudaswitch.audit import merge as audit_merge
     from cudaswitch.audit import skew as cluster_skew
 
@@ -155,11 +152,9 @@ def _show_merged(merged: dict, count: int, as_json: bool, wide: bool, html: "str
 
 def _skipped(directory: str, names: "list[str]") -> None:
     """One line for what a directory held besides reports: named, so a misplaced report is seen."""
-    from cudaswitch.render import counted
-
     shown = ", ".join(name if name.isprintable() else repr(name) for name in names[:10])
-    render.message("cudaswitch: %s: skipped %s (not *.json files): %s%s"
-                   % (directory, counted(len(names), "entry", "entries"), shown, ", ..." if len(names) > 10 else ""))
+    render.message("cudaswitch: %s: skipped %s (not *.json files): %s%s" % (
+        directory, render.counted(len(names), "entry", "entries"), shown, ", ..." if len(names) > 10 else ""))
 
 
 def _image_lines(result: dict, as_json: bool) -> "list[str]":

@@ -2,31 +2,26 @@
 
 import os
 
-from cudaswitch import render
+from cudaswitch import envstate, render
+from cudaswitch.commands import load_registry
 from cudaswitch.errors import UsageError
-from cudaswitch import envstate
+from cudaswitch.paths import Paths
+from cudaswitch.toolkit import short_version
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from cudaswitch.paths import Paths
 
 
 def _split(values: "Sequence[str] | None") -> "list[str]":
     return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
 
 
-def _size(num: float) -> str:
-    return render.iec_size(num)
-
-
 def install(request: "str | None" = None, components: "Sequence[str]" = (), source: "str | None" = None,
             mirror: "str | None" = None, extras: "Sequence[str]" = (), prefix: "str | None" = None,
             modulefile: "str | None" = None, list_releases: bool = False, as_json: bool = False,
             pre: bool = False) -> int:
-    """Install a CUDA toolkit, nvcc included, into cudaswitch's data dir (no root)."""
     from cudaswitch.install import installer
-    from cudaswitch.paths import Paths
 
     if list_releases:
         return _list_command(source, mirror, as_json, pre)
@@ -39,7 +34,7 @@ def install(request: "str | None" = None, components: "Sequence[str]" = (), sour
     name = result.get("name") or result["version"]
     if result.get("installed"):
         render.message("installed CUDA %s at %s (%s, %.1f s)" % (
-            name, result["root"], _size(result["size_bytes"]), result["seconds"]))
+            name, result["root"], render.iec_size(result["size_bytes"]), result["seconds"]))
     else:
         render.message("CUDA %s is already installed at %s" % (name, result["root"]))
     for note in result["notes"]:
@@ -47,15 +42,14 @@ def install(request: "str | None" = None, components: "Sequence[str]" = (), sour
     for path in result.get("modulefiles") or []:
         render.message("wrote modulefile %s" % path)
     if result["nvcc"]:
-        from cudaswitch.switch.shells import hints
+        from cudaswitch.switch.shells.hints import switch_command
 
-        render.message(hints.use_hint(os.environ, "managed:" + _short(result["version"])))
+        render.message("use it with: " + switch_command(os.environ, "use managed:" + short_version(result["version"])))
     return 0
 
 
 def _list_command(source: "str | None", mirror: "str | None", as_json: bool, pre: bool) -> int:
     from cudaswitch.install import redist_install, redist_list
-    from cudaswitch.paths import Paths
 
     paths = Paths()
     if redist_install.choose_source(paths, "latest", source or "redist", mirror) == "pypi":
@@ -96,18 +90,10 @@ def _list_wheels(paths: "Paths", as_json: bool, pre: bool) -> int:
     return 0
 
 
-def _short(version: str) -> str:
-    return ".".join(version.split(".")[:2])
-
-
 def uninstall(request: str, force: bool = False) -> int:
-    """Remove a toolkit that `cudaswitch install` made (never any other)."""
     from cudaswitch.install import installer
-    from cudaswitch.registry import discover
-    from cudaswitch.paths import Paths
 
-    paths = Paths()
-    reg = discover.load(paths, dict(os.environ))
+    paths, reg = load_registry()
     result = installer.uninstall(paths, os.environ, reg, request, force)
     render.message("removed CUDA %s from %s" % (result["name"], result["root"]))
     if result["was_active"]:
@@ -118,22 +104,15 @@ def uninstall(request: str, force: bool = False) -> int:
 
 
 def facts(as_json: bool = False) -> int:
-    """What cudaswitch knows and how old it is: the newest CUDA release, driver branch, GPU
-    architecture and torch release in its tables, each with source and date."""
     from cudaswitch.install import knownfacts
-    from cudaswitch.paths import Paths
 
     _show_facts(knownfacts.view(Paths()), as_json)
     return 0
 
 
 def facts_refresh(mirror: "str | None" = None, as_json: bool = False) -> int:
-    """Read the redist index `install` reads for releases newer than the shipped driver table and
-    their bundled drivers; cached, shown apart from the shipped facts. Unreachable: one line, and
-    what the cache has."""
     from cudaswitch.install import knownfacts, redist
     from cudaswitch.install.redist_install import configured_base
-    from cudaswitch.paths import Paths
 
     paths = Paths()
     base = configured_base(paths, mirror) or redist.NVIDIA_CUDA

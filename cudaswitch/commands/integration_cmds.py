@@ -3,30 +3,22 @@
 import os
 
 from cudaswitch import render
+from cudaswitch.commands import load_registry, registry_loader
+from cudaswitch.paths import Paths
+from cudaswitch.toolkit import short_version
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from cudaswitch.paths import Paths
-
-
-def _paths_and_loader() -> "tuple[Paths, Callable[[], dict]]":
-    from cudaswitch.registry import discover
-    from cudaswitch.paths import Paths
-
-    paths = Paths()
-    return paths, lambda: discover.load(paths, dict(os.environ))
+    from collections.abc import Sequence
 
 
 def torch(request: "str | None" = None, driver: "str | None" = None, gpu: "Sequence[str]" = (),
           python: "str | None" = None, as_json: bool = False, node: "str | None" = None) -> int:
-    """Which PyTorch CUDA builds run here (driver, every GPU's arch, the toolkit), newest first, and
-    the pip / uv / conda line for the one to install. Exit 1 when the facts are known and none fits."""
     from cudaswitch.commands.verify_cmds import check_options
     from cudaswitch.verify import torchplan
 
     check_options(python)
-    paths, load_registry = _paths_and_loader()
+    paths, load_registry = registry_loader()
     result = torchplan.gather(paths, load_registry, dict(os.environ), request, driver, gpu, python,
                               node=node)
     if as_json:
@@ -38,49 +30,36 @@ def torch(request: "str | None" = None, driver: "str | None" = None, gpu: "Seque
 
 
 def kernel_install(request: str, python: "str | None" = None, name: "str | None" = None) -> int:
-    """Write a kernelspec whose env is the switched environment of REQUEST."""
     from cudaswitch.commands.verify_cmds import check_options
+    from cudaswitch.errors import CudaSwitchError
     from cudaswitch.integrations import kernels
+    from cudaswitch.registry.resolve import resolve
+    from cudaswitch.switch.decide import switch_plan
+    from cudaswitch.verify.quick import verdict_for_use
+    from cudaswitch.verify.runner import find_python
 
     check_options(python)
     if name is not None:  # refused before any toolkit or Python is asked
         kernels.check_name(name)
-    paths, load_registry = _paths_and_loader()
-    record, spec, level, line = _kernel_spec(paths, load_registry(), request, python)
-    target = kernels.install(dict(os.environ), kernels.check_name(name or "cuda-" + _short(record)), spec)
-    render.message("cudaswitch: " + line)
-    render.emit_lines([target])
-    return 0
-
-
-def _kernel_spec(paths: "Paths", reg: dict, request: str, python: "str | None") -> "tuple[dict, dict, str, str]":
-    from cudaswitch.integrations import kernels
-    from cudaswitch.switch.decide import switch_plan
-    from cudaswitch.registry.resolve import resolve
-    from cudaswitch.verify.quick import verdict_for_use
-    from cudaswitch.verify.runner import find_python
-
+    paths, reg = load_registry()
     env = dict(os.environ)
     record = resolve(reg, request)
     new_env = switch_plan(reg, env, record, "kernel", paths=paths).env  # what `use` would give
     chosen = find_python(new_env, python)
     if not chosen:
-        from cudaswitch.errors import CudaSwitchError
-
         raise CudaSwitchError("no python3 on the switched PATH", "give --python")
     chosen = os.path.abspath(chosen)
     new_env["PATH"] = kernels.kernel_path(new_env.get("PATH", ""), chosen)
     kernels.check_python(chosen, new_env)
-    level, line = verdict_for_use(paths, record, new_env)
-    return record, kernels.spec_for(record, request, chosen, env, new_env, line), level, line
-
-
-def _short(record: dict) -> str:
-    return ".".join(record["version"].split(".")[:2])
+    line = verdict_for_use(paths, record, new_env)[1]
+    spec = kernels.spec_for(record, request, chosen, env, new_env, line)
+    target = kernels.install(env, kernels.check_name(name or "cuda-" + short_version(record["version"])), spec)
+    render.message("cudaswitch: " + line)
+    render.emit_lines([target])
+    return 0
 
 
 def kernel_list(as_json: bool = False) -> int:
-    """The kernels cudaswitch installed."""
     from cudaswitch.integrations import kernels
 
     items = kernels.listing(dict(os.environ))
@@ -95,7 +74,6 @@ def kernel_list(as_json: bool = False) -> int:
 
 
 def kernel_remove(name: str) -> int:
-    """Remove a kernel cudaswitch installed (others are left alone)."""
     from cudaswitch.integrations import kernels
 
     render.message("cudaswitch: removed %s" % kernels.remove(dict(os.environ), name))
@@ -106,7 +84,6 @@ def direnv_use(words: "list[str]") -> int:
     """What `use cuda REQUEST` in an .envrc runs: bash code on stdout, the verdict on stderr."""
     from cudaswitch.commands.switch_cmds import environ, report_switch
     from cudaswitch.integrations import direnv
-    from cudaswitch.paths import Paths
     from cudaswitch.switch.shells import bash
 
     paths, env = Paths(), environ()

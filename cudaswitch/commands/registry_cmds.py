@@ -3,33 +3,24 @@
 import os
 
 from cudaswitch import render
-from cudaswitch.errors import UsageError
+from cudaswitch.commands import load_registry
+from cudaswitch.errors import CudaSwitchError, UsageError
+from cudaswitch.paths import Paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
-    from cudaswitch.paths import Paths
-
-
-def _context(refresh: bool = False) -> "tuple[Paths, dict]":
-    from cudaswitch.registry import discover
-    from cudaswitch.paths import Paths
-
-    paths = Paths()
-    return paths, discover.load(paths, dict(os.environ), refresh=refresh)
 
 
 def list_(as_json: bool = False, refresh: bool = False, wide: bool = False, runnable: bool = False) -> int:
     from cudaswitch.switch.lookup import Lookup, list_items, list_json_text
     from cudaswitch.verify import runs_here
 
-    paths, reg = _context(refresh)
+    paths, reg = load_registry(refresh)
     runs = runs_here.verdicts(paths, os.environ, reg["records"])
     if runnable:  # what this driver runs: ok, through minor-version or forward compatibility
         if runs_here.driver_unknown(runs):  # an empty answer would read as "none runs here"
-            from cudaswitch.errors import CudaSwitchError
-
             raise CudaSwitchError("no NVIDIA driver is readable on this host: cannot tell which of the %d "
                                   "toolkits found runs here" % len(reg["records"]), "`cudaswitch list` lists them all")
         keep = [i for i, r in enumerate(reg["records"]) if runs[r["root"]]["runs"] in runs_here.RUNS]
@@ -73,7 +64,7 @@ def _partial_picks(reg: dict, runs: dict) -> dict:
 def which(request: "str | None" = None, tool: "str | None" = None) -> int:
     from cudaswitch.switch.lookup import Lookup, which as which_path
 
-    _, reg = _context()
+    _, reg = load_registry()
     render.emit_lines([which_path(Lookup(reg, os.environ), request, tool)])
     return 0
 
@@ -113,18 +104,15 @@ def global_(request: "str | None" = None, unset: bool = False) -> int:
     _request_or_unset(request, unset)
     if request is None and not unset:
         from cudaswitch import config
-        from cudaswitch.paths import Paths
 
         path = Paths().config_file
         return _shown(config.get(Paths(), "default")[0], path, "no default toolkit is set in " + path)
-    paths, reg = _context()
+    paths, reg = load_registry()
     render.message(set_global(paths, Lookup(reg, os.environ), request))
     return 0
 
 
 def config_path() -> int:
-    from cudaswitch.paths import Paths
-
     render.emit_lines([Paths().config_file])
     return 0
 
@@ -133,7 +121,6 @@ def config_get(key: str) -> int:
     """The value in effect on stdout (a list comma-separated, as `config set` takes it); where it
     comes from on stderr."""
     from cudaswitch import config
-    from cudaswitch.paths import Paths
 
     value, origin = config.get(Paths(), key)
     if value is None:
@@ -154,7 +141,6 @@ def _plain(value: object) -> str:
 
 def config_set(key: str, value: str) -> int:
     from cudaswitch import config
-    from cudaswitch.paths import Paths
 
     paths = Paths()
     typed = config.typed_value(key, value)
@@ -165,7 +151,6 @@ def config_set(key: str, value: str) -> int:
 
 def config_unset(key: str) -> int:
     from cudaswitch import config
-    from cudaswitch.paths import Paths
 
     paths = Paths()
     if config.unset(paths, key):
@@ -179,7 +164,6 @@ def config_show(as_json: bool = False) -> int:
     """Every setting in effect and where it came from (config.toml or the default); as TOML (what
     the file would say, each line's origin in a comment) for people, or JSON."""
     from cudaswitch import config
-    from cudaswitch.paths import Paths
 
     paths = Paths()
     rows = config.effective(paths)
@@ -205,15 +189,12 @@ def _setting_lines(config: "ModuleType", rows: "list[tuple[str, Any, str]]") -> 
             continue
         note = origin if key in config.CHECKS else "%s: unknown key, ignored (%s)" % (
             origin, config.unknown_key_note(key))
-        if _is_table(value):  # a [table] takes every key after it: last, its note above it
+        if isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value)):
+            # a [table] takes every key after it: last, its note above it
             tables += ["# %s" % note] + tomli_w.dumps({key: value}).strip().splitlines()
         else:
             lines.append("%-40s # %s" % (_toml_line(tomli_w, key, value), note))
     return lines + tables
-
-
-def _is_table(value: object) -> bool:
-    return isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value))
 
 
 def _toml_line(tomli_w: "ModuleType", key: str, value: object) -> str:

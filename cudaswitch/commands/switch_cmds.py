@@ -5,17 +5,11 @@ import sys
 
 from cudaswitch import render
 from cudaswitch.errors import CudaSwitchError, UsageError
+from cudaswitch.paths import Paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from cudaswitch.paths import Paths
-
-
-def _paths() -> "Paths":
-    from cudaswitch.paths import Paths
-
-    return Paths()
 
 
 def environ() -> "dict[str, str]":
@@ -51,7 +45,7 @@ def use(request: str, shell: "str | None" = None, no_verify: bool = False, stric
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
-    paths, env = _paths(), environ()
+    paths, env = Paths(), environ()
     reg = decide.load(paths, env)
     switch = decide.use(reg, env, request, driver_runs=_driver_runs(paths, env, reg))
     again = _rerun_with_path(request, shell, no_verify, strict)
@@ -129,7 +123,7 @@ def hook_env(shell: "str | None" = None) -> int:
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
-    paths, env = _paths(), environ()
+    paths, env = Paths(), environ()
     loaded: "dict[str, dict]" = {}
 
     def load() -> dict:  # the registry once: the driver's verdicts below are over the same records
@@ -148,34 +142,29 @@ def hook_env(shell: "str | None" = None) -> int:
 def current(as_json: bool = False) -> int:
     from cudaswitch.switch import decide
 
-    paths, env = _paths(), environ()
+    paths, env = Paths(), environ()
     info = decide.current(lambda: decide.load(paths, env), env, os.getcwd())
     if as_json:
         render.emit_json(info, compact=True)
+    elif info.get("pending"):  # a pin this shell has not applied: the hints say why (imported only then)
+        from cudaswitch.switch.active import lines
+        from cudaswitch.switch.shells.hints import not_applied_note
+
+        render.emit_lines(lines(info, not_applied_note(env)))
     else:
         from cudaswitch.switch.active import lines
 
-        render.emit_lines(lines(info, **_pending_note(info, env)))
+        render.emit_lines(lines(info))
     return 0
 
 
-def _pending_note(info: dict, env: dict) -> dict:
-    """The note on a pin this shell has not applied, when there is one (the hints import only then)."""
-    if not info.get("pending"):
-        return {}
-    from cudaswitch.switch.shells.hints import not_applied_note
-
-    return {"pending_note": not_applied_note(env)}
-
-
 def exec_(request: str, cmd: "list[str]") -> int:
-    """Replace this process with CMD in the switched environment."""
     from cudaswitch.switch import decide
 
     command = cmd[1:] if cmd[:1] == ["--"] else cmd
     if not command:
         raise UsageError("give the command to run: cudaswitch exec REQUEST -- CMD [ARGS...]")
-    paths, env = _paths(), environ()
+    paths, env = Paths(), environ()
     new = decide.use(decide.load(paths, env), env, request).env
     sys.stdout.flush()
     try:
@@ -192,7 +181,6 @@ def init(shell: str) -> int:
     before cudaswitch reads it, and that would leak into every `use`), started with Python's -E
     (launcher.py: the hook runs it inside repositories)."""
     from cudaswitch.launcher import isolated_program
-    from cudaswitch.paths import Paths
 
     program = isolated_program(_own_program(), Paths())
     if shell == "direnv":  # not a shell hook: the `use_cuda` function for direnvrc

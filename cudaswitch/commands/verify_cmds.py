@@ -3,27 +3,7 @@
 import os
 
 from cudaswitch import render
-
-TYPE_CHECKING = False  # no typing import for a command's start; mypy reads this name the same
-if TYPE_CHECKING:
-    from cudaswitch.paths import Paths
-
-
-def _context() -> "tuple[Paths, dict]":
-    from cudaswitch.registry import discover
-    from cudaswitch.paths import Paths
-
-    paths = Paths()
-    return paths, discover.load(paths, dict(os.environ))
-
-
-def _record(reg: dict, request: "str | None") -> dict:
-    from cudaswitch.switch.lookup import Lookup
-    from cudaswitch.registry.resolve import resolve
-
-    if request in (None, "current"):
-        return Lookup(reg, os.environ).current()
-    return resolve(reg, request)
+from cudaswitch.commands import load_registry
 
 
 def _module_to_load(record: dict, request: "str | None") -> "str | None":
@@ -71,11 +51,12 @@ def verify(request: "str | None" = None, python: "str | None" = None, compile_: 
     """Judge the environment `use REQUEST` would give this shell: the same switch plan, origin
     included, so the report's "environment" is what `use --shell json` prints."""
     from cudaswitch.switch.decide import switch_plan
+    from cudaswitch.switch.lookup import Lookup
     from cudaswitch.verify.toolkitreport import verify_toolkit
 
     check_options(python, timeout)
-    paths, reg = _context()
-    record = _record(reg, request)
+    paths, reg = load_registry()
+    record = Lookup(reg, os.environ).current(request)
     env = dict(os.environ)
     switch = switch_plan(reg, env, record, "shell", load_module=_module_to_load(record, request), paths=paths)
     report = verify_toolkit(paths, reg, record, switch.env, python=python, smoke_compile=compile_, timeout=timeout,
@@ -90,7 +71,7 @@ def doctor(as_json: bool = False, python: "str | None" = None, timeout: "float |
     from cudaswitch.verify.doctor import doctor as run_doctor
 
     check_options(python, timeout)
-    paths, reg = _context()
+    paths, reg = load_registry()
     report = run_doctor(paths, reg, dict(os.environ), python=python, timeout=timeout, collective=collective)
     _emit(report, as_json, group_key="layer")
     return _exit_code(report)
@@ -112,7 +93,7 @@ def explain(text: "str | None" = None, as_json: bool = False, python: "str | Non
 
     check_options(python, timeout)
     text = text_to_explain(text, sys.stdin, render.message)
-    paths, reg = _context()
+    paths, reg = load_registry()
     result = run_explain(text, paths, reg, dict(os.environ), python=python, timeout=timeout)
     if as_json:
         render.emit_json(result)

@@ -9,6 +9,7 @@ import os
 from cudaswitch.switch.standins import is_stand_in
 from cudaswitch import envstate
 from cudaswitch.pathsearch import which
+from cudaswitch.safeio import read_or_none
 from cudaswitch.switch.toolkitdirs import Owner, known_roots
 
 TYPE_CHECKING = False  # typing costs ~12 ms (re, collections, functools) of list; mypy reads this name the same
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 
 MODULE_PACKAGES = ("cuda", "cudatoolkit", "cuda-toolkit", "nvhpc-cuda")
 SYSTEM_BIN_DIRS = ("/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/usr/local/sbin")
+WHY = {"conda": "conda env %s", "project": "project %s", "module": "module %s", "hand-set": "hand-set %s",
+       "system": "system default"}  # how `current` names each reason a toolkit is there
 
 
 def first_nvcc(env: "Env") -> "str | None":
@@ -31,11 +34,7 @@ def first_nvcc(env: "Env") -> "str | None":
 def wrapped_nvcc(path: str) -> str:
     """The nvcc a small `#!/bin/sh exec /opt/cuda/bin/nvcc "$@"` wrapper runs, else its real path."""
     real = os.path.realpath(path)
-    try:
-        with open(real, "rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return real
+    head = read_or_none(real, 4095) or b""  # safeio's read: a FIFO called nvcc does not hang `current`
     if head.startswith(b"#!") and b"\0" not in head:
         for word in head.replace(b'"', b" ").replace(b"'", b" ").split():
             if word.startswith(b"/") and word.endswith(b"/nvcc") and word != real.encode():
@@ -89,7 +88,9 @@ class Facts:
         root = nvcc_root(self.owner, self.env, path)
         record = self.records["nvcc"] = self.record_for(root)  # a view dir (conda toolkits) is a known root
         root = record["root"] if record else root
-        return self._fact("nvcc", path, root, record, self._why_path(path, root, record))
+        system = ("system", path) if os.path.dirname(path) in SYSTEM_BIN_DIRS else ("hand-set", "PATH")
+        return self._fact("nvcc", path, root, record,
+                          self._why_switched(record) or self._why_outside(root, record) or system)
 
     def cuda_home(self) -> "dict | None":
         value = self.env.get("CUDA_HOME")
@@ -109,9 +110,8 @@ class Facts:
                 "reason": reason, "detail": detail}
 
     def _why_switched(self, record: "dict | None") -> "tuple[str, str | None] | None":
-        state = self.state
-        if state and record and state["root"] == record["root"]:
-            return state["origin"], state.get("file")
+        if self.state and record and self.state["root"] == record["root"]:
+            return self.state["origin"], self.state.get("file")
         return None
 
     def _why_outside(self, root: "str | None", record: "dict | None") -> "tuple[str, str] | None":
@@ -124,14 +124,6 @@ class Facts:
             return "conda", self.env.get("CONDA_DEFAULT_ENV") or os.path.basename(prefix)
         return None
 
-    def _why_path(self, path: str, root: "str | None", record: "dict | None") -> "tuple[str, str | None]":
-        why = self._why_switched(record) or self._why_outside(root, record)
-        if why:
-            return why
-        if os.path.dirname(path) in SYSTEM_BIN_DIRS:
-            return "system", path
-        return "hand-set", "PATH"
-
     def _why_scalar(self, name: str, value: str, root: "str | None", record: "dict | None") -> "tuple[str, str | None]":
         state = self.state
         if state and state["scalars"].get(name, (None, None))[1] == value:
@@ -139,7 +131,6 @@ class Facts:
         if state and name not in state["scalars"] and self._why_switched(record):
             return state["origin"], state.get("file")  # it already named the toolkit switched to
         return self._why_outside(root, record) or ("hand-set", name)
-
 
     def primary(self) -> "tuple[dict | None, dict | None, dict | None]":
         """(nvcc fact, CUDA_HOME fact, the fact that says which toolkit is used): the first nvcc on
@@ -180,15 +171,10 @@ def describe(reg: dict, env: "Env") -> dict:
 def why_text(fact: dict) -> str:
     """`shell`, `project FILE`, `module cuda/12.9`, `conda env NAME`, `hand-set PATH`, `system default`."""
     reason, detail = fact["reason"], fact.get("detail")
-    if reason == "conda":
-        return "conda env %s" % detail
-    if reason in ("project", "module") and detail:
-        return "%s %s" % (reason, detail)
-    if reason == "hand-set":
-        return "hand-set %s" % detail
-    if reason == "system":
-        return "system default"
-    return reason
+    if reason in ("project", "module") and not detail:
+        return reason
+    form = WHY.get(reason, reason)
+    return form % detail if "%s" in form else form
 
 
 def lines(info: dict, pending_note: str = "not applied in this shell (is the hook loaded?)") -> "list[str]":

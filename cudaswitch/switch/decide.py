@@ -5,15 +5,15 @@ from cudaswitch.switch import envdiff
 from cudaswitch.registry import discover
 from cudaswitch.switch.plan import SwitchPlan, none_foreign, plan
 from cudaswitch.switch.toolkitdirs import known_roots
-from cudaswitch.errors import CudaSwitchError
+from cudaswitch.errors import CudaSwitchError, inert
+from cudaswitch.paths import Paths
 from cudaswitch.request import ToolkitRequest, choose
-from cudaswitch import envstate
+from cudaswitch.toolkit import short_version
+from cudaswitch import envstate, render
 
 TYPE_CHECKING = False  # typing's own costs an import on every `use`; mypy reads this name the same
 if TYPE_CHECKING:
     from typing import Callable, Optional, Tuple
-
-    from cudaswitch.paths import Paths
 
     DriverRuns = Optional[Callable[[dict], Tuple[bool, str]]]
 
@@ -32,11 +32,7 @@ def find_record(reg: dict, request: ToolkitRequest, driver_runs: "DriverRuns" = 
         from cudaswitch.registry.resolve import not_found
 
         raise not_found(reg, request)
-    for record in passed_over if say else ():
-        from cudaswitch import render
-
-        from cudaswitch.errors import inert  # versions and roots are read from the host's files
-
+    for record in passed_over if say else ():  # inert: versions and roots are read from the host's files
         render.message(inert("cudaswitch: %s is newer but %s; chose %s (`use %s` selects it anyway)"
                               % (record["version"], _why_passed_over(record, driver_runs), found["version"],
                                  record["root"])))
@@ -80,26 +76,19 @@ def notes(switch: SwitchPlan) -> "list[str]":
     state = switch.state
     out = []
     if switch.stand_ins:
+        version, short = switch.record["version"], short_version(switch.record["version"]) or "?"
         out.append("CUDA %s has no %s: another toolkit's copies on PATH stay unused (a stand-in says so); a "
-                   "complete %s: `cudaswitch install %s`" % (switch.record["version"], ", ".join(switch.stand_ins),
-                                                            _short(switch.record), _short(switch.record)))
+                   "complete %s: `cudaswitch install %s`" % (version, ", ".join(switch.stand_ins), short, short))
     if state.get("modules"):
         from cudaswitch.switch import modswitch
 
         out.append(modswitch.swap_note(state["modules"]))
-    flags = [n for n in envstate.FLAG_VARS if n in state["scalars"] and _took_dirs(*state["scalars"][n])]
+    # the flag variables the switch took words out of (not only put a -ccbin word in front of)
+    flags = [n for n, (before, value) in state["scalars"].items() if n in envstate.FLAG_VARS
+             and (envstate.without_added_ccbin(before, value, value) or "") != (before or "")]
     if flags:
         out.append("took other toolkits' -I/-L dirs out of %s (`off` puts them back)" % ", ".join(flags))
     return out
-
-
-def _short(record: dict) -> str:
-    return ".".join((record.get("version") or "?").split(".")[:2])
-
-
-def _took_dirs(before: "str | None", value: str) -> bool:
-    """Did the switch take words out of a flag variable (not only put a -ccbin word in front)?"""
-    return (envstate.without_added_ccbin(before, value, value) or "") != (before or "")
 
 
 def restored(env: dict) -> dict:
@@ -107,32 +96,23 @@ def restored(env: dict) -> dict:
     user unloaded, purged or replaced them meanwhile."""
     state = envstate.read_state(env)
     base = envstate.pristine(env, state)
-    if state and state.get("modules"):
+    if not state:
+        return base
+    if state.get("modules"):
         from cudaswitch.switch import modswitch
 
         base = modswitch.back(base, state["modules"])
-    if not state:
-        return base
-
-    def roots() -> "list[str]":
-        from cudaswitch.paths import Paths
-
-        return known_roots(load(Paths(env), env))
-
-    return none_foreign(env, base, state, roots)
+    return none_foreign(env, base, state, lambda: known_roots(load(Paths(env), env)))
 
 
 def off_notes(env: dict) -> "list[str]":
     """What `off` does with the modules `use` swapped out: loads them again, or says why not."""
-    state = envstate.read_state(env)
-    if not (state and state.get("modules")):
+    modules = (envstate.read_state(env) or {}).get("modules")
+    if not modules:
         return []
     from cudaswitch.switch import modswitch
 
-    info = modswitch.valid(state["modules"])
-    if not info:
-        return []
-    return [modswitch.off_note(info, env)]
+    return [modswitch.off_note(modules, env)]
 
 
 class Restore:
@@ -179,10 +159,9 @@ def hook_env(reg_loader: "Callable[[], dict]", env: dict, cwd: str,
     reg = reg_loader()
     if reg.get("default_request"):
         default = next((r for r in reg["records"] if r["real"] == reg["default_real"]), None)
-        if default and not (state and state["origin"] == "global" and state["root"] == default["root"]):
-            return default, switch_plan(reg, env, default, "global")
         if default:
-            return default, None
+            same = state and state["origin"] == "global" and state["root"] == default["root"]
+            return default, None if same else switch_plan(reg, env, default, "global")
     return None, off(env)
 
 

@@ -1,23 +1,17 @@
-"""The environment a switch produces, and the reversible diff kept in the shell to undo it.
+"""The environment a switch produces, and the diff a shell applies to get there.
 
 A switch replaces whatever CUDA the shell had: every entry of another toolkit leaves the path lists
 (rc-file exports, a module's leftovers, /usr/local/cuda itself), and the scalars that name a
-toolkit name the new one. State lives in one variable (CUDASWITCH_STATE, marshal + base64: both
-built in, no json import on the fast path; read back by statecodec's bounded reader, as data that
-anyone who can set a variable chooses). For each variable it touched it keeps the value before and
-the value it set. Variables the shell had without exporting them are named in the state and given
-back unexported. Undoing gives back the value before, byte-exact, where the variable still
-holds what cudaswitch set; where the user changed it since, a scalar keeps the user's value and a
-list is merged: the user's entries stay where they put them, cudaswitch's go, and the entries it
-had removed come back at their old place.
+toolkit name the new one. What it replaced is kept in CUDASWITCH_STATE (envstate.py says how `off`
+reads it back, byte-exact, and keeps what the user changed since); variables the shell had without
+exporting them are named there and given back unexported.
 """
 
 import os
 
-from cudaswitch.envstate import (
-    FLAG_VARS, LISTS, SCALARS, STATE_VAR, STATE_VERSION, assign, encode_state, in_front, pristine, read_state,
-    split as _split,
-)
+from cudaswitch.envstate import (FLAG_VARS, LISTS, SCALARS, STATE_VAR, STATE_VERSION, assign, in_front, pristine,
+                                 read_state, split)
+from cudaswitch.statecodec import encode
 from cudaswitch.switch.toolkitdirs import Owner
 
 # Set for the program only, by the hook's functions (and bash.rerun): the variables the shell had
@@ -62,10 +56,8 @@ def switch_env(env: dict, record: dict, origin: str, source_file: "str | None" =
     lists = _replaced_lists(base, owner, path_entries(record), record["root"], keep_own)
     scalars = {name: (base.get(name), value) for name, value in _scalar_values(base, record, owner, compilers).items()
                if base.get(name) != value}
-    for name, (_, value) in scalars.items():
-        assign(new, name, value)
-    for name, (_, value, _) in lists.items():
-        assign(new, name, value)
+    for name, entry in {**scalars, **lists}.items():
+        assign(new, name, entry[1])
     state = {"v": STATE_VERSION, "root": record["root"], "version": record["version"],
              "origin": origin, "file": source_file, "scalars": scalars, "lists": lists}
     if modules:
@@ -73,7 +65,7 @@ def switch_env(env: dict, record: dict, origin: str, source_file: "str | None" =
     unexported = _unexported(env, set(scalars) | set(lists))
     if unexported:
         state["unexported"] = unexported
-    new[STATE_VAR] = encode_state(state)
+    new[STATE_VAR] = encode(state)
     return new, state
 
 
@@ -94,14 +86,14 @@ def _replaced_lists(base: dict, owner: Owner, ours: "dict[str, list[str]]", own_
     chosen toolkit's compat/ dir (cuda-compat's libcuda, put first on purpose for forward
     compatibility on an older driver); with `keep_own`, the chosen toolkit's other entries too."""
     lists = {}
-    compat = os.path.join(os.path.normpath(own_root), "compat")
+    own = os.path.normpath(own_root)
+    compat = os.path.join(own, "compat")
     for name in LISTS:
         before = base.get(name)
-        entries = _split(before)
+        entries = split(before)
         add = ours.get(name, [])
         if name == "PATH" and not entries:  # no PATH or an empty one: the switched shell still runs
-            add = add + [d for d in _split(os.defpath) if d not in add]  # `ls`; these go at `off` too
-        own = os.path.normpath(own_root)
+            add = add + [d for d in split(os.defpath) if d not in add]  # `ls`; these go at `off` too
         kept = [e for e in entries if not owner(e) or os.path.normpath(e) == compat
                 or keep_own and owner(e) == own and e not in add]
         if add or len(kept) != len(entries):
@@ -156,8 +148,7 @@ def diff(old: dict, new: dict) -> dict:
     out = {"set": changed, "unset": removed}
     before = read_state(old) if old.get(STATE_VAR) != new.get(STATE_VAR) else None
     if before and before.get("unexported"):
-        after = read_state(new) or {}
-        still = set(after.get("unexported", ()))
+        still = set((read_state(new) or {}).get("unexported", ()))
         out["unexport"] = [n for n in before["unexported"]
                            if n not in still and n in new and _as_switched(before, old, n)]
     return out

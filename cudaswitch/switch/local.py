@@ -21,13 +21,19 @@ FILE = ".cudaversion"
 def set_local(request: str, unset: bool) -> str:
     """What `local REQUEST` / `local --unset` did, in one line."""
     path = os.path.join(os.getcwd(), FILE)
+    if unset and not os.path.lexists(path):
+        return "no %s here; nothing removed" % path
+    _refuse_unless_file(path)
     if unset:
-        return _unset(path)
+        try:
+            os.unlink(path)
+        except OSError as exc:
+            raise CudaSwitchError("cannot remove %s: %s" % (path, exc.strerror or exc)) from None
+        return "removed %s" % path
     from cudaswitch.switch import projectfile
     from cudaswitch.registry import discover
     from cudaswitch.registry.resolve import resolve
 
-    _refuse_unless_file(path)
     parsed = projectfile.parse_request(path, request)
     record = resolve(discover.load(Paths(), dict(os.environ)), parsed)
     try:
@@ -44,17 +50,6 @@ def _incomplete(record: "AnyRecord") -> str:
     if record.get("status") == "ok":
         return ""
     return "; it is %s: %s" % (record.get("status") or "incomplete", "; ".join(record.get("problems") or ()))
-
-
-def _unset(path: str) -> str:
-    if not os.path.lexists(path):
-        return "no %s here; nothing removed" % path
-    _refuse_unless_file(path)
-    try:
-        os.unlink(path)
-    except OSError as exc:
-        raise CudaSwitchError("cannot remove %s: %s" % (path, exc.strerror or exc)) from None
-    return "removed %s" % path
 
 
 def _refuse_unless_file(path: str) -> None:

@@ -59,8 +59,11 @@ class Lookup:
         """The record a request selects; ToolkitNotFound naming every source searched."""
         return resolve(self.data, request)
 
-    def current(self) -> dict:
-        """The toolkit in effect without a request: the active one, else the default."""
+    def current(self, request: "str | None" = None) -> dict:
+        """The toolkit `request` selects; without one (or with `current`), the toolkit in effect: the
+        active one, else the default."""
+        if request not in (None, "current"):
+            return self.resolve(request)
         found = self.active() or self.default()
         if found:
             return found
@@ -92,17 +95,13 @@ def list_json_text(registry: Lookup, runs: "dict | None" = None, picks: "dict | 
     return "[%s]" % ", ".join('%s, %s"picked_by": [%s], "default": %s, "active": %s}' % (
         text, runs[record["root"]]["json"] + ", " if record["root"] in runs else "",
         ", ".join('"%s"' % p for p in picks.get(record["root"], ())),  # digits or "latest": nothing to escape
-        _json_bool(registry.is_default(record)), _json_bool(registry.is_active(record)))
+        str(registry.is_default(record)).lower(), str(registry.is_active(record)).lower())
         for text, record in zip(registry.data["list_json"], registry.records))
-
-
-def _json_bool(value: bool) -> str:
-    return "true" if value else "false"
 
 
 def which(registry: Lookup, request: "str | None" = None, tool: "str | None" = None) -> str:
     """The root of the requested (else the current) toolkit, or the path of `tool` in it."""
-    record = registry.current() if request is None or request == "current" else registry.resolve(request)
+    record = registry.current(request)
     if tool is None:
         return record["root"]
     if "/" in tool or tool in (".", ".."):

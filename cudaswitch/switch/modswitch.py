@@ -36,6 +36,7 @@ variables alone.
 import os
 
 from cudaswitch.cache import read_private, write_file
+from cudaswitch.envstate import assign
 from cudaswitch.switch.active import loaded_cuda_modules
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.paths import Paths
@@ -106,17 +107,18 @@ def away(paths: Paths, env: dict, load: "str | None" = None) -> "tuple[dict, dic
         raise CudaSwitchError("%s is loaded, but no module command is reachable to unload it" % loaded[0],
                               "run `module unload %s` first" % loaded[0])
     if load:
-        new = _loaded(command, env, loaded, load)
-        return new, {"kind": command[0], "unloaded": loaded, "loaded": [load], "dir": "",
-                     "account": account_changes(env, new), "repeats": _repeats(env, new)}
-    directory = _marker_dir(paths, command[0])
-    new = dict(env)
-    new["MODULEPATH"] = _with_dir(env.get("MODULEPATH"), directory)
-    steps = [["switch", loaded[0], MARKER]] if len(loaded) == 1 else [["unload", *loaded], ["load", MARKER]]
-    for args in steps:
-        new = _apply(new, _run(command, args, new))
-    return new, {"kind": command[0], "unloaded": loaded, "dir": directory, "account": account_changes(env, new),
-                 "repeats": _repeats(env, new)}
+        new, directory = _steps(command, env, ([["unload", *loaded]] if loaded else []) + [["load", load]]), ""
+        if load not in loaded_cuda_modules(new):
+            raise CudaSwitchError("module load %s did not load it (LOADEDMODULES: %s)"
+                                  % (load, new.get("LOADEDMODULES")),
+                                  "`module load %s` shows the module system's own error" % load)
+    else:
+        directory = _marker_dir(paths, command[0])
+        steps = [["switch", loaded[0], MARKER]] if len(loaded) == 1 else [["unload", *loaded], ["load", MARKER]]
+        dirs = _dirs(env.get("MODULEPATH"))
+        new = _steps(command, dict(env, MODULEPATH=":".join(dirs + ([] if directory in dirs else [directory]))), steps)
+    return new, {"kind": command[0], "unloaded": loaded, **({"loaded": [load]} if load else {}), "dir": directory,
+                 "account": account_changes(env, new), "repeats": _repeats(env, new)}
 
 
 def _repeats(before: dict, after: dict) -> "dict[str, str]":
@@ -124,22 +126,6 @@ def _repeats(before: dict, after: dict) -> "dict[str, str]":
     changed: Lmod keeps one of each, and `off` gives the list back as the user had it."""
     return {n: v for n, v in before.items() if after.get(n) != v and ":" in v and len(set(v.split(":"))) <
             v.count(":") + 1}
-
-
-def _once(value: str) -> str:
-    """A path list as Lmod leaves it: each entry once, where it first appears."""
-    return ":".join(dict.fromkeys(value.split(":")))
-
-
-def _loaded(command: "tuple[str, list[str]]", env: dict, loaded: "list[str]", load: str) -> dict:
-    """env after `module unload` of the CUDA modules there and `module load` of `load`."""
-    new = dict(env)
-    for args in ([["unload", *loaded]] if loaded else []) + [["load", load]]:
-        new = _apply(new, _run(command, args, new))
-    if load not in loaded_cuda_modules(new):
-        raise CudaSwitchError("module load %s did not load it (LOADEDMODULES: %s)" % (load, new.get("LOADEDMODULES")),
-                              "`module load %s` shows the module system's own error" % load)
-    return new
 
 
 def account_names(*envs: dict) -> "list[str]":
@@ -155,29 +141,17 @@ def account_changes(before: dict, after: dict) -> "dict[str, list]":
 
 
 def valid(info: object) -> "dict | None":
-    """The module record of a state as away() wrote it, else None (a foreign state reloads nothing).
-    An account that is not one (a state of an older release, or edited) is dropped: `off` then
-    leaves the module system's own variables as its reload sets them."""
-    if not isinstance(info, dict):
+    """The module record of a state (its shape is checked as the state is read, envstate), without
+    an account that is not one (a state of an older release, or edited): `off` then leaves the
+    module system's own variables as its reload sets them. None for no record."""
+    if not isinstance(info, dict) or not info:
         return None
-    unloaded, loaded = info.get("unloaded"), info.get("loaded")
-    if loaded is not None and not (isinstance(loaded, list) and len(loaded) == 1 and isinstance(loaded[0], str)):
-        return None
-    if not (isinstance(unloaded, list) and (unloaded or loaded) and all(isinstance(m, str) for m in unloaded)
-            and isinstance(info.get("dir"), str)):
-        return None
-    if "account" in info and not _valid_account(info["account"]):
-        return {k: v for k, v in info.items() if k != "account"}
-    return info
-
-
-def _valid_account(account: object) -> bool:
-    def value(v: object) -> bool:
-        return v is None or isinstance(v, str)
-
-    return isinstance(account, dict) and all(
-        isinstance(n, str) and (n in ACCOUNT_NAMES or n.startswith(ACCOUNT_PREFIXES)) and isinstance(pair, list)
-        and len(pair) == 2 and value(pair[0]) and value(pair[1]) for n, pair in account.items())
+    account = info.get("account", {})
+    if isinstance(account, dict) and all(
+            isinstance(n, str) and (n in ACCOUNT_NAMES or n.startswith(ACCOUNT_PREFIXES)) and isinstance(pair, list)
+            and len(pair) == 2 and all(v is None or isinstance(v, str) for v in pair) for n, pair in account.items()):
+        return info
+    return {k: v for k, v in info.items() if k != "account"}
 
 
 def back(env: dict, info: object) -> dict:
@@ -187,10 +161,8 @@ def back(env: dict, info: object) -> dict:
     info = valid(info)
     if not info:
         return env
-    new = dict(env)
     reloaded = in_place(info, env)
-    if reloaded:
-        new = _undone(info, new)
+    new = _undone(info, env) if reloaded else dict(env)
     if info["dir"]:
         entries = [d for d in (new.get("MODULEPATH") or "").split(":") if d != info["dir"]]
         if entries or new.get("MODULEPATH") is not None:
@@ -200,7 +172,8 @@ def back(env: dict, info: object) -> dict:
         new = _account_restored(env, new, info["account"])
     repeats = info.get("repeats") if reloaded and sealed else None
     for name, before in (repeats if isinstance(repeats, dict) else {}).items():
-        if isinstance(before, str) and new.get(name) == _once(before):  # only the repeats differ: put them back
+        # Lmod keeps each entry once, where it first appears: when only the repeats differ, they come back
+        if isinstance(before, str) and new.get(name) == ":".join(dict.fromkeys(before.split(":"))):
             new[name] = before
     return new
 
@@ -214,12 +187,8 @@ def _undone(info: dict, env: dict) -> dict:
     if command is None:
         raise CudaSwitchError("cannot unload %s: no module command is reachable" % ours)
     first, rest = (info["unloaded"] or [None])[0], info["unloaded"][1:]
-    hint = "`module unload %s`, then `cudaswitch off` restores the rest without it" % ours
-    steps = [["switch", ours, first]] if first else [["unload", ours]]
-    new = env
-    for args in steps + ([["load", *rest]] if rest else []):
-        new = _apply(new, _run(command, args, new, hint))
-    return new
+    steps = ([["switch", ours, first]] if first else [["unload", ours]]) + ([["load", *rest]] if rest else [])
+    return _steps(command, env, steps, "`module unload %s`, then `cudaswitch off` restores the rest without it" % ours)
 
 
 def swap_note(info: dict) -> str:
@@ -256,43 +225,30 @@ def _account_restored(at_off: dict, new: dict, account: "dict[str, list]") -> di
     have = set(_dirs(at_off.get("MODULEPATH"))) | set(_dirs(new.get("MODULEPATH")))
     if not set(_dirs(account.get("MODULEPATH", [None])[0])) <= have:
         return new
-    restored = dict(new)
-    for name in account_names(at_off, new):
-        value = account[name][0] if name in account else at_off.get(name)
-        if value is None:
-            restored.pop(name, None)
-        else:
-            restored[name] = value
-    return restored
+    return _apply(new, {n: account[n][0] if n in account else at_off.get(n) for n in account_names(at_off, new)})
 
 
-def _run(command: "tuple[str, list[str]]", args: "list[str]", env: dict,
-         hint: "str | None" = None) -> "dict[str, str | None]":
+def _steps(command: "tuple[str, list[str]]", env: dict, steps: "list[list[str]]", hint: "str | None" = None) -> dict:
+    """env after the module system ran `module ARGS` for each ARGS of `steps`, in turn."""
     from cudaswitch.registry.sources import modules
 
-    try:
-        return modules.run_module(command, args, env, TIMEOUT)
-    except OSError as exc:
-        raise CudaSwitchError("module %s failed: %s" % (" ".join(args), exc), hint) from None
+    for args in steps:
+        try:
+            env = _apply(env, modules.run_module(command, args, env, TIMEOUT))
+        except OSError as exc:
+            raise CudaSwitchError("module %s failed: %s" % (" ".join(args), exc), hint) from None
+    return env
 
 
 def _apply(env: dict, changes: "dict[str, str | None]") -> dict:
     new = dict(env)
     for name, value in changes.items():
-        if value is None:
-            new.pop(name, None)
-        else:
-            new[name] = value
+        assign(new, name, value)
     return new
 
 
 def _dirs(modulepath: "str | None") -> "list[str]":
     return [d for d in (modulepath or "").split(":") if d]
-
-
-def _with_dir(modulepath: "str | None", directory: str) -> str:
-    entries = _dirs(modulepath)
-    return ":".join(entries + ([directory] if directory not in entries else []))
 
 
 def _marker_dir(paths: Paths, kind: str) -> str:

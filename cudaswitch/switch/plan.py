@@ -32,7 +32,7 @@ from cudaswitch import cache
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.paths import Paths
 from cudaswitch.pathsearch import which
-from cudaswitch.safeio import identity_text
+from cudaswitch.safeio import identity_text, read_or_none
 from cudaswitch.switch import envdiff, standins
 from cudaswitch.switch.toolkitdirs import Owner
 from cudaswitch import envstate
@@ -40,12 +40,14 @@ from cudaswitch import envstate
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
 VERSIONS_FILE = "compilers.marshal"
 VERSION_TIMEOUT = 10.0
 EXTRA_DIRS = ("/usr/bin",)  # distro packages install gcc-N here even when PATH lacks it
 CCBIN_WORDS = ("-ccbin", "--compiler-bindir")
 MAX_CACHED = 64
+HEADER_MAX = 1 << 20  # crt/host_config.h is about 12 KiB
 
 
 class SwitchPlan:
@@ -82,6 +84,8 @@ def plan(env: dict, record: dict, origin: str, known_roots: "list[str] | tuple[s
     (envstate.ORIGINS); `known_roots`: the roots the registry knows (toolkitdirs.known_roots), taken
     off the paths whole; `source_file`: the project file that asked, for the hook; `load_module`:
     the module `use module:X` loads through the module system (see modswitch)."""
+    from cudaswitch.config import switch_settings  # `current` imports this module too, and reads no config
+
     entries = envdiff.path_entries(record)
     if any(os.pathsep in d for d in entries["PATH"] + entries["LD_LIBRARY_PATH"]):
         raise CudaSwitchError("%s cannot go on PATH: its path holds %r" % (record["root"], os.pathsep))
@@ -92,7 +96,8 @@ def plan(env: dict, record: dict, origin: str, known_roots: "list[str] | tuple[s
         base = none_foreign(env, base, state, lambda: list(known_roots))
     base, modules = _modules_swapped(paths, base, state, load_module)
     compilers = choose_compilers(paths.cache_dir, record, base)
-    on_path = record if _loader_path(paths) else dict(record, lib_dirs=[], env_lib=[])
+    # config's `loader_path`: whether the toolkit's lib dirs go on LD_LIBRARY_PATH
+    on_path = record if switch_settings(paths)["loader_path"] else dict(record, lib_dirs=[], env_lib=[])
     new = envdiff.switch_env(env, on_path, origin, source_file, known_roots, base=base, modules=modules,
                              compilers=compilers)
     tools = standins.foreign_tools(record, new[0], Owner(list(known_roots) + [record["root"]], base))
@@ -161,13 +166,6 @@ def _modules_swapped(paths: Paths, base: dict, state: "dict | None",
     return modswitch.swap(paths, base, modules, load_module)
 
 
-def _loader_path(paths: Paths) -> bool:
-    """config's `loader_path`: whether the toolkit's lib dirs go on LD_LIBRARY_PATH."""
-    from cudaswitch.config import switch_settings
-
-    return bool(switch_settings(paths)["loader_path"])
-
-
 # --- the host compiler ---------------------------------------------------------------------------
 
 def choose_compilers(cache_dir: str, record: dict, env: dict) -> dict:
@@ -178,7 +176,9 @@ def choose_compilers(cache_dir: str, record: dict, env: dict) -> dict:
     if not record.get("nvcc"):
         return {}
     by_var = reads_ccbin_var(cache_dir, record["nvcc"]) if env.get("NVCC_CCBIN") else None
-    if user_choice(env, by_var is not False):
+    # the user's own choice stands; an NVCC_CCBIN this nvcc does not read (11.8) picks nothing for it:
+    # a profile.d script or an earlier switch to 12.x/13.x may have set it for another toolkit
+    if (by_var is not False and env.get("NVCC_CCBIN")) or env.get("CUDAHOSTCXX") or ccbin_in_flags(env):
         return {}
     ceiling = gcc_ceiling(record)[0]
     gcc = which("gcc", env)
@@ -220,37 +220,31 @@ def host_config_files(record: dict) -> "list[str]":
     return [p for p in dict.fromkeys(found) if os.path.isfile(p)]
 
 
-def ceiling_from_header(text: str) -> "int | None":
-    """N from the first `#if __GNUC__ > N` line, or None."""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("#if") and "__GNUC__ >" in stripped:
-            digits = stripped.split("__GNUC__ >", 1)[1].strip().split(" ")[0].strip("()")
-            if digits.isdigit():
-                return int(digits)
-    return None
-
-
 def gcc_ceiling(record: dict) -> "tuple[int | None, str | None]":
-    """(newest gcc major the toolkit accepts, the host_config.h saying so) or (None, None)."""
+    """(newest gcc major the toolkit accepts, the host_config.h saying so) or (None, None): N from
+    the first `#if __GNUC__ > N` line of the first header that has one."""
     for path in host_config_files(record):
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                ceiling = ceiling_from_header(handle.read())
-        except OSError:
-            continue
-        if ceiling is not None:
-            return ceiling, path
+        text = (read_or_none(path, HEADER_MAX) or b"").decode("utf-8", "replace")  # non-blocking, bounded
+        for line in (line.strip() for line in text.splitlines()):
+            if line.startswith("#if") and "__GNUC__ >" in line:
+                digits = line.split("__GNUC__ >", 1)[1].strip().split(" ")[0].strip("()")
+                if digits.isdigit():
+                    return int(digits), path
     return None, None
 
 
 def compiler_version(cache_dir: str, compiler: str, env: dict) -> "str | None":
     """'12.2.0' for a compiler binary (cached by identity), or None when it does not say."""
+    return _cached(cache_dir, "", compiler, lambda: _ask_version(compiler, env))
+
+
+def _cached(cache_dir: str, kind: str, path: str, ask: "Callable[[], object]") -> "Any":
+    """ask()'s answer about the file at `path`, kept in the compilers' cache by its identity."""
     try:
-        key = identity_text(compiler)
+        key = kind + identity_text(path)
     except OSError:
         return None
-    return cache.remembered(cache_dir, VERSIONS_FILE, key, lambda: _ask_version(compiler, env), MAX_CACHED)[0]
+    return cache.remembered(cache_dir, VERSIONS_FILE, key, ask, MAX_CACHED)[0]
 
 
 def _ask_version(compiler: str, env: dict) -> "str | None":
@@ -291,11 +285,7 @@ def reads_ccbin_var(cache_dir: str, nvcc: str) -> "bool | None":
     binary, cached by identity). None when that cannot be told: a wrapper script that execs some
     nvcc, an unreadable file; callers then set the -ccbin flag, which 11.8 and 13.x both read, and
     never claim the variable is ignored."""
-    try:
-        key = "ccbin-var|" + identity_text(nvcc)
-    except OSError:
-        return None
-    return cache.remembered(cache_dir, VERSIONS_FILE, key, lambda: _names(nvcc, b"NVCC_CCBIN\0"), MAX_CACHED)[0]
+    return _cached(cache_dir, "ccbin-var|", nvcc, lambda: _names(nvcc, b"NVCC_CCBIN\0"))
 
 
 def _names(path: str, word: bytes) -> "bool | None":
@@ -320,10 +310,3 @@ def ccbin_in_flags(env: dict) -> "str | None":
             if head in CCBIN_WORDS:
                 found = joined or (words[i + 1] if i + 1 < len(words) else "") or found
     return found
-
-
-def user_choice(env: dict, reads_var: bool = True) -> bool:
-    """Has the user picked nvcc's host compiler themselves (their choice stands)? An NVCC_CCBIN
-    this nvcc does not read (`reads_var` False: 11.8) picks nothing for it: a profile.d script or
-    an earlier switch to 12.x/13.x may have set it for another toolkit."""
-    return bool((reads_var and env.get("NVCC_CCBIN")) or env.get("CUDAHOSTCXX") or ccbin_in_flags(env))

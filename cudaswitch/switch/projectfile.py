@@ -49,14 +49,9 @@ def parse_request(path: str, text: str) -> ToolkitRequest:
 def _shown(path: str, text: str) -> str:
     """What an error may quote of a file's content: a short escaped prefix, and nothing at all when
     the file is a link that leaves its project (to ~/.git-credentials, /proc/self/environ...)."""
-    if _leaves_project(path):
+    if not os.path.realpath(path).startswith(os.path.realpath(os.path.dirname(path)) + os.sep):
         return "its content (read through a link leaving the project, not shown)"
     return quote_prefix(text)
-
-
-def _leaves_project(path: str) -> bool:
-    project = os.path.realpath(os.path.dirname(path))
-    return not os.path.realpath(path).startswith(project + os.sep)
 
 
 def _request_in(path: str, name: str) -> "str | None":

@@ -32,22 +32,18 @@ exit 127
 
 def foreign_tools(record: "AnyRecord", env: "Env", owner: Owner) -> "list[str]":
     """The CUDA tools `record` lacks that `env`'s PATH finds in another toolkit."""
-    own = set()
+    own: "set[str]" = set()
     for directory in record.get("env_bin") or record["bin_dirs"]:
-        own.update(_names(directory))
+        try:
+            own.update(os.listdir(directory))
+        except OSError:
+            pass
     found = []
     for tool in CUDA_TOOLS:
         path = None if tool in own else which(tool, env)
         if path and owner(os.path.dirname(os.path.realpath(path))) not in (None, record["root"], record.get("real")):
             found.append(tool)
     return found
-
-
-def _names(directory: str) -> "list[str]":
-    try:
-        return os.listdir(directory)
-    except OSError:
-        return []
 
 
 def is_stand_in(path: "str | None") -> bool:

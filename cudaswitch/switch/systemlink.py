@@ -8,16 +8,10 @@ through update-alternatives so dpkg's records stay true; otherwise the link is r
 import os
 
 from cudaswitch.errors import CudaSwitchError
-from cudaswitch.paths import Paths
+from cudaswitch.paths import Paths, resolve_in_root
 
 LINK = "/usr/local/cuda"
 TIMEOUT = 30
-
-
-def _alternatives_dirs(paths: Paths) -> "tuple[str, str]":
-    altdir = os.environ.get("CUDASWITCH_ALTDIR") or paths.host("/etc/alternatives")
-    admindir = os.environ.get("CUDASWITCH_ADMINDIR") or paths.host("/var/lib/dpkg/alternatives")
-    return altdir, admindir
 
 
 def repoint(request: str, dry_run: bool = False) -> str:
@@ -33,9 +27,11 @@ def repoint(request: str, dry_run: bool = False) -> str:
     target = paths.unhost(record["root"])
     if os.path.isdir(link) and not os.path.islink(link):
         raise CudaSwitchError("%s is a real directory, not a link; refusing to replace it" % LINK)
-    altdir, admindir = _alternatives_dirs(paths)
+    altdir = os.environ.get("CUDASWITCH_ALTDIR") or paths.host("/etc/alternatives")
+    admindir = os.environ.get("CUDASWITCH_ADMINDIR") or paths.host("/var/lib/dpkg/alternatives")
     managed = os.path.islink(link) and os.path.dirname(os.readlink(link)) in (altdir, "/etc/alternatives")
-    if _leads_to(paths, link) == os.path.realpath(record["root"]):
+    real, missing = resolve_in_root(paths, LINK)  # the host's chain, read inside its root (a test host, an image)
+    if missing is None and os.path.realpath(real) == os.path.realpath(record["root"]):
         return "%s already points to %s (CUDA %s); nothing to change" % (LINK, target, record["version"])
     how = "update-alternatives --set cuda" if managed else "an atomic link swap"
     plan = "%s -> %s (CUDA %s) via %s" % (LINK, target, record["version"], how)
@@ -46,17 +42,6 @@ def repoint(request: str, dry_run: bool = False) -> str:
     else:
         _swap_link(link, target)
     return "repointed " + plan
-
-
-def _leads_to(paths: Paths, link: str, hops: int = 40) -> "str | None":
-    """Where the host's link chain ends, each absolute target read inside the host root (a test
-    host or an image: /etc/alternatives/cuda there, not this machine's); None when it ends nowhere."""
-    for _ in range(hops):
-        if not os.path.islink(link):
-            return os.path.realpath(link) if os.path.exists(link) else None
-        target = os.readlink(link)
-        link = paths.host(target) if os.path.isabs(target) else os.path.join(os.path.dirname(link), target)
-    return None
 
 
 def _swap_link(link: str, target: str) -> None:
@@ -78,13 +63,10 @@ def _alternatives(link: str, root: str, version: "str | None", altdir: str, admi
     base = ["update-alternatives", "--altdir", altdir, "--admindir", admindir]
     query = _run(base + ["--query", "cuda"])
     if "Alternative: %s\n" % root not in query:
-        priority = str(sum(n * w for n, w in zip(_numbers(version), (100, 1))))
+        numbers = [int(p) for p in (version or "0").split(".")[:2] if p.isdigit()]
+        priority = str(sum(n * w for n, w in zip(numbers, (100, 1))))
         _run(base + ["--install", link, "cuda", root, priority], check=True)
     _run(base + ["--set", "cuda", root], check=True)
-
-
-def _numbers(version: "str | None") -> "list[int]":
-    return [int(p) for p in (version or "0").split(".")[:2] if p.isdigit()]
 
 
 def _run(command: "list[str]", check: bool = False) -> str:

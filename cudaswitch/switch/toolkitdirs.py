@@ -51,16 +51,12 @@ class Owner:
         for _ in range(ANCESTORS):
             if directory in self.never:
                 return None
-            if self.looks_like_root(directory):
+            if directory not in self._looks:  # memoised: most directories are asked about again
+                self._looks[directory] = _looks_like_root(directory)
+            if self._looks[directory]:
                 return directory
             directory = os.path.dirname(directory)
         return None
-
-    def looks_like_root(self, directory: str) -> bool:
-        found = self._looks.get(directory)
-        if found is None:
-            found = self._looks[directory] = _looks_like_root(directory)
-        return found
 
 
 def _looks_like_root(directory: str) -> bool:

@@ -67,24 +67,24 @@ class Shell:
         return hook.completion_text(self)
 
 
-def _module(name: str) -> "ModuleType":
+def _module(name: str, names: "Sequence[str]", what: str) -> "ModuleType":
+    """The module of the shell or format `name`; a usage error for a name not among `names`."""
+    if name not in names:
+        from cudaswitch.errors import UsageError
+
+        raise UsageError("unknown %s %r" % (what, name), "one of " + ", ".join(names))
     return __import__("cudaswitch.switch.shells." + MODULES.get(name, name), fromlist=["render"])
 
 
 def _writer(name: str) -> "Any":
     """What renders `name`: a hooked shell's SHELL (its own render and rerun), else the format's module."""
-    if name not in FORMATS:
-        from cudaswitch.errors import UsageError
-
-        raise UsageError("unknown --shell %r" % name, "one of " + ", ".join(FORMATS))
-    module = _module(name)
+    module = _module(name, FORMATS, "--shell")
     return getattr(module, "SHELL", module)
 
 
 def renderer(name: str) -> "Callable[[dict], str]":
     """The render function of the output format `name`; a usage error for any other name."""
-    render: Callable[[dict], str] = _writer(name).render
-    return render
+    return _writer(name).render
 
 
 def rerunner(name: str) -> "Callable[[list, list], str] | None":
@@ -95,11 +95,7 @@ def rerunner(name: str) -> "Callable[[list, list], str] | None":
 
 def shell(name: str) -> Shell:
     """The Shell called `name`; a usage error for a name that is no hooked shell (`init nu`)."""
-    if name not in SHELLS:
-        from cudaswitch.errors import UsageError
-
-        raise UsageError("unknown shell %r" % name, "one of " + ", ".join(SHELLS))
-    return _module(name).SHELL
+    return _module(name, SHELLS, "shell").SHELL
 
 
 def listed(names: "Sequence[str]", last: str = "or") -> str:

@@ -7,6 +7,10 @@ Also the posix format: everything here but `export -n` is POSIX sh, and that lin
 from cudaswitch.switch.shells import Shell
 from cudaswitch.statecodec import is_name
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 def quote(value: str) -> str:
     if "\0" in value:  # a shell variable cannot hold one; it would cut the value short
@@ -27,13 +31,20 @@ def refuse(why: str) -> None:
     raise CudaSwitchError("refusing to write shell code: " + why)
 
 
+def code(diff: dict, set_form: str, unset_form: str, unexport_form: str = "",
+         value: "Callable[[str, str], str]" = lambda var, text: quote(text)) -> str:
+    """A line per variable of `diff` in a format's own forms: names checked, values written by
+    `value(name, text)` (quoted for the shell); without an unexport form, unexports are not said."""
+    lines = [set_form % (name(var), value(var, text)) for var, text in diff["set"].items()]
+    lines += [unset_form % name(var) for var in diff["unset"]]
+    lines += [unexport_form % name(var) for var in diff.get("unexport", ())] if unexport_form else []
+    return "".join(line + "\n" for line in lines)
+
+
 def render(diff: dict) -> str:
-    lines = ["export %s=%s" % (name(n), quote(value)) for n, value in diff["set"].items()]
-    lines += ["unset %s" % name(n) for n in diff["unset"]]
     # After `off`: a variable the shell had without exporting it (PATH in `env -u PATH bash`) keeps its
     # value and loses the export flag cudaswitch gave it. `export -n` is bash's; sh has no such thing.
-    lines += ["export -n %s 2>/dev/null || :" % name(n) for n in diff.get("unexport", ())]
-    return "\n".join(lines) + ("\n" if lines else "")
+    return code(diff, "export %s=%s", "unset %s", "export -n %s 2>/dev/null || :")
 
 
 def rerun(argv: list, names: list) -> str:

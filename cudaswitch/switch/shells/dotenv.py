@@ -8,7 +8,7 @@ leading quote (python-dotenv unquotes), a `#` after white space (a comment to py
 the file). `$`, backslashes and quotes elsewhere are plain characters to both.
 dotenv cannot express "unset", so unset names become empty values."""
 
-from cudaswitch.switch.shells.bash import name
+from cudaswitch.switch.shells.bash import code
 
 
 def problem(value: str) -> str | None:
@@ -41,6 +41,4 @@ def quote(var: str, value: str) -> str:
 
 
 def render(diff: dict) -> str:
-    lines = ["%s=%s" % (name(var), quote(var, value)) for var, value in diff["set"].items()]
-    lines += ["%s=" % name(var) for var in diff["unset"]]
-    return "\n".join(lines) + ("\n" if lines else "")
+    return code(diff, "%s=%s", "%s=", value=quote)

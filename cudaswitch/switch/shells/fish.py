@@ -3,28 +3,21 @@ so PATH-like values are split on ':' into one quoted element each (fish joins th
 Names are checked as in bash.name: fish has no quoting for them either."""
 
 from cudaswitch.switch.shells import Shell
-from cudaswitch.switch.shells.bash import name
+from cudaswitch.switch.shells.bash import code, refuse
 
 
 def quote(value: str) -> str:
     if "\0" in value:
-        from cudaswitch.switch.shells.bash import refuse
-
         refuse("a value holds a NUL byte")
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def elements(var: str, value: str) -> str:
+    return " ".join(quote(v) for v in value.split(":")) if var.endswith("PATH") and value else quote(value)
+
+
 def render(diff: dict) -> str:
-    lines = []
-    for var, value in diff["set"].items():
-        if var.endswith("PATH") and value:
-            elements = " ".join(quote(v) for v in value.split(":"))
-        else:
-            elements = quote(value)
-        lines.append("set -gx %s %s" % (name(var), elements))
-    lines += ["set -e %s" % name(var) for var in diff["unset"]]
-    lines += ["set -gu %s" % name(var) for var in diff.get("unexport", ())]
-    return "\n".join(lines) + ("\n" if lines else "")
+    return code(diff, "set -gx %s %s", "set -e %s", "set -gu %s", elements)
 
 
 class Fish(Shell):

@@ -11,13 +11,6 @@ import os
 from cudaswitch.switch.shells.bash import name
 
 
-def _delimiter(value: str) -> str:
-    while True:
-        tag = "ghadelimiter_" + os.urandom(16).hex()
-        if tag not in value:
-            return tag
-
-
 def _checked(var: str, value: str) -> str:
     if "\r" in value or "\0" in value:
         from cudaswitch.errors import CudaSwitchError
@@ -32,7 +25,9 @@ def render(diff: dict) -> str:
     for var, value in diff["set"].items():
         value = _checked(name(var), value)
         if "\n" in value:
-            tag = _delimiter(value)
+            tag = "ghadelimiter_" + os.urandom(16).hex()
+            while tag in value:
+                tag = "ghadelimiter_" + os.urandom(16).hex()
             lines += ["%s<<%s" % (var, tag), value, tag]
         else:
             lines.append("%s=%s" % (var, value))

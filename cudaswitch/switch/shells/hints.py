@@ -54,10 +54,6 @@ def apply_hint(env: "Mapping[str, str]", args: str) -> str:
         shell.eval_hint(args), shell.eval_hint("init " + shell.name))
 
 
-def use_hint(env: "Mapping[str, str]", request: str) -> str:
-    return "use it with: %s" % switch_command(env, "use " + request)
-
-
 def leave_active(env: "Mapping[str, str]", state: dict | None, cwd: str) -> str:
     """What stops this shell using its toolkit, by what made it active: `off` undoes an explicit
     `use`, but a project file or the default applies again at the next prompt."""
@@ -69,11 +65,14 @@ def leave_active(env: "Mapping[str, str]", state: dict | None, cwd: str) -> str:
             state.get("file"), where)
     if origin == "global":
         return "pick another default with `cudaswitch global VERSION` (or `cudaswitch global --unset`)"
+    from cudaswitch.switch import projectfile
+
     text = "run `%s`" % switch_command(env, "off")
-    project = _project_file(cwd)
-    if project:
-        text += " (%s applies here after `off`)" % project
-    return text
+    try:
+        found = projectfile.find(cwd)
+    except OSError:
+        found = None
+    return text + (" (%s applies here after `off`)" % found[0] if found else "")
 
 
 def after_removing_active(env: "Mapping[str, str]", state: dict | None, cwd: str) -> str:
@@ -82,12 +81,3 @@ def after_removing_active(env: "Mapping[str, str]", state: dict | None, cwd: str
         text += ", or `%s`" % switch_command(env, "use VERSION")
     return text
 
-
-def _project_file(cwd: str) -> "str | None":
-    from cudaswitch.switch import projectfile
-
-    try:
-        found = projectfile.find(cwd)
-    except OSError:
-        return None
-    return found[0] if found else None
