@@ -141,8 +141,12 @@ def test_the_seal_holds_only_for_the_record_as_sealed_and_its_key_is_private(tmp
     assert modswitch.seal_of(paths, changed, create=False) != record["seal"]
     other = Paths({"CUDASWITCH_CACHE_DIR": str(tmp_path / "other"), "HOME": str(tmp_path)})
     assert modswitch.seal_of(other, record, create=False) is None
+    assert modswitch.is_sealed(paths, record) and not modswitch.is_sealed(paths, changed)
     key.chmod(0o644)  # a key others could read is no key
     assert modswitch.seal_of(paths, record, create=False) is None
+    assert not modswitch.is_sealed(paths, record)
+    # a crafted record with no seal, for a user with no usable key: no seal either (None is not None's seal)
+    assert not modswitch.is_sealed(other, {k: v for k, v in record.items() if k != "seal"})
 
 
 def test_a_module_name_with_control_characters_makes_the_state_foreign():

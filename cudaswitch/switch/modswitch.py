@@ -167,7 +167,7 @@ def back(env: dict, info: object) -> dict:
         entries = [d for d in (new.get("MODULEPATH") or "").split(":") if d != info["dir"]]
         if entries or new.get("MODULEPATH") is not None:
             new["MODULEPATH"] = ":".join(entries)
-    sealed = seal_of(Paths(env), info, create=False) == info.get("seal")
+    sealed = is_sealed(Paths(env), info)
     if reloaded and info.get("account") and sealed:
         new = _account_restored(env, new, info["account"])
     repeats = info.get("repeats") if reloaded and sealed else None
@@ -276,6 +276,11 @@ def _marker_dir(paths: Paths, kind: str) -> str:
 # by the module system, which then keeps its own account.
 KEY_FILE = "module-record.key"
 KEY_BYTES = 32
+
+
+def is_sealed(paths: Paths, info: dict) -> bool:
+    """Does the record carry the seal this user's key gives it? (No key and no seal is no seal.)"""
+    return info.get("seal") is not None and seal_of(paths, info, create=False) == info["seal"]
 
 
 def seal_of(paths: Paths, info: dict, create: bool = True) -> "str | None":
