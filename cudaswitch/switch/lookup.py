@@ -75,6 +75,15 @@ class Lookup:
         return Toolkit(record).public(default=self.is_default(record), active=self.is_active(record))
 
 
+def current_or_none(registry: dict, env: "Env") -> "dict | None":
+    """The active (else default) toolkit's record; None where there is none, which is no error
+    for doctor or torch (torch's plan imports no more than this: it is an everyday command)."""
+    try:
+        return Lookup(registry, env).current()
+    except CudaSwitchError:
+        return None
+
+
 def list_items(registry: Lookup, runs: "dict | None" = None, picks: "dict | None" = None) -> "list[dict]":
     """`list`'s objects; `runs`: {root: verdict} of verify/runs_here (whether this driver runs it);
     `picks`: {root: the partial requests ("12", "latest") that choose it}."""

@@ -70,6 +70,8 @@ class Host:
     def record(self) -> "Any":  # the record, or None: every check asks before it reads one
         if self._record is not CURRENT:
             return self._record
+        from cudaswitch.switch.lookup import current_or_none
+
         return current_or_none(self.registry, self.env)
 
     @property
@@ -138,14 +140,3 @@ class Host:
     @functools.cached_property
     def pci(self) -> list:
         return drivermod.nvidia_pci_devices(self.paths)
-
-
-def current_or_none(registry: dict, env: dict) -> "dict | None":
-    """The active (else default) toolkit's record; None where there is none, which is no error here."""
-    from cudaswitch.switch.lookup import Lookup
-    from cudaswitch.errors import CudaSwitchError
-
-    try:
-        return Lookup(registry, env).current()
-    except CudaSwitchError:
-        return None

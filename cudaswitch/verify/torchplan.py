@@ -275,7 +275,7 @@ def gather(paths: "Paths", load_registry: Callable[[], dict], env: dict, request
     refused before anything runs (the registry is read first: it makes the cache dir the tables
     are kept parsed in, so a second `torch` reads them from there)."""
     from cudaswitch.registry.resolve import resolve
-    from cudaswitch.verify.host import current_or_none
+    from cudaswitch.switch.lookup import current_or_none
     from cudaswitch.verify.runner import find_python
     from cudaswitch.verify.target import from_report
 
