@@ -48,13 +48,20 @@ def read_regular(path: str, limit: int) -> bytes:
     Raises FileNotFoundError when absent, Unreadable for anything else that is not data."""
     fd = open_regular(path)
     try:
-        if os.fstat(fd).st_size == 0:  # /proc and /sys files say 0; reading /proc/kmsg would consume the kernel log
-            return b""
+        if os.fstat(fd).st_size == 0 and not _procfs_text(path):
+            return b""  # pseudo files say 0; reading /proc/kmsg or a trace_pipe would consume what it holds
         return read_fd(fd, limit + 1)
     except OSError as exc:
         raise Unreadable(_reason(exc)) from None
     finally:
         os.close(fd)
+
+
+def _procfs_text(path: str) -> bool:
+    """A /proc file the live host's checks name (the driver's version, /proc/modules): its size says 0
+    but its text is there. Only under its own name: a link from an image or a project could lead to
+    /proc/kmsg or a process's environment."""
+    return path.startswith("/proc/") and path != "/proc/kmsg" and os.path.realpath(path) == path
 
 
 def read_or_none(path: str, limit: int) -> "bytes | None":

@@ -53,6 +53,9 @@ def test_no_kernel_module_nouveau_or_none(host):
     _, checks = explained(host, NVIDIA_SMI_FAILED)
     assert checks["driver.kernel_module"]["level"] == "error" and "0000:01:00.0" in checks["driver.kernel_module"][
         "message"]
+    proc_modules(host, "nvidia_uvm", "nvidia", "ext4")  # loaded; /proc/driver/nvidia/version unread
+    _, checks = explained(host, NVIDIA_SMI_FAILED)
+    assert checks["driver.kernel_module"]["level"] == "ok", checks
     write_proc_version(host.root, "550.54.15")
     _, checks = explained(host, NVIDIA_SMI_FAILED)
     assert checks["driver.kernel_module"]["level"] == "ok", checks  # refuted: the module is there

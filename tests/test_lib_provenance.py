@@ -3,6 +3,7 @@ libnccl.so.2 (SONAME libnccl.so.2, none of NCCL's functions) as the foreign copy
 LD_LIBRARY_PATH the wheel's DT_RPATH wins and torch imports (no alarm); in LD_PRELOAD it replaces
 torch's own, torch fails with `undefined symbol: nccl...`, and doctor and explain name that file."""
 
+import os
 import subprocess
 
 import pytest
@@ -91,3 +92,57 @@ def test_a_preloaded_copy_breaks_the_import_and_is_named(nccl_host):
     [match] = [m for m in explained["matches"] if m["id"] == "nccl_symbol"]
     named = [c for c in match["checks"] if c["level"] == "error" and nccl_host.nccl in c["message"]]
     assert {c["id"] for c in named} == {"nccl.foreign", "libs.provenance"}
+
+
+# How torch/__init__.py preloads its wheels' libraries once libtorch_global_deps has loaded, by
+# release (read from the PyPI wheels' own __init__.py): 2.6-2.9 load nvrtc and nvJitLink by name,
+# 2.10-2.11 call _preload_cuda_deps() (its whole list, stopping at the first missing one), 2.12 on
+# _preload_cuda_deps(required=False). An H200 machine with torch 2.11.0+cu130 and CUDA 13.0's lib64
+# on LD_LIBRARY_PATH was reported as "a cudaswitch bug": its nvJitLink came from the wheel.
+OLDER_PRELOADS = {
+    "2.11": "_preload_cuda_deps()",
+    "2.9": '_preload_cuda_lib("cuda_nvrtc", "libnvrtc.so.*[0-9]")\n'
+           '            _preload_cuda_lib("nvjitlink", "libnvJitLink.so.*[0-9]")',
+}
+
+
+def reshaped_torch_venv(base, form):
+    """A venv of the real torch 2.14.1+cu130 whose __init__.py preloads as an older release does:
+    every other file is a link to the real one."""
+    real = torch_cuda_venv()
+    venv = base / ("torch-" + form)
+    subprocess.run([str(real / "bin" / "python"), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    [real_site] = real.glob("lib/python3*/site-packages")
+    [site] = venv.glob("lib/python3*/site-packages")
+    for entry in real_site.iterdir():
+        if entry.name != "torch":
+            (site / entry.name).symlink_to(entry)
+    (site / "torch").mkdir()
+    for entry in (real_site / "torch").iterdir():
+        if entry.name != "__init__.py":
+            (site / "torch" / entry.name).symlink_to(entry)
+    text = (real_site / "torch" / "__init__.py").read_text()
+    assert text.count("_preload_cuda_deps(required=False)") == 1
+    (site / "torch" / "__init__.py").write_text(text.replace("_preload_cuda_deps(required=False)",
+                                                             OLDER_PRELOADS[form]))
+    return venv
+
+
+@pytest.mark.parametrize("form", sorted(OLDER_PRELOADS))
+def test_what_an_older_torch_preloads_is_what_it_maps(nccl_host, tmp_path, form):
+    lib = tmp_path / "cuda-13.0" / "lib64"  # an older toolkit's nvJitLink on LD_LIBRARY_PATH
+    lib.mkdir(parents=True)
+    subprocess.run([kits.require("gcc"), "-shared", "-fPIC", "-o", str(lib / "libnvJitLink.so.13"), "-x", "c",
+                    "/dev/null"], check=True)
+    python = reshaped_torch_venv(tmp_path, form) / "bin" / "python"
+    out = report(nccl_host.run("doctor", "--python", str(python), "--timeout", "300", "--json",
+                               env={"LD_LIBRARY_PATH": str(lib)}, timeout=600))
+    assert out["torch"]["torch"].startswith("2.14.1")
+    [prov] = by_id(out, "libs.provenance")
+    assert prov["level"] == "ok", prov["message"]
+    libs = {row["soname"]: row for row in prov["facts"]["libraries"]}
+    nvjitlink = libs["libnvJitLink.so.13"]
+    assert nvjitlink["why"].startswith("already loaded") and "/nvidia/cu13/lib/" in nvjitlink["path"]
+    assert nvjitlink["mapped"] and os.path.realpath(nvjitlink["mapped"]) == os.path.realpath(nvjitlink["path"])
+    # 2.9 loads nothing else by name: cuBLAS comes through libtorch_cuda's DT_RPATH, as the maps say
+    assert libs["libcublas.so.13"]["why"].startswith("already loaded" if form == "2.11" else "DT_RPATH")

@@ -39,6 +39,8 @@ def kernel_module(host: "Host", ask: Ask) -> "list[CheckResult]":
     if loaded is None:
         return [check("driver.kernel_module", "info", "cannot check the kernel module: /proc/modules is not "
                       "readable here", None)]
+    if "nvidia" in loaded:  # built as a module; its /proc/driver/nvidia/version did not say which release
+        return [check("driver.kernel_module", "ok", "the NVIDIA kernel module is loaded (/proc/modules)", None)]
     if "nouveau" in loaded:
         return [check("driver.kernel_module", "error", "the open-source nouveau driver is loaded, the NVIDIA kernel "
                       "module is not: CUDA cannot use the GPU", "blacklist nouveau, install the NVIDIA driver and "

@@ -31,8 +31,11 @@ if TYPE_CHECKING:
 
 CUDA_SONAME = re.compile(r"^lib(cudart|cublas|cublasLt|cudnn\w*|nccl|nvrtc|nvJitLink|cusparse|cusparseLt|cufft|"
                          r"curand|cusolver|cufile|nvshmem_host)\.so\.[\d.]+$")
-# torch/__init__.py lists the wheel libraries it loads by full path first: ("cublas", "libcublas.so.*[0-9]")
+# torch/__init__.py names the wheel libraries it loads by full path: ("cublas", "libcublas.so.*[0-9]"),
+# after its libtorch_global_deps loaded, when the maps hold the gate's text (a libcudart path)
 TORCH_PRELOAD = re.compile(r'\("(\w+)", "(lib[\w-]+)\.so\.\*\[0-9\]"\)')
+PRELOAD_GATE = re.compile(r'if "([^"]+)" not in _maps')
+PRELOAD_ALL = re.compile(r"_preload_cuda_deps\((required=False)?\)")
 MAX_LIBRARIES = 64  # torch needs about twenty; a loop in DT_NEEDED must not run on
 DT_NEEDED, DT_STRTAB, DT_SONAME, DT_RPATH, DT_RUNPATH = 1, 5, 14, 15, 29
 PT_LOAD, PT_DYNAMIC = 1, 2
@@ -126,6 +129,8 @@ def libraries(loader: Loader, torch_dir: str) -> list:
     root = os.path.join(torch_dir, "lib", "libtorch_cuda.so")
     root_rpath = _expand((dynamic(root) or {}).get("rpath") or [], root)
     pending = [(n, root) for n in (dynamic(root) or {}).get("needed") or []]
+    cudart = next((loader.resolve(n, root, [])[0] for n, _ in pending if n.startswith("libcudart.so.")), None)
+    preloads = torch_preloads(torch_dir, os.path.realpath(cudart) if cudart else "")  # as the maps show it
     out: list = []
     seen: set = set()
     while pending and len(out) < MAX_LIBRARIES:
@@ -135,7 +140,7 @@ def libraries(loader: Loader, torch_dir: str) -> list:
         seen.add(soname)
         chain = root_rpath if requester != root else []
         path, why = loader.resolve(soname, requester, chain)
-        preloaded = torch_preloaded(torch_dir, soname.split(".so", 1)[0]) if why != "LD_PRELOAD" else None
+        preloaded = preloads.get(soname.split(".so", 1)[0]) if why != "LD_PRELOAD" else None
         path, why = (preloaded, "already loaded: torch's __init__ loads its wheel's copy first") if preloaded else (
             path, why)
         # torch's own copy: the first of libtorch_cuda's own directories that holds one
@@ -149,18 +154,27 @@ def libraries(loader: Loader, torch_dir: str) -> list:
     return out
 
 
-def torch_preloaded(torch_dir: str, stem: str) -> "str | None":
-    """The wheel copy of `stem` torch/__init__.py loads by full path before libtorch (torch 2.7 and
-    later, whenever libcudart loaded): ld.so then finds it already loaded, whatever LD_LIBRARY_PATH says."""
+def torch_preloads(torch_dir: str, cudart: str) -> "dict[str, str]":
+    """{stem: wheel copy} of what torch/__init__.py loads by full path before libtorch, so that ld.so
+    finds it already loaded whatever LD_LIBRARY_PATH says. Read from that file, as its release does
+    it: torch 2.6-2.9 loads nvrtc and nvJitLink by name, 2.10-2.11 its whole list until one is
+    missing, later releases every one present; each only when the maps hold the gate's text."""
     text = (read_or_none(os.path.join(torch_dir, "__init__.py"), 1 << 20) or b"").decode("utf-8", "replace")
-    if "_preload_cuda_deps(required=False)" not in text:
-        return None
-    site = glob.escape(os.path.dirname(torch_dir))
-    for folder in [f for f, name in TORCH_PRELOAD.findall(text) if name == stem][:1]:
-        found = [p for sub in (folder, "cu*") for p in glob.glob(os.path.join(site, "nvidia", sub, "lib",
-                                                                              stem + ".so.*[0-9]"))]
-        return found[0] if found else None
-    return None
+    gate = PRELOAD_GATE.search(text)
+    if not gate or gate.group(1) not in cudart:
+        return {}
+    block = text[gate.end():text.find("except", gate.end())]
+    named, every = TORCH_PRELOAD.findall(block), PRELOAD_ALL.search(block)
+    wanted = named or (TORCH_PRELOAD.findall(text[:gate.start()]) if every else [])
+    required = bool(named) or (every is not None and every.group(1) is None)
+    site, found = glob.escape(os.path.dirname(torch_dir)), {}
+    for folder, stem in wanted:
+        copies = [p for sub in ("nvidia/" + folder, "nvidia/cu[0-9]*", folder)
+                  for p in glob.glob(os.path.join(site, sub, "lib", stem + ".so.*[0-9]"))]
+        if not copies and required:
+            break  # torch's loop raises at the first missing one and loads nothing more
+        found.update({stem: copies[0]} if copies else {})
+    return found
 
 
 def wheel_versions(site: str) -> "tuple[dict, dict]":

@@ -2,6 +2,7 @@
 # cudaswitch's verdicts against a real NVIDIA GPU, driver and CUDA torch. No network needed.
 #
 #   bash tests/gpu/check.sh --prepare     # once, on a machine with PyPI: wheels into tests/gpu/wheels
+#                                         # (GPU_PYTHON=3.11 for a GPU machine whose python3 is 3.11)
 #   bash tests/gpu/check.sh [--out DIR]   # on the GPU machine, from the repository root
 #   bash tests/gpu/check.sh --force       # the same without a GPU: tries the script itself
 #
@@ -27,9 +28,12 @@ out="" force=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --prepare)
+      # with their dependencies, for the GPU machine's Python (GPU_PYTHON, default 3.12): its python3
+      # may be a venv whose packages a --system-site-packages venv does not see (typer among them)
       mkdir -p "$wheels"
-      exec python3 -m pip download -q --no-deps --dest "$wheels" --only-binary=:all: \
-        platformdirs tomli-w setuptools wheel ;;
+      exec python3 -m pip download -q --dest "$wheels" --only-binary=:all: --implementation cp \
+        --python-version "${GPU_PYTHON:-3.12}" --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+        --platform manylinux2014_x86_64 platformdirs tomli-w setuptools wheel typer packaging ;;
     --out) [ $# -ge 2 ] || { echo "check.sh: --out needs a directory" >&2; exit 2; }; out=$2; shift ;;
     --force) force=1 ;;
     *) echo "check.sh: unknown argument $1 (use --prepare, --out DIR or --force)" >&2; exit 2 ;;

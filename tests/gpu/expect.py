@@ -63,6 +63,15 @@ def cudaswitch_driver(v, doctor, release, cuda, drivers):
     hardware = checks_by_id(doctor).get("hardware.gpus", {})
     v.add("doctor's hardware check is ok with a GPU present", None if not truth else hardware.get("level") == "ok",
           "ok", hardware.get("level"))
+    module = checks_by_id(doctor).get("driver.kernel_module", {})
+    v.add("doctor sees the loaded kernel driver while GPUs answer", None if not truth else module.get("level") == "ok",
+          "ok", [module.get("level"), module.get("message")])
+
+
+def no_self_contradiction(v, reports):
+    """A check that calls its own prediction wrong (libs.provenance against /proc/self/maps) is a bug."""
+    bugs = [c["message"] for r in reports for c in r.get("checks", []) if "a cudaswitch bug" in c.get("message", "")]
+    v.add("no check reports a cudaswitch bug", not bugs, [], bugs)
 
 
 def toolkit_verdicts(v, report, cuda_driver, has_gpu):
@@ -136,6 +145,7 @@ def main(results):
     for report in reports:
         toolkit_verdicts(v, report, cuda, bool(drivers.get("libcuda", {}).get("gpus")))
     torch_verdicts(v, load(results, "torch-facts.json"), reports)
+    no_self_contradiction(v, reports + [doctor or {}])
     explain_verdicts(v, results)
     with open(os.path.join(results, "verdicts.json"), "w", encoding="utf-8") as handle:
         json.dump(v.rows, handle, indent=2)
