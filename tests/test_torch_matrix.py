@@ -37,10 +37,12 @@ GROUND.update({("1.12", "10.2"): KEPLER_10, ("1.12", "11.3"): KEPLER_11, ("1.12"
 GROUND.update({(t, "11.8"): KEPLER_118 for t in ("2.0", "2.1", "2.2", "2.3", "2.4", "2.5")})
 GROUND.update({(t, "12.1"): MAXWELL_12 for t in ("2.1", "2.2", "2.3", "2.4", "2.5")})
 GROUND.update({(t, "12.4"): MAXWELL_12 for t in ("2.4", "2.5")})
-# NVIDIA's table: the minimum driver of each CUDA GA release; minor-version compatibility floors.
+# NVIDIA's table: the minimum driver of each CUDA GA release (13.2 and 13.3: the driver their
+# forward-compatibility packages carry); minor-version compatibility floors.
 MINIMUM = {"9.0": "384.81", "10.0": "410.48", "10.1": "418.39", "10.2": "440.33", "11.0": "450.51.05",
            "11.4": "470.42.01", "11.8": "520.61.05", "12.0": "525.60.13", "12.4": "550.54.14", "12.6": "560.28.03",
-           "12.8": "570.26", "12.9": "575.51.03", "13.0": "580.65.06", "13.2": "595.45.04"}
+           "12.8": "570.26", "12.9": "575.51.03", "13.0": "580.65.06", "13.2": "595.45.04",
+           "13.3": "610.43.02"}
 FLOOR = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 LAST_BRANCH = {"3": 470, "5": 580, "6": 580, "7.0": 580, "7.2": 580}
 
