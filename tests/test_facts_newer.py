@@ -1,8 +1,9 @@
 """Facts that keep up: a driver newer than the driver table reads "at least" the newest CUDA the
 table knows, never an exact older one; old drivers are read and judged; unknown GPU architectures
-are refused in one line; the rows since CUDA 13.1 (driver 595.45.04 for 13.2, gcc ceilings read from
-13.2-13.5's host_config.h, sm_107 from 13.4's nvcc) answer. The drivers are those real clusters run:
-610.43.02 (bundled with CUDA 13.3.1), 418.67 (an R418 CentOS 7 node), 375.26 (CUDA 8's)."""
+are refused in one line; the rows since CUDA 13.1 (driver 595.45.04 for 13.2 and 610.43.02 for 13.3,
+gcc ceilings read from 13.2-13.5's host_config.h, sm_107 from 13.4's nvcc) answer. The drivers are
+those real clusters run: 615.71.09 (an R615 node, newer than the table), 610.43.02 (bundled with CUDA
+13.3.1), 418.67 (an R418 CentOS 7 node), 375.26 (CUDA 8's)."""
 
 import json
 import subprocess
@@ -27,15 +28,15 @@ def torch(bare, *args):
 
 
 def test_a_driver_newer_than_the_table_reads_at_least(bare):
-    proc = torch(bare, "--driver", "610.43.02", "--gpu", "sm_90")
+    proc = torch(bare, "--driver", "615.71.09", "--gpu", "sm_90")
     first = proc.stdout.splitlines()[0]
-    assert first.startswith("driver: CUDA at least 13.2 (newer than the facts cudaswitch has)"), first
-    out = json.loads(torch(bare, "--driver", "610.43.02", "--gpu", "sm_90", "--json").stdout)
-    assert out["driver"]["cuda_at_least"] is True and out["driver"]["cuda"] == "13.2"
+    assert first.startswith("driver: CUDA at least 13.3 (newer than the facts cudaswitch has)"), first
+    out = json.loads(torch(bare, "--driver", "615.71.09", "--gpu", "sm_90", "--json").stdout)
+    assert out["driver"]["cuda_at_least"] is True and out["driver"]["cuda"] == "13.3"
     # every 13.x build runs through minor-version compatibility; nothing says "too old"
     assert not [b for b in out["builds"] if b["cuda"].startswith("13.") and b["fits"] is False]
-    same_branch = json.loads(torch(bare, "--driver", "595.58.03", "--gpu", "sm_90", "--json").stdout)["driver"]
-    assert same_branch["cuda"] == "13.2" and not same_branch["cuda_at_least"]
+    same_branch = json.loads(torch(bare, "--driver", "610.57.04", "--gpu", "sm_90", "--json").stdout)["driver"]
+    assert same_branch["cuda"] == "13.3" and not same_branch["cuda_at_least"]
 
 
 def test_doctor_says_at_least_for_a_derived_newer_driver(host, tmp_path):
@@ -45,16 +46,16 @@ def test_doctor_says_at_least_for_a_derived_newer_driver(host, tmp_path):
     env = {"CUDASWITCH_LIBCUDA": str(tmp_path / "absent" / "libcuda.so.1")}
     proc = host.run("doctor", "--json", env=env, timeout=300)
     present = [c for c in json.loads(proc.stdout)["checks"] if c["id"] == "driver.present"][0]
-    assert "supports CUDA at least 13.2 (newer than the facts cudaswitch has)" in present["message"], present
+    assert "supports CUDA at least 13.3 (newer than the facts cudaswitch has)" in present["message"], present
 
 
 def test_use_verdict_says_at_least(host, tmp_path):
     complete_toolkit(host.path("/usr/local/cuda-12.9"), "12.9", "86")
-    write_proc_version(host.root, "610.43.02")
+    write_proc_version(host.root, "615.71.09")
     env = {"CUDASWITCH_LIBCUDA": str(tmp_path / "absent" / "libcuda.so.1")}
     listed = json.loads(host.run("list", "--json", env=env).stdout)
     why = listed[0]["runs_here"]["why"]
-    assert listed[0]["runs_here"]["runs"] == "ok" and "at least 13.2 (newer than the facts" in why, why
+    assert listed[0]["runs_here"]["runs"] == "ok" and "at least 13.3 (newer than the facts" in why, why
 
 
 def test_an_r418_driver_is_read_and_judged(bare):
@@ -101,12 +102,14 @@ def test_rows_since_13_1():
     from cudaswitch.verify import facttables
 
     assert facttables.driver_minimum("13.2")["driver"] == "595.45.04"
+    assert facttables.driver_minimum("13.3")["driver"] == "610.43.02"
     assert [facttables.gcc_ceiling(v)[0] for v in ("13.2.86", "13.3.73", "13.4.92", "13.5.37")] == [15, 15, 16, 16]
     assert facttables.arch_row("sm_107")["first"] == "13.4"
     assert facttables.arch_row("sm_70")["last"] == "12.9"
     releases = {r["cuda"]: r for r in facttables.load()["release"]}
     assert releases["13.4"]["label"] == "13.4.1" and releases["13.5"]["date"] == "2026-11-04"
-    assert facttables.driver_cuda("610.43.02") == {"cuda": "13.2", "cuda_at_least": True, "older_than": None}
+    assert facttables.driver_cuda("610.43.02") == {"cuda": "13.3", "cuda_at_least": False, "older_than": None}
+    assert facttables.driver_cuda("615.71.09") == {"cuda": "13.3", "cuda_at_least": True, "older_than": None}
 
 
 def test_mixed_gpus_say_the_policy_and_conda_pins_a_cuda_build(bare):
@@ -125,20 +128,20 @@ def test_mixed_gpus_say_the_policy_and_conda_pins_a_cuda_build(bare):
 
 def test_use_prints_at_least_in_its_verdict_line(host, tmp_path):
     complete_toolkit(host.path("/usr/local/cuda-12.9"), "12.9", "86")
-    write_proc_version(host.root, "610.43.02")
+    write_proc_version(host.root, "615.71.09")
     env = {"CUDASWITCH_LIBCUDA": str(tmp_path / "absent" / "libcuda.so.1")}
     proc = host.run("use", "12.9", "--shell", "json", env=env, timeout=300)
-    assert proc.returncode == 0 and "driver CUDA at least 13.2" in proc.stderr, proc.stderr
+    assert proc.returncode == 0 and "driver CUDA at least 13.3" in proc.stderr, proc.stderr
 
 
 def test_an_image_needing_a_newer_cuda_than_the_table_is_cannot_tell_on_a_newer_driver():
-    """NVIDIA_REQUIRE_CUDA=cuda>=13.4 on an R615 node: the table's newest driver row is 13.2's, so
-    the driver supports 13.2 or newer: cannot tell, never "cannot start"."""
+    """NVIDIA_REQUIRE_CUDA=cuda>=13.4 on an R615 node: the table's newest driver row is 13.3's, so
+    the driver supports 13.3 or newer: cannot tell, never "cannot start"."""
     from cudaswitch.audit.imagecheck import judge_term
     from cudaswitch.verify import facttables
 
     driver = dict(facttables.driver_cuda("615.71.09"), release="615.71.09")
     ok, said = judge_term(("cuda", ">=", "13.4"), driver, None)
-    assert ok is None and "at least 13.2" in said
+    assert ok is None and "at least 13.3" in said
     assert judge_term(("cuda", "<", "13.0"), driver, None)[0] is False
     assert judge_term(("cuda", ">=", "13.4"), dict(driver, cuda_at_least=False), None)[0] is False

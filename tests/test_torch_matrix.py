@@ -4,8 +4,9 @@ each build's arch list as its primary source gives it (the wheel read with
 tools/torch_arch_from_wheel.py, PyTorch's build script at the release commit, a maintainer's
 get_arch_list(), a release PR), NVIDIA's driver table and minor-version compatibility floors, and
 the last driver branch of Kepler (R470) and Maxwell/Pascal/Volta (R580). A "fits" the oracle
-contradicts is a false fit: there must be none. The count of decided pairs may only grow (659 of
-1269 when this table was written: the rest are builds whose arch list no primary source gives here)."""
+contradicts is a false fit: there must be none. The count of decided pairs may only grow (1107 of
+1269, 87%, since torch 1.12-2.5 were read from their wheels and pytorch/builder's build scripts: the
+rest are builds whose arch list no primary source gives here)."""
 
 import json
 import subprocess
@@ -25,10 +26,23 @@ GROUND = {
     ("2.7", "12.6"): LEGACY_126, ("2.7", "12.8"): WHEEL_13 + ["compute_120"],
     ("2.6", "12.4"): LEGACY_126, ("2.6", "12.6"): LEGACY_126,
 }
-# NVIDIA's table: the minimum driver of each CUDA GA release; minor-version compatibility floors.
+# pytorch/builder manywheel/build_cuda.sh at each release/X.Y head (1.12-2.5): TORCH_CUDA_ARCH_LIST
+# per CUDA version; PyPI's wheels of 2.0.1-2.5.1 read the same lists.
+KEPLER_10 = ["sm_37", "sm_50", "sm_60", "sm_70"]
+KEPLER_11 = KEPLER_10 + ["sm_75", "sm_80", "sm_86"]
+KEPLER_118 = KEPLER_11 + ["sm_90"]
+MAXWELL_12 = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
+GROUND.update({("1.12", "10.2"): KEPLER_10, ("1.12", "11.3"): KEPLER_11, ("1.12", "11.6"): KEPLER_11,
+               ("1.13", "11.6"): KEPLER_11, ("1.13", "11.7"): KEPLER_11, ("2.0", "11.7"): KEPLER_11})
+GROUND.update({(t, "11.8"): KEPLER_118 for t in ("2.0", "2.1", "2.2", "2.3", "2.4", "2.5")})
+GROUND.update({(t, "12.1"): MAXWELL_12 for t in ("2.1", "2.2", "2.3", "2.4", "2.5")})
+GROUND.update({(t, "12.4"): MAXWELL_12 for t in ("2.4", "2.5")})
+# NVIDIA's table: the minimum driver of each CUDA GA release (13.2 and 13.3: the driver their
+# forward-compatibility packages carry); minor-version compatibility floors.
 MINIMUM = {"9.0": "384.81", "10.0": "410.48", "10.1": "418.39", "10.2": "440.33", "11.0": "450.51.05",
            "11.4": "470.42.01", "11.8": "520.61.05", "12.0": "525.60.13", "12.4": "550.54.14", "12.6": "560.28.03",
-           "12.8": "570.26", "12.9": "575.51.03", "13.0": "580.65.06", "13.2": "595.45.04"}
+           "12.8": "570.26", "12.9": "575.51.03", "13.0": "580.65.06", "13.2": "595.45.04",
+           "13.3": "610.43.02"}
 FLOOR = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 LAST_BRANCH = {"3": 470, "5": 580, "6": 580, "7.0": 580, "7.2": 580}
 
@@ -135,7 +149,7 @@ def test_no_false_fit_and_the_decided_share(answers):
     print("torch matrix: %d machines x %d builds: %d decided, %d undecided, %d false fits"
           % (len(MACHINES), builds, decided, undecided, len(false_fits)))
     assert len(MACHINES) >= 20 and false_fits == []
-    assert decided + undecided == len(MACHINES) * builds and decided >= 659
+    assert decided + undecided == len(MACHINES) * builds and decided >= 1107
 
 
 def test_every_listed_build_is_in_every_answer(answers):
@@ -144,6 +158,15 @@ def test_every_listed_build_is_in_every_answer(answers):
                                               for a in answers.values())
 
 
-def test_a_pascal_card_on_an_r470_cluster_gets_an_answer_or_a_reason(answers):
+def test_a_pascal_card_on_an_r470_cluster_gets_a_cu118_build(answers):
+    # R470 is CUDA 11.4: a CUDA 11.8 build runs through minor-version compatibility, and torch 2.5's
+    # cu118 build script lists 6.0, whose SASS runs on 6.1 (2.6 and 2.7 cu118 have no known list).
     out = answers["GTX 1080 Ti on an R470 cluster"]
-    assert out["recommended"] is None and "unknown" in out["reason"]
+    assert (out["recommended"]["torch"], out["recommended"]["cuda"]) == ("2.5", "11.8")
+    assert out["recommended"]["install"]["pip"].endswith("download.pytorch.org/whl/cu118")
+
+
+def test_kepler_gets_the_newest_build_with_sm_37_and_sm_35_gets_none(answers):
+    k80 = answers["Tesla K80 on R470"]
+    assert (k80["recommended"]["torch"], k80["recommended"]["cuda"]) == ("2.5", "11.8")
+    assert answers["K40 on R440"]["recommended"] is None
