@@ -1,8 +1,5 @@
-"""How `audit` and `audit merge` look to a person: tables on stdout, a progress bar on stderr.
-
-Only the commands import this (rich, for the progress bar, costs ~11 ms). Tables are laid out by
-cudaswitch.tables: fitted to the terminal (COLUMNS, else its width), whole lines when piped or
-with --wide, colour only on a terminal without NO_COLOR.
+"""How `audit` and `audit merge` look to a person: tables on stdout (cudaswitch.tables), a
+progress bar on stderr. Only the commands import this (rich, for the bar, costs ~11 ms).
 """
 
 import contextlib
@@ -43,8 +40,7 @@ def progress_bar(enabled: bool) -> "Iterator[Progress]":
         yield progress
 
 
-def human_size(size: float) -> str:
-    return render.iec_size(size)  # IEC, as install and list say it
+human_size = render.iec_size  # IEC, as install and list say it
 
 
 def _yes_no(value: Optional[bool], unknown: str = "?") -> str:
@@ -103,9 +99,8 @@ def _origins(entry: dict) -> str:
 
 
 def merge_report(merged: dict, max_matrix_hosts: int = 12, wide: bool = False) -> None:
-    """The versions x hosts matrix (few hosts, when it fits), or one line per version naming the
-    hosts where it is missing or broken (many hosts: a 64-column table helps nobody); then the
-    skew report, wrapped to the width like the table."""
+    """The versions x hosts matrix when it fits, else one line per version naming the hosts where it
+    is missing or broken (a 64-column table helps nobody); then the skew report."""
     width, colour = tables.terminal_width(wide), tables.colour_enabled()
     hosts = [h["host"] for h in merged["hosts"]]
     matrix = len(hosts) <= max_matrix_hosts
@@ -130,9 +125,8 @@ def merge_report(merged: dict, max_matrix_hosts: int = 12, wide: bool = False) -
 
 
 def emit_merged_json(merged: dict, compact: bool) -> None:
-    """`audit merge --json` as render.emit_json writes it, but a large (compact) merge goes out
-    in pieces of a few MiB: 100,000 nodes' JSON is 40 MiB, and one string of it, its escaped
-    copy and its bytes would hold three times that at the peak."""
+    """`audit merge --json` as render.emit_json writes it, a compact one in pieces: 100,000 nodes'
+    JSON is 40 MiB, and one string, its escaped copy and its bytes would hold three times that."""
     if not compact:
         render.emit_json(merged)
         return
@@ -148,9 +142,8 @@ def emit_merged_json(merged: dict, compact: bool) -> None:
 
 
 def _json_pieces(value: Any, depth: int, chunk: int = 5000) -> Iterator[str]:
-    """The text of json.dumps(value, ensure_ascii=False, separators=(",", ":")), in pieces: dicts
-    and short lists (a few rows, node types) opened `depth` levels deep, long lists (hosts)
-    dumped `chunk` items at a time."""
+    """Compact json.dumps(value, ensure_ascii=False) in pieces: dicts and short lists opened `depth`
+    levels deep, long lists (hosts) dumped `chunk` items at a time."""
     def dumps(item: Any) -> str:
         return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
     if isinstance(value, dict) and len(value) > chunk and all(type(key) is str for key in value) and \
@@ -175,9 +168,8 @@ def _json_pieces(value: Any, depth: int, chunk: int = 5000) -> Iterator[str]:
 
 
 def _shared_values_dict(value: dict, dumps: Callable[[Any], str]) -> str:
-    """dumps(value) for a dict of many keys sharing a few value objects (a toolkit row's hosts:
-    100,000 names, a few cells): each shared value encoded once, not once per key. (Where most
-    values differ, one dumps of the whole is faster.)"""
+    """dumps(value) for many keys sharing a few value objects (a row's 100,000 hosts, a few cells):
+    each shared value encoded once."""
     from json.encoder import encode_basestring  # the C encoder's own quoting for ensure_ascii=False
 
     texts: Dict[int, str] = {}
@@ -198,8 +190,8 @@ def _wrapped(lines: List[str], width: Optional[int]) -> List[str]:
 
 
 def _spread(values: Dict[str, List[str]]) -> str:
-    """'570.195.03 on node[07,33] (2); 580.95.05 on the other 61': the exceptions by name, the
-    most common value by count (naming 9,990 nodes hides the 10 that matter)."""
+    """'570.195.03 on node[07,33] (2); 580.95.05 on the other 61': naming 9,990 nodes hides the 10
+    that matter."""
     ordered = sorted(values.items(), key=lambda item: len(item[1]))
     parts = ["%s on %s (%d)" % (value, fold(hosts), len(hosts)) for value, hosts in ordered[:-1]]
     return "; ".join(parts + ["%s on the other %d" % (ordered[-1][0], len(ordered[-1][1]))])

@@ -1,10 +1,6 @@
-"""The host side of an audit: its name, the NVIDIA driver and GPUs, and whether that driver
-supports a toolkit; and what a multi-node job needs the same on every node besides toolkits: the
-NCCL copies the loader or a Python env would give a process (path and version) and each network
-interface's MTU and state (/sys/class/net). Under a root all is read from files there; nothing is
-run. The driver facts and the support verdict are verify's (verify/driver.py, verify/compat.py),
-so `audit`, `verify` and `doctor` give one answer; `audit merge` names the NCCL versions and MTUs
-that differ between nodes.
+"""The host side of an audit: its name, driver and GPUs (verify's facts and verdicts, so `audit`,
+`verify` and `doctor` give one answer), and what a multi-node job needs the same on every node:
+the NCCL copies a process would load and each interface's MTU. Under a root nothing is run.
 """
 
 import glob
@@ -25,10 +21,8 @@ LOCAL_PREFIXES = ("lo", "docker", "veth", "virbr", "br-", "cni", "flannel", "cal
 
 
 def build_as_use(paths: "Paths", records: "list[dict]", env: dict, record: dict) -> dict:
-    """verify/nvcc.py's one-kernel build of `record`, remembered with the builds `use` and
-    `verify` made, in the environment the switch plan gives as `use` would (the host compiler it
-    picks included): a toolkit the audit says compiles is one `use` gives working. `records`:
-    every toolkit found, whose entries the switch takes off the paths."""
+    """verify/nvcc.py's cached one-kernel build of `record` in the environment `use` gives (its
+    host compiler included): a toolkit the audit says compiles is one `use` gives working."""
     from cudaswitch.switch.decide import switch_plan
     from cudaswitch.verify.nvcc import cached_build
 
@@ -37,8 +31,7 @@ def build_as_use(paths: "Paths", records: "list[dict]", env: dict, record: dict)
 
 
 def host_name(paths: "Paths", root: "str | None") -> str:
-    """This host's name; under a root (`--root`, or a CUDASWITCH_ROOT host such as a node's
-    mounted root) its /etc/hostname, else the root's path (still unique)."""
+    """This host's name; under a root its /etc/hostname, else the root's path (still unique)."""
     if paths.root == "/":
         return socket.gethostname()
     text = (read_or_none(paths.host("/etc/hostname"), 4096) or b"").decode("utf-8", "replace")
@@ -47,10 +40,8 @@ def host_name(paths: "Paths", root: "str | None") -> str:
 
 
 def host_driver(paths: "Paths", env: dict) -> dict:
-    """verify/driver.py's facts. Under a root prefix it reads /proc/driver/nvidia/version
-    there and loads no libcuda (an image's driver is not this kernel's); the audit's env for a root
-    carries no CUDASWITCH_LIBCUDA, so nothing is run. CUDASWITCH_DRIVER / CUDASWITCH_GPUS (a plan for
-another machine) are not this node's facts and are not read."""
+    """verify/driver.py's facts (under a root: its /proc files, no libcuda loaded). CUDASWITCH_DRIVER
+    and CUDASWITCH_GPUS describe another machine and are not read."""
     from cudaswitch.settings import DRIVER_TIMEOUT
     from cudaswitch.verify.host import Host, settings
     from cudaswitch.verify.target import VARIABLES
@@ -60,8 +51,7 @@ another machine) are not this node's facts and are not read."""
 
 
 def driver_verdict(driver: dict, entry: dict) -> "tuple[bool | None, dict | None]":
-    """(True | False | None, the check) from verify/compat.py's rule, minor-version compat included;
-    None when there is no driver or no version to judge."""
+    """(True | False | None, the check) from verify/compat.py's rule; None without a driver or version."""
     from cudaswitch.verify.pipeline import driver_runs_toolkit
 
     if not driver["present"] or not entry["short"]:
@@ -88,8 +78,7 @@ def read_gpus(paths: "Paths") -> "list[dict]":
 
 
 def nccl_copies(paths: "Paths", env: dict) -> list:
-    """[{"path", "version"}] of each distinct libnccl on the loader path (LD_LIBRARY_PATH,
-    ld.so.conf, the default dirs) and in the active env's nvidia-nccl wheel."""
+    """[{"path", "version"}] of each distinct libnccl on the loader path and in the active env's wheel."""
     dirs = loaderdirs.library_path(env, paths) + loaderdirs.system_dirs(paths)
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         if env.get(var, "").startswith("/"):

@@ -62,8 +62,7 @@ SCRIPT = """
 
 
 def write_page(path: str, merged: dict) -> None:
-    """Write the page atomically: a failed write leaves no half page behind, and only a regular
-    file (or nothing) is replaced: a FIFO, device or directory at PATH is refused, not renamed over."""
+    """Write the page atomically, replacing only a regular file (a FIFO or directory is refused)."""
     from cudaswitch.safeio import NotReplaceable, replace_regular
 
     text = page(merged)
@@ -103,10 +102,8 @@ def _problems(merged: dict) -> str:
 
 
 def _matrix(types: List[dict]) -> str:
-    """Facts x node types: a column stands for every node of its type (its count and share in the
-    header), so 100,000 nodes of 6 types are 6 columns, not 100,000 of anything. Its nodes are
-    one per line in data-nodes: a renamed duplicate ("node01 (audit/b.json)") holds spaces, and
-    no host name or label holds a line break."""
+    """Facts x node types (100,000 nodes of 6 types are 6 columns). A type's nodes are one per line
+    in data-nodes: a renamed duplicate ("node01 (b.json)") holds spaces, no name a line break."""
     total = sum(len(t["nodes"]) for t in types)
     head = "".join("<th class=\"group\" data-type=\"%s\" data-nodes=\"%s\">%s<small>%s</small>"
                    "<small class=\"count\">%s, %.1f%%</small><small class=\"matches\"></small></th>" % (

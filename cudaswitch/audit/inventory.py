@@ -1,11 +1,6 @@
 """`audit`: an inventory of the toolkits on this host or under a root (an unpacked image, a node's
-mounted root). Returns the report as data (the stable `audit --json` shape of the README and the
-JSON schema); audit_cmds renders.
-
-Under a root nothing found there is executed unless the caller allows it (`--exec`): binaries in an
-image may be built for another host, and running them would audit the auditor, not the image.
-Discovery then reads nvcc's version from its binary instead of running it (registry config key
-`probe_exec = false`).
+mounted root), as the stable `audit --json` shape. Under a root nothing is run without `--exec`:
+its binaries may be built for another host; nvcc's version is read from its binary instead.
 """
 
 import os
@@ -40,9 +35,8 @@ HOST_VARS = ("CUDASWITCH_CACHE_DIR", "CUDASWITCH_CONFIG_DIR", "CUDASWITCH_DATA_D
 
 def run_audit(env: dict, root: Optional[str] = None, compile_: bool = False, allow_exec: bool = False,
               progress: "Optional[Progress]" = None, root_vars: Optional[Dict[str, str]] = None) -> dict:
-    """The audit report of `root` (None: this host). `progress(label, done, total)` is told of
-    each step; total None means 'not known yet'. `root_vars`: what the root's own environment
-    says (an image's PATH, CUDA_HOME, ...), used instead of the stock one."""
+    """The audit report of `root` (None: this host); progress total None is 'not known yet'.
+    `root_vars`: the root's own environment (an image's PATH, CUDA_HOME, ...)."""
     progress = progress or (lambda label, done, total: None)
     if root is not None and not os.path.isdir(root):
         raise UsageError("--root %s is not a directory" % root)
@@ -91,9 +85,8 @@ def _discover(env: dict, root: Optional[str], executes: bool,
 
 
 def root_env(env: dict, root: str, root_vars: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    """The environment discovery sees for a root: a stock PATH, the caller's HOME (looked up under
-    the root) and the caller's MODULEPATH dirs that exist under the root (read by this host's Lmod);
-    PATH, HOME and the toolkit variables the root's own environment names replace those."""
+    """The environment discovery sees for a root: a stock PATH, the caller's HOME and MODULEPATH
+    dirs under the root (read by this host's Lmod), replaced by what the root's own names."""
     out = {"CUDASWITCH_ROOT": root, "PATH": STOCK_PATH, "HOME": env.get("HOME", "/root")}
     out.update({k: v for k, v in (root_vars or {}).items() if k in ROOT_VARS and v.startswith("/")})
     out.update({key: env[key] for key in HOST_VARS if env.get(key)})
@@ -137,8 +130,7 @@ def _nvcc_probe(registry: dict, record: "ToolkitRecord") -> Optional[str]:
 
 
 def _check_nvcc_agrees(entry: dict, nvcc_ran: Optional[str]) -> None:
-    """Without running nvcc the registry cannot see nvcc disagree with the files; the banner in
-    nvcc's binary can."""
+    """Without running nvcc only the banner in its binary can disagree with the files."""
     own, files = entry["components"]["nvcc"], entry["version"]
     if nvcc_ran or not own or not files or not entry["nvcc"]:
         return
@@ -149,8 +141,8 @@ def _check_nvcc_agrees(entry: dict, nvcc_ran: Optional[str]) -> None:
 
 @registered("toolkit.duplicate", layer="toolkit", shown_by=("audit", "image"))
 def _duplicates(toolkits: List[dict]) -> "List[CheckResult]":
-    """Same version installed more than once: mark each entry, one check per version. Copies in
-    the same layout are waste (warning); a conda env beside a system install is usually meant (info)."""
+    """One check per version installed more than once: copies in one layout are waste (warning); a
+    conda env beside a system install is usually meant (info)."""
     by_version: Dict[str, List[dict]] = {}
     for entry in toolkits:
         if entry["version"]:

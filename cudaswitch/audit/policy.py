@@ -1,6 +1,5 @@
-"""`audit --expect POLICY.toml`: a site's policy for a node (toolkit requests that must resolve and
-compile, a minimum driver, a GPU count, an NCCL version), checked on this host. Each requirement
-is one registered check; the first unmet one is the node's one-line drain reason.
+"""`audit --expect POLICY.toml`: a site's policy for a node, checked on this host; each requirement
+is one registered check, and the first unmet one is the node's one-line drain reason.
 
     toolkits = ["12.4", "module:13.1"]   # each resolves and compiles a one-kernel program
     driver = "550.54.15"                 # a release, or the CUDA version the driver supports ("12.4")

@@ -1,9 +1,6 @@
-"""What `audit` reads from a toolkit's files without running anything: component versions,
-the version nvcc carries in its own binary, and size on disk. Plus the opt-in compile check.
-
-Every component version is read, never inferred: version.json, the wheels' dist-info, headers
-(`#define`s), library file names (sonames). Each answer keeps where it came from, so a report
-can be checked by hand.
+"""What `audit` reads from a toolkit's files without running anything: component versions (read,
+never inferred, each with where it came from, so a report can be checked by hand), the version in
+nvcc's own binary, and size on disk.
 """
 
 import glob
@@ -76,8 +73,7 @@ def cudart_header_version(include_dirs: Sequence[str]) -> "Found":
 
 
 def soname_version(lib_dirs: Sequence[str], stem: Optional[str]) -> "Found":
-    """Longest version in the library file names: libcudnn.so.9.1.0 -> '9.1.0'; (version, path).
-    Only a full x.y.z: the soname libcudart.so.11.0 is shared by every 11.x release."""
+    """libcudnn.so.9.1.0 -> '9.1.0', the newest; only a full x.y.z (libcudart.so.11.0 is every 11.x)."""
     best: Optional[str] = None
     where: Optional[str] = None
     if not stem:
@@ -119,8 +115,7 @@ def nvcc_binary_version(nvcc: str) -> Optional[str]:
 
 
 def find_banner(stream: IO[bytes], size: int) -> bytes:
-    """nvcc's `Cuda compilation tools, release X, VX.Y.Z` line from its bytes, or b""; a
-    script nvcc (a wrapper) is kept whole."""
+    """nvcc's `Cuda compilation tools, release X, VX.Y.Z` line, or b""; a wrapper script whole."""
     head = stream.read(min(size, SCRIPT_LIMIT))
     if head.startswith(b"#!") and size <= SCRIPT_LIMIT:
         return head
@@ -137,10 +132,8 @@ def find_banner(stream: IO[bytes], size: int) -> bytes:
 
 def components(record: "AnyRecord", nvcc_version: Optional[str] = None
                ) -> Tuple[Dict[str, Optional[str]], Dict[str, Optional[str]]]:
-    """({component: version | None}, {component: where it was read}) for one record.
-
-    Trust order: version.json, dist-info, headers, sonames; nvcc's own word (its --version, or the
-    banner in its binary) first for nvcc; cudart falls back to CUDART_VERSION (major.minor)."""
+    """({component: version | None}, {component: where it was read}). Trust order: version.json,
+    dist-info, headers, sonames; nvcc's own word first for nvcc; cudart last from CUDART_VERSION."""
     includes, libs = search_dirs(record)
     version_json = {k: v for k, v in record.get("components", {}).items() if k != "cudart_soname"}
     wheels = dist_info_versions(record)
@@ -165,8 +158,8 @@ def components(record: "AnyRecord", nvcc_version: Optional[str] = None
 
 
 def tree_size(path: str) -> int:
-    """Bytes on disk as `du -sb` counts them: apparent sizes of files, links and directories,
-    each inode once (toolkits are often hardlinked copies), without following links."""
+    """Bytes as `du -sb` counts them: apparent sizes, each inode once (toolkits are often hardlinked
+    copies), links not followed."""
     try:
         st = os.lstat(path)
     except OSError:

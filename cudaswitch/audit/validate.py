@@ -1,7 +1,5 @@
-"""The shape `audit merge` reads from a report, checked before anything is folded in: a report
-from a broken node, another tool or a stranger is refused with one line saying why, never a
-traceback. Every string and number merge keeps is bounded (a 5,000-digit version is refused,
-not parsed)."""
+"""The shape `audit merge` reads from a report, checked before it is folded in: a stranger's report
+is refused with one line, never a traceback; every string and number kept is bounded."""
 
 import re
 
@@ -19,8 +17,7 @@ class BadReport(ValueError):
 
 
 def validate(report: object) -> dict:
-    """The report if it has the shape merge reads, else BadReport naming what is wrong: a report
-    from a broken node must be refused here, not fail the merge of all the others."""
+    """The report if it has the shape merge reads, else BadReport naming what is wrong."""
     if not isinstance(report, dict):
         raise BadReport("not an audit report (a JSON %s, not an object)" % _json_type(report))
     if report.get("kind", REPORT_KIND) != REPORT_KIND:

@@ -1,11 +1,7 @@
-"""The view: the kept part of an image's merged filesystem (audit/layers.py) written into a fresh
-private directory, shaped so the audit of an unpacked root (`audit --root`) reads it as the image.
-
-Written are the kept files, the directories above them, the directories toolkits are looked for
-in, and the links beside kept files (or named like a toolkit root or a soname). Each link is
-rewritten as the relative path to what it resolves to inside the image, and that target is made to
-exist (an empty directory or file) so the link does not look dangling where the image's does not.
-Nothing is written through a link: directories and files first, links last.
+"""The view: the kept part of an image's filesystem written into a fresh private directory that
+the audit of a root reads as the image. Each link is rewritten as the relative path to what it
+resolves to in the image (so the kernel stays in the view), its target made to exist; nothing is
+written through a link: directories and files first, links last.
 """
 
 import os
@@ -88,8 +84,7 @@ def _ancestors(dirs: Set[tuple], parts: Sequence[str]) -> None:
 
 
 def _link_text(tree: layers.Tree, parts: Sequence[str], files: Dict[tuple, layers.Node], dirs: Set[tuple]) -> str:
-    """The link's new target: relative, to where it resolves in the image; that place is made to
-    exist. A loop stays a loop (a link to itself)."""
+    """The link's new relative target, made to exist; a loop stays a loop (a link to itself)."""
     resolved = layers.resolve(tree, parts)
     if resolved is None:
         return parts[-1]

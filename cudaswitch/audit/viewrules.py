@@ -1,7 +1,5 @@
-"""Which files of an image the audit's view holds, and how: the few the audit reads (version files,
-version headers, wheel metadata, torch's version.py, os-release) with their content; the ones
-whose name is the fact (library sonames, the compile pipeline's tools, python3 on PATH) as empty
-placeholders; nvcc as the version banner read from its bytes. Everything else stays in the image.
+"""Which files of an image the audit's view holds: the few it reads with their content, those whose
+name is the fact (sonames, compile tools, python3) empty, nvcc as its version banner; nothing else.
 """
 
 import re
