@@ -1,12 +1,12 @@
-"""How `audit` and `audit merge` look to a person: tables on stdout (cudaswitch.tables), a
-progress bar on stderr. Only the commands import this (rich, for the bar, costs ~11 ms).
+"""How `audit`, `audit --image` and `audit merge` look to a person: tables on stdout, a progress
+bar on stderr. Only the commands import this (rich, for the bar, costs ~11 ms).
 """
 
 import contextlib
 import json
 import sys
 import textwrap
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from cudaswitch import render, tables
 from cudaswitch.audit.hosts import fold, fold_short
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 STATUS_STYLE = {"ok": "green", "incomplete": "yellow", "broken": "bold red", "missing": "dim"}
 LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim", "ok": "green"}
 SHOWN_COMPONENTS = ("cudart", "nvcc", "cudnn", "nccl", "cupti", "cublas")
+YES_NO = {True: "yes", False: "no"}
+SHOWN_ENV = ("CUDA_VERSION", "NVIDIA_REQUIRE_CUDA", "NVIDIA_DISABLE_REQUIRE", "PATH", "LD_LIBRARY_PATH")
 
 
 @contextlib.contextmanager
@@ -43,15 +45,6 @@ def progress_bar(enabled: bool) -> "Iterator[Progress]":
 human_size = render.iec_size  # IEC, as install and list say it
 
 
-def _yes_no(value: Optional[bool], unknown: str = "?") -> str:
-    return {True: "yes", False: "no", None: unknown}[value]
-
-
-def _components(entry: dict) -> str:
-    found = entry["components"]
-    return " ".join("%s %s" % (name, found[name]) for name in SHOWN_COMPONENTS if found.get(name))
-
-
 AUDIT_HEADERS = ("VERSION", "STATUS", "SIZE", "COMPONENTS", "DRIVER", "COMPILES", "SOURCES", "ROOT")
 # Long columns: roots shortened in the middle first; then components, roots and sources move to
 # lines of their own under the row. Version, status, size, driver and compiles are never cut.
@@ -72,9 +65,11 @@ def audit_report(report: dict, wide: bool = False) -> None:
     styles: List[List[Optional[str]]] = []
     for entry in sorted(report["toolkits"], key=lambda t: version_tuple(t["version"]), reverse=True):
         version = (entry["version"] or "?") + (" (system)" if entry.get("system_default") else "")
-        rows.append([version, entry["status"], human_size(entry["size_bytes"]), _components(entry),
-                     _yes_no(entry.get("driver_supported")), _yes_no(entry["compiles"], "-"), _origins(entry),
-                     entry["root"]])
+        found = entry["components"]
+        rows.append([version, entry["status"], human_size(entry["size_bytes"]),
+                     " ".join("%s %s" % (name, found[name]) for name in SHOWN_COMPONENTS if found.get(name)),
+                     YES_NO.get(entry.get("driver_supported"), "?"), YES_NO.get(entry["compiles"], "-"),
+                     _origins(entry), entry["root"]])
         styles.append([None, STATUS_STYLE.get(entry["status"]), None, None,
                        "bold red" if entry.get("driver_supported") is False else None,
                        "bold red" if entry["compiles"] is False else None, None, None])
@@ -120,7 +115,8 @@ def merge_report(merged: dict, max_matrix_hosts: int = 12, wide: bool = False) -
     lines.append("%s merged" % render.counted(len(hosts), "host")
                  + (", %s refused" % render.counted(len(merged["errors"]), "report") if merged["errors"] else ""))
     if "skew" in merged:
-        lines += _wrapped(skew_lines(merged), width)
+        lines += [part for line in skew_lines(merged) for part in (textwrap.wrap(
+            line, width, subsequent_indent="    ", break_on_hyphens=False) if width is not None else [line]) or [""]]
     render.emit_lines(lines)
 
 
@@ -182,13 +178,6 @@ def _shared_values_dict(value: dict, dumps: Callable[[Any], str]) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def _wrapped(lines: List[str], width: Optional[int]) -> List[str]:
-    if width is None:
-        return lines
-    return [part for line in lines
-            for part in textwrap.wrap(line, width, subsequent_indent="    ", break_on_hyphens=False) or [""]]
-
-
 def _spread(values: Dict[str, List[str]]) -> str:
     """'570.195.03 on node[07,33] (2); 580.95.05 on the other 61': naming 9,990 nodes hides the 10
     that matter."""
@@ -241,3 +230,53 @@ def _cell_style(cell: Optional[dict]) -> Optional[str]:
     if cell is None:
         return "dim"
     return next((STATUS_STYLE[s] for s in ("broken", "incomplete", "ok") if s in cell["statuses"]), None)
+
+
+def image_lines(facts: dict) -> List[str]:
+    """The header of an image report: reference, digest, platform, OS, Env, torch."""
+    platform = "/".join(p for p in (facts["os"], facts["architecture"], facts["variant"]) if p) or "?"
+    digest = facts["manifest_digest"] or facts["config_digest"]
+    system = (facts.get("os_release") or {}).get("PRETTY_NAME") or "unknown OS"
+    lines = ["image %s  %s  %s  %s  %d layers" % (_printable(facts["reference"]), digest[:19], platform,
+                                                 _printable(system), facts["layers"])]
+    env = facts["env"]
+    for key in SHOWN_ENV:
+        if key in env:
+            lines.append("  %s=%s" % (key, _printable(env[key])))
+    for torch in facts["torch"]:
+        arch = " ".join(torch["arch"]) if torch["arch"] else "arch list not known"
+        lines.append("  torch %s (CUDA %s) in %s: %s" % (_printable(torch["version"]), torch["cuda"] or "none",
+                                                        _printable(torch["site"]), arch))
+    return lines
+
+
+def print_image_report(report: dict, wide: bool = False) -> None:
+    render.emit_lines(image_lines(report["image"]))
+    audit_report(report, wide=wide)
+    requirement = report["image"]["requirement"]
+    if requirement["verdict"] == "ok":  # any other verdict is among the checks above
+        render.emit_lines(["ok: " + requirement["message"]])
+
+
+def node_lines(result: dict) -> List[str]:
+    """Which nodes start the image, which cannot and why, which cannot be told."""
+    total = sum(len(result[k]) for k in ("can_run", "cannot_run", "cannot_tell"))
+    lines = ["image %s starts on %d of %d nodes: %s" % (
+        _printable(result["image"]["reference"]), len(result["can_run"]), total, result["can_run_hosts"] or "none")]
+    for key, label in (("cannot_run", "cannot start on"), ("cannot_tell", "cannot tell for")):
+        for reason, hosts in _by_reason(result[key]):
+            lines.append("  %s %s: %s" % (label, hosts, _printable(reason)))
+    return lines
+
+
+def _printable(text: object) -> str:
+    """Control characters escaped: an image's Env value or tag cannot break or restyle a line."""
+    return "".join(c if " " <= c != "\x7f" else repr(c)[1:-1] for c in str(text))
+
+
+def _by_reason(items: List[dict]) -> List[Tuple[str, str]]:
+    """Nodes with the same reasons folded into one hostlist."""
+    grouped: Dict[str, List[str]] = {}
+    for item in items:
+        grouped.setdefault("; ".join(item["reasons"]) or "no reason recorded", []).append(item["host"])
+    return [(reason, fold(hosts)) for reason, hosts in sorted(grouped.items())]

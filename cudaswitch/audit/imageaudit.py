@@ -97,20 +97,16 @@ def _audit_view(env: dict, ref: dict, image: dict, tree: layers.Tree,
             raise oci.ImageError("the image's files cannot be laid out for the audit (%s)" % (
                 exc.strerror or exc)) from None
         clean = {k: v for k, v in env.items() if k not in ("MODULEPATH", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")}
-        report = _unhost(run_audit(clean, root=work, progress=progress, root_vars=_root_vars(image)), work)
+        own = dict(image["config_facts"]["env"])
+        if "PATH" in own:
+            own["PATH"] = ":".join([p for p in own["PATH"].split(":") if p.startswith("/")][:64]) or "/usr/bin:/bin"
+        root_vars = {k: v for k, v in own.items() if v.startswith("/") and len(v) < 4096}
+        report = _unhost(run_audit(clean, root=work, progress=progress, root_vars=root_vars), work)
         shape["os_release"] = os_release(work)
     for entry in report["toolkits"]:
         entry["size_bytes"] = layers.size_under(tree, entry.get("real") or entry["root"])
     report["host"], report["root"] = ref["text"], "/"
     return report, shape
-
-
-def _root_vars(image: dict) -> Dict[str, str]:
-    env = dict(image["config_facts"]["env"])
-    if "PATH" in env:
-        entries = [p for p in env["PATH"].split(":") if p.startswith("/")][:64]
-        env["PATH"] = ":".join(entries) or "/usr/bin:/bin"
-    return {k: v for k, v in env.items() if v.startswith("/") and len(v) < 4096}
 
 
 def _unhost(value: Any, work: str) -> Any:

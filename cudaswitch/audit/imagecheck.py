@@ -103,10 +103,6 @@ def _all(values: Sequence[Optional[bool]]) -> Optional[bool]:
     return False if False in values else (None if None in values else True)
 
 
-def _any(values: Sequence[Optional[bool]]) -> Optional[bool]:
-    return True if True in values else (None if None in values else False)
-
-
 def judge_condition(condition: str, driver: dict, gpus: Sequence[Optional[dict]]) -> dict:
     """{"ok": True | False | None, "unmet", "unknown"} for one condition on every visible GPU."""
     alts = alternatives(condition)
@@ -123,7 +119,7 @@ def judge_condition(condition: str, driver: dict, gpus: Sequence[Optional[dict]]
                 bucket = unmet if value is False else unknown if value is None else None
                 if bucket is not None and line not in bucket:
                     bucket.append(line)
-        per_gpu.append(_any(results) if alts else True)
+        per_gpu.append(True if not alts or True in results else None if None in results else False)
     return {"ok": _all(per_gpu), "unmet": unmet, "unknown": unknown}
 
 

@@ -23,11 +23,10 @@ from cudaswitch.audit.oci import ImageError, Layer
 # CUDA images are far below: nvidia/cuda 12.x cudnn-devel ~15 layers, ~10 GiB, ~100,000 members,
 # ~10,000 dirs, ~5,000 links; NGC PyTorch ~30 GiB. A million links or dirs took 600-700 MiB and
 # minutes; reaching any limit costs under 10 s and 200 MiB (bench/hostile_images.py).
-BUDGET = {"expanded bytes": 64 << 30, "members": 1_000_000, "dirs": 200_000, "links": 100_000,
-          "name bytes": 64 << 20}  # names are most of the tree's memory (real images: ~10 MiB)
-OVER_BUDGET = {"expanded bytes": "expands to more than %s", "members": "has more than %s files",
-               "dirs": "has more than %s directories", "links": "has more than %s links",
-               "name bytes": "has more than %s of file names"}
+BUDGET = {"expanded bytes": (64 << 30, "expands to more than %s"), "members": (1_000_000, "has more than %s files"),
+          "dirs": (200_000, "has more than %s directories"), "links": (100_000, "has more than %s links"),
+          # names are most of the tree's memory (real images: ~10 MiB)
+          "name bytes": (64 << 20, "has more than %s of file names")}
 MAX_DEPTH = 128
 MAX_KEPT = 128 << 20  # bytes of content the view may hold in all
 EXPAND_FLOOR = 256 << 20  # a compressed layer may always expand this far...
@@ -60,11 +59,11 @@ class Tree:
     def charge(self, what: str, amount: int = 1) -> None:
         """Counts `amount` against the image's budget (BUDGET); past it, the image is refused."""
         self.spent[what] += amount
-        if self.spent[what] > BUDGET[what]:
-            limit = BUDGET[what]
+        limit, over = BUDGET[what]
+        if self.spent[what] > limit:
             size = "%d GiB" % (limit >> 30) if limit >= 1 << 30 else "%d MiB" % (limit >> 20)
             raise ImageError("the image %s (a real CUDA image has far fewer): refused" % (
-                OVER_BUDGET[what] % (size if what.endswith("bytes") else "{:,}".format(limit))))
+                over % (size if what.endswith("bytes") else "{:,}".format(limit))))
 
     def parent_of(self, parts: Sequence[str], what: str, layer: int) -> Node:
         """The dir holding parts[-1], missing parents made (as tar does); never through a link."""

@@ -114,10 +114,9 @@ def _capped_lines(stream: TextIO) -> Iterator[str]:
     the stream has them: a text stream's readline(limit) is 10x slower."""
     raw = getattr(stream, "buffer", None)
     if raw is None:  # a replaced stdin that only has text
-        yield from _capped(stream, "\n", "\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20))
-        return
-    for line in _capped(raw, b"\n", b"\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20)):
-        yield line.decode("utf-8", "replace")
+        return _capped(stream, "\n", "\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20))
+    return (line.decode("utf-8", "replace") for line in _capped(raw, b"\n", b"\0 longer than %d MiB\n"
+                                                                % (MAX_REPORT_BYTES >> 20)))
 
 
 def _capped(stream: IO[AnyStr], newline: AnyStr, longer: AnyStr) -> Iterator[AnyStr]:

@@ -101,17 +101,12 @@ class Nodes:
     its host and the index of its summary among the few distinct ones."""
 
     def __init__(self, pairs: List[tuple]) -> None:
-        index: dict = {}
-        self.hosts: List[str] = []
-        self.sids: List[int] = []
-        self.summaries: List[dict] = []
-        for host, summary in sorted(pairs, key=_name_order):
-            number = index.get(id(summary))  # a summary lives as long as `pairs`: its id is not reused
-            if number is None:
-                number = index[id(summary)] = len(self.summaries)
-                self.summaries.append(summary)
-            self.hosts.append(host)
-            self.sids.append(number)
+        ordered = sorted(pairs, key=_name_order)
+        distinct = {id(summary): summary for _, summary in ordered}  # alive with `pairs`: no id is reused
+        index = {key: number for number, key in enumerate(distinct)}
+        self.hosts: List[str] = [host for host, _ in ordered]
+        self.sids: List[int] = [index[id(summary)] for _, summary in ordered]
+        self.summaries: List[dict] = list(distinct.values())
 
     def __len__(self) -> int:
         return len(self.hosts)
@@ -119,9 +114,7 @@ class Nodes:
     def group(self, value_of: ValueOf) -> dict:
         """{value_of(summary): [hosts]}, values in the order first seen."""
         values = [value_of(summary) for summary in self.summaries]
-        lists: dict = {}
-        for value in values:
-            lists.setdefault(value, [])
+        lists: dict = {value: [] for value in values}
         if len(lists) == 1:
             return {values[0]: list(self.hosts)}
         per_summary = [lists[value] for value in values]

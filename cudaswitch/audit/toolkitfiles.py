@@ -60,18 +60,6 @@ def header_version(include_dirs: Sequence[str], names: Sequence[str], macros: Se
     return None, None
 
 
-def cudart_header_version(include_dirs: Sequence[str]) -> "Found":
-    """CUDART_VERSION 13000 in cuda_runtime_api.h -> '13.0' (major*1000 + minor*10)."""
-    for directory in include_dirs:
-        path = os.path.join(directory, "cuda_runtime_api.h")
-        data = read_or_none(path, 1 << 20)
-        match = re.search(rb"#\s*define\s+CUDART_VERSION\s+(\d+)", data) if data is not None else None
-        if match:
-            value = int(match.group(1))
-            return "%d.%d" % (value // 1000, (value % 1000) // 10), path
-    return None, None
-
-
 def soname_version(lib_dirs: Sequence[str], stem: Optional[str]) -> "Found":
     """libcudnn.so.9.1.0 -> '9.1.0', the newest; only a full x.y.z (libcudart.so.11.0 is every 11.x)."""
     best: Optional[str] = None
@@ -152,8 +140,9 @@ def components(record: "AnyRecord", nvcc_version: Optional[str] = None
             found["nvcc"] = (own, record["nvcc"])
     else:  # version.json lists cuda_nvcc for a runtime-only tree too (ptxas is in that package)
         found["nvcc"] = (None, None)
-    if found["cudart"][0] is None:
-        found["cudart"] = cudart_header_version(includes)
+    if found["cudart"][0] is None:  # CUDART_VERSION 13000 -> '13.0' (major*1000 + minor*10)
+        value, where = header_version(includes, ("cuda_runtime_api.h",), ("CUDART_VERSION",))
+        found["cudart"] = ("%d.%d" % (int(value) // 1000, int(value) % 1000 // 10), where) if value else (None, None)
     return {k: v[0] for k, v in found.items()}, {k: v[1] for k, v in found.items() if v[0]}
 
 

@@ -33,7 +33,11 @@ def write_view(tree: layers.Tree, view: str) -> Dict[str, int]:
     for parts in sorted(dirs, key=len):
         if parts:
             os.mkdir(os.path.join(view, *parts), 0o755)
-    written = sum(_write_file(os.path.join(view, *parts), node) for parts, node in sorted(files.items()))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    written = 0
+    for parts, node in sorted(files.items()):
+        with os.fdopen(os.open(os.path.join(view, *parts), flags, node.mode), "wb") as handle:
+            written += handle.write(node.data or b"")
     for parts, text in kept_links:
         os.symlink(text, os.path.join(view, *parts))
     return {"files": len(files), "links": len(kept_links), "bytes": written}
@@ -96,9 +100,3 @@ def _link_text(tree: layers.Tree, parts: Sequence[str], files: Dict[tuple, layer
         _ancestors(dirs, resolved[:-1])
     here = "/" + "/".join(parts[:-1])
     return posixpath.relpath("/" + "/".join(resolved), here)
-
-
-def _write_file(path: str, node: layers.Node) -> int:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    with os.fdopen(os.open(path, flags, node.mode), "wb") as handle:
-        return handle.write(node.data or b"")
