@@ -164,8 +164,7 @@ def _json_pieces(value: Any, depth: int, chunk: int = 5000) -> Iterator[str]:
 
 
 def _shared_values_dict(value: dict, dumps: Callable[[Any], str]) -> str:
-    """dumps(value) for many keys sharing a few value objects (a row's 100,000 hosts, a few cells):
-    each shared value encoded once."""
+    """dumps(value) for many keys sharing a few value objects (a row's 100,000 hosts): each encoded once."""
     from json.encoder import encode_basestring  # the C encoder's own quoting for ensure_ascii=False
 
     texts: Dict[int, str] = {}
@@ -179,8 +178,7 @@ def _shared_values_dict(value: dict, dumps: Callable[[Any], str]) -> str:
 
 
 def _spread(values: Dict[str, List[str]]) -> str:
-    """'570.195.03 on node[07,33] (2); 580.95.05 on the other 61': naming 9,990 nodes hides the 10
-    that matter."""
+    """'570.195.03 on node[07,33] (2); 580.95.05 on the other 61': naming 9,990 nodes hides the 10 that matter."""
     ordered = sorted(values.items(), key=lambda item: len(item[1]))
     parts = ["%s on %s (%d)" % (value, fold(hosts), len(hosts)) for value, hosts in ordered[:-1]]
     return "; ".join(parts + ["%s on the other %d" % (ordered[-1][0], len(ordered[-1][1]))])

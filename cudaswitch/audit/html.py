@@ -65,9 +65,8 @@ def write_page(path: str, merged: dict) -> None:
     """Write the page atomically, replacing only a regular file (a FIFO or directory is refused)."""
     from cudaswitch.safeio import NotReplaceable, replace_regular
 
-    text = page(merged)
     try:
-        replace_regular(path, text.encode("utf-8"), through_links=True, mode=0o644)
+        replace_regular(path, page(merged).encode("utf-8"), through_links=True, mode=0o644)
     except NotReplaceable as exc:
         raise CudaSwitchError(str(exc), "give --html the path of a regular file (it is created or replaced)") from None
     except OSError as exc:
@@ -77,7 +76,7 @@ def write_page(path: str, merged: dict) -> None:
 def page(merged: dict) -> str:
     types = merged["node_types"]
     nodes = sum(len(t["nodes"]) for t in types)
-    parts = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+    return "".join(["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
              "<title>cudaswitch audit: %s</title><style>%s</style></head>"
              "<body data-ready=\"0\">" % (_counted(nodes, "node"), STYLE),
              "<h1>CUDA audit of %s: %s</h1>" % (_counted(nodes, "node"), _counted(len(types), "node type")),
@@ -85,8 +84,7 @@ def page(merged: dict) -> str:
              "<div id=\"controls\"><input id=\"filter\" type=\"search\" "
              "placeholder=\"filter node types by node name or fact\">"
              " <label><input id=\"only-skew\" type=\"checkbox\"> only rows that differ between nodes</label></div>",
-             _matrix(types), "<script>%s</script></body></html>" % SCRIPT]
-    return "".join(parts)
+             _matrix(types), "<script>%s</script></body></html>" % SCRIPT])
 
 
 def _problems(merged: dict) -> str:

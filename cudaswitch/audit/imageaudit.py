@@ -120,8 +120,7 @@ def _unhost(value: Any, work: str) -> Any:
 
 
 def find_torch(tree: layers.Tree) -> List[dict]:
-    """Each torch in a site-packages of the image (torch/version.py), with its build's arch list
-    where torch_builds.toml knows it."""
+    """Each torch in a site-packages of the image, with its build's arch list where torch_builds.toml knows it."""
     found: List[dict] = []
     stack: List[Tuple[tuple, layers.Node]] = [((), tree.root)]
     while stack:
@@ -179,7 +178,7 @@ def rejudged_ids() -> set:
 @registered("image.no_exec", layer="toolkit", shown_by=("image",))
 def _rejudge(report: dict, driver: dict, gpus: List[dict]) -> None:
     """The image's toolkits against the judged driver, which is the host's, not the view's."""
-    from cudaswitch.audit.hostfacts import driver_verdict
+    from cudaswitch.audit.inventory import driver_verdict
 
     report["driver"], report["gpus"] = (driver if driver.get("present") else None), gpus
     dropped = rejudged_ids()

@@ -138,8 +138,7 @@ def member_parts(name: str, what: str) -> List[str]:
 
 
 def link_target_parts(parts: Sequence[str], target: str, what: str) -> List[str]:
-    """Where a symlink points, as image path components (absolute targets are the image's own
-    root); a target that climbs above the root is refused."""
+    """Where a symlink points, as image path components; a target climbing above the root is refused."""
     if not target or "\x00" in target:
         raise ImageError("%s: link %s has no target" % (what, shown("/".join(parts))))
     start = [] if target.startswith("/") else list(parts[:-1])
@@ -231,8 +230,7 @@ def _drain(stream: "Reader | Expanded") -> None:
 
 
 def apply_layers(tree: Tree, listed: List[Layer], progress: Callable[[str, int, int], None]) -> None:
-    """Every layer applied in order. A blob listed again is not read again: its first reading's ops
-    are replayed (one gzip blob listed 512 times was 512 inflations)."""
+    """Every layer applied in order; a blob listed again replays its first reading's ops, unread."""
     keys = [(layer.digest, layer.size, layer.over) for layer in listed]
     again = {key for key, count in collections.Counter(keys).items() if count > 1}
     done: Dict[tuple, Tuple[Any, int]] = {}  # (ops, bytes): ops a list wherever the key is in `again`
@@ -278,8 +276,7 @@ def apply_layer(tree: Tree, layer: Layer, number: int, ops: Optional[List[tuple]
 
 
 def _check_digest(layer: Layer, stored: Reader, expanded: Optional[Expanded] = None) -> None:
-    """An ImageError unless the layer has its size and digest; without `expanded` (no tar parsed)
-    only a digest over the stored bytes is checked."""
+    """An ImageError unless the layer has its size and digest (without `expanded`: the stored digest)."""
     if expanded is None and stored.hash is None:
         return
     if expanded is None:

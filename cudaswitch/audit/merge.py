@@ -24,9 +24,8 @@ JSON_SPACE = " \t\r\n"  # what JSON calls whitespace; str.strip() would take mor
 MAX_REPORT_BYTES = 16 << 20  # a host with 100 toolkits writes ~500 KB
 DICT_OR_NULL, LIST_OR_NULL = (dict, type(None)), (list, type(None))
 FLAG_TYPES = frozenset((bool, type(None)))
-# A fleet's reports come in a few shapes. Where every node differs (per-node toolkit roots), each
-# remembered shape (~2 KB) would never be met again: past this many, a new shape is checked and
-# folded each time it comes instead.
+# A fleet's reports come in a few shapes; where every node differs, a remembered shape (~2 KB) is
+# never met again: past this many, a new shape is checked and folded each time instead.
 MAX_SHAPES = 4096
 # (label, parsed JSON, None) or (label, None, why it cannot be read)
 Document = Tuple[str, Any, Optional[str]]
@@ -81,8 +80,7 @@ def _file(name: str, path: str) -> Iterator[Document]:
 
 
 def _read_fd(fd: int, size: int) -> bytes:
-    """Up to MAX_REPORT_BYTES + 1 bytes, in chunks sized from the file (one big buffer per file
-    would cost more than the JSON)."""
+    """Up to MAX_REPORT_BYTES + 1 bytes, in chunks sized from the file (not one big buffer per file)."""
     chunks: List[bytes] = []
     total = 0
     while total <= MAX_REPORT_BYTES:
@@ -346,8 +344,7 @@ def merge_inputs(names: Iterable[str], stdin: TextIO, on_refused: Callable[[str,
 
 @contextlib.contextmanager
 def without_cycle_collector() -> Iterator[None]:
-    """The merge without the cyclic collector: its JSON holds no cycles, and rescanning what grows
-    cost a tenth of a merge's time."""
+    """The merge without the cyclic collector: its JSON holds no cycles, and rescans cost a tenth."""
     collecting = gc.isenabled()
     gc.disable()
     try:

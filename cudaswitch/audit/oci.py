@@ -45,8 +45,7 @@ def parse_reference(text: str) -> Dict[str, Any]:
 
 
 class Layer:
-    """An image's layer; `digest` is over the stored bytes (OCI blobs) or the uncompressed tar
-    (`docker save`'s diff_ids): `over` says which."""
+    """An image's layer; `digest` is over the stored bytes or (`over`) the uncompressed tar."""
 
     __slots__ = ("label", "store", "name", "digest", "size", "over")
 

@@ -53,7 +53,7 @@ def _count(value: object) -> bool:
 
 def check_node(env: dict, policy: dict) -> "list[CheckResult]":
     """Every requirement's check, in the policy's order of cost: driver, GPUs, NCCL, toolkits."""
-    from cudaswitch.audit.hostfacts import host_driver, read_gpus
+    from cudaswitch.audit.inventory import host_driver, read_gpus
     from cudaswitch.paths import Paths
 
     paths = Paths(env)
@@ -110,7 +110,7 @@ def nccl_rule(paths: "Paths", env: dict, minimum: str) -> "CheckResult":
 @registered("policy.toolkit", layer="toolkit", shown_by=("audit",))
 def toolkit_rules(paths: "Paths", env: dict, requests: "list[str]") -> "list[CheckResult]":
     """Each request resolves as `use` resolves it and compiles in the environment `use` gives."""
-    from cudaswitch.audit.hostfacts import build_as_use
+    from cudaswitch.audit.inventory import build_as_use
     from cudaswitch.errors import CudaSwitchError
     from cudaswitch.registry import discover
     from cudaswitch.registry.resolve import resolve

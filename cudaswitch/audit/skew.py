@@ -8,7 +8,7 @@ import functools
 import re
 from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Set, cast
 
-from cudaswitch.audit.hostfacts import job_mtus
+from cudaswitch.audit.inventory import job_mtus
 from cudaswitch.audit.hosts import fold
 from cudaswitch.audit.validate import TRACKED, VERSION
 from cudaswitch.errors import UsageError
@@ -184,8 +184,7 @@ def _net_skew(nodes: Nodes) -> dict:
 
 
 def mtu_skew(nodes: Nodes) -> dict:
-    """{interface: {mtu: [hosts]}} where an interface's MTU differs between nodes (jumbo frames on
-    some nodes only: NCCL's connections hang or time out)."""
+    """{interface: {mtu: [hosts]}} where MTUs differ between nodes (NCCL's connections then hang)."""
     names = {name for summary in nodes.summaries for name, _ in summary["mtus"] or ()}
     out = {}
     for name in sorted(names):

@@ -147,8 +147,7 @@ def components(record: "AnyRecord", nvcc_version: Optional[str] = None
 
 
 def tree_size(path: str) -> int:
-    """Bytes as `du -sb` counts them: apparent sizes, each inode once (toolkits are often hardlinked
-    copies), links not followed."""
+    """Bytes as `du -sb` counts them: apparent sizes, each inode once (hardlinked copies), no links followed."""
     try:
         st = os.lstat(path)
     except OSError:

@@ -55,8 +55,7 @@ def keeps_link(parts: Sequence[str]) -> bool:
 
 
 def keeps_dir(parts: Sequence[str]) -> bool:
-    """Directories kept even when empty: where toolkits are looked for (an empty
-    /usr/local/cuda-11.0 is reported, as on the host)."""
+    """Directories kept even when empty: where toolkits are looked for (an empty one is reported)."""
     if len(parts) == 3 and parts[:2] == ["usr", "local"]:
         return True
     if parts[:1] != ["opt"]:
