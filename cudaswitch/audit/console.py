@@ -138,8 +138,7 @@ def emit_merged_json(merged: dict, compact: bool) -> None:
 
 
 def _json_pieces(value: Any, depth: int, chunk: int = 5000) -> Iterator[str]:
-    """Compact json.dumps(value, ensure_ascii=False) in pieces: dicts and short lists opened `depth`
-    levels deep, long lists (hosts) dumped `chunk` items at a time."""
+    """Compact json.dumps(value, ensure_ascii=False) in pieces: `depth` levels opened, long lists in chunks."""
     def dumps(item: Any) -> str:
         return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
     if isinstance(value, dict) and len(value) > chunk and all(type(key) is str for key in value) and \

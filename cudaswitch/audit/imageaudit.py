@@ -62,8 +62,7 @@ def read_image(text: str, progress: "Optional[Progress]" = None) -> Tuple[dict, 
 
 def audit_image(env: dict, text: str, driver_text: Optional[str] = None, gpu_texts: Optional[Sequence[str]] = (),
                 progress: "Optional[Progress]" = None) -> dict:
-    """`audit --json`'s shape for the image's files plus "image" (its facts and the verdict); the
-    judged driver stands where a host's would."""
+    """`audit --json`'s shape for the image's files plus "image"; the judged driver stands where a host's would."""
     driver, gpus = target_facts(env, driver_text, gpu_texts)
     ref, image, tree = read_image(text, progress)
     report, shape = _audit_view(env, ref, image, tree, progress)
@@ -208,8 +207,7 @@ def _verdict(image: dict, torches: List[dict], driver: dict,
 
 
 def on_nodes(text: str, nodes: Iterable[dict], progress: "Optional[Progress]" = None) -> dict:
-    """Which merged nodes can start the image: {"image", "can_run", "cannot_run", "cannot_tell":
-    [{"host", "reasons"}], and a hostlist of each}."""
+    """Which merged nodes can start the image: can_run, cannot_run, cannot_tell ({host, reasons}), hostlists."""
     ref, image, tree = read_image(text, progress)
     torches = find_torch(tree)
     groups: Dict[str, List[dict]] = {"can_run": [], "cannot_run": [], "cannot_tell": []}

@@ -45,8 +45,7 @@ LOCAL_PREFIXES = ("lo", "docker", "veth", "virbr", "br-", "cni", "flannel", "cal
 
 def run_audit(env: dict, root: Optional[str] = None, compile_: bool = False, allow_exec: bool = False,
               progress: "Optional[Progress]" = None, root_vars: Optional[Dict[str, str]] = None) -> dict:
-    """The audit report of `root` (None: this host); progress total None is 'not known yet'.
-    `root_vars`: the root's own environment (an image's PATH, CUDA_HOME, ...)."""
+    """The audit report of `root` (None: this host); `root_vars`: the root's own environment (its PATH, ...)."""
     progress = progress or (lambda label, done, total: None)
     if root is not None and not os.path.isdir(root):
         raise UsageError("--root %s is not a directory" % root)

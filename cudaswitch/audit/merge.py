@@ -188,8 +188,11 @@ class Kind:
         # reports that differ only where the skew does not look (a toolkit's root) share one summary
         self.summary = summaries.setdefault(repr(summary), summary)
 
-    def moved(self, paths: tuple) -> "Kind":
-        """This kind as a report with other (checked) paths has it."""
+    def moved(self, paths: tuple) -> "Optional[Kind]":
+        """This kind as a report with other paths has it; None where validate() would refuse them."""
+        if not ((paths[0] is None or type(paths[0]) is str) and all(
+                root is None or (type(root) is str and len(root) <= MAX_TEXT) for root in paths[1:])):
+            return None
         kind = Kind.__new__(Kind)
         for name in Kind.__slots__:
             setattr(kind, name, getattr(self, name))
@@ -208,12 +211,6 @@ def _cells(kits: List[Tuple[Optional[str], str]], roots: tuple) -> Dict[Optional
             cell["statuses"].append(status)
             cell["statuses"].sort(key=STATUS_RANK.get)
     return cells
-
-
-def _paths_ok(paths: tuple) -> bool:
-    """The report's root and its toolkits' roots as validate() accepts them."""
-    return (paths[0] is None or type(paths[0]) is str) and all(
-        root is None or (type(root) is str and len(root) <= MAX_TEXT) for root in paths[1:])
 
 
 class Merger:
@@ -236,8 +233,7 @@ class Merger:
         except TypeError:  # an array or object where a valid report has a string
             key = kind = None
         if kind is not None and paths != kind.paths:
-            paths = cast(tuple, paths)  # a shape's key comes with its paths
-            kind = kind.moved(paths) if _paths_ok(paths) else None
+            kind = kind.moved(cast(tuple, paths))  # a shape's key comes with its paths
         host = report.get("host") if kind is not None else None
         if kind is None or not (type(host) is str and 0 < len(host) <= 255 and host.isprintable()):
             try:  # a shape not seen yet, or a bad host name: validate() says exactly what is wrong
@@ -306,8 +302,7 @@ def _shape(report: dict) -> Tuple[Optional[tuple], Optional[tuple]]:
 
 
 def _net(report: dict) -> "tuple | None":
-    """The NCCL copies and interfaces as one hashable value; None where they are not lists of
-    objects or an MTU is not an integer (validation then says why)."""
+    """The NCCL copies and interfaces as one hashable value; None where malformed (validation says why)."""
     nccl, interfaces = report.get("nccl") or [], report.get("interfaces") or []
     try:
         copies = tuple((c.get("path"), c.get("version")) for c in nccl)
@@ -327,8 +322,7 @@ def _tracked(found: Optional[dict]) -> Tuple[Any, Any, Any]:
 
 def merge_inputs(names: Iterable[str], stdin: TextIO, on_refused: Callable[[str, str], None],
                  on_skipped: OnSkipped) -> Merger:
-    """Every report of `names` ('-' is stdin, a directory its *.json) folded into a Merger as it
-    is read; each refused one is told to on_refused at once, so a long merge names them as it goes."""
+    """Every report of `names` ('-': stdin) folded into a Merger as read; each refused one told at once."""
     merger = Merger()
     for name in names:
         if name == "-":

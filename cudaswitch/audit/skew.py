@@ -97,8 +97,7 @@ def _shown(text: str, limit: int = 40) -> str:
 
 
 class Nodes:
-    """The merged nodes in name order (node2 before node10, whatever order they came in), each as
-    its host and the index of its summary among the few distinct ones."""
+    """The merged nodes in name order (node2 before node10), each as its host and its summary's index."""
 
     def __init__(self, pairs: List[tuple]) -> None:
         ordered = sorted(pairs, key=_name_order)
