@@ -8,8 +8,8 @@ import functools
 import re
 from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Set, cast
 
-from cudaswitch.audit.inventory import job_mtus
 from cudaswitch.audit.hosts import fold
+from cudaswitch.audit.inventory import job_mtus
 from cudaswitch.audit.validate import TRACKED, VERSION
 from cudaswitch.errors import UsageError
 from cudaswitch.render import counted
