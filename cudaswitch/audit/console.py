@@ -1,15 +1,12 @@
-"""How `audit` and `audit merge` look to a person: tables on stdout, a progress bar on stderr.
-
-Only the commands import this (rich, for the progress bar, costs ~11 ms). Tables are laid out by
-cudaswitch.tables: fitted to the terminal (COLUMNS, else its width), whole lines when piped or
-with --wide, colour only on a terminal without NO_COLOR.
+"""How `audit`, `audit --image` and `audit merge` look to a person: tables on stdout, a progress
+bar on stderr. Only the commands import this (rich, for the bar, costs ~11 ms).
 """
 
 import contextlib
 import json
 import sys
 import textwrap
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from cudaswitch import render, tables
 from cudaswitch.audit.hosts import fold, fold_short
@@ -22,6 +19,8 @@ if TYPE_CHECKING:
 STATUS_STYLE = {"ok": "green", "incomplete": "yellow", "broken": "bold red", "missing": "dim"}
 LEVEL_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim", "ok": "green"}
 SHOWN_COMPONENTS = ("cudart", "nvcc", "cudnn", "nccl", "cupti", "cublas")
+YES_NO = {True: "yes", False: "no"}
+SHOWN_ENV = ("CUDA_VERSION", "NVIDIA_REQUIRE_CUDA", "NVIDIA_DISABLE_REQUIRE", "PATH", "LD_LIBRARY_PATH")
 
 
 @contextlib.contextmanager
@@ -43,17 +42,7 @@ def progress_bar(enabled: bool) -> "Iterator[Progress]":
         yield progress
 
 
-def human_size(size: float) -> str:
-    return render.iec_size(size)  # IEC, as install and list say it
-
-
-def _yes_no(value: Optional[bool], unknown: str = "?") -> str:
-    return {True: "yes", False: "no", None: unknown}[value]
-
-
-def _components(entry: dict) -> str:
-    found = entry["components"]
-    return " ".join("%s %s" % (name, found[name]) for name in SHOWN_COMPONENTS if found.get(name))
+human_size = render.iec_size  # IEC, as install and list say it
 
 
 AUDIT_HEADERS = ("VERSION", "STATUS", "SIZE", "COMPONENTS", "DRIVER", "COMPILES", "SOURCES", "ROOT")
@@ -76,9 +65,11 @@ def audit_report(report: dict, wide: bool = False) -> None:
     styles: List[List[Optional[str]]] = []
     for entry in sorted(report["toolkits"], key=lambda t: version_tuple(t["version"]), reverse=True):
         version = (entry["version"] or "?") + (" (system)" if entry.get("system_default") else "")
-        rows.append([version, entry["status"], human_size(entry["size_bytes"]), _components(entry),
-                     _yes_no(entry.get("driver_supported")), _yes_no(entry["compiles"], "-"), _origins(entry),
-                     entry["root"]])
+        found = entry["components"]
+        rows.append([version, entry["status"], human_size(entry["size_bytes"]),
+                     " ".join("%s %s" % (name, found[name]) for name in SHOWN_COMPONENTS if found.get(name)),
+                     YES_NO.get(entry.get("driver_supported"), "?"), YES_NO.get(entry["compiles"], "-"),
+                     _origins(entry), entry["root"]])
         styles.append([None, STATUS_STYLE.get(entry["status"]), None, None,
                        "bold red" if entry.get("driver_supported") is False else None,
                        "bold red" if entry["compiles"] is False else None, None, None])
@@ -103,9 +94,8 @@ def _origins(entry: dict) -> str:
 
 
 def merge_report(merged: dict, max_matrix_hosts: int = 12, wide: bool = False) -> None:
-    """The versions x hosts matrix (few hosts, when it fits), or one line per version naming the
-    hosts where it is missing or broken (many hosts: a 64-column table helps nobody); then the
-    skew report, wrapped to the width like the table."""
+    """The versions x hosts matrix when it fits, else one line per version naming the hosts where it
+    is missing or broken (a 64-column table helps nobody); then the skew report."""
     width, colour = tables.terminal_width(wide), tables.colour_enabled()
     hosts = [h["host"] for h in merged["hosts"]]
     matrix = len(hosts) <= max_matrix_hosts
@@ -125,14 +115,14 @@ def merge_report(merged: dict, max_matrix_hosts: int = 12, wide: bool = False) -
     lines.append("%s merged" % render.counted(len(hosts), "host")
                  + (", %s refused" % render.counted(len(merged["errors"]), "report") if merged["errors"] else ""))
     if "skew" in merged:
-        lines += _wrapped(skew_lines(merged), width)
+        lines += [part for line in skew_lines(merged) for part in (textwrap.wrap(
+            line, width, subsequent_indent="    ", break_on_hyphens=False) if width is not None else [line]) or [""]]
     render.emit_lines(lines)
 
 
 def emit_merged_json(merged: dict, compact: bool) -> None:
-    """`audit merge --json` as render.emit_json writes it, but a large (compact) merge goes out
-    in pieces of a few MiB: 100,000 nodes' JSON is 40 MiB, and one string of it, its escaped
-    copy and its bytes would hold three times that at the peak."""
+    """`audit merge --json` as render.emit_json writes it, a compact one in pieces: 100,000 nodes'
+    JSON is 40 MiB, and one string, its escaped copy and its bytes would hold three times that."""
     if not compact:
         render.emit_json(merged)
         return
@@ -148,9 +138,7 @@ def emit_merged_json(merged: dict, compact: bool) -> None:
 
 
 def _json_pieces(value: Any, depth: int, chunk: int = 5000) -> Iterator[str]:
-    """The text of json.dumps(value, ensure_ascii=False, separators=(",", ":")), in pieces: dicts
-    and short lists (a few rows, node types) opened `depth` levels deep, long lists (hosts)
-    dumped `chunk` items at a time."""
+    """Compact json.dumps(value, ensure_ascii=False) in pieces: `depth` levels opened, long lists in chunks."""
     def dumps(item: Any) -> str:
         return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
     if isinstance(value, dict) and len(value) > chunk and all(type(key) is str for key in value) and \
@@ -175,9 +163,7 @@ def _json_pieces(value: Any, depth: int, chunk: int = 5000) -> Iterator[str]:
 
 
 def _shared_values_dict(value: dict, dumps: Callable[[Any], str]) -> str:
-    """dumps(value) for a dict of many keys sharing a few value objects (a toolkit row's hosts:
-    100,000 names, a few cells): each shared value encoded once, not once per key. (Where most
-    values differ, one dumps of the whole is faster.)"""
+    """dumps(value) for many keys sharing a few value objects (a row's 100,000 hosts): each encoded once."""
     from json.encoder import encode_basestring  # the C encoder's own quoting for ensure_ascii=False
 
     texts: Dict[int, str] = {}
@@ -190,16 +176,8 @@ def _shared_values_dict(value: dict, dumps: Callable[[Any], str]) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def _wrapped(lines: List[str], width: Optional[int]) -> List[str]:
-    if width is None:
-        return lines
-    return [part for line in lines
-            for part in textwrap.wrap(line, width, subsequent_indent="    ", break_on_hyphens=False) or [""]]
-
-
 def _spread(values: Dict[str, List[str]]) -> str:
-    """'570.195.03 on node[07,33] (2); 580.95.05 on the other 61': the exceptions by name, the
-    most common value by count (naming 9,990 nodes hides the 10 that matter)."""
+    """'570.195.03 on node[07,33] (2); 580.95.05 on the other 61': naming 9,990 nodes hides the 10 that matter."""
     ordered = sorted(values.items(), key=lambda item: len(item[1]))
     parts = ["%s on %s (%d)" % (value, fold(hosts), len(hosts)) for value, hosts in ordered[:-1]]
     return "; ".join(parts + ["%s on the other %d" % (ordered[-1][0], len(ordered[-1][1]))])
@@ -249,3 +227,53 @@ def _cell_style(cell: Optional[dict]) -> Optional[str]:
     if cell is None:
         return "dim"
     return next((STATUS_STYLE[s] for s in ("broken", "incomplete", "ok") if s in cell["statuses"]), None)
+
+
+def image_lines(facts: dict) -> List[str]:
+    """The header of an image report: reference, digest, platform, OS, Env, torch."""
+    platform = "/".join(p for p in (facts["os"], facts["architecture"], facts["variant"]) if p) or "?"
+    digest = facts["manifest_digest"] or facts["config_digest"]
+    system = (facts.get("os_release") or {}).get("PRETTY_NAME") or "unknown OS"
+    lines = ["image %s  %s  %s  %s  %d layers" % (_printable(facts["reference"]), digest[:19], platform,
+                                                 _printable(system), facts["layers"])]
+    env = facts["env"]
+    for key in SHOWN_ENV:
+        if key in env:
+            lines.append("  %s=%s" % (key, _printable(env[key])))
+    for torch in facts["torch"]:
+        arch = " ".join(torch["arch"]) if torch["arch"] else "arch list not known"
+        lines.append("  torch %s (CUDA %s) in %s: %s" % (_printable(torch["version"]), torch["cuda"] or "none",
+                                                        _printable(torch["site"]), arch))
+    return lines
+
+
+def print_image_report(report: dict, wide: bool = False) -> None:
+    render.emit_lines(image_lines(report["image"]))
+    audit_report(report, wide=wide)
+    requirement = report["image"]["requirement"]
+    if requirement["verdict"] == "ok":  # any other verdict is among the checks above
+        render.emit_lines(["ok: " + requirement["message"]])
+
+
+def node_lines(result: dict) -> List[str]:
+    """Which nodes start the image, which cannot and why, which cannot be told."""
+    total = sum(len(result[k]) for k in ("can_run", "cannot_run", "cannot_tell"))
+    lines = ["image %s starts on %d of %d nodes: %s" % (
+        _printable(result["image"]["reference"]), len(result["can_run"]), total, result["can_run_hosts"] or "none")]
+    for key, label in (("cannot_run", "cannot start on"), ("cannot_tell", "cannot tell for")):
+        for reason, hosts in _by_reason(result[key]):
+            lines.append("  %s %s: %s" % (label, hosts, _printable(reason)))
+    return lines
+
+
+def _printable(text: object) -> str:
+    """Control characters escaped: an image's Env value or tag cannot break or restyle a line."""
+    return "".join(c if " " <= c != "\x7f" else repr(c)[1:-1] for c in str(text))
+
+
+def _by_reason(items: List[dict]) -> List[Tuple[str, str]]:
+    """Nodes with the same reasons folded into one hostlist."""
+    grouped: Dict[str, List[str]] = {}
+    for item in items:
+        grouped.setdefault("; ".join(item["reasons"]) or "no reason recorded", []).append(item["host"])
+    return [(reason, fold(hosts)) for reason, hosts in sorted(grouped.items())]

@@ -1,8 +1,4 @@
-"""Host lists as pdsh, clush and Slurm write them: `node[01-64,70],gpu1` <-> a list of names.
-
-Expanding lets `audit merge --nodes` know which nodes should have reported; folding keeps a
-10,000-node answer readable (`node[0001-9998,10000]`, not 10,000 names).
-"""
+"""Host lists as pdsh, clush and Slurm write them: `node[01-64,70],gpu1` <-> a list of names."""
 
 import itertools
 import re
@@ -71,8 +67,7 @@ def _numbers(ranges: str, whole: str) -> Iterator[str]:
 
 
 def fold(names: Iterable[str]) -> str:
-    """['node01', 'node02', 'node03', 'gpu1'] -> 'gpu1,node[01-03]': the inverse of expand().
-    Names are grouped by prefix and digit count, as node01..node64 are one zero-padded family."""
+    """['node01', 'node02', 'node03', 'gpu1'] -> 'gpu1,node[01-03]', by prefix and digit count."""
     families: dict[tuple[str, int], list] = {}
     for name in dict.fromkeys(names):
         match = NUMBERED.match(name)

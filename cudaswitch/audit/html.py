@@ -62,13 +62,11 @@ SCRIPT = """
 
 
 def write_page(path: str, merged: dict) -> None:
-    """Write the page atomically: a failed write leaves no half page behind, and only a regular
-    file (or nothing) is replaced: a FIFO, device or directory at PATH is refused, not renamed over."""
+    """Write the page atomically, replacing only a regular file (a FIFO or directory is refused)."""
     from cudaswitch.safeio import NotReplaceable, replace_regular
 
-    text = page(merged)
     try:
-        replace_regular(path, text.encode("utf-8"), through_links=True, mode=0o644)
+        replace_regular(path, page(merged).encode("utf-8"), through_links=True, mode=0o644)
     except NotReplaceable as exc:
         raise CudaSwitchError(str(exc), "give --html the path of a regular file (it is created or replaced)") from None
     except OSError as exc:
@@ -78,7 +76,7 @@ def write_page(path: str, merged: dict) -> None:
 def page(merged: dict) -> str:
     types = merged["node_types"]
     nodes = sum(len(t["nodes"]) for t in types)
-    parts = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+    return "".join(["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
              "<title>cudaswitch audit: %s</title><style>%s</style></head>"
              "<body data-ready=\"0\">" % (_counted(nodes, "node"), STYLE),
              "<h1>CUDA audit of %s: %s</h1>" % (_counted(nodes, "node"), _counted(len(types), "node type")),
@@ -86,8 +84,7 @@ def page(merged: dict) -> str:
              "<div id=\"controls\"><input id=\"filter\" type=\"search\" "
              "placeholder=\"filter node types by node name or fact\">"
              " <label><input id=\"only-skew\" type=\"checkbox\"> only rows that differ between nodes</label></div>",
-             _matrix(types), "<script>%s</script></body></html>" % SCRIPT]
-    return "".join(parts)
+             _matrix(types), "<script>%s</script></body></html>" % SCRIPT])
 
 
 def _problems(merged: dict) -> str:
@@ -103,10 +100,8 @@ def _problems(merged: dict) -> str:
 
 
 def _matrix(types: List[dict]) -> str:
-    """Facts x node types: a column stands for every node of its type (its count and share in the
-    header), so 100,000 nodes of 6 types are 6 columns, not 100,000 of anything. Its nodes are
-    one per line in data-nodes: a renamed duplicate ("node01 (audit/b.json)") holds spaces, and
-    no host name or label holds a line break."""
+    """Facts x node types (100,000 nodes of 6 types are 6 columns). A type's nodes are one per line
+    in data-nodes: a renamed duplicate ("node01 (b.json)") holds spaces, no name a line break."""
     total = sum(len(t["nodes"]) for t in types)
     head = "".join("<th class=\"group\" data-type=\"%s\" data-nodes=\"%s\">%s<small>%s</small>"
                    "<small class=\"count\">%s, %.1f%%</small><small class=\"matches\"></small></th>" % (

@@ -1,11 +1,7 @@
-"""`audit --image`: the audit report of a container image, and whether it starts on this host (or
-on the driver and GPUs given), and `audit merge --image`: on which nodes it starts.
-
-The image's layers are applied in memory (audit/layers.py), the few files the audit reads are
-written to a private temporary view (audit/view.py), and the audit of an unpacked root
-(audit/inventory.py) runs on that view with the image's own PATH and toolkit variables; nothing from
-the image is run. The view is removed before the report is returned; paths in the report are the
-image's own.
+"""`audit --image`: a container image's audit report and whether it starts on this host (or the
+driver and GPUs given); `audit merge --image`: on which nodes it starts. The audit of a root runs
+on a private temporary view of the image's files with the image's own PATH and toolkit variables;
+nothing from the image is run, and the report's paths are the image's own.
 """
 
 import os
@@ -66,8 +62,7 @@ def read_image(text: str, progress: "Optional[Progress]" = None) -> Tuple[dict, 
 
 def audit_image(env: dict, text: str, driver_text: Optional[str] = None, gpu_texts: Optional[Sequence[str]] = (),
                 progress: "Optional[Progress]" = None) -> dict:
-    """The report: `audit --json`'s shape for the image's files, plus "image" (its facts and the
-    verdict for the driver and GPUs); the judged driver stands where a host's would."""
+    """`audit --json`'s shape for the image's files plus "image"; the judged driver stands where a host's would."""
     driver, gpus = target_facts(env, driver_text, gpu_texts)
     ref, image, tree = read_image(text, progress)
     report, shape = _audit_view(env, ref, image, tree, progress)
@@ -101,20 +96,16 @@ def _audit_view(env: dict, ref: dict, image: dict, tree: layers.Tree,
             raise oci.ImageError("the image's files cannot be laid out for the audit (%s)" % (
                 exc.strerror or exc)) from None
         clean = {k: v for k, v in env.items() if k not in ("MODULEPATH", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")}
-        report = _unhost(run_audit(clean, root=work, progress=progress, root_vars=_root_vars(image)), work)
+        own = dict(image["config_facts"]["env"])
+        if "PATH" in own:
+            own["PATH"] = ":".join([p for p in own["PATH"].split(":") if p.startswith("/")][:64]) or "/usr/bin:/bin"
+        root_vars = {k: v for k, v in own.items() if v.startswith("/") and len(v) < 4096}
+        report = _unhost(run_audit(clean, root=work, progress=progress, root_vars=root_vars), work)
         shape["os_release"] = os_release(work)
     for entry in report["toolkits"]:
         entry["size_bytes"] = layers.size_under(tree, entry.get("real") or entry["root"])
     report["host"], report["root"] = ref["text"], "/"
     return report, shape
-
-
-def _root_vars(image: dict) -> Dict[str, str]:
-    env = dict(image["config_facts"]["env"])
-    if "PATH" in env:
-        entries = [p for p in env["PATH"].split(":") if p.startswith("/")][:64]
-        env["PATH"] = ":".join(entries) or "/usr/bin:/bin"
-    return {k: v for k, v in env.items() if v.startswith("/") and len(v) < 4096}
 
 
 def _unhost(value: Any, work: str) -> Any:
@@ -128,8 +119,7 @@ def _unhost(value: Any, work: str) -> Any:
 
 
 def find_torch(tree: layers.Tree) -> List[dict]:
-    """Each torch in a site-packages of the image: version and CUDA from torch/version.py, the
-    build's arch list where torch_builds.toml knows it."""
+    """Each torch in a site-packages of the image, with its build's arch list where torch_builds.toml knows it."""
     found: List[dict] = []
     stack: List[Tuple[tuple, layers.Node]] = [((), tree.root)]
     while stack:
@@ -175,9 +165,8 @@ def os_release(work: str) -> Dict[str, str]:
 
 
 def rejudged_ids() -> set:
-    """Checks of the view's own audit the image's report does not keep: the driver layer (judged
-    again below, against the host or the --driver given, not the view) and those `audit --image`
-    does not show (the audit of a root's "nothing was run" becomes image.no_exec)."""
+    """Checks of the view's audit the image's report drops: the driver layer (judged again against
+    the host or --driver, not the view) and those `audit --image` does not show."""
     from cudaswitch.audit import inventory  # noqa: F401  (registers the audit's own checks)
     from cudaswitch.verify import checkset  # noqa: F401  (registers verify's)
 
@@ -188,7 +177,7 @@ def rejudged_ids() -> set:
 @registered("image.no_exec", layer="toolkit", shown_by=("image",))
 def _rejudge(report: dict, driver: dict, gpus: List[dict]) -> None:
     """The image's toolkits against the judged driver, which is the host's, not the view's."""
-    from cudaswitch.audit.hostfacts import driver_verdict
+    from cudaswitch.audit.inventory import driver_verdict
 
     report["driver"], report["gpus"] = (driver if driver.get("present") else None), gpus
     dropped = rejudged_ids()
@@ -217,12 +206,8 @@ def _verdict(image: dict, torches: List[dict], driver: dict,
     return requirement, checks, False if any(c["level"] == "error" for c in checks) else requirement["ok"]
 
 
-# ---------------------------------------------------------------- a cluster's nodes
-
-
 def on_nodes(text: str, nodes: Iterable[dict], progress: "Optional[Progress]" = None) -> dict:
-    """Which merged nodes (audit/merge.py's node summaries) can start the image: {"image": facts,
-    "can_run", "cannot_run", "cannot_tell": [{"host", "reasons"}], and hostlists of each}."""
+    """Which merged nodes can start the image: can_run, cannot_run, cannot_tell ({host, reasons}), hostlists."""
     ref, image, tree = read_image(text, progress)
     torches = find_torch(tree)
     groups: Dict[str, List[dict]] = {"can_run": [], "cannot_run": [], "cannot_tell": []}

@@ -1,15 +1,12 @@
-"""Will an image start on a host: its NVIDIA_REQUIRE_* conditions judged the way the NVIDIA
-container runtime judges them, and the torch inside it against the host's GPUs and driver.
+"""Will an image start on a host: its NVIDIA_REQUIRE_* conditions judged as the NVIDIA container
+runtime judges them, and the torch inside it against the host's GPUs and driver.
 
 The runtime's rules (libnvidia-container's dsl, nvidia-container-toolkit's image env): every
-NVIDIA_REQUIRE_* variable but NVIDIA_REQUIRE_JETPACK is a condition that must hold; an image with
-CUDA_VERSION and no NVIDIA_REQUIRE_CUDA requires `cuda>=MAJOR.MINOR`; NVIDIA_DISABLE_REQUIRE
-(true, 1, t) turns the check off. In a condition, space-separated alternatives are ORed and
-comma-separated terms ANDed; a term is KEY OP VALUE with keys cuda (the CUDA version the driver
-supports), driver (its release), arch (each GPU's compute capability), brand (each GPU's brand)
-and operators = != < <= > >=; versions compare number by number. A malformed condition makes the
-runtime refuse the container. Where the runtime assumes a fact it cannot read is fine, this says
-"cannot tell" (None): never ok on a guess.
+NVIDIA_REQUIRE_* but _JETPACK must hold; CUDA_VERSION without NVIDIA_REQUIRE_CUDA requires
+`cuda>=MAJOR.MINOR`; NVIDIA_DISABLE_REQUIRE (true, 1, t) turns the check off. Space-separated
+alternatives are ORed, comma-separated terms ANDed; a term is KEY OP VALUE (keys cuda, driver, arch,
+brand; versions compare number by number); a malformed one refuses the container. Where the runtime
+assumes an unreadable fact is fine, this says "cannot tell" (None): never ok on a guess.
 """
 
 import operator
@@ -106,13 +103,8 @@ def _all(values: Sequence[Optional[bool]]) -> Optional[bool]:
     return False if False in values else (None if None in values else True)
 
 
-def _any(values: Sequence[Optional[bool]]) -> Optional[bool]:
-    return True if True in values else (None if None in values else False)
-
-
 def judge_condition(condition: str, driver: dict, gpus: Sequence[Optional[dict]]) -> dict:
-    """{"ok": True | False | None, "unmet": [...], "unknown": [...]} for one condition on every GPU
-    (the runtime checks each visible GPU; with none known, device terms cannot be told)."""
+    """{"ok": True | False | None, "unmet", "unknown"} for one condition on every visible GPU."""
     alts = alternatives(condition)
     unmet: List[str] = []
     unknown: List[str] = []
@@ -127,13 +119,12 @@ def judge_condition(condition: str, driver: dict, gpus: Sequence[Optional[dict]]
                 bucket = unmet if value is False else unknown if value is None else None
                 if bucket is not None and line not in bucket:
                     bucket.append(line)
-        per_gpu.append(_any(results) if alts else True)
+        per_gpu.append(True if not alts or True in results else None if None in results else False)
     return {"ok": _all(per_gpu), "unmet": unmet, "unknown": unknown}
 
 
 def judge_image(env: Mapping[str, str], driver: dict, gpus: Sequence[dict]) -> dict:
-    """The runtime's verdict on an image's Env for a driver and GPUs (driver facts as
-    verify/driver.py gives them): {"verdict": ok | cannot run | cannot tell | not checked, ...}."""
+    """The runtime's verdict on an image's Env: {"verdict": ok | cannot run | cannot tell | not checked, ...}."""
     conditions = requirements(env)
     if env.get("NVIDIA_DISABLE_REQUIRE", "") in TRUE_WORDS:
         return {"verdict": "not checked", "ok": True, "conditions": [], "disabled": True,
@@ -173,9 +164,6 @@ def _minimum_hint(judged: List[dict]) -> str:
                 if row:
                     return " (CUDA %s needs driver >= %s)" % (row["cuda"], row["driver"])
     return ""
-
-
-# ---------------------------------------------------------------- the torch inside
 
 
 def build_row(torch_version: str, cuda: Optional[str]) -> Optional[dict]:

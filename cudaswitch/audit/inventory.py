@@ -1,25 +1,26 @@
 """`audit`: an inventory of the toolkits on this host or under a root (an unpacked image, a node's
-mounted root). Returns the report as data (the stable `audit --json` shape of the README and the
-JSON schema); audit_cmds renders.
+mounted root), as the stable `audit --json` shape. Under a root nothing is run without `--exec`:
+its binaries may be built for another host; nvcc's version is read from its binary instead.
 
-Under a root nothing found there is executed unless the caller allows it (`--exec`): binaries in an
-image may be built for another host, and running them would audit the auditor, not the image.
-Discovery then reads nvcc's version from its binary instead of running it (registry config key
-`probe_exec = false`).
+The host's side: its name, driver and GPUs (verify's facts and verdicts, so `audit`, `verify` and
+`doctor` give one answer), and what a multi-node job needs the same on every node: the NCCL copies
+a process would load and each interface's MTU.
 """
 
+import glob
 import os
+import socket
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Tuple, cast
 
 from cudaswitch import __version__
 from cudaswitch.audit import toolkitfiles
-from cudaswitch.audit.hostfacts import (build_as_use, driver_verdict, host_driver, host_name, interfaces, nccl_copies,
-                                        read_gpus)
 from cudaswitch.errors import UsageError
 from cudaswitch.paths import Paths
 from cudaswitch.render import iec_size
+from cudaswitch.safeio import read_or_none
 from cudaswitch.toolkit import COMPONENTS, version_tuple
 from cudaswitch.verify.checkregistry import registered  # a leaf: `audit merge` reads this module's constants
+from cudaswitch.verify import loaderdirs
 from cudaswitch.verify.compat import check
 
 if TYPE_CHECKING:
@@ -36,13 +37,15 @@ ROOT_VARS = ("PATH", "HOME", "CUDA_HOME", "CUDA_PATH", "VIRTUAL_ENV", "CONDA_PRE
 # What the auditing host keeps: cudaswitch's own dirs and its Lmod, which reads the root's modules.
 HOST_VARS = ("CUDASWITCH_CACHE_DIR", "CUDASWITCH_CONFIG_DIR", "CUDASWITCH_DATA_DIR", "XDG_CACHE_HOME",
              "XDG_CONFIG_HOME", "XDG_DATA_HOME", "LMOD_CMD", "LMOD_DIR")
+MAX_INTERFACES = 256
+# Interfaces NCCL does not bootstrap over by default, and the host-local bridges of containers/VMs:
+# their MTU differing between nodes breaks no job.
+LOCAL_PREFIXES = ("lo", "docker", "veth", "virbr", "br-", "cni", "flannel", "cali")
 
 
 def run_audit(env: dict, root: Optional[str] = None, compile_: bool = False, allow_exec: bool = False,
               progress: "Optional[Progress]" = None, root_vars: Optional[Dict[str, str]] = None) -> dict:
-    """The audit report of `root` (None: this host). `progress(label, done, total)` is told of
-    each step; total None means 'not known yet'. `root_vars`: what the root's own environment
-    says (an image's PATH, CUDA_HOME, ...), used instead of the stock one."""
+    """The audit report of `root` (None: this host); `root_vars`: the root's own environment (its PATH, ...)."""
     progress = progress or (lambda label, done, total: None)
     if root is not None and not os.path.isdir(root):
         raise UsageError("--root %s is not a directory" % root)
@@ -91,9 +94,8 @@ def _discover(env: dict, root: Optional[str], executes: bool,
 
 
 def root_env(env: dict, root: str, root_vars: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    """The environment discovery sees for a root: a stock PATH, the caller's HOME (looked up under
-    the root) and the caller's MODULEPATH dirs that exist under the root (read by this host's Lmod);
-    PATH, HOME and the toolkit variables the root's own environment names replace those."""
+    """The environment discovery sees for a root: a stock PATH, the caller's HOME and MODULEPATH
+    dirs under the root (read by this host's Lmod), replaced by what the root's own names."""
     out = {"CUDASWITCH_ROOT": root, "PATH": STOCK_PATH, "HOME": env.get("HOME", "/root")}
     out.update({k: v for k, v in (root_vars or {}).items() if k in ROOT_VARS and v.startswith("/")})
     out.update({key: env[key] for key in HOST_VARS if env.get(key)})
@@ -137,8 +139,7 @@ def _nvcc_probe(registry: dict, record: "ToolkitRecord") -> Optional[str]:
 
 
 def _check_nvcc_agrees(entry: dict, nvcc_ran: Optional[str]) -> None:
-    """Without running nvcc the registry cannot see nvcc disagree with the files; the banner in
-    nvcc's binary can."""
+    """Without running nvcc only the banner in its binary can disagree with the files."""
     own, files = entry["components"]["nvcc"], entry["version"]
     if nvcc_ran or not own or not files or not entry["nvcc"]:
         return
@@ -149,8 +150,7 @@ def _check_nvcc_agrees(entry: dict, nvcc_ran: Optional[str]) -> None:
 
 @registered("toolkit.duplicate", layer="toolkit", shown_by=("audit", "image"))
 def _duplicates(toolkits: List[dict]) -> "List[CheckResult]":
-    """Same version installed more than once: mark each entry, one check per version. Copies in
-    the same layout are waste (warning); a conda env beside a system install is usually meant (info)."""
+    """One check per version installed twice: copies in one layout are waste, a conda env beside is meant."""
     by_version: Dict[str, List[dict]] = {}
     for entry in toolkits:
         if entry["version"]:
@@ -174,7 +174,7 @@ def _some(items: Iterable[str], shown: int = 4) -> str:
 
 def _compile_all(paths: Paths, records: List[dict], env: dict, toolkits: List[dict],
                  progress: "Progress") -> None:
-    """Whether each toolkit compiles in the environment `use` gives (hostfacts.build_as_use)."""
+    """Whether each toolkit compiles in the environment `use` gives (build_as_use)."""
     by_root = {r["root"]: r for r in records}
     for done, entry in enumerate(toolkits, 1):
         progress("compiling a kernel", done - 1, len(toolkits))
@@ -225,3 +225,103 @@ def _toolkit_checks(entry: dict) -> "List[CheckResult]":
     if entry["driver_check"] and entry["driver_check"]["level"] in ("warning", "error"):
         out.append(entry["driver_check"])
     return out
+
+
+def build_as_use(paths: "Paths", records: "list[dict]", env: dict, record: dict) -> dict:
+    """verify/nvcc.py's cached one-kernel build of `record` in the environment `use` gives (its
+    host compiler included): a toolkit the audit says compiles is one `use` gives working."""
+    from cudaswitch.switch.decide import switch_plan
+    from cudaswitch.verify.nvcc import cached_build
+
+    return cached_build(paths, record, switch_plan({"records": records}, env, record, "audit", paths=paths).env,
+                        run=False)
+
+
+def host_name(paths: "Paths", root: "str | None") -> str:
+    """This host's name; under a root its /etc/hostname, else the root's path (still unique)."""
+    if paths.root == "/":
+        return socket.gethostname()
+    text = (read_or_none(paths.host("/etc/hostname"), 4096) or b"").decode("utf-8", "replace")
+    name = (text.splitlines() or [""])[0].strip()
+    return name or paths.root
+
+
+def host_driver(paths: "Paths", env: dict) -> dict:
+    """verify/driver.py's facts (no libcuda under a root); CUDASWITCH_DRIVER/_GPUS are another machine's."""
+    from cudaswitch.settings import DRIVER_TIMEOUT
+    from cudaswitch.verify.host import Host, settings
+    from cudaswitch.verify.target import VARIABLES
+
+    env = {k: v for k, v in env.items() if k not in VARIABLES}  # a report describes its own node
+    return Host(paths, None, env, record=None, timeout=DRIVER_TIMEOUT, conf=settings(paths, tolerant=True)).driver
+
+
+def driver_verdict(driver: dict, entry: dict) -> "tuple[bool | None, dict | None]":
+    """(True | False | None, the check) from verify/compat.py's rule; None without a driver or version."""
+    from cudaswitch.verify.pipeline import driver_runs_toolkit
+
+    if not driver["present"] or not entry["short"]:
+        return None, None
+    verdict = driver_runs_toolkit(driver, entry["version"], entry["root"])
+    verdict["facts"]["root"] = entry["root"]
+    return {"ok": True, "error": False}.get(verdict["level"]), verdict
+
+
+def read_gpus(paths: "Paths") -> "list[dict]":
+    """GPUs the driver lists in /proc/driver/nvidia/gpus/*/information: model and bus id."""
+    gpus = []
+    for info in sorted(glob.glob(paths.host("/proc/driver/nvidia/gpus/*/information"))):
+        fields = {}
+        data = read_or_none(info, 1 << 16)
+        if data is None:
+            continue
+        for line in data.decode("utf-8", "replace").splitlines():
+            key, _, value = line.partition(":")
+            fields[key.strip()] = value.strip()
+        gpus.append({"model": fields.get("Model"),
+                     "bus": fields.get("Bus Location") or os.path.basename(os.path.dirname(info))})
+    return gpus
+
+
+def nccl_copies(paths: "Paths", env: dict) -> list:
+    """[{"path", "version"}] of each distinct libnccl on the loader path and in the active env's wheel."""
+    dirs = loaderdirs.library_path(env, paths) + loaderdirs.system_dirs(paths)
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        if env.get(var, "").startswith("/"):
+            prefix = loaderdirs.env_path(paths, env[var])
+            dirs += loaderdirs.files_named(os.path.join(prefix, "lib"), "python3*/site-packages/nvidia/nccl/lib")
+    out, seen = [], set()
+    for directory in dirs:
+        for path in loaderdirs.files_named(directory, "libnccl.so*"):
+            real = os.path.realpath(path)
+            if real not in seen and os.path.isfile(real):
+                seen.add(real)
+                out.append({"path": paths.unhost(path), "version": loaderdirs.file_version(path, "libnccl")})
+    return out
+
+
+def interfaces(paths: "Paths") -> list:
+    """[{"name", "mtu", "state"}] from /sys/class/net; [] where it cannot be read (an image)."""
+    net = paths.host("/sys/class/net")
+    try:
+        names = sorted(os.listdir(net))[:MAX_INTERFACES]
+    except OSError:
+        return []
+    return [{"name": name, "mtu": _number(os.path.join(net, name, "mtu")),
+             "state": _text(os.path.join(net, name, "operstate"))} for name in names]
+
+
+def job_mtus(found: list) -> tuple:
+    """((name, mtu), ...) of the interfaces that are up and may carry a job's traffic."""
+    return tuple(sorted((i["name"], i["mtu"]) for i in found if isinstance(i, dict) and i.get("state") == "up"
+                        and isinstance(i.get("name"), str) and not i["name"].startswith(LOCAL_PREFIXES)))
+
+
+def _text(path: str) -> "str | None":
+    text = (read_or_none(path, 256) or b"").decode("utf-8", "replace").strip()
+    return text if text and text.isprintable() else None
+
+
+def _number(path: str) -> "int | None":
+    text = _text(path)
+    return int(text) if text and text.isdigit() and len(text) < 8 else None

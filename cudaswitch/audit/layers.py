@@ -1,15 +1,10 @@
-"""An image's layers applied in order, whiteouts included, to a tree kept in memory; then the
-few files the audit reads written to a private view directory (audit/viewrules.py says which).
+"""An image's layers applied in order, whiteouts included, to a tree kept in memory.
 
-Each member is checked before it counts: relative names without `..`, only files, directories,
-symlinks and hardlinks (no devices, FIFOs or sparse files), never written through a symlink,
-links that would climb above the image's root refused; pax and GNU long-name headers are bounded
-and checked before tarfile parses them (tarsafe.py), names and link targets are at most PATH_MAX,
-and the names the tree holds are bounded in all. Sizes are bounded per kept file, per view,
-in members, and in what a compressed layer may expand to (a gzip bomb stops early). A layer's digest
-is checked as it streams; the caller uses the tree only once every layer matched. In the view
-every link is rewritten to the path it resolves to inside the image, relative, so the kernel
-following it stays in the view; nothing in the view is ever run.
+Each member is checked before it counts: relative names without `..`; only files, dirs, symlinks
+and hardlinks (no devices, FIFOs or sparse files); never written through a symlink; links climbing
+above the root refused; tar headers bounded before tarfile parses them (tarsafe.py). Names, members,
+kept bytes and what a compressed layer expands to are bounded (a gzip bomb stops early). A layer's
+digest is checked as it streams; the caller uses the tree only once every layer matched.
 """
 
 import collections
@@ -24,18 +19,14 @@ from cudaswitch.audit import viewrules
 from cudaswitch.audit.toolkitfiles import find_banner
 from cudaswitch.audit.oci import ImageError, Layer
 
-# The whole image's budget, counted over every layer as applied (a layer listed twice counts
-# twice, though its bytes are read once). A real CUDA image is far below each: nvidia/cuda 12.x
-# cudnn-devel has ~15 layers, ~10 GiB expanded, ~100,000 members, ~10,000 dirs and ~5,000 links;
-# NGC's PyTorch images ~30 GiB and a few hundred thousand members. Beyond that, a small image
-# costs what it is made to: a million links or dirs held in memory (and links written to the
-# view) took 600-700 MiB and minutes. Reaching any limit costs under 10 s and 200 MiB
-# (bench/hostile_images.py), so a hostile image is refused before it is expensive.
-BUDGET = {"expanded bytes": 64 << 30, "members": 1_000_000, "dirs": 200_000, "links": 100_000,
-          "name bytes": 64 << 20}  # names are most of the tree's memory (real images: ~10 MiB)
-OVER_BUDGET = {"expanded bytes": "expands to more than %s", "members": "has more than %s files",
-               "dirs": "has more than %s directories", "links": "has more than %s links",
-               "name bytes": "has more than %s of file names"}
+# The whole image's budget, over every layer as applied (a layer listed twice counts twice). Real
+# CUDA images are far below: nvidia/cuda 12.x cudnn-devel ~15 layers, ~10 GiB, ~100,000 members,
+# ~10,000 dirs, ~5,000 links; NGC PyTorch ~30 GiB. A million links or dirs took 600-700 MiB and
+# minutes; reaching any limit costs under 10 s and 200 MiB (bench/hostile_images.py).
+BUDGET = {"expanded bytes": (64 << 30, "expands to more than %s"), "members": (1_000_000, "has more than %s files"),
+          "dirs": (200_000, "has more than %s directories"), "links": (100_000, "has more than %s links"),
+          # names are most of the tree's memory (real images: ~10 MiB)
+          "name bytes": (64 << 20, "has more than %s of file names")}
 MAX_DEPTH = 128
 MAX_KEPT = 128 << 20  # bytes of content the view may hold in all
 EXPAND_FLOOR = 256 << 20  # a compressed layer may always expand this far...
@@ -68,15 +59,14 @@ class Tree:
     def charge(self, what: str, amount: int = 1) -> None:
         """Counts `amount` against the image's budget (BUDGET); past it, the image is refused."""
         self.spent[what] += amount
-        if self.spent[what] > BUDGET[what]:
-            limit = BUDGET[what]
+        limit, over = BUDGET[what]
+        if self.spent[what] > limit:
             size = "%d GiB" % (limit >> 30) if limit >= 1 << 30 else "%d MiB" % (limit >> 20)
             raise ImageError("the image %s (a real CUDA image has far fewer): refused" % (
-                OVER_BUDGET[what] % (size if what.endswith("bytes") else "{:,}".format(limit))))
+                over % (size if what.endswith("bytes") else "{:,}".format(limit))))
 
     def parent_of(self, parts: Sequence[str], what: str, layer: int) -> Node:
-        """The dir node holding parts[-1]; missing parents are made (as tar does), a symlink on the
-        way is refused: a layer never writes through a link."""
+        """The dir holding parts[-1], missing parents made (as tar does); never through a link."""
         node = self.root
         for index, name in enumerate(parts[:-1]):
             child = node.children.get(name)
@@ -135,9 +125,6 @@ def _prune_lower(directory: Node, layer: int) -> None:
             _prune_lower(child, layer)
 
 
-# ---------------------------------------------------------------- member checks
-
-
 def member_parts(name: str, what: str) -> List[str]:
     """A member name as path components; absolute names and `..` are refused."""
     if name.startswith("/") or "\x00" in name:
@@ -151,8 +138,7 @@ def member_parts(name: str, what: str) -> List[str]:
 
 
 def link_target_parts(parts: Sequence[str], target: str, what: str) -> List[str]:
-    """Where a symlink points, as image path components (absolute targets are the image's own
-    root); a target that climbs above the root is refused."""
+    """Where a symlink points, as image path components; a target climbing above the root is refused."""
     if not target or "\x00" in target:
         raise ImageError("%s: link %s has no target" % (what, shown("/".join(parts))))
     start = [] if target.startswith("/") else list(parts[:-1])
@@ -170,9 +156,6 @@ def link_target_parts(parts: Sequence[str], target: str, what: str) -> List[str]
 def shown(text: str, limit: int = 80) -> str:
     text = "".join(c if " " <= c != "\x7f" else "?" for c in text)
     return text if len(text) <= limit else text[:limit] + "..."
-
-
-# ---------------------------------------------------------------- reading a layer
 
 
 class Reader:
@@ -195,9 +178,8 @@ class Reader:
 
 
 class Expanded:
-    """The tar inside a layer: gunzipped when it is gzip, hashed when the digest is over the tar,
-    and stopped once it expands past what any real layer does. A read gives the next piece (at
-    most 1 MiB), not always `n` bytes: tarfile's stream reads until it has what it asked for."""
+    """The tar inside a layer: gunzipped, hashed when the digest is over the tar, stopped past what
+    a real layer expands to. A read gives the next piece (tarfile's stream reads until it has all)."""
 
     def __init__(self, stored: Reader, digest: str, over: str, label: str, tree: Tree) -> None:
         self.stored, self.label, self.count, self.tree = stored, label, 0, tree
@@ -225,8 +207,7 @@ class Expanded:
             data = self.stored.read(1 << 20)
 
     def _gunzip(self, data: bytes) -> Iterator[bytes]:
-        """Non-empty pieces of the inflated stream: a second gzip member after the first
-        (concatenated streams are valid gzip), zero padding after the last ignored."""
+        """Non-empty inflated pieces; concatenated gzip members are valid, zero padding is ignored."""
         inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
         while data or (data := self.stored.read(1 << 16)):
             if inflate.eof and not data.strip(b"\0"):
@@ -249,9 +230,7 @@ def _drain(stream: "Reader | Expanded") -> None:
 
 
 def apply_layers(tree: Tree, listed: List[Layer], progress: Callable[[str, int, int], None]) -> None:
-    """Every layer (oci.Layer) applied in order. A blob listed again (same digest and size) is not
-    read again: what its first reading did to the tree is done again at its new place (a small
-    image listing one gzip blob 512 times was 512 inflations)."""
+    """Every layer applied in order; a blob listed again replays its first reading's ops, unread."""
     keys = [(layer.digest, layer.size, layer.over) for layer in listed]
     again = {key for key, count in collections.Counter(keys).items() if count > 1}
     done: Dict[tuple, Tuple[Any, int]] = {}  # (ops, bytes): ops a list wherever the key is in `again`
@@ -270,9 +249,8 @@ def apply_layers(tree: Tree, listed: List[Layer], progress: Callable[[str, int, 
 
 
 def apply_layer(tree: Tree, layer: Layer, number: int, ops: Optional[List[tuple]] = None) -> int:
-    """Apply one layer (oci.Layer) to the tree, appending what it did to `ops` when given; its
-    digest is checked when it has been read; the bytes it expanded to. A layer that fails to
-    parse is first checked against its digest: an altered blob is named so."""
+    """Apply one layer (its ops appended to `ops`), digest checked; the bytes it expanded to. A layer
+    that fails to parse is first checked against its digest: an altered blob is named so."""
     try:
         with layer.open() as raw:
             stored = Reader(raw, layer.digest, layer.size, layer.over, layer.label)
@@ -298,8 +276,7 @@ def apply_layer(tree: Tree, layer: Layer, number: int, ops: Optional[List[tuple]
 
 
 def _check_digest(layer: Layer, stored: Reader, expanded: Optional[Expanded] = None) -> None:
-    """An ImageError unless the layer has its size and digest. Without `expanded` (its tar did not
-    parse) only a digest over the stored bytes is checked, once the rest of them is read."""
+    """An ImageError unless the layer has its size and digest (without `expanded`: the stored digest)."""
     if expanded is None and stored.hash is None:
         return
     if expanded is None:
@@ -329,8 +306,7 @@ def _members(tree: Tree, tar: tarfile.TarFile, label: str, number: int, ops: Opt
 
 def _op(tree: Tree, tar: tarfile.TarFile, member: tarfile.TarInfo, parts: List[str], label: str,
         number: int) -> tuple:
-    """What a member does to the tree, checked, as a tuple apply_op does (again, for a layer
-    listed twice): (kind, parts, ...)."""
+    """What a member does to the tree, checked, as (kind, parts, ...) for apply_op."""
     if parts[-1].startswith(WHITEOUT):
         return ("whiteout", parts)
     if member.isdir():
@@ -388,12 +364,8 @@ def _file_node(tree: Tree, tar: tarfile.TarFile, member: tarfile.TarInfo, parts:
     return Node("file", number, 0o755 if member.mode & 0o111 else 0o644, member.size, data)
 
 
-# ---------------------------------------------------------------- the view on disk
-
-
 def resolve(tree: Tree, parts: Sequence[str]) -> Optional[List[str]]:
-    """Image path components after following every link, as the container sees them (absolute
-    targets from the image root, `..` stopping at the root); None for a loop."""
+    """Image path components after following every link as the container would; None for a loop."""
     done: List[str] = []
     pending, hops = list(parts), 0
     while pending:

@@ -1,13 +1,9 @@
 """`audit merge`: many hosts' `audit --json` reports -> one matrix of toolkit versions x hosts.
 
-Reports come from files or stdin, one JSON document per file or one per line (JSON lines, as
-`pdsh -N` / `clush -N` / `srun` print `audit --json --compact` from many nodes; a `node: ` prefix,
-which pdsh and clush add without -N, is taken off and names the node). A report that cannot be
-read is refused with one line naming it, and the others still merge.
-
-A directory stands for its *.json files, so 100,000 nodes' files need no argument list. The
-merge streams: one report is read, checked and folded in at a time, and per node only its name,
-file and Kind stay: identical reports share one Kind, so 100,000 reports merge in ~100 MiB.
+Reports come from files, directories of *.json or stdin, one document per file or JSON lines (as
+pdsh/clush/srun print them; pdsh's and clush's `node: ` prefix is taken off and names the node).
+An unreadable report is refused with one line; the others still merge. One report is folded in at
+a time and identical reports share one Kind, so 100,000 reports merge in ~100 MiB.
 """
 
 import contextlib
@@ -28,9 +24,8 @@ JSON_SPACE = " \t\r\n"  # what JSON calls whitespace; str.strip() would take mor
 MAX_REPORT_BYTES = 16 << 20  # a host with 100 toolkits writes ~500 KB
 DICT_OR_NULL, LIST_OR_NULL = (dict, type(None)), (list, type(None))
 FLAG_TYPES = frozenset((bool, type(None)))
-# A fleet's reports come in a few shapes. Where every node differs (per-node toolkit roots), each
-# remembered shape (~2 KB) would never be met again: past this many, a new shape is checked and
-# folded each time it comes instead.
+# A fleet's reports come in a few shapes; where every node differs, a remembered shape (~2 KB) is
+# never met again: past this many, a new shape is checked and folded each time instead.
 MAX_SHAPES = 4096
 # (label, parsed JSON, None) or (label, None, why it cannot be read)
 Document = Tuple[str, Any, Optional[str]]
@@ -38,11 +33,8 @@ OnSkipped = Callable[[str, List[str]], None]
 
 
 def _directory(name: str, on_skipped: OnSkipped) -> Iterator[Document]:
-    """What the shell's DIR/*.json would give, in name order, without the argument limit
-    (srun --output=DIR/%N.json on 100,000 nodes): hidden names are left out as the glob leaves
-    them, and a subdirectory or a file not named *.json is skipped and told to on_skipped. A
-    link is followed only where it stays inside the directory: the directory is what the admin
-    named, and a link out of it is refused unread."""
+    """What the shell's DIR/*.json would give, without the argument limit; other entries are told
+    to on_skipped. A link is followed only inside the directory the admin named."""
     try:
         entries = sorted((entry.name, entry) for entry in os.scandir(name) if not entry.name.startswith("."))
     except OSError as exc:
@@ -67,8 +59,7 @@ def _directory(name: str, on_skipped: OnSkipped) -> Iterator[Document]:
 
 
 def _file(name: str, path: str) -> Iterator[Document]:
-    """A file's documents: opened without blocking (a FIFO or device never hangs us), a regular
-    file only, at most MAX_REPORT_BYTES."""
+    """A regular file's documents, opened without blocking (a FIFO never hangs us), size-capped."""
     label = name if name.isprintable() else repr(name)  # a newline in a file name: still one line
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -89,8 +80,7 @@ def _file(name: str, path: str) -> Iterator[Document]:
 
 
 def _read_fd(fd: int, size: int) -> bytes:
-    """Up to MAX_REPORT_BYTES + 1 bytes, in chunks sized from the file's size: one big read
-    buffer per file would cost more than the JSON (10,000 files)."""
+    """Up to MAX_REPORT_BYTES + 1 bytes, in chunks sized from the file (not one big buffer per file)."""
     chunks: List[bytes] = []
     total = 0
     while total <= MAX_REPORT_BYTES:
@@ -111,21 +101,20 @@ def _stream_documents(label: str, stream: TextIO) -> Iterator[Document]:
     numbered = itertools.chain([(number, first)], lines)
     if not first:
         yield label, None, "empty"
-    elif _loads(_strip_prefix(first)[1])[1] is None:
+    elif _checked(label, _strip_prefix(first)[1])[2] is None:
         yield from _json_lines(label, numbered)
     else:  # a pretty-printed document: the rest of the stream is part of it
         yield _checked(label, "".join(_strip_prefix(line)[1] + "\n" for _, line in numbered))
 
 
 def _capped_lines(stream: TextIO) -> Iterator[str]:
-    """Lines of at most MAX_REPORT_BYTES; a longer one is cut there (and then refused as JSON).
-    Read as bytes when the stream has them: a text stream's readline(limit) is 10x slower."""
+    """Lines of at most MAX_REPORT_BYTES (a longer one is refused as JSON); read as bytes where
+    the stream has them: a text stream's readline(limit) is 10x slower."""
     raw = getattr(stream, "buffer", None)
     if raw is None:  # a replaced stdin that only has text
-        yield from _capped(stream, "\n", "\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20))
-        return
-    for line in _capped(raw, b"\n", b"\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20)):
-        yield line.decode("utf-8", "replace")
+        return _capped(stream, "\n", "\0 longer than %d MiB\n" % (MAX_REPORT_BYTES >> 20))
+    return (line.decode("utf-8", "replace") for line in _capped(raw, b"\n", b"\0 longer than %d MiB\n"
+                                                                % (MAX_REPORT_BYTES >> 20)))
 
 
 def _capped(stream: IO[AnyStr], newline: AnyStr, longer: AnyStr) -> Iterator[AnyStr]:
@@ -142,14 +131,13 @@ def _capped(stream: IO[AnyStr], newline: AnyStr, longer: AnyStr) -> Iterator[Any
 
 
 def parse_documents(label: str, text: str) -> Iterator[Document]:
-    """(label, report, None) / (label, None, error) per document of one file's text: one JSON
-    document, or JSON lines when its first line is a document by itself."""
+    """Documents of one file's text: JSON lines when its first line is a document, else one."""
     body = text.strip(JSON_SPACE)
     if not body:
         yield label, None, "empty"
         return
     first, _, rest = body.partition("\n")
-    if rest and _loads(_strip_prefix(first)[1])[1] is None:
+    if rest and _checked(label, _strip_prefix(first)[1])[2] is None:
         # split on "\n" only: str.splitlines() also breaks at \x1c or \x85 inside a JSON string
         yield from _json_lines(label, enumerate(text.split("\n"), 1))
     elif HOST_PREFIX.match(first):  # pdsh without -N in front of a pretty-printed report
@@ -175,22 +163,17 @@ def _json_lines(label: str, numbered: Iterable[Tuple[int, str]]) -> Iterator[Doc
 
 def _checked(label: str, document: str) -> Document:
     """(label, parsed JSON, None) or (label, None, why): Merger.add checks the report's shape."""
-    return (label, *_loads(document))
-
-
-def _loads(text: str) -> Tuple[Any, Optional[str]]:
     try:
-        return json.loads(text), None
+        return label, json.loads(document), None
     except RecursionError:
-        return None, "not an audit report (nested too deeply)"
+        return label, None, "not an audit report (nested too deeply)"
     except ValueError as exc:  # also: integers of more than 4,300 digits
-        return None, "not JSON (%s)" % str(exc).splitlines()[0][:200]
+        return label, None, "not JSON (%s)" % str(exc).splitlines()[0][:200]
 
 
 class Kind:
-    """What merge keeps of a report but its host name. Identical reports share one Kind (looked up
-    by their shape, see _shape), so 100,000 nodes of a few kinds keep a few of these; reports
-    that differ only in their paths (audited under per-node roots) share all but their cells."""
+    """What merge keeps of a report but its host name, shared by identical reports (see _shape);
+    reports that differ only in their paths (per-node roots) share all but their cells."""
 
     __slots__ = ("root", "driver", "gpus", "toolkits", "cells", "summary", "kits", "paths")
 
@@ -205,8 +188,11 @@ class Kind:
         # reports that differ only where the skew does not look (a toolkit's root) share one summary
         self.summary = summaries.setdefault(repr(summary), summary)
 
-    def moved(self, paths: tuple) -> "Kind":
-        """This kind as a report with other (checked) paths has it."""
+    def moved(self, paths: tuple) -> "Optional[Kind]":
+        """This kind as a report with other paths has it; None where validate() would refuse them."""
+        if not ((paths[0] is None or type(paths[0]) is str) and all(
+                root is None or (type(root) is str and len(root) <= MAX_TEXT) for root in paths[1:])):
+            return None
         kind = Kind.__new__(Kind)
         for name in Kind.__slots__:
             setattr(kind, name, getattr(self, name))
@@ -227,15 +213,8 @@ def _cells(kits: List[Tuple[Optional[str], str]], roots: tuple) -> Dict[Optional
     return cells
 
 
-def _paths_ok(paths: tuple) -> bool:
-    """The report's root and its toolkits' roots as validate() accepts them."""
-    return (paths[0] is None or type(paths[0]) is str) and all(
-        root is None or (type(root) is str and len(root) <= MAX_TEXT) for root in paths[1:])
-
-
 class Merger:
-    """Folds reports in one at a time, keeping per node its name, its file and its Kind;
-    result() is the merged matrix."""
+    """Folds reports in one at a time, keeping per node its name, file and Kind."""
 
     def __init__(self) -> None:
         self.names: list = []
@@ -254,8 +233,7 @@ class Merger:
         except TypeError:  # an array or object where a valid report has a string
             key = kind = None
         if kind is not None and paths != kind.paths:
-            paths = cast(tuple, paths)  # a shape's key comes with its paths
-            kind = kind.moved(paths) if _paths_ok(paths) else None
+            kind = kind.moved(cast(tuple, paths))  # a shape's key comes with its paths
         host = report.get("host") if kind is not None else None
         if kind is None or not (type(host) is str and 0 < len(host) <= 255 and host.isprintable()):
             try:  # a shape not seen yet, or a bad host name: validate() says exactly what is wrong
@@ -298,14 +276,10 @@ class Merger:
 
 
 def _shape(report: dict) -> Tuple[Optional[tuple], Optional[tuple]]:
-    """(every value merge reads from a report but its host and paths, as one hashable tuple; the
-    paths), or (None, None) where a part is not an object or array where a valid report has one.
-    Reports of one shape are refused or accepted alike and fold in alike, so validation and
-    folding run once per shape (the paths, checked by themselves, only rebuild the cells), and
-    only a valid report's shape is ever looked up again. Where a valid report holds a string or
-    null, an equal value is that string or null; an unhashable one (a list where a version
-    belongs) fails the lookup (TypeError). Numbers are the exception (1 == 1.0 == True, and each
-    reads differently), so the format and driver_supported are type-checked."""
+    """(every value merge reads but host and paths, as one hashable key; the paths), or (None, None)
+    where an object or array is missing. Reports of one shape are validated and folded alike, so
+    that runs once per shape. An unhashable value fails the lookup (TypeError); numbers compare
+    across types (1 == 1.0 == True), so the format and driver_supported are type-checked."""
     driver, gpus, toolkits = report.get("driver"), report.get("gpus"), report.get("toolkits")
     if type(toolkits) is not list or type(driver) not in DICT_OR_NULL or type(gpus) not in LIST_OR_NULL:
         return None, None
@@ -328,8 +302,7 @@ def _shape(report: dict) -> Tuple[Optional[tuple], Optional[tuple]]:
 
 
 def _net(report: dict) -> "tuple | None":
-    """The NCCL copies and interfaces as one hashable value; None where they are not lists of
-    objects or an MTU is not an integer (validation then says why)."""
+    """The NCCL copies and interfaces as one hashable value; None where malformed (validation says why)."""
     nccl, interfaces = report.get("nccl") or [], report.get("interfaces") or []
     try:
         copies = tuple((c.get("path"), c.get("version")) for c in nccl)
@@ -349,10 +322,7 @@ def _tracked(found: Optional[dict]) -> Tuple[Any, Any, Any]:
 
 def merge_inputs(names: Iterable[str], stdin: TextIO, on_refused: Callable[[str, str], None],
                  on_skipped: OnSkipped) -> Merger:
-    """Every report of `names` ('-' is stdin, a directory its *.json) folded into a Merger as it
-    is read, one at a time: a file is read whole (capped), stdin line by line when it carries JSON
-    lines. Each refused one is told to on_refused(label, error) at once, so a long merge names
-    them as it goes, and what a directory held besides reports to on_skipped(directory, names)."""
+    """Every report of `names` ('-': stdin) folded into a Merger as read; each refused one told at once."""
     merger = Merger()
     for name in names:
         if name == "-":
@@ -368,9 +338,7 @@ def merge_inputs(names: Iterable[str], stdin: TextIO, on_refused: Callable[[str,
 
 @contextlib.contextmanager
 def without_cycle_collector() -> Iterator[None]:
-    """The whole merge without the cyclic collector: JSON trees and the matrix hold no cycles, so
-    refcounting frees all there is to free, and the collector would only rescan what grows (the
-    nodes, then the skew's and the output's host lists): a tenth of a merge's time."""
+    """The merge without the cyclic collector: its JSON holds no cycles, and rescans cost a tenth."""
     collecting = gc.isenabled()
     gc.disable()
     try:

@@ -1,11 +1,8 @@
-"""Container images as skopeo names them: `oci:DIR[:TAG]`, `oci-archive:FILE[:TAG]` and
-`docker-archive:FILE[:NAME]`. Reads the index, manifest and config (OCI and Docker schema 2, and
-`docker save`'s manifest.json) and hands out the layers in order; audit/layers.py applies them.
+"""Container images as skopeo names them (`oci:DIR[:TAG]`, `oci-archive:FILE[:TAG]`,
+`docker-archive:FILE[:NAME]`): index, manifest and config read, layers handed out in order.
 
-Everything in an image is data from a stranger: each JSON file is read with a size cap from a
-regular file and its digest checked before it is parsed; a layer's digest is checked while it
-streams (audit/layers.py), and nothing of a layer is used before its digest matched. Archives are
-read in place, never unpacked.
+Everything in an image is a stranger's data: each JSON file is read size-capped from a regular file
+and its digest checked before it is parsed; archives are read in place, never unpacked.
 """
 
 import hashlib
@@ -48,9 +45,7 @@ def parse_reference(text: str) -> Dict[str, Any]:
 
 
 class Layer:
-    """Layer `number` of an image, the store's member `name`: open() gives its bytes as stored;
-    `digest` is checked over the stored bytes (OCI blobs) or over the uncompressed tar (`docker
-    save`'s diff_ids: `over` says which)."""
+    """An image's layer; `digest` is over the stored bytes or (`over`) the uncompressed tar."""
 
     __slots__ = ("label", "store", "name", "digest", "size", "over")
 
@@ -68,9 +63,6 @@ def parse_digest(value: object, what: str) -> Tuple[str, str]:
     if not match or len(match.group(2)) != HEX_LENGTH[match.group(1)]:
         raise ImageError("%s has no valid digest (%s)" % (what, quote_prefix(str(value), 30)))
     return match.group(1), match.group(2)
-
-
-# ---------------------------------------------------------------- where the files are
 
 
 class LayoutDir:
@@ -95,10 +87,8 @@ class LayoutDir:
 
 
 class Archive:
-    """A tar holding an image (oci-archive, docker-archive), read in place: members are opened,
-    never extracted. A member that is a symlink is followed inside the archive only. Its headers
-    go through tarsafe, as a layer's do: tarfile's own pax parser is quadratic (a 256 KiB pax
-    header of digits held the audit for 70 s)."""
+    """A tar holding an image, read in place; a symlink member is followed inside it only. Headers
+    go through tarsafe: tarfile's pax parser is quadratic (a 256 KiB pax header took 70 s)."""
 
     def __init__(self, path: str) -> None:
         self.path, self.label = path, path
@@ -139,9 +129,6 @@ class Archive:
 
     def close(self) -> None:
         self.raw.close()
-
-
-# ---------------------------------------------------------------- JSON documents
 
 
 def read_json(store: "LayoutDir | Archive", name: str, digest: Optional[str] = None, size: Optional[int] = None,
@@ -185,9 +172,6 @@ def _descriptor(value: object, what: str) -> Tuple[Optional[str], str, int]:
     parse_digest(value.get("digest"), what)
     media = value.get("mediaType")
     return (media if isinstance(media, str) else None), value["digest"], size
-
-
-# ---------------------------------------------------------------- OCI layouts
 
 
 def _oci_manifest(store: "LayoutDir | Archive", ref: dict) -> Tuple[dict, str]:
@@ -257,9 +241,6 @@ def _oci_image(store: "LayoutDir | Archive", ref: dict) -> Dict[str, Any]:
     return {"manifest_digest": digest, "config_digest": config_digest, "config": config, "layers": layers}
 
 
-# ---------------------------------------------------------------- docker save
-
-
 def _docker_image(store: "LayoutDir | Archive", ref: dict) -> Dict[str, Any]:
     with store.open("manifest.json") as handle:
         data = handle.read(JSON_LIMIT + 1)
@@ -315,9 +296,6 @@ def docker_name(name: str) -> str:
     if "." not in first and ":" not in first and first != "localhost":
         return "docker.io/" + name
     return name
-
-
-# ---------------------------------------------------------------- the image
 
 
 def open_image(ref: dict) -> Tuple["LayoutDir | Archive", Dict[str, Any]]:

@@ -1,6 +1,5 @@
-"""`audit --expect POLICY.toml`: a site's policy for a node (toolkit requests that must resolve and
-compile, a minimum driver, a GPU count, an NCCL version), checked on this host. Each requirement
-is one registered check; the first unmet one is the node's one-line drain reason.
+"""`audit --expect POLICY.toml`: a site's policy for a node, checked on this host; each requirement
+is one registered check, and the first unmet one is the node's one-line drain reason.
 
     toolkits = ["12.4", "module:13.1"]   # each resolves and compiles a one-kernel program
     driver = "550.54.15"                 # a release, or the CUDA version the driver supports ("12.4")
@@ -54,7 +53,7 @@ def _count(value: object) -> bool:
 
 def check_node(env: dict, policy: dict) -> "list[CheckResult]":
     """Every requirement's check, in the policy's order of cost: driver, GPUs, NCCL, toolkits."""
-    from cudaswitch.audit.hostfacts import host_driver, read_gpus
+    from cudaswitch.audit.inventory import host_driver, read_gpus
     from cudaswitch.paths import Paths
 
     paths = Paths(env)
@@ -111,7 +110,7 @@ def nccl_rule(paths: "Paths", env: dict, minimum: str) -> "CheckResult":
 @registered("policy.toolkit", layer="toolkit", shown_by=("audit",))
 def toolkit_rules(paths: "Paths", env: dict, requests: "list[str]") -> "list[CheckResult]":
     """Each request resolves as `use` resolves it and compiles in the environment `use` gives."""
-    from cudaswitch.audit.hostfacts import build_as_use
+    from cudaswitch.audit.inventory import build_as_use
     from cudaswitch.errors import CudaSwitchError
     from cudaswitch.registry import discover
     from cudaswitch.registry.resolve import resolve

@@ -1,8 +1,6 @@
-"""The skew between nodes that breaks multi-node jobs, from `audit merge`'s nodes, (host, summary)
-pairs in which identical nodes share one summary, so each fact is computed once per summary:
-driver releases and branches, toolkits and libraries (cuDNN, NCCL, CUPTI) present on some nodes
-only, GPU models and the toolkits that cannot target them, nodes that sent no readable report;
-node types (identical nodes grouped); and the user's `--require` / `--same` rules.
+"""The skew between nodes that breaks multi-node jobs (drivers, toolkits and libraries on some
+nodes only, GPUs a toolkit cannot target, missing reports), node types, and `--require` / `--same`
+rules, from `audit merge`'s (host, summary) pairs: each fact is computed once per summary.
 """
 
 import collections
@@ -10,8 +8,8 @@ import functools
 import re
 from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Set, cast
 
-from cudaswitch.audit.hostfacts import job_mtus
 from cudaswitch.audit.hosts import fold
+from cudaswitch.audit.inventory import job_mtus
 from cudaswitch.audit.validate import TRACKED, VERSION
 from cudaswitch.errors import UsageError
 from cudaswitch.render import counted
@@ -29,8 +27,7 @@ ValueOf = Callable[..., Any]
 
 
 def node_summary(report: dict) -> dict:
-    """What the skew report compares of a (valid) report, nothing more: made once per report
-    shape, and shared by the nodes of that shape."""
+    """What the skew report compares of a valid report: made once per shape, shared by its nodes."""
     driver = report.get("driver") or {}
     release = driver.get("release")
     toolkits: Dict[str, str] = {}
@@ -100,23 +97,15 @@ def _shown(text: str, limit: int = 40) -> str:
 
 
 class Nodes:
-    """The merged nodes in name order (node2 before node10, so the report does not depend on the
-    order pdsh, clush or srun delivered them in), each as its host and the index of its summary
-    among the few distinct ones: a fact is computed once per summary, and only the host lists
-    it yields grow with the nodes."""
+    """The merged nodes in name order (node2 before node10), each as its host and its summary's index."""
 
     def __init__(self, pairs: List[tuple]) -> None:
-        index: dict = {}
-        self.hosts: List[str] = []
-        self.sids: List[int] = []
-        self.summaries: List[dict] = []
-        for host, summary in sorted(pairs, key=_name_order):
-            number = index.get(id(summary))  # a summary lives as long as `pairs`: its id is not reused
-            if number is None:
-                number = index[id(summary)] = len(self.summaries)
-                self.summaries.append(summary)
-            self.hosts.append(host)
-            self.sids.append(number)
+        ordered = sorted(pairs, key=_name_order)
+        distinct = {id(summary): summary for _, summary in ordered}  # alive with `pairs`: no id is reused
+        index = {key: number for number, key in enumerate(distinct)}
+        self.hosts: List[str] = [host for host, _ in ordered]
+        self.sids: List[int] = [index[id(summary)] for _, summary in ordered]
+        self.summaries: List[dict] = list(distinct.values())
 
     def __len__(self) -> int:
         return len(self.hosts)
@@ -124,9 +113,7 @@ class Nodes:
     def group(self, value_of: ValueOf) -> dict:
         """{value_of(summary): [hosts]}, values in the order first seen."""
         values = [value_of(summary) for summary in self.summaries]
-        lists: dict = {}
-        for value in values:
-            lists.setdefault(value, [])
+        lists: dict = {value: [] for value in values}
         if len(lists) == 1:
             return {values[0]: list(self.hosts)}
         per_summary = [lists[value] for value in values]
@@ -148,8 +135,8 @@ def _gpu_text(node: dict) -> str:
 
 
 def _driver_text(node: dict) -> str:
-    """The release where the report has it, else the CUDA version the driver supports (a libcuda-only
-    read: WSL, some containers), so two such nodes of different drivers are not "the same"."""
+    """The release, else the CUDA version the driver supports (libcuda-only reads: WSL, containers),
+    so two such nodes of different drivers are not "the same"."""
     if node["driver"]:
         return node["driver"]
     return "CUDA %s (release unknown)" % node["driver_cuda"] if node["driver_cuda"] else "none found"
@@ -196,8 +183,7 @@ def _net_skew(nodes: Nodes) -> dict:
 
 
 def mtu_skew(nodes: Nodes) -> dict:
-    """{interface: {mtu: [hosts]}} for each interface that is up on several nodes with different
-    MTUs (jumbo frames on some nodes only: NCCL's connections hang or time out)."""
+    """{interface: {mtu: [hosts]}} where MTUs differ between nodes (NCCL's connections then hang)."""
     names = {name for summary in nodes.summaries for name, _ in summary["mtus"] or ()}
     out = {}
     for name in sorted(names):
@@ -219,17 +205,15 @@ def _partial(nodes: Nodes, versions_of: ValueOf) -> List[dict]:
 
 
 def _unsupported(nodes: Nodes) -> List[dict]:
-    """[{toolkit, nodes}]: the node's driver is too old for a toolkit it has (the audit's verdict,
-    minor-version compatibility included): what builds on one node and fails on another."""
+    """[{toolkit, nodes}] where the node's driver is too old for a toolkit it has (the audit's verdict)."""
     shorts = {short for summary in nodes.summaries for short in summary["unsupported"]}
     return [{"toolkit": short, "nodes": nodes.where(lambda n, short=short: short in n["unsupported"])}
             for short in sorted(shorts, key=version_key)]
 
 
 def cannot_target(nodes: Nodes) -> List[dict]:
-    """[{toolkit, gpu, model, nodes}]: a toolkit on a node that cannot build for a GPU of that
-    node (compat.toml's arch table: first and last CUDA per architecture). A GPU without a
-    capability (/proc names the model only) is not judged: its architecture is not known."""
+    """[{toolkit, gpu, model, nodes}]: a toolkit that cannot build for a GPU of its node
+    (compat.toml's arch table); a GPU without a capability (/proc's model only) is not judged."""
     failing = {id(n): {(short, capability, model) for model, capability, _ in n["gpus"] if capability
                        for short in n["toolkits"] if _cannot_build(short, capability)} for n in nodes.summaries}
     keys = {key for found in failing.values() for key in found}
@@ -292,8 +276,7 @@ def check_rules(nodes: Nodes, require: List[tuple], same: List[str]) -> List[dic
 
 
 def _has(node: dict, key: str, version: str) -> bool:
-    """Whether the node has `version` (a prefix at a dot: 12.4 matches 12.4.131) of `key`; a
-    toolkit counts unless it is broken."""
+    """Whether the node has `version` of `key` (12.4 matches 12.4.131); a broken toolkit does not count."""
     if key == "cuda":
         have = [v for v, status in list(node["toolkits"].items()) + list(node["versions"].items())
                 if status != "broken"]
@@ -306,8 +289,7 @@ def _has(node: dict, key: str, version: str) -> bool:
 
 def add_skew(merged: dict, nodes: List[tuple], expected: Optional[List[str]], require: List[tuple],
              same: List[str]) -> dict:
-    """`merged` (audit_merge's matrix) with "skew", "node_types" and "rules" added, from the
-    merge's (host, summary) pairs."""
+    """`merged` with "skew", "node_types" and "rules" added."""
     index = Nodes(nodes)
     merged["skew"] = skew(index, expected, merged["errors"])
     merged["node_types"] = node_types(index)
@@ -316,8 +298,7 @@ def add_skew(merged: dict, nodes: List[tuple], expected: Optional[List[str]], re
 
 
 def _name_order(pair: tuple) -> List[Any]:
-    """node2 before node10: split at digit runs, the runs compared as numbers. The split puts text
-    at even places and digits at odd ones, so like is always compared with like."""
+    """node2 before node10: digit runs (the split's odd places) compare as numbers."""
     parts = DIGITS.split(pair[0])
     parts[1::2] = map(int, parts[1::2])
     return parts

@@ -1,9 +1,6 @@
-"""What `audit` reads from a toolkit's files without running anything: component versions,
-the version nvcc carries in its own binary, and size on disk. Plus the opt-in compile check.
-
-Every component version is read, never inferred: version.json, the wheels' dist-info, headers
-(`#define`s), library file names (sonames). Each answer keeps where it came from, so a report
-can be checked by hand.
+"""What `audit` reads from a toolkit's files without running anything: component versions (read,
+never inferred, each with where it came from, so a report can be checked by hand), the version in
+nvcc's own binary, and size on disk.
 """
 
 import glob
@@ -63,21 +60,8 @@ def header_version(include_dirs: Sequence[str], names: Sequence[str], macros: Se
     return None, None
 
 
-def cudart_header_version(include_dirs: Sequence[str]) -> "Found":
-    """CUDART_VERSION 13000 in cuda_runtime_api.h -> '13.0' (major*1000 + minor*10)."""
-    for directory in include_dirs:
-        path = os.path.join(directory, "cuda_runtime_api.h")
-        data = read_or_none(path, 1 << 20)
-        match = re.search(rb"#\s*define\s+CUDART_VERSION\s+(\d+)", data) if data is not None else None
-        if match:
-            value = int(match.group(1))
-            return "%d.%d" % (value // 1000, (value % 1000) // 10), path
-    return None, None
-
-
 def soname_version(lib_dirs: Sequence[str], stem: Optional[str]) -> "Found":
-    """Longest version in the library file names: libcudnn.so.9.1.0 -> '9.1.0'; (version, path).
-    Only a full x.y.z: the soname libcudart.so.11.0 is shared by every 11.x release."""
+    """libcudnn.so.9.1.0 -> '9.1.0', the newest; only a full x.y.z (libcudart.so.11.0 is every 11.x)."""
     best: Optional[str] = None
     where: Optional[str] = None
     if not stem:
@@ -119,8 +103,7 @@ def nvcc_binary_version(nvcc: str) -> Optional[str]:
 
 
 def find_banner(stream: IO[bytes], size: int) -> bytes:
-    """nvcc's `Cuda compilation tools, release X, VX.Y.Z` line from its bytes, or b""; a
-    script nvcc (a wrapper) is kept whole."""
+    """nvcc's `Cuda compilation tools, release X, VX.Y.Z` line, or b""; a wrapper script whole."""
     head = stream.read(min(size, SCRIPT_LIMIT))
     if head.startswith(b"#!") and size <= SCRIPT_LIMIT:
         return head
@@ -137,10 +120,8 @@ def find_banner(stream: IO[bytes], size: int) -> bytes:
 
 def components(record: "AnyRecord", nvcc_version: Optional[str] = None
                ) -> Tuple[Dict[str, Optional[str]], Dict[str, Optional[str]]]:
-    """({component: version | None}, {component: where it was read}) for one record.
-
-    Trust order: version.json, dist-info, headers, sonames; nvcc's own word (its --version, or the
-    banner in its binary) first for nvcc; cudart falls back to CUDART_VERSION (major.minor)."""
+    """({component: version | None}, {component: where it was read}). Trust order: version.json,
+    dist-info, headers, sonames; nvcc's own word first for nvcc; cudart last from CUDART_VERSION."""
     includes, libs = search_dirs(record)
     version_json = {k: v for k, v in record.get("components", {}).items() if k != "cudart_soname"}
     wheels = dist_info_versions(record)
@@ -159,14 +140,14 @@ def components(record: "AnyRecord", nvcc_version: Optional[str] = None
             found["nvcc"] = (own, record["nvcc"])
     else:  # version.json lists cuda_nvcc for a runtime-only tree too (ptxas is in that package)
         found["nvcc"] = (None, None)
-    if found["cudart"][0] is None:
-        found["cudart"] = cudart_header_version(includes)
+    if found["cudart"][0] is None:  # CUDART_VERSION 13000 -> '13.0' (major*1000 + minor*10)
+        value, where = header_version(includes, ("cuda_runtime_api.h",), ("CUDART_VERSION",))
+        found["cudart"] = ("%d.%d" % (int(value) // 1000, int(value) % 1000 // 10), where) if value else (None, None)
     return {k: v[0] for k, v in found.items()}, {k: v[1] for k, v in found.items() if v[0]}
 
 
 def tree_size(path: str) -> int:
-    """Bytes on disk as `du -sb` counts them: apparent sizes of files, links and directories,
-    each inode once (toolkits are often hardlinked copies), without following links."""
+    """Bytes as `du -sb` counts them: apparent sizes, each inode once (hardlinked copies), no links followed."""
     try:
         st = os.lstat(path)
     except OSError:

@@ -1,11 +1,7 @@
-"""The view: the kept part of an image's merged filesystem (audit/layers.py) written into a fresh
-private directory, shaped so the audit of an unpacked root (`audit --root`) reads it as the image.
-
-Written are the kept files, the directories above them, the directories toolkits are looked for
-in, and the links beside kept files (or named like a toolkit root or a soname). Each link is
-rewritten as the relative path to what it resolves to inside the image, and that target is made to
-exist (an empty directory or file) so the link does not look dangling where the image's does not.
-Nothing is written through a link: directories and files first, links last.
+"""The view: the kept part of an image's filesystem written into a fresh private directory that
+the audit of a root reads as the image. Each link is rewritten as the relative path to what it
+resolves to in the image (so the kernel stays in the view), its target made to exist; nothing is
+written through a link: directories and files first, links last.
 """
 
 import os
@@ -37,7 +33,11 @@ def write_view(tree: layers.Tree, view: str) -> Dict[str, int]:
     for parts in sorted(dirs, key=len):
         if parts:
             os.mkdir(os.path.join(view, *parts), 0o755)
-    written = sum(_write_file(os.path.join(view, *parts), node) for parts, node in sorted(files.items()))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    written = 0
+    for parts, node in sorted(files.items()):
+        with os.fdopen(os.open(os.path.join(view, *parts), flags, node.mode), "wb") as handle:
+            written += handle.write(node.data or b"")
     for parts, text in kept_links:
         os.symlink(text, os.path.join(view, *parts))
     return {"files": len(files), "links": len(kept_links), "bytes": written}
@@ -88,8 +88,7 @@ def _ancestors(dirs: Set[tuple], parts: Sequence[str]) -> None:
 
 
 def _link_text(tree: layers.Tree, parts: Sequence[str], files: Dict[tuple, layers.Node], dirs: Set[tuple]) -> str:
-    """The link's new target: relative, to where it resolves in the image; that place is made to
-    exist. A loop stays a loop (a link to itself)."""
+    """The link's new relative target, made to exist; a loop stays a loop (a link to itself)."""
     resolved = layers.resolve(tree, parts)
     if resolved is None:
         return parts[-1]
@@ -101,9 +100,3 @@ def _link_text(tree: layers.Tree, parts: Sequence[str], files: Dict[tuple, layer
         _ancestors(dirs, resolved[:-1])
     here = "/" + "/".join(parts[:-1])
     return posixpath.relpath("/" + "/".join(resolved), here)
-
-
-def _write_file(path: str, node: layers.Node) -> int:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    with os.fdopen(os.open(path, flags, node.mode), "wb") as handle:
-        return handle.write(node.data or b"")

@@ -1,7 +1,5 @@
-"""Which files of an image the audit's view holds, and how: the few the audit reads (version files,
-version headers, wheel metadata, torch's version.py, os-release) with their content; the ones
-whose name is the fact (library sonames, the compile pipeline's tools, python3 on PATH) as empty
-placeholders; nvcc as the version banner read from its bytes. Everything else stays in the image.
+"""Which files of an image the audit's view holds: the few it reads with their content, those whose
+name is the fact (sonames, compile tools, python3) empty, nvcc as its version banner; nothing else.
 """
 
 import re
@@ -57,8 +55,7 @@ def keeps_link(parts: Sequence[str]) -> bool:
 
 
 def keeps_dir(parts: Sequence[str]) -> bool:
-    """Directories kept even when empty: where toolkits are looked for (an empty
-    /usr/local/cuda-11.0 is reported, as on the host)."""
+    """Directories kept even when empty: where toolkits are looked for (an empty one is reported)."""
     if len(parts) == 3 and parts[:2] == ["usr", "local"]:
         return True
     if parts[:1] != ["opt"]:

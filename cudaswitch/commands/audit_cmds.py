@@ -75,8 +75,7 @@ def _html_of_one(report: dict, path: str) -> None:
 def _audit_image(image: str, driver: "str | None", gpu: "Sequence[str]", as_json: bool, compact: bool, show: bool,
                  wide: bool, root: "str | None", runs_something: bool) -> int:
     """`audit --image`: exit 1 when the image cannot start with the driver and GPUs judged."""
-    from cudaswitch.audit import imageaudit, imagerender
-    from cudaswitch.audit import console
+    from cudaswitch.audit import console, imageaudit
 
     if root is not None:
         raise UsageError("--image and --root audit different things", "give one of them")
@@ -87,7 +86,7 @@ def _audit_image(image: str, driver: "str | None", gpu: "Sequence[str]", as_json
     if as_json or compact:
         render.emit_json(report, compact=compact)
     else:
-        imagerender.print_image_report(report, wide=wide)
+        console.print_image_report(report, wide=wide)
     return 1 if report["image"]["runs"] is False else 0
 
 
@@ -159,10 +158,10 @@ def _skipped(directory: str, names: "list[str]") -> None:
 
 def _image_lines(result: dict, as_json: bool) -> "list[str]":
     """Print which nodes start the image (not with --json: it is in the JSON); the --strict failures."""
-    from cudaswitch.audit import imagerender
+    from cudaswitch.audit import console
 
     if not as_json:
-        render.emit_lines(imagerender.node_lines(result))
+        render.emit_lines(console.node_lines(result))
     if result["cannot_run"]:
         return ["the image cannot start on %s" % result["cannot_run_hosts"]]
     return []
