@@ -1,11 +1,7 @@
-"""The one command table. Every command's name, arguments, options (with their help text), its
-handler and whether it runs without typer. The fast parser (cli/parse.py) and the typer app
-(cli/app.py) are both generated from it, so a command accepts exactly its own options on both paths.
-
-Import-light on purpose: the fast path reads this module on every `use` and every prompt that
-changed directory. Handlers are named as "module:function" and imported only when run; the shell
-names (init's choices, --shell's formats and their help) are the shell registry's (switch/shells),
-read when a command asks for them."""
+"""The one command table: each command's name, arguments, options (with help), handler and whether
+it runs without typer; the fast parser and the typer app are both generated from it. Import-light:
+the fast path reads it on every `use`, so handlers are "module:function" strings imported when run,
+and the shell registry's names are read only when a command asks for them."""
 
 from cudaswitch.settings import TORCH_TIMEOUT
 
@@ -28,16 +24,19 @@ def _shells() -> "ModuleType":
     return shells
 
 
-class _Part:
-    """An option or argument: help texts (and init's choices) may be functions, called when read, so
-    the commands that take no shell never import the shell registry."""
+def _called(value: "Any") -> "Any":
+    """Help texts and init's choices may be functions, called when read, so the commands that take
+    no shell never import the shell registry."""
+    return value() if callable(value) else value
 
+
+class _Part:
     __slots__ = ()
     _help: "Any"
 
     @property
     def help(self) -> "str | None":
-        return self._help() if callable(self._help) else self._help
+        return _called(self._help)
 
 
 class Opt(_Part):
@@ -69,7 +68,7 @@ class Arg(_Part):
 
     @property
     def choices(self) -> "tuple[str, ...] | None":
-        return self._choices() if callable(self._choices) else self._choices
+        return _called(self._choices)
 
     @property
     def dest(self) -> str:
@@ -336,9 +335,5 @@ GROUPS = {"config": "The config file.", "audit": None, "facts": None,
 
 def find(words: "list[str]") -> "tuple[Command, list[str]] | None":
     """(command, the rest of argv) for the longest command path that argv starts with, else None."""
-    best = None
-    for command in COMMANDS:
-        size = len(command.path)
-        if tuple(words[:size]) == command.path and (best is None or size > len(best.path)):
-            best = command
+    best = max((c for c in COMMANDS if tuple(words[:len(c.path)]) == c.path), key=lambda c: len(c.path), default=None)
     return (best, list(words[len(best.path):])) if best else None

@@ -12,12 +12,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
-def environ() -> "dict[str, str]":
-    """os.environ as it is: a missing or empty PATH is recorded as such, so `off` gives back exactly
-    that (envdiff still puts /bin:/usr/bin after the toolkit's bin while switched)."""
-    return dict(os.environ)
-
-
 def _rerun_with_path(request: str, shell: "str | None", no_verify: bool, strict: bool) -> "str | None":
     """bash and zsh started without PATH (`env -u PATH bash`) keep a default PATH they do not export,
     which this process cannot see: for a plain `eval "$(cudaswitch use X)"` there, code that runs this
@@ -45,7 +39,7 @@ def use(request: str, shell: "str | None" = None, no_verify: bool = False, stric
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
-    paths, env = Paths(), environ()
+    paths, env = Paths(), dict(os.environ)  # as it is: a missing or empty PATH is what `off` gives back
     reg = decide.load(paths, env)
     switch = decide.use(reg, env, request, driver_runs=_driver_runs(paths, env, reg))
     again = _rerun_with_path(request, shell, no_verify, strict)
@@ -109,11 +103,11 @@ def off(shell: "str | None" = None) -> int:
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
-    back = decide.off(environ())
+    back = decide.off(dict(os.environ))
     if back is None:
         render.message("cudaswitch: no toolkit was switched in this shell; nothing to undo")
         return 0
-    for note in decide.off_notes(environ()):
+    for note in decide.off_notes(dict(os.environ)):
         render.message("cudaswitch: " + note)
     _emit_switch(render_diff(back.diff), "off")
     return 0
@@ -123,7 +117,7 @@ def hook_env(shell: "str | None" = None) -> int:
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
-    paths, env = Paths(), environ()
+    paths, env = Paths(), dict(os.environ)
     loaded: "dict[str, dict]" = {}
 
     def load() -> dict:  # the registry once: the driver's verdicts below are over the same records
@@ -142,18 +136,18 @@ def hook_env(shell: "str | None" = None) -> int:
 def current(as_json: bool = False) -> int:
     from cudaswitch.switch import decide
 
-    paths, env = Paths(), environ()
+    paths, env = Paths(), dict(os.environ)
     info = decide.current(lambda: decide.load(paths, env), env, os.getcwd())
     if as_json:
         render.emit_json(info, compact=True)
-    elif info.get("pending"):  # a pin this shell has not applied: the hints say why (imported only then)
-        from cudaswitch.switch.active import lines
+        return 0
+    from cudaswitch.switch.active import lines
+
+    if info.get("pending"):  # a pin this shell has not applied: the hints say why (imported only then)
         from cudaswitch.switch.shells.hints import not_applied_note
 
         render.emit_lines(lines(info, not_applied_note(env)))
     else:
-        from cudaswitch.switch.active import lines
-
         render.emit_lines(lines(info))
     return 0
 
@@ -164,7 +158,7 @@ def exec_(request: str, cmd: "list[str]") -> int:
     command = cmd[1:] if cmd[:1] == ["--"] else cmd
     if not command:
         raise UsageError("give the command to run: cudaswitch exec REQUEST -- CMD [ARGS...]")
-    paths, env = Paths(), environ()
+    paths, env = Paths(), dict(os.environ)
     new = decide.use(decide.load(paths, env), env, request).env
     sys.stdout.flush()
     try:

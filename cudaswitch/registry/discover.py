@@ -1,13 +1,8 @@
-"""Discover every toolkit, dedupe by real path, cache the result; resolve requests.
-
-The cache (cudaswitch/cache.py) is valid while the same discovery inputs hold: the root prefix,
-the config file and managed dir in use, the environment variables sources read (taken from the
-environment as it was before cudaswitch touched it, so a `use` does not invalidate it; see
-scanned_env for when the state's record of it is believed), and the
-identity (safeio.file_identity) of the config file and of every directory and file a source looked
-at, including the places it found empty (a package installed later must show up) and the files a
-version was read from (a toolkit rewritten in place with its mtimes kept shows its new version).
-A damaged or foreign cache is rebuilt.
+"""Discover every toolkit, dedupe by real path, cache the result. The cache stays valid while its
+inputs hold: root prefix, config file, managed dir, the environment variables sources read (as
+before cudaswitch touched them, so a `use` keeps it), and the identity of every path a source
+looked at, empty places and version files included (a package installed later, a toolkit rewritten
+in place with its mtimes kept). A damaged or foreign cache is rebuilt.
 """
 
 import os
@@ -46,10 +41,9 @@ def _key_of(paths: "Paths", base: "Env") -> tuple:
 
 def scanned_env(paths: "Paths", env: "Env") -> "Env":
     """The environment discovery reads. CUDASWITCH_STATE is data anyone who can set a variable
-    chooses, so its record of the environment before the switch (the values its scalars, lists and
-    module record restore) may only select a registry cudaswitch built: it is read where it is
-    exactly the key of the registry cache on disk, whose values discovery has already read; else
-    discovery reads the environment as it is, and nothing the state names is probed or run."""
+    chooses, so its record of the environment before the switch may only select a registry
+    cudaswitch built (exactly the key of the cache on disk); else the environment as it is is read,
+    and nothing the state names is probed or run."""
     base = envstate.before_switch(env)
     claimed = _key_of(paths, base)
     if claimed == _key_of(paths, env):
@@ -67,9 +61,8 @@ def scanned_env(paths: "Paths", env: "Env") -> "Env":
 
 
 def read_cache(paths: "Paths", env: "Env", cache: object) -> "dict | None":
-    """`cache`, the stored registry, if every input it depends on is unchanged, else None. Its key is
-    the one of the environment before the switch (the state's record of it: a `use` leaves the
-    registry built before it valid) or, where discovery did not believe that record, as it is."""
+    """`cache` if every input it depends on is unchanged, else None; keyed by the environment before
+    the switch (a `use` keeps it valid) or, where that record was not believed, as it is."""
     if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not _shape_ok(cache):
         return None
     keys = (_key_of(paths, envstate.before_switch(env)), _key_of(paths, env))
@@ -150,9 +143,8 @@ def discover(paths: "Paths", env: "Env", config: dict, nvcc_probes: dict) -> dic
 
 
 def list_json(records: "list[ToolkitRecord]") -> "list[str]":
-    """Each record's `list --json` object as JSON text without its closing brace, so a warm `list
-    --json` adds "default" and "active" (which depend on the shell) and never imports json or
-    builds the objects again (switch/registry.list_json_text). Rendered here, once per discovery."""
+    """Each record's `list --json` object without its closing brace: a warm `list --json` adds the
+    shell-dependent "default" and "active" and never imports json (rendered once per discovery)."""
     import json
 
     from cudaswitch.toolkit import Toolkit
@@ -171,9 +163,8 @@ DIR_VARS = ("HOME", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE", "VIRT
 
 
 def absolute_only(env: "Env") -> "dict[str, str]":
-    """The environment discovery reads, without relative paths: `PATH=$PATH:bin` or CUDA_HOME=.
-    would name a directory of whatever project the shell is in, and the registry only lists
-    toolkits that are on the host wherever one stands."""
+    """The environment without relative paths: `PATH=$PATH:bin` or CUDA_HOME=. would name a dir of
+    whatever project the shell is in; the registry lists what is on the host wherever one stands."""
     out = dict(env)
     for var in PATH_VARS:
         if var in out:

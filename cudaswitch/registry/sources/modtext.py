@@ -1,14 +1,8 @@
 """CUDA modulefiles read as text, for a scan that must run nothing it finds (`audit --root` without
-`--exec`). Lmod's spider and Environment Modules' display evaluate a modulefile, and a modulefile
-is a program: `os.execute(...)` in Lua and `exec` in Tcl run during either, so an image's
-modulefiles evaluated by this host's module system would run the image's code on the auditor.
-
-What is understood is what site and EasyBuild modulefiles use to name a toolkit: literal strings,
-`local NAME = "..."` (Lua) and `set NAME ...` (Tcl) with literal values, `pathJoin(...)` and `..`
-(Lua), `$NAME`/`${NAME}` (Tcl), in `prepend_path`/`append_path` (Lua) and
-`prepend-path`/`append-path` (Tcl) of PATH and LD_LIBRARY_PATH. A modulefile that builds its
-directory any other way (a command, an environment variable, a conditional) yields no root: it
-is not listed, as a modulefile that fails to evaluate is not either.
+`--exec`): a modulefile is a program (`os.execute` in Lua, `exec` in Tcl), and evaluating an image's
+would run its code on the auditor. Understood: literal strings, `local NAME = "..."` / `set NAME ...`,
+`pathJoin(...)` and `..` (Lua), `$NAME`/`${NAME}` (Tcl), in prepend/append of PATH and
+LD_LIBRARY_PATH; any other way to build the directory yields no root (as a failed evaluation).
 """
 
 import os

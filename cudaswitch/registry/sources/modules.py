@@ -1,18 +1,9 @@
-"""Modules on $MODULEPATH, asked through the module system itself:
-
-- Lmod: one `spider -o spider-json` run lists every modulefile with the directories it prepends to
-  PATH (`pathA`) and LD_LIBRARY_PATH (`lpathA`).
-- Environment Modules (the Tcl `modulecmd.tcl`, 4.x/5.x): one `avail -j` run names the modulefiles
-  (older than 4.5, which lack -j: `avail -t`), then ONE `display` run over all the CUDA ones reports
-  what each would do if loaded (`prepend-path<TAB>PATH /root/bin`), evaluated by Modules itself.
-
-Both evaluate the modulefiles (variables, pathJoin, conditionals), which runs them: a scan that
-must run nothing it finds (`audit --root` without `--exec`) reads them as text instead (modtext).
-Which system is asked: the one the environment names ($LMOD_DIR/$LMOD_CMD, else $MODULES_CMD or
-$MODULESHOME/libexec/modulecmd.tcl), else an installed Lmod, else an installed modulecmd.tcl.
-A modulefile that fails to evaluate (a Tcl error) yields no root and is skipped; it stays
-watched, so fixing it rescans. The registry cache watches the MODULEPATH dirs, each CUDA
-modulefile and its dir.
+"""Modules on $MODULEPATH, asked through the module system itself, which evaluates modulefiles
+(variables, pathJoin, conditionals): Lmod's `spider -o spider-json` (PATH dirs in `pathA`,
+LD_LIBRARY_PATH in `lpathA`); Environment Modules 4.x/5.x: `avail -j` (before 4.5: `avail -t`), then
+ONE `display` of every CUDA modulefile. Evaluating runs them: a scan that must run nothing it finds
+reads them as text (modtext). A modulefile that fails to evaluate yields no root but stays watched,
+so fixing it rescans.
 """
 
 import json
@@ -68,7 +59,8 @@ def find(scan: Scan) -> "Iterator[Candidate]":
 
 
 def _module_system(env: "Env") -> "tuple[str, Any] | None":
-    """("lmod", spider) or ("modules", modulecmd.tcl argv prefix) or None."""
+    """("lmod", spider) or ("modules", modulecmd.tcl argv prefix) or None: the system the environment
+    names ($LMOD_DIR/$LMOD_CMD, $MODULES_CMD, $MODULESHOME), else an installed Lmod, else Modules."""
     lmod_declared = []
     if env.get("LMOD_DIR"):
         lmod_declared.append(os.path.join(env["LMOD_DIR"], "spider"))
