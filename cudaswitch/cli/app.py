@@ -1,6 +1,5 @@
-"""The typer app, generated from the command table: `--help`, shell completion, and the commands
-that need no fast path. Each command's function takes the same keyword arguments as the fast
-parser produces and calls the same handler (cli/main.py runs both behind one error boundary)."""
+"""The typer app, generated from the command table: `--help`, completion and the commands that need
+no fast path; each calls the same handler with the keyword arguments the fast parser gives."""
 
 import inspect
 from typing import Any, Callable, List, Optional
@@ -108,8 +107,7 @@ def _no_type_tags() -> None:
 
 
 def build(dispatch: "Dispatch") -> typer.Typer:
-    """The app; each command calls dispatch(command, values) with the values the fast parser
-    would give its handler."""
+    """The app; each command calls dispatch(command, values) with what the fast parser would give."""
     from typer._completion_classes import completion_init
 
     _no_type_tags()

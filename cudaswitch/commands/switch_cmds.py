@@ -55,8 +55,7 @@ def use(request: str, shell: "str | None" = None, no_verify: bool = False, stric
 
 
 def _emit_switch(text: str, command: str, request: str = "") -> None:
-    """The code on stdout; when that is a terminal (no eval, no hook reads it), one line on stderr
-    on how to apply it."""
+    """The code on stdout; on a terminal (nothing evals it) also a line on stderr on how to apply it."""
     render.emit_text(text)
     if render.stdout_is_terminal():
         import shlex
@@ -170,10 +169,8 @@ def exec_(request: str, cmd: "list[str]") -> int:
 
 
 def init(shell: str) -> int:
-    """Print the hook for SHELL (switch/hooks/hook.py fills in the project-file rules), after a line that
-    names this very program by absolute path (a launcher shim on PATH, e.g. pyenv's, rewrites PATH
-    before cudaswitch reads it, and that would leak into every `use`), started with Python's -E
-    (launcher.py: the hook runs it inside repositories)."""
+    """The hook for SHELL, naming this very program by absolute path (a launcher shim on PATH, e.g.
+    pyenv's, rewrites PATH before cudaswitch reads it), started with Python's -E (it runs in repositories)."""
     from cudaswitch.launcher import isolated_program
 
     program = isolated_program(_own_program(), Paths())

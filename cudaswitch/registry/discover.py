@@ -73,17 +73,13 @@ def read_cache(paths: "Paths", env: "Env", cache: object) -> "dict | None":
 
 def _shape_ok(cache: dict) -> bool:
     """A file with our format number but another shape (another build, a bit flip) is foreign."""
-    records, watched = cache.get("records"), cache.get("watched")
-    if not isinstance(watched, dict) or not isinstance(records, list) or not isinstance(cache.get("key"), tuple):
-        return False
-    if not all(isinstance(k, str) and (v is None or isinstance(v, tuple)) for k, v in watched.items()):
-        return False
-    fragments = cache.get("list_json")
-    if not isinstance(fragments, list) or len(fragments) != len(records) or not all(
-            isinstance(f, str) and f.startswith("{") for f in fragments):
-        return False
-    return all(isinstance(r, dict) and RECORD_KEYS.issubset(r) and _record_ok(r) for r in records) and all(
-        cache.get(k) is None or isinstance(cache.get(k), str) for k in ("system_real", "default_real"))
+    records, watched, fragments = cache.get("records"), cache.get("watched"), cache.get("list_json")
+    return (isinstance(watched, dict) and isinstance(records, list) and isinstance(cache.get("key"), tuple)
+            and all(isinstance(k, str) and (v is None or isinstance(v, tuple)) for k, v in watched.items())
+            and isinstance(fragments, list) and len(fragments) == len(records)
+            and all(isinstance(f, str) and f.startswith("{") for f in fragments)
+            and all(isinstance(r, dict) and RECORD_KEYS.issubset(r) and _record_ok(r) for r in records)
+            and all(cache.get(k) is None or isinstance(cache.get(k), str) for k in ("system_real", "default_real")))
 
 
 def _record_ok(record: dict) -> bool:
@@ -177,8 +173,7 @@ def absolute_only(env: "Env") -> "dict[str, str]":
 
 def _merge(by_real: "dict[str, ToolkitRecord]", candidate: "Candidate", scan: "Scan", nvcc_probes: dict,
            layouts: "ModuleType", views: "ModuleType") -> None:
-    """Add `candidate` to the records by real path: a root found again gains a source, a new one
-    is described (and given its view, when isolated)."""
+    """Add `candidate` by real path: a root found again gains a source, a new one is described."""
     if candidate.dangling:
         real = "dangling:" + candidate.root
         record = by_real.get(real) or layouts.broken(candidate.root, real, candidate.dangling)

@@ -1,9 +1,5 @@
-"""Read what a toolkit root says about itself: version files, nvcc, library sonames.
-
-Trust order for the version: version.json components, version.txt, the nvcc wheel's
-dist-info, `nvcc --version`, the libcudart soname. Running nvcc is the only subprocess; its result
-is cached by (path, mtime, size) in the registry cache, failures included.
-"""
+"""What a toolkit root says about itself: version files, nvcc, library sonames. Running nvcc is the
+only subprocess; its answer is cached by the binary's identity, failures included."""
 
 import glob
 import json

@@ -8,6 +8,7 @@ so fixing it rescans.
 
 import json
 import os
+import re
 
 from cudaswitch.pathsearch import which
 from cudaswitch.registry.sources import Candidate, Scan
@@ -202,6 +203,8 @@ def _avail_terse(report: str) -> "dict[str, str]":
 
 
 RULE = "-" * 20  # Modules frames each modulefile's report with a line of 67 dashes
+# a braced word ends at the first } before white space or the end (unclosed: the rest of the line)
+DISPLAY_WORD = re.compile(r"\{(.*?)(?:\}(?=\s|$)|$)|(\S+)")
 
 
 def _display_blocks(report: str) -> "dict[str, dict[str, list[str]]]":
@@ -242,24 +245,7 @@ def _path_command(words: "list[str]") -> "tuple[str, list[str]]":
 def _display_words(args: str) -> "list[str]":
     """Split display's arguments as Modules 5 writes them: joined by spaces, an argument holding
     whitespace wrapped in braces verbatim (`{/opt/my cuda/bin}`), no escaping otherwise."""
-    words, i = [], 0
-    while i < len(args):
-        if args[i].isspace():
-            i += 1
-            continue
-        if args[i] == "{":
-            end = i + 1
-            while end < len(args) and not (args[end] == "}" and args[end + 1:end + 2].strip() == ""):
-                end += 1
-            words.append(args[i + 1:end])
-            i = end + 1
-        else:
-            end = i
-            while end < len(args) and not args[end].isspace():
-                end += 1
-            words.append(args[i:end])
-            i = end
-    return words
+    return [braced or word for braced, word in DISPLAY_WORD.findall(args)]
 
 
 # ---------------------------------------------------------------- loading and unloading
