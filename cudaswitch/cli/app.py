@@ -124,19 +124,15 @@ def build(dispatch: "Dispatch") -> typer.Typer:
                                              help=VERSION_HELP)) -> None:
         """Find, switch and verify CUDA toolkits."""
 
-    groups = {}
+    groups = {c.path[0]: _group(app, c, dispatch) for c in table.COMMANDS
+              if len(c.path) == 1 and c.path[0] in table.GROUPS}
     for command in table.COMMANDS:
-        if len(command.path) == 1 and command.path[0] in table.GROUPS:
-            groups[command.path[0]] = _group(app, command, dispatch)
-    for command in table.COMMANDS:
-        if len(command.path) == 1 and command.path[0] not in table.GROUPS:
-            _add(app, command, dispatch)
-        elif len(command.path) == 2:
-            name = command.path[0]
-            if name not in groups:  # a group of subcommands only
-                groups[name] = typer.Typer(no_args_is_help=True, help=table.GROUPS[name], context_settings=CONTEXT)
-                app.add_typer(groups[name], name=name)
-            _add(groups[name], command, dispatch)
+        name = command.path[0]
+        if len(command.path) == 2 and name not in groups:  # a group of subcommands only
+            groups[name] = typer.Typer(no_args_is_help=True, help=table.GROUPS[name], context_settings=CONTEXT)
+            app.add_typer(groups[name], name=name)
+        if len(command.path) == 2 or name not in table.GROUPS:
+            _add(groups[name] if len(command.path) == 2 else app, command, dispatch)
     return app
 
 

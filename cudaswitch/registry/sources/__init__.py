@@ -25,8 +25,7 @@ class Candidate:
 
 @dataclass
 class Scan:
-    """What a discovery run sees: the host (through the root prefix), the env, the config; and the
-    paths whose identities decide whether the cache is still valid (`watch`)."""
+    """What a discovery run sees (host, env, config) and the paths whose identities keep its cache valid."""
 
     paths: "Paths"
     env: dict

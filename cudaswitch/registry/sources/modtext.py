@@ -12,7 +12,7 @@ from cudaswitch.safeio import read_or_none
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 MAX_BYTES = 256 << 10  # modulefiles are a few KiB; a bigger "modulefile" is not one
@@ -27,12 +27,12 @@ TCL_SET = re.compile(r"[ \t]*set[ \t]+(\w+)[ \t]+(\S+)")
 TCL_PATH = re.compile(r"[ \t]*(?:prepend-path|append-path)[ \t]+(?:-\S+[ \t]+)*(\w+)[ \t]+(\S+)")
 
 
-def read(directories: "list[str]", packages: "tuple[str, ...]") -> "list[tuple[str, str, dict]]":
-    """(module name, modulefile, {"pathA": [...], "lpathA": [...]}) for each CUDA modulefile in the
-    MODULEPATH directories, from its text alone."""
+def read(directories: "list[str]", packages: "tuple[str, ...]",
+         listdir: "Callable[[str], list[str]]") -> "list[tuple[str, str, dict]]":
+    """(module name, modulefile, {"pathA": [...], "lpathA": [...]}) of each CUDA modulefile, from its text."""
     found = []
     for directory in directories:
-        for package in _entries(directory):
+        for package in listdir(directory):
             if package.lower() not in packages:
                 continue
             for name, path in _modulefiles(os.path.join(directory, package), package):
@@ -40,13 +40,6 @@ def read(directories: "list[str]", packages: "tuple[str, ...]") -> "list[tuple[s
                 if dirs is not None:
                     found.append((name, path, dirs))
     return found
-
-
-def _entries(directory: str) -> "list[str]":
-    try:
-        return sorted(os.listdir(directory))
-    except OSError:
-        return []
 
 
 def _modulefiles(package_dir: str, package: str) -> "Iterator[tuple[str, str]]":

@@ -45,7 +45,7 @@ def find(scan: Scan) -> "Iterator[Candidate]":
     if tool is None:  # not executes: evaluating a modulefile runs it, so its text is read (see modtext)
         from cudaswitch.registry.sources import modtext
 
-        found = [(name, path, _root_of(dirs)) for name, path, dirs in modtext.read(dirs, PACKAGES)]
+        found = [(name, path, _root_of(dirs)) for name, path, dirs in modtext.read(dirs, PACKAGES, scan.listdir)]
     elif tool[0] == "lmod":
         found = _spider(tool[1], modulepath, scan.timeout)
     else:
@@ -122,13 +122,11 @@ def _spider(spider: str, modulepath: str, timeout: float) -> "list[tuple[str, st
 
 
 def _root_of(info: dict) -> "str | None":
-    """The toolkit root a modulefile points at: parent of the bin dir it prepends to PATH."""
-    for directory in info.get("pathA") or {}:
-        if os.path.basename(directory.rstrip("/")) == "bin":
-            return os.path.dirname(directory.rstrip("/"))
-    for directory in info.get("lpathA") or {}:
-        if os.path.basename(directory.rstrip("/")) in ("lib64", "lib"):
-            return os.path.dirname(directory.rstrip("/"))
+    """The toolkit root a modulefile points at: parent of the bin dir it prepends to PATH, else of its lib dir."""
+    for key, names in (("pathA", ("bin",)), ("lpathA", ("lib64", "lib"))):
+        for directory in info.get(key) or {}:
+            if os.path.basename(directory.rstrip("/")) in names:
+                return os.path.dirname(directory.rstrip("/"))
     return None
 
 
