@@ -11,8 +11,6 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-PYTHON_HELP = "The Python whose torch to check (default: the first python3 on the switched PATH)."
-TIMEOUT_HELP = "Seconds the Python probe may take (default: config torch_timeout, else %g)." % TORCH_TIMEOUT
 # Where help pages send a reader: the installed tool itself (a pipx user has no repository checkout).
 DOCS = "More: `cudaswitch COMMAND --help` for each command; the README for the whole guide."
 COMMAND_DOCS = "More: `cudaswitch --help` lists every command; the README has the whole guide."
@@ -100,8 +98,10 @@ VERBOSE = Opt("--verbose -v", "Show the full traceback on errors.")
 JSON = Opt("--json", "Print the result as JSON on stdout.", dest="as_json")
 SHELL = Opt("--shell", lambda: "Output format: %s (default: the parent shell)." % _shells().listed(_shells().FORMATS),
             metavar="SHELL")
-PYTHON = Opt("--python", PYTHON_HELP, metavar="PY")
-TIMEOUT = Opt("--timeout", TIMEOUT_HELP, metavar="SECONDS", kind="float")
+PYTHON = Opt("--python", "The Python whose torch to check (default: the first python3 on the switched PATH).",
+             metavar="PY")
+TIMEOUT = Opt("--timeout", "Seconds the Python probe may take (default: config torch_timeout, else %g)."
+              % TORCH_TIMEOUT, metavar="SECONDS", kind="float")
 WIDE = Opt("--wide", "Every value whole: no shortened roots, whatever the width.")
 REQUEST = Arg("REQUEST", "Toolkit: 12.4, 12, 12.4.131, '>=12.1,<13', latest, system, SOURCE:REQUEST or a root path.")
 IMAGE = Opt("--image", "Audit a container image instead of this host: oci:DIR[:TAG], oci-archive:FILE[:TAG] or "

@@ -117,11 +117,11 @@ def hook_env(shell: "str | None" = None) -> int:
 
     render_diff = _renderer(shell)
     paths, env = Paths(), dict(os.environ)
-    loaded: "dict[str, dict]" = {}
+    loaded: "list[dict]" = []
 
     def load() -> dict:  # the registry once: the driver's verdicts below are over the same records
-        loaded.setdefault("reg", decide.load(paths, env))
-        return loaded["reg"]
+        loaded[:] = loaded or [decide.load(paths, env)]
+        return loaded[0]
 
     record, change = decide.hook_env(load, env, os.getcwd(), driver_runs=_driver_runs(paths, env, load))
     if change:

@@ -92,19 +92,18 @@ def _record_ok(record: dict) -> bool:
             and (record["nvcc"] is None or isinstance(record["nvcc"], str)))
 
 
-def load(paths: "Paths", env: "Env", refresh: bool = False, config: "dict | None" = None) -> dict:
+def load(paths: "Paths", env: "Env", refresh: bool = False) -> dict:
     """The registry as a dict: records (newest first), system_real, default_real, source_order."""
     stored = cachefile.load(paths.cache_dir, CACHE_FILE)
     cache = None if refresh else read_cache(paths, env, stored)
     if cache is not None:
         return cache
-    if config is None:
-        from cudaswitch import config as configmod
+    from cudaswitch import config
 
-        config = configmod.load(paths)
     old = stored.get("nvcc_probes") if isinstance(stored, dict) else None  # nvcc's answers, keyed by its identity
     old = old if isinstance(old, dict) else {}
-    cache = discover(paths, env, config, {k: v for k, v in old.items() if isinstance(k, str) and isinstance(v, dict)})
+    probes = {k: v for k, v in old.items() if isinstance(k, str) and isinstance(v, dict)}
+    cache = discover(paths, env, config.load(paths), probes)
     cachefile.store(paths.cache_dir, CACHE_FILE, cache)  # unwritable: speed lost, not correctness
     return cache
 

@@ -98,12 +98,8 @@ def _matching(sources: "list[str]", wanted: "Callable[[str], bool]") -> "dict[st
 def _links_in(target: str) -> "dict[str, dict[str, str]] | None":
     """{"bin": {name: link target}, "lib": {...}} of an existing view; None if absent or not a view."""
     try:
-        current = {}
-        for sub in ("bin", "lib"):
-            directory = os.path.join(target, sub)
-            current[sub] = {name: os.readlink(os.path.join(directory, name)) for name in os.listdir(directory)}
-        if set(os.listdir(target)) != {"bin", "lib"}:
-            return None
-        return current
+        current = {sub: {name: os.readlink(os.path.join(target, sub, name))
+                         for name in os.listdir(os.path.join(target, sub))} for sub in ("bin", "lib")}
+        return current if set(os.listdir(target)) == {"bin", "lib"} else None
     except OSError:  # missing, or an entry that is not a link
         return None
