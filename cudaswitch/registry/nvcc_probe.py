@@ -28,11 +28,8 @@ def read_version_json(root: str) -> "tuple[str | None, dict, str | None]":
         return None, {}, "version.json is unreadable or not JSON (%s)" % why
     if not isinstance(data, dict):
         return None, {}, "version.json is not a JSON object"
-    components = {
-        key: value["version"]
-        for key, value in data.items()
-        if isinstance(value, dict) and isinstance(value.get("version"), str)
-    }
+    components = {key: value["version"] for key, value in data.items()
+                  if isinstance(value, dict) and isinstance(value.get("version"), str)}
     for key in ("cuda_nvcc", "cuda_cudart"):
         if key in components:
             return components[key], components, None

@@ -37,9 +37,7 @@ def _env_prefixes(scan: Scan) -> "Iterator[str]":
     environments = os.path.join(home, ".conda", "environments.txt")
     scan.watch(environments)
     text = (read_or_none(environments, 1 << 20) or b"").decode("utf-8", "replace")
-    listed = [line.strip() for line in text.splitlines() if line.strip()]
-    for line in listed:
-        yield scan.env_path(line)
+    yield from (scan.env_path(line.strip()) for line in text.splitlines() if line.strip())
     for base in _install_roots(scan, home):
         yield base
         envs = os.path.join(base, "envs")
