@@ -1,6 +1,5 @@
-"""The typer app, generated from the command table: `--help`, shell completion, and the commands
-that need no fast path. Each command's function takes the same keyword arguments as the fast
-parser produces and calls the same handler (cli/main.py runs both behind one error boundary)."""
+"""The typer app, generated from the command table: `--help`, completion and the commands that need
+no fast path; each calls the same handler with the keyword arguments the fast parser gives."""
 
 import inspect
 from typing import Any, Callable, List, Optional
@@ -108,8 +107,7 @@ def _no_type_tags() -> None:
 
 
 def build(dispatch: "Dispatch") -> typer.Typer:
-    """The app; each command calls dispatch(command, values) with the values the fast parser
-    would give its handler."""
+    """The app; each command calls dispatch(command, values) with what the fast parser would give."""
     from typer._completion_classes import completion_init
 
     _no_type_tags()
@@ -126,19 +124,15 @@ def build(dispatch: "Dispatch") -> typer.Typer:
                                              help=VERSION_HELP)) -> None:
         """Find, switch and verify CUDA toolkits."""
 
-    groups = {}
+    groups = {c.path[0]: _group(app, c, dispatch) for c in table.COMMANDS
+              if len(c.path) == 1 and c.path[0] in table.GROUPS}
     for command in table.COMMANDS:
-        if len(command.path) == 1 and command.path[0] in table.GROUPS:
-            groups[command.path[0]] = _group(app, command, dispatch)
-    for command in table.COMMANDS:
-        if len(command.path) == 1 and command.path[0] not in table.GROUPS:
-            _add(app, command, dispatch)
-        elif len(command.path) == 2:
-            name = command.path[0]
-            if name not in groups:  # a group of subcommands only
-                groups[name] = typer.Typer(no_args_is_help=True, help=table.GROUPS[name], context_settings=CONTEXT)
-                app.add_typer(groups[name], name=name)
-            _add(groups[name], command, dispatch)
+        name = command.path[0]
+        if len(command.path) == 2 and name not in groups:  # a group of subcommands only
+            groups[name] = typer.Typer(no_args_is_help=True, help=table.GROUPS[name], context_settings=CONTEXT)
+            app.add_typer(groups[name], name=name)
+        if len(command.path) == 2 or name not in table.GROUPS:
+            _add(groups[name] if len(command.path) == 2 else app, command, dispatch)
     return app
 
 

@@ -1,11 +1,6 @@
-"""Values for shell completion, from the cached registry only: a TAB must never start discovery
-(nvcc probes, module systems), so a missing or stale cache simply completes nothing new.
-
-A version in the cache came from a file anyone may have written (an image's version.json, a
-conda package's metadata), and a completion candidate lands on the user's command line: only
-plain version text is offered (letters, digits, `.`, `+`, `_`, `-`, up to 64 characters, and a
-source the registry knows before a `:`), so no shell ever sees a quote, `$`, backslash,
-backtick, glob, space or newline in one."""
+"""Values for shell completion, from the cached registry only: a TAB must never start discovery.
+A cached version came from a file anyone may have written and lands on the user's command line,
+so only plain version text is offered: no quote, `$`, backslash, backtick, glob or space."""
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,8 +1,5 @@
-"""Entry point and the one error boundary. A fast command (the table says which) is parsed here
-and its handler run without importing typer; help pages, completion and every other command go
-to the typer app generated from the same table. Either way errors end here: a CudaSwitchError or
-a usage error is one line on stderr and an exit code; `-v` shows the traceback of any other error
-instead."""
+"""Entry point and the one error boundary. A fast command (the table says which) runs here without
+importing typer; help, completion and the rest go to the typer app made from the same table."""
 
 import os
 import sys
@@ -67,8 +64,7 @@ def _run_fast(command: table.Command, args: "list[str]", verbose: bool) -> int:
 
 
 def call(command: table.Command, values: "dict[str, Any]") -> int:
-    """Run the handler with the parsed values (both parsers end here); its return value is the
-    exit status."""
+    """Both parsers end here: the handler's return value is the exit status."""
     for arg in command.args:
         if arg.choices and values.get(arg.dest) not in arg.choices:
             raise UsageError("Invalid value for '%s': %r is not one of %s." % (

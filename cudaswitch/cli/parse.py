@@ -1,9 +1,5 @@
-"""The fast parser, generated from the command table: argv -> the handler's keyword arguments.
-
-It follows click's rules (what the typer app does with the same table), so both paths accept the
-same command lines and refuse the same ones: `--opt value` and `--opt=value`; flags take no value;
-`--` ends the options; an option given twice keeps the last unless it collects (`many`); an
-unknown option, a missing value or argument, or an extra argument is a UsageError."""
+"""The fast parser: argv -> the handler's keyword arguments, by click's rules (what the typer app does
+with the same table), so both paths accept and refuse the same command lines."""
 
 from cudaswitch.errors import UsageError
 

@@ -49,32 +49,29 @@ def install(request: "str | None" = None, components: "Sequence[str]" = (), sour
 
 
 def _list_command(source: "str | None", mirror: "str | None", as_json: bool, pre: bool) -> int:
-    from cudaswitch.install import redist_install, redist_list
+    from cudaswitch.install import installer, redist_install, redist_list
 
-    paths = Paths()
-    if redist_install.choose_source(paths, "latest", source or "redist", mirror) == "pypi":
-        return _list_wheels(paths, as_json, pre)
-    result = redist_list.available(paths, dict(os.environ), mirror)
+    paths, env = Paths(), dict(os.environ)
+    # --from pypi: what the index pip uses offers, asked through pip (NVIDIA's server is not asked)
+    pypi = redist_install.choose_source(paths, "latest", source or "redist", mirror) == "pypi"
+    result = installer.pypi_releases(paths, env, pre) if pypi else redist_list.available(paths, env, mirror)
     if as_json:
         render.emit_json(result)
-        return 0
-    if result["offline"]:
-        render.message("note: %s cannot be reached; releases from the cache of %s"
-                       % (result["base"], result["cached_at"]))
-    rows = [[r["release"], r["date"] or "", r["components"].get("cuda_nvcc") or "-", r["size"], r["driver"]]
-            for r in result["releases"]]
-    render.table(rows, ["RELEASE", "DATE", "NVCC", "DOWNLOAD", "DRIVER"])
+    elif pypi:
+        _show_wheels(result)
+    else:
+        if result["offline"]:
+            render.message("note: %s cannot be reached; releases from the cache of %s"
+                           % (result["base"], result["cached_at"]))
+        rows = [[r["release"], r["date"] or "", r["components"].get("cuda_nvcc") or "-", r["size"], r["driver"]]
+                for r in result["releases"]]
+        render.table(rows, ["RELEASE", "DATE", "NVCC", "DOWNLOAD", "DRIVER"])
     return 0
 
 
-def _list_wheels(paths: "Paths", as_json: bool, pre: bool) -> int:
-    """--from pypi: what the index pip uses offers, asked through pip (NVIDIA's server is not asked)."""
+def _show_wheels(result: dict) -> None:
     from cudaswitch.install import installer
 
-    result = installer.pypi_releases(paths, dict(os.environ), pre)
-    if as_json:
-        render.emit_json(result)
-        return 0
     render.message("cudaswitch: NVIDIA's cuda-toolkit wheels on %s (through pip)" % result["base"])
     if result["offline"]:
         render.message("note: %s offers no release now (offline?); releases from the cached listing of %s"
@@ -87,7 +84,6 @@ def _list_wheels(paths: "Paths", as_json: bool, pre: bool) -> int:
                        "the default for 12.x) makes a complete one" % installer.RUNTIME_ONLY)
     if result["hidden_pre_releases"]:
         render.message("note: pre-releases not shown: %s (--pre lists them)" % ", ".join(result["hidden_pre_releases"]))
-    return 0
 
 
 def uninstall(request: str, force: bool = False) -> int:
@@ -106,8 +102,7 @@ def uninstall(request: str, force: bool = False) -> int:
 def facts(as_json: bool = False) -> int:
     from cudaswitch.install import knownfacts
 
-    _show_facts(knownfacts.view(Paths()), as_json)
-    return 0
+    return _show_facts(knownfacts.view(Paths()), as_json)
 
 
 def facts_refresh(mirror: "str | None" = None, as_json: bool = False) -> int:
@@ -119,14 +114,14 @@ def facts_refresh(mirror: "str | None" = None, as_json: bool = False) -> int:
     found, problem = knownfacts.refresh(paths, base)
     if problem:
         render.message("cudaswitch: %s; showing the facts cudaswitch already has" % problem)
-    _show_facts(found, as_json)
-    return 0
+    return _show_facts(found, as_json)
 
 
-def _show_facts(found: dict, as_json: bool) -> None:
+def _show_facts(found: dict, as_json: bool) -> int:
     from cudaswitch.install import knownfacts
 
     if as_json:
         render.emit_json(found)
     else:
         render.emit_lines(knownfacts.lines(found))
+    return 0

@@ -3,7 +3,7 @@
 import os
 
 from cudaswitch import render
-from cudaswitch.commands import load_registry, registry_loader
+from cudaswitch.commands import load_registry
 from cudaswitch.paths import Paths
 from cudaswitch.toolkit import short_version
 
@@ -15,12 +15,13 @@ if TYPE_CHECKING:
 def torch(request: "str | None" = None, driver: "str | None" = None, gpu: "Sequence[str]" = (),
           python: "str | None" = None, as_json: bool = False, node: "str | None" = None) -> int:
     from cudaswitch.commands.verify_cmds import check_options
+    from cudaswitch.registry import discover
     from cudaswitch.verify import torchplan
 
     check_options(python)
-    paths, load_registry = registry_loader()
-    result = torchplan.gather(paths, load_registry, dict(os.environ), request, driver, gpu, python,
-                              node=node)
+    paths = Paths()  # the registry is loaded only when the plan needs a toolkit
+    result = torchplan.gather(paths, lambda: discover.load(paths, dict(os.environ)), dict(os.environ), request,
+                              driver, gpu, python, node=node)
     if as_json:
         render.emit_json(result)
     else:
@@ -82,11 +83,11 @@ def kernel_remove(name: str) -> int:
 
 def direnv_use(words: "list[str]") -> int:
     """What `use cuda REQUEST` in an .envrc runs: bash code on stdout, the verdict on stderr."""
-    from cudaswitch.commands.switch_cmds import environ, report_switch
+    from cudaswitch.commands.switch_cmds import report_switch
     from cudaswitch.integrations import direnv
     from cudaswitch.switch.shells import bash
 
-    paths, env = Paths(), environ()
+    paths, env = Paths(), dict(os.environ)
     switch = direnv.switch_for_envrc(paths, env, words)
     text = bash.render(switch.diff)
     report_switch(paths, switch.record, switch.env)

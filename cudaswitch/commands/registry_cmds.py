@@ -118,8 +118,6 @@ def config_path() -> int:
 
 
 def config_get(key: str) -> int:
-    """The value in effect on stdout (a list comma-separated, as `config set` takes it); where it
-    comes from on stderr."""
     from cudaswitch import config
 
     value, origin = config.get(Paths(), key)
@@ -161,8 +159,6 @@ def config_unset(key: str) -> int:
 
 
 def config_show(as_json: bool = False) -> int:
-    """Every setting in effect and where it came from (config.toml or the default); as TOML (what
-    the file would say, each line's origin in a comment) for people, or JSON."""
     from cudaswitch import config
 
     paths = Paths()

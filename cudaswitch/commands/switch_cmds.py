@@ -12,12 +12,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
-def environ() -> "dict[str, str]":
-    """os.environ as it is: a missing or empty PATH is recorded as such, so `off` gives back exactly
-    that (envdiff still puts /bin:/usr/bin after the toolkit's bin while switched)."""
-    return dict(os.environ)
-
-
 def _rerun_with_path(request: str, shell: "str | None", no_verify: bool, strict: bool) -> "str | None":
     """bash and zsh started without PATH (`env -u PATH bash`) keep a default PATH they do not export,
     which this process cannot see: for a plain `eval "$(cudaswitch use X)"` there, code that runs this
@@ -45,7 +39,7 @@ def use(request: str, shell: "str | None" = None, no_verify: bool = False, stric
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
-    paths, env = Paths(), environ()
+    paths, env = Paths(), dict(os.environ)  # as it is: a missing or empty PATH is what `off` gives back
     reg = decide.load(paths, env)
     switch = decide.use(reg, env, request, driver_runs=_driver_runs(paths, env, reg))
     again = _rerun_with_path(request, shell, no_verify, strict)
@@ -61,8 +55,7 @@ def use(request: str, shell: "str | None" = None, no_verify: bool = False, stric
 
 
 def _emit_switch(text: str, command: str, request: str = "") -> None:
-    """The code on stdout; when that is a terminal (no eval, no hook reads it), one line on stderr
-    on how to apply it."""
+    """The code on stdout; on a terminal (nothing evals it) also a line on stderr on how to apply it."""
     render.emit_text(text)
     if render.stdout_is_terminal():
         import shlex
@@ -109,11 +102,11 @@ def off(shell: "str | None" = None) -> int:
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
-    back = decide.off(environ())
+    back = decide.off(dict(os.environ))
     if back is None:
         render.message("cudaswitch: no toolkit was switched in this shell; nothing to undo")
         return 0
-    for note in decide.off_notes(environ()):
+    for note in decide.off_notes(dict(os.environ)):
         render.message("cudaswitch: " + note)
     _emit_switch(render_diff(back.diff), "off")
     return 0
@@ -123,12 +116,12 @@ def hook_env(shell: "str | None" = None) -> int:
     from cudaswitch.switch import decide
 
     render_diff = _renderer(shell)
-    paths, env = Paths(), environ()
-    loaded: "dict[str, dict]" = {}
+    paths, env = Paths(), dict(os.environ)
+    loaded: "list[dict]" = []
 
     def load() -> dict:  # the registry once: the driver's verdicts below are over the same records
-        loaded.setdefault("reg", decide.load(paths, env))
-        return loaded["reg"]
+        loaded[:] = loaded or [decide.load(paths, env)]
+        return loaded[0]
 
     record, change = decide.hook_env(load, env, os.getcwd(), driver_runs=_driver_runs(paths, env, load))
     if change:
@@ -142,18 +135,18 @@ def hook_env(shell: "str | None" = None) -> int:
 def current(as_json: bool = False) -> int:
     from cudaswitch.switch import decide
 
-    paths, env = Paths(), environ()
+    paths, env = Paths(), dict(os.environ)
     info = decide.current(lambda: decide.load(paths, env), env, os.getcwd())
     if as_json:
         render.emit_json(info, compact=True)
-    elif info.get("pending"):  # a pin this shell has not applied: the hints say why (imported only then)
-        from cudaswitch.switch.active import lines
+        return 0
+    from cudaswitch.switch.active import lines
+
+    if info.get("pending"):  # a pin this shell has not applied: the hints say why (imported only then)
         from cudaswitch.switch.shells.hints import not_applied_note
 
         render.emit_lines(lines(info, not_applied_note(env)))
     else:
-        from cudaswitch.switch.active import lines
-
         render.emit_lines(lines(info))
     return 0
 
@@ -164,7 +157,7 @@ def exec_(request: str, cmd: "list[str]") -> int:
     command = cmd[1:] if cmd[:1] == ["--"] else cmd
     if not command:
         raise UsageError("give the command to run: cudaswitch exec REQUEST -- CMD [ARGS...]")
-    paths, env = Paths(), environ()
+    paths, env = Paths(), dict(os.environ)
     new = decide.use(decide.load(paths, env), env, request).env
     sys.stdout.flush()
     try:
@@ -176,10 +169,8 @@ def exec_(request: str, cmd: "list[str]") -> int:
 
 
 def init(shell: str) -> int:
-    """Print the hook for SHELL (switch/hooks/hook.py fills in the project-file rules), after a line that
-    names this very program by absolute path (a launcher shim on PATH, e.g. pyenv's, rewrites PATH
-    before cudaswitch reads it, and that would leak into every `use`), started with Python's -E
-    (launcher.py: the hook runs it inside repositories)."""
+    """The hook for SHELL, naming this very program by absolute path (a launcher shim on PATH, e.g.
+    pyenv's, rewrites PATH before cudaswitch reads it), started with Python's -E (it runs in repositories)."""
     from cudaswitch.launcher import isolated_program
 
     program = isolated_program(_own_program(), Paths())

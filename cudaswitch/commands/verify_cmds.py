@@ -78,8 +78,7 @@ def doctor(as_json: bool = False, python: "str | None" = None, timeout: "float |
 
 
 def _exit_code(report: dict) -> int:
-    """verify and doctor alike: 1 when an error was printed (a CI step or a health check stops),
-    0 otherwise; warnings and infos do not fail."""
+    """1 when an error was printed (a CI step or a health check stops); warnings and infos pass."""
     return 1 if any(c["level"] == "error" for c in report["checks"]) else 0
 
 

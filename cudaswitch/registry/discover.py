@@ -1,13 +1,8 @@
-"""Discover every toolkit, dedupe by real path, cache the result; resolve requests.
-
-The cache (cudaswitch/cache.py) is valid while the same discovery inputs hold: the root prefix,
-the config file and managed dir in use, the environment variables sources read (taken from the
-environment as it was before cudaswitch touched it, so a `use` does not invalidate it; see
-scanned_env for when the state's record of it is believed), and the
-identity (safeio.file_identity) of the config file and of every directory and file a source looked
-at, including the places it found empty (a package installed later must show up) and the files a
-version was read from (a toolkit rewritten in place with its mtimes kept shows its new version).
-A damaged or foreign cache is rebuilt.
+"""Discover every toolkit, dedupe by real path, cache the result. The cache stays valid while its
+inputs hold: root prefix, config file, managed dir, the environment variables sources read (as
+before cudaswitch touched them, so a `use` keeps it), and the identity of every path a source
+looked at, empty places and version files included (a package installed later, a toolkit rewritten
+in place with its mtimes kept). A damaged or foreign cache is rebuilt.
 """
 
 import os
@@ -46,10 +41,9 @@ def _key_of(paths: "Paths", base: "Env") -> tuple:
 
 def scanned_env(paths: "Paths", env: "Env") -> "Env":
     """The environment discovery reads. CUDASWITCH_STATE is data anyone who can set a variable
-    chooses, so its record of the environment before the switch (the values its scalars, lists and
-    module record restore) may only select a registry cudaswitch built: it is read where it is
-    exactly the key of the registry cache on disk, whose values discovery has already read; else
-    discovery reads the environment as it is, and nothing the state names is probed or run."""
+    chooses, so its record of the environment before the switch may only select a registry
+    cudaswitch built (exactly the key of the cache on disk); else the environment as it is is read,
+    and nothing the state names is probed or run."""
     base = envstate.before_switch(env)
     claimed = _key_of(paths, base)
     if claimed == _key_of(paths, env):
@@ -67,9 +61,8 @@ def scanned_env(paths: "Paths", env: "Env") -> "Env":
 
 
 def read_cache(paths: "Paths", env: "Env", cache: object) -> "dict | None":
-    """`cache`, the stored registry, if every input it depends on is unchanged, else None. Its key is
-    the one of the environment before the switch (the state's record of it: a `use` leaves the
-    registry built before it valid) or, where discovery did not believe that record, as it is."""
+    """`cache` if every input it depends on is unchanged, else None; keyed by the environment before
+    the switch (a `use` keeps it valid) or, where that record was not believed, as it is."""
     if not isinstance(cache, dict) or cache.get("format") != CACHE_FORMAT or not _shape_ok(cache):
         return None
     keys = (_key_of(paths, envstate.before_switch(env)), _key_of(paths, env))
@@ -80,17 +73,13 @@ def read_cache(paths: "Paths", env: "Env", cache: object) -> "dict | None":
 
 def _shape_ok(cache: dict) -> bool:
     """A file with our format number but another shape (another build, a bit flip) is foreign."""
-    records, watched = cache.get("records"), cache.get("watched")
-    if not isinstance(watched, dict) or not isinstance(records, list) or not isinstance(cache.get("key"), tuple):
-        return False
-    if not all(isinstance(k, str) and (v is None or isinstance(v, tuple)) for k, v in watched.items()):
-        return False
-    fragments = cache.get("list_json")
-    if not isinstance(fragments, list) or len(fragments) != len(records) or not all(
-            isinstance(f, str) and f.startswith("{") for f in fragments):
-        return False
-    return all(isinstance(r, dict) and RECORD_KEYS.issubset(r) and _record_ok(r) for r in records) and all(
-        cache.get(k) is None or isinstance(cache.get(k), str) for k in ("system_real", "default_real"))
+    records, watched, fragments = cache.get("records"), cache.get("watched"), cache.get("list_json")
+    return (isinstance(watched, dict) and isinstance(records, list) and isinstance(cache.get("key"), tuple)
+            and all(isinstance(k, str) and (v is None or isinstance(v, tuple)) for k, v in watched.items())
+            and isinstance(fragments, list) and len(fragments) == len(records)
+            and all(isinstance(f, str) and f.startswith("{") for f in fragments)
+            and all(isinstance(r, dict) and RECORD_KEYS.issubset(r) and _record_ok(r) for r in records)
+            and all(cache.get(k) is None or isinstance(cache.get(k), str) for k in ("system_real", "default_real")))
 
 
 def _record_ok(record: dict) -> bool:
@@ -103,19 +92,18 @@ def _record_ok(record: dict) -> bool:
             and (record["nvcc"] is None or isinstance(record["nvcc"], str)))
 
 
-def load(paths: "Paths", env: "Env", refresh: bool = False, config: "dict | None" = None) -> dict:
+def load(paths: "Paths", env: "Env", refresh: bool = False) -> dict:
     """The registry as a dict: records (newest first), system_real, default_real, source_order."""
     stored = cachefile.load(paths.cache_dir, CACHE_FILE)
     cache = None if refresh else read_cache(paths, env, stored)
     if cache is not None:
         return cache
-    if config is None:
-        from cudaswitch import config as configmod
+    from cudaswitch import config
 
-        config = configmod.load(paths)
     old = stored.get("nvcc_probes") if isinstance(stored, dict) else None  # nvcc's answers, keyed by its identity
     old = old if isinstance(old, dict) else {}
-    cache = discover(paths, env, config, {k: v for k, v in old.items() if isinstance(k, str) and isinstance(v, dict)})
+    probes = {k: v for k, v in old.items() if isinstance(k, str) and isinstance(v, dict)}
+    cache = discover(paths, env, config.load(paths), probes)
     cachefile.store(paths.cache_dir, CACHE_FILE, cache)  # unwritable: speed lost, not correctness
     return cache
 
@@ -150,9 +138,8 @@ def discover(paths: "Paths", env: "Env", config: dict, nvcc_probes: dict) -> dic
 
 
 def list_json(records: "list[ToolkitRecord]") -> "list[str]":
-    """Each record's `list --json` object as JSON text without its closing brace, so a warm `list
-    --json` adds "default" and "active" (which depend on the shell) and never imports json or
-    builds the objects again (switch/registry.list_json_text). Rendered here, once per discovery."""
+    """Each record's `list --json` object without its closing brace: a warm `list --json` adds the
+    shell-dependent "default" and "active" and never imports json (rendered once per discovery)."""
     import json
 
     from cudaswitch.toolkit import Toolkit
@@ -171,9 +158,8 @@ DIR_VARS = ("HOME", "CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "CONDA_EXE", "VIRT
 
 
 def absolute_only(env: "Env") -> "dict[str, str]":
-    """The environment discovery reads, without relative paths: `PATH=$PATH:bin` or CUDA_HOME=.
-    would name a directory of whatever project the shell is in, and the registry only lists
-    toolkits that are on the host wherever one stands."""
+    """The environment without relative paths: `PATH=$PATH:bin` or CUDA_HOME=. would name a dir of
+    whatever project the shell is in; the registry lists what is on the host wherever one stands."""
     out = dict(env)
     for var in PATH_VARS:
         if var in out:
@@ -186,8 +172,7 @@ def absolute_only(env: "Env") -> "dict[str, str]":
 
 def _merge(by_real: "dict[str, ToolkitRecord]", candidate: "Candidate", scan: "Scan", nvcc_probes: dict,
            layouts: "ModuleType", views: "ModuleType") -> None:
-    """Add `candidate` to the records by real path: a root found again gains a source, a new one
-    is described (and given its view, when isolated)."""
+    """Add `candidate` by real path: a root found again gains a source, a new one is described."""
     if candidate.dangling:
         real = "dangling:" + candidate.root
         record = by_real.get(real) or layouts.broken(candidate.root, real, candidate.dangling)

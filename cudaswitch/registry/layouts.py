@@ -1,9 +1,6 @@
-"""Turn a candidate root into a record: where its tools and libraries are, its version and status.
-
-Three layouts exist in the wild: the classic tree (`bin/`, `lib64/`, `include/`; NVIDIA's
-installers, distro packages, managed installs, `nvidia/cu13` wheels), a conda env (`targets/<triple>/`,
-shared with the env's python and libstdc++), and CUDA 11/12 pip wheels (`nvidia/<component>/`).
-"""
+"""A candidate root as a record: tools, libraries, version, status. Layouts: classic (`bin/`, `lib64/`:
+installers, distros, managed, `nvidia/cu13` wheels), conda (`targets/<triple>/`, shared with the
+env's python) and pip-split (CUDA 11/12 wheels, `nvidia/<component>/`)."""
 
 import glob
 import os
@@ -21,33 +18,24 @@ if TYPE_CHECKING:
 ISOLATED_LAYOUTS = ("conda",)
 
 
-def _lib_dirs_with(root: str, patterns: "tuple[str, ...]") -> "list[str]":
-    found, seen = [], set()
-    for pattern in patterns:
-        for directory in sorted(glob.glob(os.path.join(root, pattern))):
-            real = os.path.realpath(directory)
-            if real not in seen and glob.glob(os.path.join(directory, "libcudart.so*")):
-                seen.add(real)
-                found.append(directory)
-    return found
-
-
 def tool_dirs(root: str, layout: str) -> "tuple[list[str], list[str]]":
-    """(bin_dirs, lib_dirs) of a root in its layout."""
+    """(bin_dirs, lib_dirs) of a root in its layout; a lib dir reached twice (lib -> lib64) counts once."""
     if layout == "pip-split":
         bins = [d for d in (os.path.join(root, "cuda_nvcc", "bin"),) if os.path.isdir(d)]
-        libs = [d for d in sorted(glob.glob(os.path.join(root, "*", "lib"))) if glob.glob(d + "/lib*.so*")]
-        return bins, libs
+        return bins, [d for d in sorted(glob.glob(os.path.join(root, "*", "lib"))) if glob.glob(d + "/lib*.so*")]
+    libs: "dict[str, str]" = {}  # real path: the first dir found there
+    for pattern in ("lib64", "lib", "targets/*/lib"):
+        for directory in sorted(glob.glob(os.path.join(root, pattern))):
+            if glob.glob(os.path.join(directory, "libcudart.so*")):
+                libs.setdefault(os.path.realpath(directory), directory)
     bins = [os.path.join(root, "bin")] if os.path.isdir(os.path.join(root, "bin")) else []
-    libs = _lib_dirs_with(root, ("lib64", "lib", "targets/*/lib"))
-    return bins, libs
+    return bins, list(libs.values())
 
 
 def describe(root: str, real: str, layout: str, timeout: float, nvcc_cache: dict, hint_version: "str | None" = None,
              run_nvcc: bool = True) -> "ToolkitRecord":
-    """The record of one root whose real path is `real`. `nvcc_cache` maps probe.nvcc_key -> run_nvcc
-    result (updated here). With run_nvcc False nothing under `root` is executed (nvcc's version is
-    then not known)."""
+    """The record of one root. `nvcc_cache`: probe.nvcc_key -> run_nvcc result (updated here); with
+    run_nvcc False nothing under `root` is executed."""
     problems: "list[str]" = []
     bins, libs = tool_dirs(root, layout)
     nvcc = next((os.path.join(b, "nvcc") for b in bins if _runnable(os.path.join(b, "nvcc"))), None)

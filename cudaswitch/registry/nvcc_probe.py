@@ -1,9 +1,5 @@
-"""Read what a toolkit root says about itself: version files, nvcc, library sonames.
-
-Trust order for the version: version.json components, version.txt, the nvcc wheel's
-dist-info, `nvcc --version`, the libcudart soname. Running nvcc is the only subprocess; its result
-is cached by (path, mtime, size) in the registry cache, failures included.
-"""
+"""What a toolkit root says about itself: version files, nvcc, library sonames. Running nvcc is the
+only subprocess; its answer is cached by the binary's identity, failures included."""
 
 import glob
 import json
@@ -32,11 +28,8 @@ def read_version_json(root: str) -> "tuple[str | None, dict, str | None]":
         return None, {}, "version.json is unreadable or not JSON (%s)" % why
     if not isinstance(data, dict):
         return None, {}, "version.json is not a JSON object"
-    components = {
-        key: value["version"]
-        for key, value in data.items()
-        if isinstance(value, dict) and isinstance(value.get("version"), str)
-    }
+    components = {key: value["version"] for key, value in data.items()
+                  if isinstance(value, dict) and isinstance(value.get("version"), str)}
     for key in ("cuda_nvcc", "cuda_cudart"):
         if key in components:
             return components[key], components, None

@@ -1,9 +1,5 @@
-"""View directories: CUDA-only links into a toolkit that lives inside a conda or Python env.
-
-Putting a conda env's bin/ on PATH would also put its python, pip and libstdc++ first. The view
-holds links to the CUDA tools and CUDA libraries only; nvcc follows /proc/self/exe to its real
-directory, so it still finds its own nvcc.profile, include/ and nvvm/ through the link.
-"""
+"""View directories: CUDA-only links into a toolkit inside a conda env, whose bin/ on PATH would put
+its python and libstdc++ first. nvcc follows /proc/self/exe, so it still finds its own nvvm/."""
 
 import hashlib
 import os
@@ -31,10 +27,8 @@ def view_dir(cache_dir: str, real_root: str) -> str:
 
 
 def build(cache_dir: str, record: "AnyRecord") -> "tuple[str, str]":
-    """Create (or refresh) the view of an isolated record; returns (bin_dir, lib_dir).
-
-    A view whose links are already exactly the wanted ones is left alone: `list --refresh` on a host
-    with hundreds of conda envs would otherwise delete and relink every view each time."""
+    """(bin_dir, lib_dir) of the view of an isolated record, left alone when its links are already the
+    wanted ones (`list --refresh` with hundreds of conda envs would relink every view)."""
     target = view_dir(cache_dir, record["real"])
     wanted = {
         "bin": _matching(record["bin_dirs"], lambda n: n in CUDA_TOOLS),
@@ -49,11 +43,8 @@ SUPERSEDED_GRACE_S = 60  # a process may be resolving target -> old dir -> bin/n
 
 
 def _replace(target: str, wanted: "dict[str, dict[str, str]]") -> None:
-    """Build the view in a fresh directory, then swap a link to it into place with os.replace, which
-    is atomic for links (renaming a directory over a non-empty one fails): a reader sees the old view
-    or the new one, and two `list --refresh` runs racing each install a whole view instead of one of
-    them crashing. Superseded directories are removed only once they are older than a grace period:
-    a reader that followed the link a moment ago is still walking into the old one."""
+    """Build the view in a fresh dir, then os.replace a link to it into place (atomic for links, not
+    for a dir over a non-empty one): a reader sees a whole view, and racing refreshes both succeed."""
     os.makedirs(os.path.dirname(target), exist_ok=True)
     fresh = tempfile.mkdtemp(prefix=os.path.basename(target) + ".", dir=os.path.dirname(target))
     for sub, links in wanted.items():
@@ -107,12 +98,8 @@ def _matching(sources: "list[str]", wanted: "Callable[[str], bool]") -> "dict[st
 def _links_in(target: str) -> "dict[str, dict[str, str]] | None":
     """{"bin": {name: link target}, "lib": {...}} of an existing view; None if absent or not a view."""
     try:
-        current = {}
-        for sub in ("bin", "lib"):
-            directory = os.path.join(target, sub)
-            current[sub] = {name: os.readlink(os.path.join(directory, name)) for name in os.listdir(directory)}
-        if set(os.listdir(target)) != {"bin", "lib"}:
-            return None
-        return current
+        current = {sub: {name: os.readlink(os.path.join(target, sub, name))
+                         for name in os.listdir(os.path.join(target, sub))} for sub in ("bin", "lib")}
+        return current if set(os.listdir(target)) == {"bin", "lib"} else None
     except OSError:  # missing, or an entry that is not a link
         return None

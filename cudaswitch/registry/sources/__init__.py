@@ -1,7 +1,5 @@
-"""Discovery sources. Each module has `NAME`, `DESCRIPTION` and `find(scan)`, which yields
-Candidates lazily in its own preference order. The order of sources is data (config
-`source_order`); the registry and the "not found" message both read it from SOURCE_MODULES.
-"""
+"""Discovery sources: each module has `NAME`, `DESCRIPTION` and `find(scan)`, which yields Candidates
+lazily. The source order is data (config `source_order`), read by discovery and "not found" alike."""
 
 import os
 from dataclasses import dataclass, field
@@ -27,17 +25,13 @@ class Candidate:
 
 @dataclass
 class Scan:
-    """What a discovery run sees: the host (through the root prefix), the env, the config; and the
-    paths whose identities decide whether the cache is still valid (`watch`)."""
+    """What a discovery run sees (host, env, config) and the paths whose identities keep its cache valid."""
 
     paths: "Paths"
     env: dict
     config: dict
     timeout: float
     watched: dict = field(default_factory=dict)
-
-    def host(self, path: str) -> str:
-        return self.paths.host(path)
 
     def watch(self, path: str) -> None:
         """Record path -> its identity (None when absent) for cache validation."""
@@ -49,7 +43,7 @@ class Scan:
         its target: update-alternatives retargets /etc/alternatives/cuda, not /usr/local/cuda, and
         only the directory of the link it replaces changes."""
         for _ in range(MAX_LINK_HOPS):
-            seen = self.host(hostpath)
+            seen = self.paths.host(hostpath)
             self.watch(os.path.dirname(seen))
             try:
                 target = os.readlink(seen)
@@ -67,7 +61,7 @@ class Scan:
     def env_path(self, value: str) -> str:
         """A path from an environment variable, seen through the root prefix."""
         if self.paths.root != "/" and not value.startswith(self.paths.root + "/"):
-            return self.host(value)
+            return self.paths.host(value)
         return value
 
 
@@ -78,7 +72,6 @@ def source_modules() -> dict:
 
 
 def searched(order: "list[str]") -> str:
-    """Where each source looked, in search order: the "nothing found" messages are built from the
-    same list the registry walked."""
+    """Where each source looked, in search order: "nothing found" names the list the registry walked."""
     modules = source_modules()
     return "; ".join("%s: %s" % (name, modules[name].DESCRIPTION) for name in order if name in modules)

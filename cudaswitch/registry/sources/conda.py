@@ -1,8 +1,5 @@
-"""Conda envs: CONDA_PREFIX, ~/.conda/environments.txt, envs/ of known conda installations.
-
-The version comes from the env's own package records (conda-meta/*.json file names), which is
-what conda itself trusts; the old `cudatoolkit` package ships libraries only (no nvcc).
-"""
+"""Conda envs: CONDA_PREFIX, ~/.conda/environments.txt, envs/ of known conda installations. The
+version is the env's own package records' (conda-meta/*.json names), what conda itself trusts."""
 
 import os
 import re
@@ -36,13 +33,11 @@ def find(scan: Scan) -> "Iterator[Candidate]":
 def _env_prefixes(scan: Scan) -> "Iterator[str]":
     if scan.env.get("CONDA_PREFIX"):
         yield scan.env_path(scan.env["CONDA_PREFIX"])
-    home = scan.host(os.path.expanduser("~"))
+    home = scan.paths.host(os.path.expanduser("~"))
     environments = os.path.join(home, ".conda", "environments.txt")
     scan.watch(environments)
     text = (read_or_none(environments, 1 << 20) or b"").decode("utf-8", "replace")
-    listed = [line.strip() for line in text.splitlines() if line.strip()]
-    for line in listed:
-        yield scan.env_path(line)
+    yield from (scan.env_path(line.strip()) for line in text.splitlines() if line.strip())
     for base in _install_roots(scan, home):
         yield base
         envs = os.path.join(base, "envs")
@@ -52,7 +47,7 @@ def _env_prefixes(scan: Scan) -> "Iterator[str]":
 
 def _install_roots(scan: Scan, home: str) -> "list[str]":
     roots = [os.path.join(home, name) for name in INSTALL_NAMES]
-    roots += [scan.host("/opt/conda"), scan.host("/opt/miniconda3"), scan.host("/opt/miniforge3")]
+    roots += [scan.paths.host("/opt/conda"), scan.paths.host("/opt/miniconda3"), scan.paths.host("/opt/miniforge3")]
     conda_exe = scan.env.get("CONDA_EXE")
     if conda_exe:
         roots.insert(0, os.path.dirname(os.path.dirname(scan.env_path(conda_exe))))

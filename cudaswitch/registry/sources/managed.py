@@ -1,9 +1,6 @@
-"""Toolkits installed by `cudaswitch install` under the data dir.
-
-Under a root prefix (`CUDASWITCH_ROOT`, `audit --root`, `audit --image`) the default data dir
-($XDG_DATA_HOME or ~/.local/share) is the invoking user's, not the audited root's, so it is not
-read: an audit names only what is in the root. A data dir named by CUDASWITCH_DATA_DIR is read,
-as the caller said it belongs to that host (how a test host or a node's admin names it)."""
+"""Toolkits installed by `cudaswitch install` under the data dir. Under a root prefix (`audit --root`,
+`--image`) the default data dir is the invoking user's, not the root's, so it is not read; one named
+by CUDASWITCH_DATA_DIR is, as the caller said it belongs to that host."""
 
 import os
 

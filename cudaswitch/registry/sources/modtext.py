@@ -1,14 +1,8 @@
 """CUDA modulefiles read as text, for a scan that must run nothing it finds (`audit --root` without
-`--exec`). Lmod's spider and Environment Modules' display evaluate a modulefile, and a modulefile
-is a program: `os.execute(...)` in Lua and `exec` in Tcl run during either, so an image's
-modulefiles evaluated by this host's module system would run the image's code on the auditor.
-
-What is understood is what site and EasyBuild modulefiles use to name a toolkit: literal strings,
-`local NAME = "..."` (Lua) and `set NAME ...` (Tcl) with literal values, `pathJoin(...)` and `..`
-(Lua), `$NAME`/`${NAME}` (Tcl), in `prepend_path`/`append_path` (Lua) and
-`prepend-path`/`append-path` (Tcl) of PATH and LD_LIBRARY_PATH. A modulefile that builds its
-directory any other way (a command, an environment variable, a conditional) yields no root: it
-is not listed, as a modulefile that fails to evaluate is not either.
+`--exec`): a modulefile is a program (`os.execute` in Lua, `exec` in Tcl), and evaluating an image's
+would run its code on the auditor. Understood: literal strings, `local NAME = "..."` / `set NAME ...`,
+`pathJoin(...)` and `..` (Lua), `$NAME`/`${NAME}` (Tcl), in prepend/append of PATH and
+LD_LIBRARY_PATH; any other way to build the directory yields no root (as a failed evaluation).
 """
 
 import os
@@ -18,7 +12,7 @@ from cudaswitch.safeio import read_or_none
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 MAX_BYTES = 256 << 10  # modulefiles are a few KiB; a bigger "modulefile" is not one
@@ -33,12 +27,12 @@ TCL_SET = re.compile(r"[ \t]*set[ \t]+(\w+)[ \t]+(\S+)")
 TCL_PATH = re.compile(r"[ \t]*(?:prepend-path|append-path)[ \t]+(?:-\S+[ \t]+)*(\w+)[ \t]+(\S+)")
 
 
-def read(directories: "list[str]", packages: "tuple[str, ...]") -> "list[tuple[str, str, dict]]":
-    """(module name, modulefile, {"pathA": [...], "lpathA": [...]}) for each CUDA modulefile in the
-    MODULEPATH directories, from its text alone."""
+def read(directories: "list[str]", packages: "tuple[str, ...]",
+         listdir: "Callable[[str], list[str]]") -> "list[tuple[str, str, dict]]":
+    """(module name, modulefile, {"pathA": [...], "lpathA": [...]}) of each CUDA modulefile, from its text."""
     found = []
     for directory in directories:
-        for package in _entries(directory):
+        for package in listdir(directory):
             if package.lower() not in packages:
                 continue
             for name, path in _modulefiles(os.path.join(directory, package), package):
@@ -46,13 +40,6 @@ def read(directories: "list[str]", packages: "tuple[str, ...]") -> "list[tuple[s
                 if dirs is not None:
                     found.append((name, path, dirs))
     return found
-
-
-def _entries(directory: str) -> "list[str]":
-    try:
-        return sorted(os.listdir(directory))
-    except OSError:
-        return []
 
 
 def _modulefiles(package_dir: str, package: str) -> "Iterator[tuple[str, str]]":

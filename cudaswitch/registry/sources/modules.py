@@ -1,22 +1,14 @@
-"""Modules on $MODULEPATH, asked through the module system itself:
-
-- Lmod: one `spider -o spider-json` run lists every modulefile with the directories it prepends to
-  PATH (`pathA`) and LD_LIBRARY_PATH (`lpathA`).
-- Environment Modules (the Tcl `modulecmd.tcl`, 4.x/5.x): one `avail -j` run names the modulefiles
-  (older than 4.5, which lack -j: `avail -t`), then ONE `display` run over all the CUDA ones reports
-  what each would do if loaded (`prepend-path<TAB>PATH /root/bin`), evaluated by Modules itself.
-
-Both evaluate the modulefiles (variables, pathJoin, conditionals), which runs them: a scan that
-must run nothing it finds (`audit --root` without `--exec`) reads them as text instead (modtext).
-Which system is asked: the one the environment names ($LMOD_DIR/$LMOD_CMD, else $MODULES_CMD or
-$MODULESHOME/libexec/modulecmd.tcl), else an installed Lmod, else an installed modulecmd.tcl.
-A modulefile that fails to evaluate (a Tcl error) yields no root and is skipped; it stays
-watched, so fixing it rescans. The registry cache watches the MODULEPATH dirs, each CUDA
-modulefile and its dir.
+"""Modules on $MODULEPATH, asked through the module system itself, which evaluates modulefiles
+(variables, pathJoin, conditionals): Lmod's `spider -o spider-json` (PATH dirs in `pathA`,
+LD_LIBRARY_PATH in `lpathA`); Environment Modules 4.x/5.x: `avail -j` (before 4.5: `avail -t`), then
+ONE `display` of every CUDA modulefile. Evaluating runs them: a scan that must run nothing it finds
+reads them as text (modtext). A modulefile that fails to evaluate yields no root but stays watched,
+so fixing it rescans.
 """
 
 import json
 import os
+import re
 
 from cudaswitch.pathsearch import which
 from cudaswitch.registry.sources import Candidate, Scan
@@ -53,7 +45,7 @@ def find(scan: Scan) -> "Iterator[Candidate]":
     if tool is None:  # not executes: evaluating a modulefile runs it, so its text is read (see modtext)
         from cudaswitch.registry.sources import modtext
 
-        found = [(name, path, _root_of(dirs)) for name, path, dirs in modtext.read(dirs, PACKAGES)]
+        found = [(name, path, _root_of(dirs)) for name, path, dirs in modtext.read(dirs, PACKAGES, scan.listdir)]
     elif tool[0] == "lmod":
         found = _spider(tool[1], modulepath, scan.timeout)
     else:
@@ -68,7 +60,8 @@ def find(scan: Scan) -> "Iterator[Candidate]":
 
 
 def _module_system(env: "Env") -> "tuple[str, Any] | None":
-    """("lmod", spider) or ("modules", modulecmd.tcl argv prefix) or None."""
+    """("lmod", spider) or ("modules", modulecmd.tcl argv prefix) or None: the system the environment
+    names ($LMOD_DIR/$LMOD_CMD, $MODULES_CMD, $MODULESHOME), else an installed Lmod, else Modules."""
     lmod_declared = []
     if env.get("LMOD_DIR"):
         lmod_declared.append(os.path.join(env["LMOD_DIR"], "spider"))
@@ -129,13 +122,11 @@ def _spider(spider: str, modulepath: str, timeout: float) -> "list[tuple[str, st
 
 
 def _root_of(info: dict) -> "str | None":
-    """The toolkit root a modulefile points at: parent of the bin dir it prepends to PATH."""
-    for directory in info.get("pathA") or {}:
-        if os.path.basename(directory.rstrip("/")) == "bin":
-            return os.path.dirname(directory.rstrip("/"))
-    for directory in info.get("lpathA") or {}:
-        if os.path.basename(directory.rstrip("/")) in ("lib64", "lib"):
-            return os.path.dirname(directory.rstrip("/"))
+    """The toolkit root a modulefile points at: parent of the bin dir it prepends to PATH, else of its lib dir."""
+    for key, names in (("pathA", ("bin",)), ("lpathA", ("lib64", "lib"))):
+        for directory in info.get(key) or {}:
+            if os.path.basename(directory.rstrip("/")) in names:
+                return os.path.dirname(directory.rstrip("/"))
     return None
 
 
@@ -210,6 +201,8 @@ def _avail_terse(report: str) -> "dict[str, str]":
 
 
 RULE = "-" * 20  # Modules frames each modulefile's report with a line of 67 dashes
+# a braced word ends at the first } before white space or the end (unclosed: the rest of the line)
+DISPLAY_WORD = re.compile(r"\{(.*?)(?:\}(?=\s|$)|$)|(\S+)")
 
 
 def _display_blocks(report: str) -> "dict[str, dict[str, list[str]]]":
@@ -250,24 +243,7 @@ def _path_command(words: "list[str]") -> "tuple[str, list[str]]":
 def _display_words(args: str) -> "list[str]":
     """Split display's arguments as Modules 5 writes them: joined by spaces, an argument holding
     whitespace wrapped in braces verbatim (`{/opt/my cuda/bin}`), no escaping otherwise."""
-    words, i = [], 0
-    while i < len(args):
-        if args[i].isspace():
-            i += 1
-            continue
-        if args[i] == "{":
-            end = i + 1
-            while end < len(args) and not (args[end] == "}" and args[end + 1:end + 2].strip() == ""):
-                end += 1
-            words.append(args[i + 1:end])
-            i = end + 1
-        else:
-            end = i
-            while end < len(args) and not args[end].isspace():
-                end += 1
-            words.append(args[i:end])
-            i = end
-    return words
+    return [braced or word for braced, word in DISPLAY_WORD.findall(args)]
 
 
 # ---------------------------------------------------------------- loading and unloading

@@ -1,11 +1,6 @@
-"""NVIDIA's CUDA wheels in the active Python's site-packages.
-
-The active Python is found without running it (a process per `list` would break the budgets):
-$VIRTUAL_ENV, $CONDA_PREFIX, then the first python3 on PATH, each mapped to
-<prefix>/lib/python3.*/site-packages; plus the user site (~/.local/lib/python3.*/site-packages).
-CUDA 13 wheels share `nvidia/cu13/` (with nvcc); CUDA 11/12 wheels use one dir per component
-(`nvidia/cuda_runtime`, `nvidia/cuda_nvcc` with ptxas but no nvcc).
-"""
+"""NVIDIA's CUDA wheels in the site-packages of $VIRTUAL_ENV, $CONDA_PREFIX, the first python3 on
+PATH (found without running it: a process per `list` would break the budgets) and the user site.
+CUDA 13 wheels share `nvidia/cu13/` (with nvcc); 11/12 use one dir per component (no nvcc)."""
 
 import glob
 import os
@@ -62,7 +57,7 @@ def _prefixes(scan: Scan) -> "Iterator[str]":
             else:
                 yield os.path.dirname(os.path.dirname(os.path.realpath(python)))
             break
-    yield scan.host(os.path.expanduser("~/.local"))
+    yield scan.paths.host(os.path.expanduser("~/.local"))
 
 
 def _site_dirs(scan: Scan) -> "list[str]":

@@ -1,14 +1,8 @@
-"""Spack install trees: `spack install cuda@12.4.1` without modules, a user's own Spack, the
-upstreams it reads. Nothing is run (`spack find`/`spack load` start a Python that takes seconds):
-Spack's own database `<install_tree root>/.spack-db/index.json` is read, {"database": {"version":
-"8", "installs": {HASH: {"spec": NODE, "path": PREFIX, "installed": bool, "deprecated_for": ...}}}}.
-Versions 6, 7 and 8 differ in a node's dependency edges and compiler, not in the node's "name",
-"version" and "external" read here. A record counts when it is installed, not deprecated, not an
-external (found where it lives; a module-only one has no path) and its prefix is there.
-
-Every install_tree root a config scope names (and the default `$spack/opt/spack`) is searched, not
-only the winning scope's: which scope wins changed in Spack 1.1 (its etc/spack now beats ~/.spack),
-and a toolkit in a root another scope names is still installed and works.
+"""Spack install trees (`spack install cuda@12.4.1`, a user's own Spack, its upstreams), read from
+Spack's database `<root>/.spack-db/index.json` (versions 6-8 agree on a node's name, version and
+external); nothing is run: `spack find` starts a Python that takes seconds. A record counts when it
+is installed, not deprecated, not external and its prefix is there. Every install_tree root any
+config scope names is searched (which scope wins changed in Spack 1.1), and `$spack/opt/spack`.
 """
 
 import json

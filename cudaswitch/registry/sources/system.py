@@ -20,18 +20,18 @@ WRAPPER_TARGET = re.compile(rb"(/[^\s'\"]+)/bin/nvcc\b")
 
 def find(scan: Scan) -> "Iterator[Candidate]":
     for parent, prefix in GLOBS:
-        directory = scan.host(parent)
+        directory = scan.paths.host(parent)
         for name in scan.listdir(directory):
             if name.startswith(prefix):
                 yield from _toolkit_or_children(scan, os.path.join(directory, name), parent + "/" + name)
-    default = scan.host("/usr/local/cuda")
+    default = scan.paths.host("/usr/local/cuda")
     if os.path.isdir(default) and not os.path.islink(default):
         yield _candidate(scan, default, "/usr/local/cuda")
     yield from _hpc_sdk(scan)
     for path in ("/usr/lib/cuda", "/usr/lib/nvidia-cuda-toolkit"):
-        scan.watch(scan.host(path) + "/bin")  # absent now: `apt install nvidia-cuda-toolkit` later
-        if os.path.isdir(scan.host(path) + "/bin"):
-            yield _candidate(scan, scan.host(path), path)
+        scan.watch(scan.paths.host(path) + "/bin")  # absent now: `apt install nvidia-cuda-toolkit` later
+        if os.path.isdir(scan.paths.host(path) + "/bin"):
+            yield _candidate(scan, scan.paths.host(path), path)
     for var in ("CUDA_HOME", "CUDA_PATH"):
         value = scan.env.get(var)
         if value and os.path.isdir(scan.env_path(value)):
@@ -57,7 +57,7 @@ def _toolkit_or_children(scan: Scan, path: str, origin: str) -> "Iterator[Candid
 
 def system_default(scan: Scan) -> "str | None":
     """Real path of what /usr/local/cuda points at (symlink or alternatives chain), or None."""
-    link = scan.host("/usr/local/cuda")
+    link = scan.paths.host("/usr/local/cuda")
     scan.watch_links("/usr/local/cuda")
     if not os.path.lexists(link):
         return None
@@ -74,7 +74,7 @@ def _candidate(scan: Scan, path: str, origin: str) -> Candidate:
 
 
 def _hpc_sdk(scan: Scan) -> "Iterator[Candidate]":
-    base = scan.host(HPC_SDK)
+    base = scan.paths.host(HPC_SDK)
     for arch in scan.listdir(base):
         for release in scan.listdir(os.path.join(base, arch)):
             cuda = os.path.join(base, arch, release, "cuda")
