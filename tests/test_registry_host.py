@@ -151,6 +151,25 @@ def test_runtime_only_12_is_incomplete_with_a_problem_naming_the_missing_nvcc(st
     assert "no nvcc" in problem and str(standard_host.path("/usr/local/cuda-12.4/bin")) in problem
 
 
+def test_torchs_runtime_wheels_are_listed_with_their_version(host):
+    """What `pip install torch` (a cu130 build) leaves: nvidia/cu13 with libraries and headers, the
+    nvidia-cuda-runtime wheel's dist-info in site-packages, no nvcc wheel. Seen on an H200 machine
+    as `?  broken: no version found`; the runtime wheel says 13.0.96."""
+    wheels = kits.cuda13("13.0")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(host.path("/opt/torchenv"))], check=True,
+                   timeout=300)
+    site = kits.site_packages(host.path("/opt/torchenv"))
+    for part in ("lib", "include"):  # hard links: a link leaving the host's root is not followed
+        shutil.copytree(wheels / part, site / "nvidia" / "cu13" / part, symlinks=True, copy_function=os.link)
+    [runtime] = wheels.parent.parent.glob("nvidia_cuda_runtime-13.0.*.dist-info")
+    shutil.copytree(runtime, site / runtime.name)
+    host.env["VIRTUAL_ENV"] = "/opt/torchenv"
+    item = host.list_json()[str(site / "nvidia" / "cu13")]
+    assert item["version"] == runtime.name[len("nvidia_cuda_runtime-"):-len(".dist-info")] == "13.0.96"
+    assert item["status"] == "incomplete" and item["nvcc"] is None
+    assert [p.split(":")[0] for p in item["problems"]] == ["no nvcc in %s/bin" % (site / "nvidia" / "cu13")]
+
+
 def test_list_table_shows_each_toolkit_and_the_default(standard_host):
     proc = standard_host.run("list", check=True)
     rows = {line.split()[-1]: line.replace("(nvcc ", "").replace("(", "").replace(")", "").split()[:-1]

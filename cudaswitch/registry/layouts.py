@@ -113,14 +113,14 @@ def link_remedy(lib_dirs: "list[str]", names: "list[str]") -> str:
 
 
 def _file_version(root: str, layout: str, problems: "list[str]") -> "tuple[str | None, dict]":
-    """(version, components) from the files, most trusted first: version.json, version.txt, the nvcc
-    wheel's dist-info beside a wheel root. Not beside a conda env: its parent is `envs/`, holding every
+    """(version, components) from the files, most trusted first: version.json, version.txt, the
+    wheels' dist-info beside a wheel root. Not beside a conda env: its parent is `envs/`, holding every
     env of the install, no wheel metadata lives there, and globbing it once per env is quadratic."""
     version, components, problem = probe.read_version_json(root)
     if problem:
         problems.append(problem)
-    return version or probe.read_version_txt(root) or (None if layout == "conda" else probe.read_dist_info(
-        os.path.dirname(root), root, os.path.join(root, "dist-info"))), components
+    return version or probe.read_version_txt(root) or (
+        None if layout == "conda" else probe.read_dist_info(root)), components
 
 
 def _runnable(path: str) -> bool:

@@ -11,7 +11,7 @@ from cudaswitch.safeio import Unreadable, identity_text, read_or_none, read_regu
 from cudaswitch.toolkit import version_tuple
 
 NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
-DIST_INFO = re.compile(r"nvidia_cuda_nvcc(?:_cu\d+)?-(\d+\.\d+\.\d+)[^/]*\.dist-info$")
+DIST_INFO = re.compile(r"nvidia_cuda_(?:nvcc|runtime)(?:_cu\d+)?-((\d+)\.\d+\.\d+)[^/]*\.dist-info$")
 CUDART_SONAME = re.compile(r"libcudart\.so\.(\d+(?:\.\d+){1,2})$")
 DATE_STAMP_MINOR = 10000  # version.json "cuda" of 11.8 may read 11.8.20220929: not a patch level
 
@@ -46,13 +46,20 @@ def read_version_txt(root: str) -> "str | None":
     return match.group(1) if match else None
 
 
-def read_dist_info(*dirs: str) -> "str | None":
-    """Toolkits assembled from NVIDIA wheels keep the nvcc wheel's dist-info: its version is nvcc's."""
-    for directory in dirs:
-        for path in glob.glob(os.path.join(directory, "nvidia_cuda_nvcc*.dist-info")):
-            match = DIST_INFO.search(path)
-            if match:
-                return match.group(1)
+def read_dist_info(root: str) -> "str | None":
+    """A root made of NVIDIA wheels keeps their dist-info in site-packages, beside nvidia/ (CUDA 13's
+    nvidia/cu13 one level higher): the nvcc wheel's version is nvcc's; without one (torch's runtime
+    wheels), the cuda-runtime wheel's, of the root's own major where the root is cuNN."""
+    parent = os.path.dirname(root)
+    dirs = [parent, root, os.path.join(root, "dist-info")]
+    dirs += [os.path.dirname(parent)] if os.path.basename(parent) == "nvidia" else []
+    major = re.fullmatch(r"cu(\d+)", os.path.basename(root))
+    for wheel in ("nvcc", "runtime"):
+        for directory in dirs:
+            for path in sorted(glob.glob(os.path.join(glob.escape(directory), "nvidia_cuda_%s*.dist-info" % wheel))):
+                match = DIST_INFO.search(path)
+                if match and (not major or match.group(2) == major.group(1)):
+                    return match.group(1)
     return None
 
 
