@@ -49,12 +49,12 @@ def install(request: "str | None" = None, components: "Sequence[str]" = (), sour
 
 
 def _list_command(source: "str | None", mirror: "str | None", as_json: bool, pre: bool) -> int:
-    from cudaswitch.install import redist_install, redist_list
+    from cudaswitch.install import redist_install
 
     paths = Paths()
     if redist_install.choose_source(paths, "latest", source or "redist", mirror) == "pypi":
         return _list_wheels(paths, as_json, pre)
-    result = redist_list.available(paths, dict(os.environ), mirror)
+    result = redist_install.available(paths, dict(os.environ), mirror)
     if as_json:
         render.emit_json(result)
         return 0

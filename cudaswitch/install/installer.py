@@ -31,7 +31,7 @@ from packaging.version import Version
 from cudaswitch import cache, envstate
 from cudaswitch.cache import make_dir
 from cudaswitch.errors import CudaSwitchError, ToolkitNotFound, UsageError
-from cudaswitch.install import pipindex, redist_install, redist_list, redist_site, wheels
+from cudaswitch.install import pipindex, redist_install, redist_site, wheels
 from cudaswitch.install.redist_install import release_name
 from cudaswitch.install.steps import (
     check_nvcc, finished, index_requirement, install_once, interruptible, is_pre_release, make_scratch,
@@ -255,7 +255,7 @@ def _pypi_row(release: str, version: str, driver: dict) -> dict:
     return {"release": release, "package": "%s==%s" % (wheels.META_PACKAGE, version), "date": None,
             "pre_release": is_pre_release(version), "nvcc": not runtime_only(release),
             "name": release, "components": {}, "size_bytes": None, "size": "?",
-            **redist_list.driver_verdict(driver, release)}
+            **redist_install.driver_verdict(driver, release)}
 
 
 def _fill_from_wheels(build: str, tree: str, release: str, requirements: "list[str]", env: "Env", timeout: float,
