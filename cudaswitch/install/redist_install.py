@@ -7,6 +7,7 @@ one-kernel program refused, then renamed into place (the wheel source's lock and
 import datetime
 import os
 import time
+import urllib.parse
 
 from cudaswitch import config
 from cudaswitch.cache import make_dir
@@ -100,7 +101,9 @@ def plan(paths: "Paths", request_text: str, base: str, components: "Iterable[str
 
 def cudnn_entry(paths: "Paths", base: str, release: str, plat: str) -> dict:
     """The newest cuDNN archive built for this CUDA major (its cuda_variant, e.g. cuda13)."""
-    cudnn = redist.cudnn_base(base)
+    # NVIDIA puts cuDNN beside CUDA: .../compute/cuda/redist/ -> .../compute/cudnn/redist/
+    cudnn = (base[: -len("cuda/redist/")] + "cudnn/redist/" if base.endswith("/cuda/redist/")
+             else urllib.parse.urljoin(base, "cudnn/"))
     cache = redist.ManifestCache(paths.cache_dir, cudnn, "--with cudnn reads %s" % cudnn)
     variant = "cuda%d" % version_tuple(release)[0]
     for label in sorted(cache.releases()[0], key=version_tuple, reverse=True):

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from cudaswitch.errors import CudaSwitchError, UsageError
-from cudaswitch.install.redist_manifest import check_release_label
+from cudaswitch.install.redist import check_release_label
 from cudaswitch.safeio import read_or_none, replace_regular
 
 MARKER = ".cudaswitch-install.json"
