@@ -1,10 +1,8 @@
-"""Reading a redist mirror that may be hostile: every transfer has a deadline for the whole of it
-(socket timeouts are per read, so a server sending a byte every few seconds would never be cut
-off), a redirect to another scheme, host or port is refused (the user named the mirror, not where
-it sends us), and a file:// path is read only when it is a regular file (a FIFO would hang).
-
-The deadline is a watchdog thread that shuts the connection's socket down when time is up, which
-ends a read blocked anywhere (the TLS handshake, the headers, the body); reads return what has
+"""Reading a redist mirror that may be hostile: each transfer has a deadline for the whole of it
+(socket timeouts are per read: a server sending a byte every few seconds would never be cut off),
+a redirect to another scheme, host or port is refused, and a file:// path is read only when it
+is a regular file (a FIFO would hang). The deadline is a watchdog thread that shuts the socket
+down, ending a read blocked anywhere (TLS handshake, headers, body); reads return what has
 arrived (read1), so the time is also checked between them.
 """
 
@@ -41,8 +39,7 @@ class Unreachable(CudaSwitchError):
 
 
 def shown(url: str, limit: int = 160) -> str:
-    """A URL (or text from the network) for an error line, cut short; the error boundary escapes
-    control characters."""
+    """A URL (or text from the network) cut short for an error line (the boundary escapes it)."""
     return url[:limit] + ("..." if len(url) > limit else "")
 
 
@@ -95,7 +92,7 @@ class _Watchdog:
 
 
 def _shut(fd: int) -> None:
-    """shutdown() on a duplicate of the fd: ends the connection for the reading thread too. An fd
+    """shutdown() on a duplicate of the fd ends the connection for the reading thread too; an fd
     that is no longer a socket (closed and reused) is nothing of ours to cut."""
     with contextlib.suppress(OSError):
         copy = os.dup(fd)
@@ -210,8 +207,7 @@ class Stream:
         return data
 
     def chunks(self, limit: int, too_big: "Callable[[int | None], CudaSwitchError]") -> "Iterator[bytes]":
-        """The body as it arrives, refused with too_big(the length the server declared, or None
-        once more than `limit` bytes came)."""
+        """The body as it arrives; too_big(the declared length, or None once over `limit`) refuses it."""
         if self.length is not None and self.length > limit:  # said before a byte is sent
             raise too_big(self.length)
         total = 0

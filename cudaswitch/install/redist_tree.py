@@ -73,9 +73,8 @@ def _unpack_one(archive: str, entry: dict, dest: str, stop: threading.Event, pau
 
 def unpack(archive: str, entry: dict, tree: str, pause: "Callable[..., None] | None" = None,
            stop: "threading.Event | None" = None) -> int:
-    """Extract one component archive into `tree`; returns the number of files written.
-
-    `pause(stop)` runs after the first file (the test hook that holds an install midway)."""
+    """Extract one component archive into `tree`; returns the number of files written. `pause(stop)`
+    runs after the first file (the test hook that holds an install midway)."""
     top, count, name = top_dir(entry), 0, os.path.basename(archive)
     try:
         with open(archive, "rb") as handle:
@@ -95,7 +94,8 @@ def unpack(archive: str, entry: dict, tree: str, pause: "Callable[..., None] | N
                     if pause and count == 1:
                         pause(stop)
                         pause = None
-                writer.check_links()
+                untar.check_all_links(writer.links, "archive link %s -> %s leaves the tree through the archive's "
+                                      "other links; refused", writer.steps)
     except untar.Refused as exc:
         raise untar.Refused("%s: %s" % (name, exc.message)) from None
     except (tarfile.TarError, EOFError, lzma.LZMAError, zlib.error, OSError) as exc:
