@@ -57,10 +57,6 @@ def deadline_seconds(default: float) -> float:
     return seconds
 
 
-def download_deadline(size: int) -> float:
-    return deadline_seconds(DOWNLOAD_DEADLINE + max(0, size) / MIN_RATE)
-
-
 class _Watchdog:
     """Shuts down the sockets handed to it once `seconds` have passed, unless stopped first."""
 
@@ -72,11 +68,12 @@ class _Watchdog:
         self._timer.daemon = True
         self._timer.start()
 
-    def watch(self, sock: "socket.socket") -> None:
+    def watch(self, sock: "socket.socket") -> "socket.socket":
         with self._lock:
             self._fds.append(sock.fileno())
             if self.expired:
                 _shut(sock.fileno())
+        return sock
 
     def _expire(self) -> None:
         with self._lock:
@@ -110,13 +107,7 @@ def _watched(connection: "Callable[..., Any]", watchdog: _Watchdog) -> "Callable
     def make(*args: "Any", **kwargs: "Any") -> "Any":
         made = connection(*args, **kwargs)
         create = made._create_connection
-
-        def create_watched(*a: "Any", **kw: "Any") -> "socket.socket":
-            sock = create(*a, **kw)
-            watchdog.watch(sock)
-            return sock
-
-        made._create_connection = create_watched
+        made._create_connection = lambda *a, **kw: watchdog.watch(create(*a, **kw))
         return made
 
     return make

@@ -346,7 +346,8 @@ def download(url: str, dest: str, entry: dict, timeout: float) -> int:
         return CudaSwitchError("%s is %d bytes by its server, more than the %d its manifest gives" % (
             name, declared, size), CHANGED)
 
-    with fetch.open_url(url, timeout, fetch.download_deadline(size)) as source, open(dest, "xb") as sink:
+    deadline = fetch.deadline_seconds(fetch.DOWNLOAD_DEADLINE + size / fetch.MIN_RATE)  # size > 0: checked
+    with fetch.open_url(url, timeout, deadline) as source, open(dest, "xb") as sink:
         for chunk in source.chunks(size, too_big):
             written += len(chunk)
             digest.update(chunk)
