@@ -175,9 +175,6 @@ class Stream:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
         if self.watchdog is not None:
             self.watchdog.stop()
         self.source.close()

@@ -128,12 +128,10 @@ def remove(env: dict, name: str) -> str:
     return directory
 
 
-def _read_own(path: str, name: str) -> dict:
-    spec = _load(path)
-    if spec is None or _mark(spec) is None:
+def _read_own(path: str, name: str) -> None:
+    if _mark(_load(path)) is None:
         raise CudaSwitchError("kernel %s (%s) was not installed by cudaswitch: leaving it alone" % (name, path),
                               "choose another --name, or remove it with `jupyter kernelspec remove %s`" % name)
-    return spec
 
 
 def _mark(spec: object) -> "dict | None":
