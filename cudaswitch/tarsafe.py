@@ -1,17 +1,13 @@
 """Tar headers that tarfile may parse only once they are bounded and well formed.
 
-tarfile reads a pax or GNU long-name header whole into memory, and before Python 3.11.10 /
-3.12.6 its pax parser is quadratic (a regex search over the header, and a keyword pattern that
-scans to the next '=' for every record): a few hundred compressed bytes of digits took seconds,
-a 1 MiB header half an hour. So each such header is checked here first, in one linear pass:
-- a pax header is at most MAX_EXTENDED bytes, made of "LEN KEY=VALUE\\n" records that tile it
-  exactly, with no run of more than MAX_DIGIT_RUN digits anywhere in what tarfile reads (the
-  quadratic search restarts at every digit of a run); GNU sparse records are refused;
-- a GNU long name or link is at most MAX_NAME bytes, and so is every member's final name and link;
-- at most MAX_CHAIN extended headers precede one member (tarfile recurses once per header), the
-  global ones of an archive hold MAX_EXTENDED bytes in all (tarfile keeps them for the whole
-  archive), and all extended headers of an archive MAX_TOTAL bytes.
-Real archives (NVIDIA's redist tarballs, OCI layers from Go's archive/tar, GNU tar) stay far below.
+tarfile reads a pax or GNU long-name header whole, and before Python 3.11.10 / 3.12.6 its pax
+parser is quadratic (a 1 MiB header of digits took half an hour). So each is checked first, in
+one linear pass: a pax header is at most MAX_EXTENDED bytes of "LEN KEY=VALUE\\n" records that
+tile it exactly, with no run of over MAX_DIGIT_RUN digits (the quadratic search restarts at each
+digit of a run), and no GNU sparse records; a GNU long name or link, and every member's name and
+link, is at most MAX_NAME bytes; at most MAX_CHAIN extended headers precede a member (tarfile
+recurses per header); global ones hold MAX_EXTENDED bytes in all (tarfile keeps them for the
+whole archive), and all of an archive's MAX_TOTAL. Real archives stay far below.
 """
 
 import re
@@ -83,8 +79,7 @@ class _Replay:
 
 
 class BoundedInfo(tarfile.TarInfo):
-    """A TarInfo whose extended headers are checked (as the module says) before tarfile parses
-    them. `error` is the exception class raised, with a one-line message."""
+    """A TarInfo whose extended headers are checked before tarfile parses them; raises `error`."""
 
     error: "type[Exception]" = HeaderRefused
 

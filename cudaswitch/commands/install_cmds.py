@@ -49,12 +49,12 @@ def install(request: "str | None" = None, components: "Sequence[str]" = (), sour
 
 
 def _list_command(source: "str | None", mirror: "str | None", as_json: bool, pre: bool) -> int:
-    from cudaswitch.install import installer, redist_install, redist_list
+    from cudaswitch.install import installer, redist_install
 
     paths, env = Paths(), dict(os.environ)
     # --from pypi: what the index pip uses offers, asked through pip (NVIDIA's server is not asked)
     pypi = redist_install.choose_source(paths, "latest", source or "redist", mirror) == "pypi"
-    result = installer.pypi_releases(paths, env, pre) if pypi else redist_list.available(paths, env, mirror)
+    result = installer.pypi_releases(paths, env, pre) if pypi else redist_install.available(paths, env, mirror)
     if as_json:
         render.emit_json(result)
     elif pypi:

@@ -1,10 +1,8 @@
-"""Reading a redist mirror that may be hostile: every transfer has a deadline for the whole of it
-(socket timeouts are per read, so a server sending a byte every few seconds would never be cut
-off), a redirect to another scheme, host or port is refused (the user named the mirror, not where
-it sends us), and a file:// path is read only when it is a regular file (a FIFO would hang).
-
-The deadline is a watchdog thread that shuts the connection's socket down when time is up, which
-ends a read blocked anywhere (the TLS handshake, the headers, the body); reads return what has
+"""Reading a redist mirror that may be hostile: each transfer has a deadline for the whole of it
+(socket timeouts are per read: a server sending a byte every few seconds would never be cut off),
+a redirect to another scheme, host or port is refused, and a file:// path is read only when it
+is a regular file (a FIFO would hang). The deadline is a watchdog thread that shuts the socket
+down, ending a read blocked anywhere (TLS handshake, headers, body); reads return what has
 arrived (read1), so the time is also checked between them.
 """
 
@@ -41,8 +39,7 @@ class Unreachable(CudaSwitchError):
 
 
 def shown(url: str, limit: int = 160) -> str:
-    """A URL (or text from the network) for an error line, cut short; the error boundary escapes
-    control characters."""
+    """A URL (or text from the network) cut short for an error line (the boundary escapes it)."""
     return url[:limit] + ("..." if len(url) > limit else "")
 
 
@@ -60,10 +57,6 @@ def deadline_seconds(default: float) -> float:
     return seconds
 
 
-def download_deadline(size: int) -> float:
-    return deadline_seconds(DOWNLOAD_DEADLINE + max(0, size) / MIN_RATE)
-
-
 class _Watchdog:
     """Shuts down the sockets handed to it once `seconds` have passed, unless stopped first."""
 
@@ -75,11 +68,12 @@ class _Watchdog:
         self._timer.daemon = True
         self._timer.start()
 
-    def watch(self, sock: "socket.socket") -> None:
+    def watch(self, sock: "socket.socket") -> "socket.socket":
         with self._lock:
             self._fds.append(sock.fileno())
             if self.expired:
                 _shut(sock.fileno())
+        return sock
 
     def _expire(self) -> None:
         with self._lock:
@@ -95,7 +89,7 @@ class _Watchdog:
 
 
 def _shut(fd: int) -> None:
-    """shutdown() on a duplicate of the fd: ends the connection for the reading thread too. An fd
+    """shutdown() on a duplicate of the fd ends the connection for the reading thread too; an fd
     that is no longer a socket (closed and reused) is nothing of ours to cut."""
     with contextlib.suppress(OSError):
         copy = os.dup(fd)
@@ -113,13 +107,7 @@ def _watched(connection: "Callable[..., Any]", watchdog: _Watchdog) -> "Callable
     def make(*args: "Any", **kwargs: "Any") -> "Any":
         made = connection(*args, **kwargs)
         create = made._create_connection
-
-        def create_watched(*a: "Any", **kw: "Any") -> "socket.socket":
-            sock = create(*a, **kw)
-            watchdog.watch(sock)
-            return sock
-
-        made._create_connection = create_watched
+        made._create_connection = lambda *a, **kw: watchdog.watch(create(*a, **kw))
         return made
 
     return make
@@ -187,9 +175,6 @@ class Stream:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
         if self.watchdog is not None:
             self.watchdog.stop()
         self.source.close()
@@ -210,8 +195,7 @@ class Stream:
         return data
 
     def chunks(self, limit: int, too_big: "Callable[[int | None], CudaSwitchError]") -> "Iterator[bytes]":
-        """The body as it arrives, refused with too_big(the length the server declared, or None
-        once more than `limit` bytes came)."""
+        """The body as it arrives; too_big(the declared length, or None once over `limit`) refuses it."""
         if self.length is not None and self.length > limit:  # said before a byte is sent
             raise too_big(self.length)
         total = 0

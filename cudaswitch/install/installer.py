@@ -1,22 +1,12 @@
 """`install` / `uninstall`: managed toolkits built from NVIDIA's PyPI wheels, without root.
 
-The newest `cuda-toolkit` metapackage matching the request says which component wheels belong to
-that release; pip (as the user configured it) downloads them; wheels.py unpacks them into a classic
-tree. Every change to the managed dir is atomic and serialised per version:
-
-- a build happens in `.tmp-<version>-<pid>/` beside the target and becomes the target by one
-  rename; an error, Ctrl-C or SIGTERM removes it, and a SIGKILLed one is removed by the next
-  install (the managed source skips dot-names, so a leftover is never listed);
-- `.lock-<version>` (fcntl) makes a second install of the same version wait, then find it done;
-  it is removed when the install ends;
-- pip runs with a private TMPDIR that is removed whatever happens (pipindex);
-- uninstall renames the tree into `.trash-...` before deleting it, so no half tree is ever listed;
-- stale build and trash dirs are removed only when they carry cudaswitch's scratch marker, so a
-  `.tmp-*` of someone else's beside a site prefix is never touched.
-
-Test hook: CUDASWITCH_TEST_PAUSE_UNPACK=SECONDS sleeps after the first file is unpacked (and says
-so on stderr), so a test can interrupt an install at a known point. CUDASWITCH_PIP_TIMEOUT (seconds)
-bounds the download.
+The newest `cuda-toolkit` metapackage matching the request names the component wheels; pip (as the
+user configured it, with a private TMPDIR) downloads them; wheels.py unpacks them into a classic
+tree. The managed dir changes atomically, one version at a time (steps.py): a build dir renamed
+into place, a `.lock-<version>`, uninstall through a `.trash-...` dir, and stale dirs removed
+only when they carry cudaswitch's scratch marker (never someone's `.tmp-*` beside a site prefix).
+CUDASWITCH_TEST_PAUSE_UNPACK=SECONDS sleeps after the first file is unpacked, so a test can
+interrupt an install at a known point; CUDASWITCH_PIP_TIMEOUT (seconds) bounds the download.
 """
 
 import datetime
@@ -31,7 +21,7 @@ from packaging.version import Version
 from cudaswitch import cache, envstate
 from cudaswitch.cache import make_dir
 from cudaswitch.errors import CudaSwitchError, ToolkitNotFound, UsageError
-from cudaswitch.install import pipindex, redist_install, redist_list, redist_site, wheels
+from cudaswitch.install import pipindex, redist_install, redist_site, wheels
 from cudaswitch.install.redist_install import release_name
 from cudaswitch.install.steps import (
     check_nvcc, finished, index_requirement, install_once, interruptible, is_pre_release, make_scratch,
@@ -63,16 +53,9 @@ def install(paths: "Paths", env: "Env", request: str, components: "Iterable[str]
             progress: "Progress" = quiet, source: "str | None" = None, mirror: "str | None" = None,
             extras: "Iterable[str]" = (), prefix: "str | None" = None, modulefile: "str | None" = None,
             pre: bool = False) -> dict:
-    """Install the newest release matching `request`; returns what was installed (a dict).
-
-    `source`: "redist" (NVIDIA's archives or the mirror) or "pypi" (NVIDIA's wheels through pip);
-    None picks: redist when a mirror is given or configured, or the request is older than 13;
-    the wheels otherwise, which give a complete toolkit from 13.0 on. `extras`: ("cudnn",).
-    `pre`: a pre-release of the wheels may be installed (also when `request` names one exactly);
-    otherwise one is refused, even where pip would take it.
-
-    SIGTERM and SIGHUP interrupt like Ctrl-C throughout, so every scratch and build dir is
-    removed on the way out and the interruption is one line, whichever step it hit."""
+    """Install the newest release matching `request`. `source` None picks redist when a mirror is
+    given or configured or the request is older than 13, else the wheels (complete from 13.0 on).
+    A pre-release of the wheels only with `pre` (or named exactly), even where pip would take it."""
     if source is None and (extras or prefix or modulefile):
         source = "redist"  # only the redist source has cuDNN, site prefixes and modulefiles
     chosen = redist_install.choose_source(paths, request, source, mirror)
@@ -189,17 +172,14 @@ def _pre_release_refused(request: str, versions: "list[str]") -> ToolkitNotFound
 
 
 def _no_releases(exc: pipindex.PipError) -> ToolkitNotFound:
-    """The index pip uses has no cuda-toolkit release: pip names the place it asked (an index URL,
-    find-links dirs), and whether it could reach it."""
+    """The index pip uses (as pip names it) has no cuda-toolkit release, or cannot be reached."""
     return ToolkitNotFound("the package index pip uses offers no %s release: %s%s" % (
         wheels.META_PACKAGE, exc.looked_in, " cannot be reached" if exc.unreachable else ""), NO_RELEASES_HINT)
 
 
 def pypi_releases(paths: "Paths", env: "Env", pre: bool = False) -> dict:
-    """`install --list --from pypi`: the CUDA releases of NVIDIA's cuda-toolkit wheels on the index
-    pip uses (never NVIDIA's redist server), newest first, with whether this host's driver runs them.
-    Pre-releases only with `pre` (each row says whether it is one); the others are named in
-    "hidden_pre_releases"."""
+    """`install --list --from pypi`: the cuda-toolkit wheels' releases on the index pip uses (never
+    NVIDIA's redist server), newest first; pre-releases only with `pre`, else named as hidden."""
     try:
         offered = pipindex.offered_versions(wheels.META_PACKAGE, env, pipindex.RESOLVE_TIMEOUT)
     except pipindex.PipError as exc:
@@ -255,7 +235,7 @@ def _pypi_row(release: str, version: str, driver: dict) -> dict:
     return {"release": release, "package": "%s==%s" % (wheels.META_PACKAGE, version), "date": None,
             "pre_release": is_pre_release(version), "nvcc": not runtime_only(release),
             "name": release, "components": {}, "size_bytes": None, "size": "?",
-            **redist_list.driver_verdict(driver, release)}
+            **redist_install.driver_verdict(driver, release)}
 
 
 def _fill_from_wheels(build: str, tree: str, release: str, requirements: "list[str]", env: "Env", timeout: float,
@@ -295,8 +275,7 @@ def uninstall(paths: "Paths", env: "Env", registry: dict, request: str, force: b
 
 def _remove_tree(root: str) -> None:
     """Move into a marked `.trash-...` dir under the lock, then delete: no half tree is ever
-    listed, and a delete cut short is finished by the next install (clean_stale takes marked dirs
-    only)."""
+    listed, and the next install finishes a delete cut short."""
     parent, name = os.path.split(root)
     with version_lock(parent, name):
         trash = os.path.join(parent, ".trash-%s-%d-%s" % (name, os.getpid(), os.urandom(4).hex()))

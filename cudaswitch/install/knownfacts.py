@@ -1,11 +1,7 @@
 """What cudaswitch knows and how old it is (`cudaswitch facts`), and `facts refresh`: the CUDA
-releases and their bundled drivers that the redist index `install` reads has beyond the shipped
-driver table.
-
-Each manifest of NVIDIA's index (and of a site mirror) names the driver bundled with its release
-(`nvidia_driver`'s version): the GA release of a minor (its lowest label) gives that minor's
-minimum driver, as the shipped table's rows do. What the index adds is cached and always shown
-apart, marked with the day it was read: it never replaces or silently overrides a shipped fact.
+releases and bundled drivers the redist index has beyond the shipped driver table (a minor's GA
+release, its lowest label, gives its minimum driver, as the table's rows do). What the index adds
+is cached and shown apart with the day it was read: it never overrides a shipped fact.
 """
 
 import datetime

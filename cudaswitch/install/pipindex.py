@@ -1,8 +1,6 @@
-"""Ask pip, as the user has configured it (pip.conf, PIP_* variables, index URLs, certificates),
-for wheels. cudaswitch never talks to an index itself: whatever pip sees is what it installs.
-
-`CUDASWITCH_PIP` names a pip executable to use instead of `python -m pip` of cudaswitch's own
-Python (e.g. when cudaswitch lives in a pipx venv without pip).
+"""Ask pip, as the user has configured it (pip.conf, PIP_* variables, indexes, certificates), for
+wheels: cudaswitch never talks to an index itself. `CUDASWITCH_PIP` names a pip executable to use
+instead of `python -m pip` (e.g. when cudaswitch lives in a pipx venv without pip).
 """
 
 import importlib.util
@@ -74,21 +72,10 @@ def pip_command(env: "Env") -> "list[str]":
                    "CUDASWITCH_PIP to a pip executable")
 
 
-def _download(requirements: "list[str]", dest: str, env: "Env", timeout: float, on_line: "OnLine",
-              pre: bool = False) -> "list[str]":
-    """`pip download --no-deps` into dest; pip's output lines."""
-    return _run(pip_command(env) + [
-        "download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
-        "--disable-pip-version-check", "--no-input", "-d", dest,
-    ] + (["--pre"] if pre else []) + requirements, env, timeout, on_line)
-
-
 def download(requirements: "list[str]", dest: str, env: "Env", timeout: float, on_line: "OnLine" = None,
              pre: bool = False) -> "list[str]":
     """`pip download --no-deps` the requirements into dest; returns the wheel paths pip saved.
-
-    on_line(text) receives pip's progress lines (Collecting / Downloading / Processing) as they come.
-    `pre`: pre-releases may be picked (pip's --pre)."""
+    on_line(text) receives pip's progress lines (Collecting / Downloading / Processing)."""
     lines = _download(list(requirements), dest, env, timeout, on_line, pre)
     wheels = sorted(os.path.join(dest, n) for n in os.listdir(dest) if n.endswith(".whl"))
     if not wheels:
@@ -110,13 +97,15 @@ def offered_versions(package: str, env: "Env", timeout: float) -> PipError:
     raise PipError("pip did not say which versions of %s there are" % package, lines)
 
 
-def _run(command: "list[str]", env: "Env", timeout: float, on_line: "OnLine") -> "list[str]":
-    """Run pip, stream its output, kill it at the deadline or when we are interrupted.
-
-    pip runs in its own session (cudaswitch.run) so that killing it takes any helper it started
-    along (a CUDASWITCH_PIP wrapper script, a keyring helper) instead of leaving them orphaned, and
-    with a private TMPDIR removed whatever happens: pip killed midway leaves its pip-unpack-*,
-    pip-download-* and pip-build-tracker-* dirs behind."""
+def _download(requirements: "list[str]", dest: str, env: "Env", timeout: float, on_line: "OnLine",
+              pre: bool = False) -> "list[str]":
+    """`pip download --no-deps` into dest, streamed, killed at the deadline; pip's output lines.
+    pip runs in its own session (cudaswitch.run), so killing it takes any helper it started (a
+    CUDASWITCH_PIP wrapper, a keyring helper) along, and with a private TMPDIR removed whatever
+    happens: pip killed midway leaves its pip-unpack-* and pip-build-tracker-* dirs behind."""
+    command = pip_command(env) + ["download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off",
+                                  "--disable-pip-version-check", "--no-input", "-d", dest]
+    command += (["--pre"] if pre else []) + requirements
     lines: "list[str]" = []
 
     def take(line: str) -> None:

@@ -1,22 +1,26 @@
 """`install` from NVIDIA's redistributable archives (or a site mirror of them), and `install --list`.
 
-The steps, all inside the build dir that install.install_once makes beside the target: read the
-manifest, download each archive the toolkit needs and check its size and sha256, unpack them into
-one classic tree, refuse a tree without a working nvcc, build a one-kernel program with it, then
-rename it into place. Same lock, same signal rules and same cleanup as the wheel source.
-"""
+In the build dir steps.install_once makes beside the target: each archive downloaded and checked
+against its size and sha256, all unpacked into one classic tree, a tree whose nvcc cannot build a
+one-kernel program refused, then renamed into place (the wheel source's lock and signal rules)."""
 
+import datetime
 import os
 import time
+import urllib.parse
 
 from cudaswitch import config
 from cudaswitch.cache import make_dir
+from cudaswitch.envstate import pristine
 from cudaswitch.errors import CudaSwitchError, ToolkitNotFound, UsageError, inert
 from cudaswitch.install import redist, redist_site, redist_tree, steps, wheels
 from cudaswitch.render import iec_size
 from cudaswitch.request import ToolkitRequest
-from cudaswitch.switch.plan import gcc_ceiling
+from cudaswitch.switch.plan import choose_compilers, gcc_ceiling, with_compilers
 from cudaswitch.toolkit import version_tuple
+from cudaswitch.verify.compat import driver_supports
+from cudaswitch.verify.nvcc import compile_smoke
+from cudaswitch.verify.driver import driver_facts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
     from cudaswitch.paths import Paths
     from cudaswitch.toolkit import Env
 
+COMPILE_TIMEOUT = 300.0
 DOWNLOAD_TIMEOUT = 120.0  # per network read, not per archive: a slow link still finishes
 DEFAULT_BASE_NOTE = "a site mirror goes in --mirror URL or config redist_url"
 UNREACHABLE_HINT = ("a site mirror goes in --mirror URL or config redist_url; --from pypi installs "
@@ -96,7 +101,9 @@ def plan(paths: "Paths", request_text: str, base: str, components: "Iterable[str
 
 def cudnn_entry(paths: "Paths", base: str, release: str, plat: str) -> dict:
     """The newest cuDNN archive built for this CUDA major (its cuda_variant, e.g. cuda13)."""
-    cudnn = redist.cudnn_base(base)
+    # NVIDIA puts cuDNN beside CUDA: .../compute/cuda/redist/ -> .../compute/cudnn/redist/
+    cudnn = (base[: -len("cuda/redist/")] + "cudnn/redist/" if base.endswith("/cuda/redist/")
+             else urllib.parse.urljoin(base, "cudnn/"))
     cache = redist.ManifestCache(paths.cache_dir, cudnn, "--with cudnn reads %s" % cudnn)
     variant = "cuda%d" % version_tuple(release)[0]
     for label in sorted(cache.releases()[0], key=version_tuple, reverse=True):
@@ -168,11 +175,24 @@ def fill(build: str, tree: str, release: str, entries: "list[dict]", env: "Env",
         raise CudaSwitchError("the cuda_nvcc archive of CUDA %s holds no bin/nvcc, so the toolkit could "
                               "not compile" % release, "nothing was installed")
     steps.check_nvcc(tree, release)
-    compile_env, picked = redist_tree.compile_env(tree, env, cache_dir)
+    _first_compile(tree, release, env, cache_dir, progress)
+
+
+def _first_compile(tree: str, release: str, env: "Env", cache_dir: str, progress: "Progress") -> None:
+    """Build verify's one-kernel program with the tree's nvcc (compiled and linked as a plain
+    `nvcc x.cu -o x` does; no GPU needed, nothing run). It runs with the supported g++-N `use`
+    would pick when the default gcc is above the tree's ceiling (11.8 takes gcc 11 at most), and
+    only PATH's absolute entries count (pathsearch.which, cudaswitch.run): nothing in the temp dir
+    can stand in for gcc."""
+    env = pristine(env)  # not the compilers an active switch chose for another toolkit
+    nvcc = os.path.join(tree, "bin", "nvcc")
+    chosen = choose_compilers(cache_dir, {"root": tree, "nvcc": nvcc, "lib_dirs": [os.path.join(tree, "lib64")]}, env)
+    picked = chosen.get("CUDAHOSTCXX")
     progress("first compile: building a one-kernel program with CUDA %s%s" % (
         release, " and %s (the default gcc is above its limit)" % picked if picked else ""))
-    error = redist_tree.first_compile(tree, compile_env)
-    if error:
+    result = compile_smoke({"nvcc": nvcc}, with_compilers(env, chosen), False, COMPILE_TIMEOUT)
+    if not result["built"]:
+        error = "`%s` failed: %s" % (result["command"], result["error"])
         raise CudaSwitchError("CUDA %s was unpacked but cannot build a kernel: %s" % (release, error),
                               _compile_hint(tree, error))
 
@@ -184,3 +204,57 @@ def _compile_hint(tree: str, error: str) -> str:
         return "nothing was installed; install gcc-%d and g++-%d (or older), which this CUDA accepts" % (
             ceiling, ceiling)
     return "nothing was installed"
+
+
+def available(paths: "Paths", env: "Env", mirror: "str | None" = None) -> dict:
+    """{"base", "offline", "cached_at", "driver", "releases": [{release, date, name, components,
+    size_bytes, size, driver, driver_level}]}, newest first."""
+    base = configured_base(paths, mirror) or redist.NVIDIA_CUDA
+    cache = redist.ManifestCache(paths.cache_dir, base, "no cached index for it either; %s; `cudaswitch install "
+                                 "--list --from pypi` lists NVIDIA's wheels through pip" % DEFAULT_BASE_NOTE)
+    releases, offline = cache.releases()
+    driver = driver_facts(paths, env)
+    rows = []
+    for label in sorted(releases, key=version_tuple, reverse=True):
+        try:
+            manifest = cache.manifest(label)
+        except redist.Unreachable:
+            continue  # offline and never read: nothing true to say about it
+        versions, size = redist.components(manifest), _default_size(manifest)
+        rows.append({"release": label, "date": manifest.get("release_date"),
+                     "name": release_name(label, versions.get("cuda_nvcc")), "components": versions,
+                     "size_bytes": size, "size": iec_size(size) if size else "?", **driver_verdict(driver, label)})
+    return {"base": base, "offline": offline, "cached_at": _cached_at(cache) if offline else None,
+            "driver": {k: driver.get(k) for k in ("present", "release", "cuda")}, "releases": rows}
+
+
+def _default_size(manifest: dict) -> "int | None":
+    """Download size of what a default install fetches, for this platform (None if not offered)."""
+    plat = redist.platform_key()
+    try:
+        keys = redist.toolkit_components(manifest)
+        return sum(redist.archive_entry(manifest, key, plat)["size"] for key in keys)
+    except CudaSwitchError:  # a release without nvcc or this platform: listed, but not sized
+        return None
+
+
+def driver_verdict(driver: dict, label: str) -> "dict[str, str]":
+    """{"driver": what the row says, "driver_level"}: whether this host's driver runs CUDA `label`."""
+    short = "%d.%d" % version_tuple(label)[:2]
+    check = driver_supports(driver, short, "install.driver", "CUDA %s" % label)
+    if check["level"] == "ok":
+        return {"driver": "runs (driver %s)" % (driver.get("cuda") or driver.get("release")), "driver_level": "ok"}
+    if not driver.get("present"):
+        return {"driver": "no driver here (builds, cannot run)", "driver_level": "info"}
+    if check["level"] == "info":
+        return {"driver": "cannot check: driver's CUDA version unknown", "driver_level": "info"}
+    return {"driver": "needs a newer driver (%s)" % (check["facts"].get("needs_driver") or "?"),
+            "driver_level": check["level"]}
+
+
+def _cached_at(cache: "redist.ManifestCache") -> "str | None":
+    try:
+        stamp = os.stat(os.path.join(cache.dir, "index.json")).st_mtime
+    except OSError:
+        return None
+    return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -1,11 +1,8 @@
-"""Site installs: a toolkit in a shared prefix (`install --prefix /opt/cuda/12.4`), modulefiles for
-it in Lmod's Lua and Environment Modules' Tcl (`--modulefile DIR` -> DIR/cuda/12.4.lua and
-DIR/cuda/12.4), and the records that let `list` show it once and `uninstall` remove only what
-cudaswitch made.
-
-A prefix tree carries `.cudaswitch-install.json` (what made it, and which modulefiles); the data
-dir's managed dir gets a link `<release>@<prefix path>` to it, so the managed source finds it for
-the user who installed it while the module source finds it for everyone.
+"""Site installs: a toolkit in a shared prefix (`install --prefix /opt/cuda/12.4`) and modulefiles
+in Lmod's Lua and Environment Modules' Tcl (`--modulefile DIR` -> DIR/cuda/12.4.lua, DIR/cuda/12.4).
+The prefix carries `.cudaswitch-install.json` (what made it, which modulefiles), so `uninstall`
+removes only what cudaswitch made; the managed dir gets a link `<release>@<prefix path>` to it, so
+the managed source finds it for its installer and the module source for everyone.
 """
 
 import contextlib
@@ -15,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from cudaswitch.errors import CudaSwitchError, UsageError
-from cudaswitch.install.redist_manifest import check_release_label
+from cudaswitch.install.redist import check_release_label
 from cudaswitch.safeio import read_or_none, replace_regular
 
 MARKER = ".cudaswitch-install.json"
@@ -120,8 +117,8 @@ def modulefile_paths(moddir: str, release: str) -> "tuple[str, str]":
 
 
 def write_modulefiles(moddir: str, release: str, name: str, root: str) -> "list[str]":
-    """Write both modulefiles; refuses to replace one that loads another toolkit. The site's module
-    dir is not cudaswitch's own: only a regular file there is replaced (no FIFO, device, link)."""
+    """Write both modulefiles, refusing to replace one that loads another toolkit; only a regular
+    file is replaced (the site's module dir is not cudaswitch's: no FIFO, device, link)."""
     lua, tcl = modulefile_paths(moddir, release)
     for path in (lua, tcl):
         if os.path.lexists(path) and not _loads_root(path, root):
@@ -167,8 +164,8 @@ def tcl_string(text: str) -> str:
 
 
 def _loads_root(path: str, root: str) -> bool:
-    """Whether the modulefile at `path` is one cudaswitch wrote for `root` (its root line, in the
-    Lua or the Tcl form, this version's quoting or the bracket form older ones wrote)."""
+    """Whether the modulefile at `path` is one cudaswitch wrote for `root` (its root line: Lua or
+    Tcl, in this version's quoting or the bracket form older ones wrote)."""
     data = _small_file(path)
     if data is None:
         return False

@@ -1,11 +1,8 @@
 """Redist archives -> the classic toolkit tree the wheel source also makes (`bin/`, `include/`,
-`lib64/` with `lib -> lib64`, `nvvm/`, `version.json`), and the first compile that proves it.
-
-Each archive holds one top directory `<name>-<platform>-<version>-archive/`; a toolkit is the union
-of the components' trees. Members are written by our own checks (install/untar.py: no write
-follows a link, no link leaves the tree, no devices, a size budget), never by tarfile's extraction
-filters; a member outside the expected top directory refuses the archive, and so does a merge of
-two archives where one's directory meets the other's link.
+`lib64/` with `lib -> lib64`, `nvvm/`, `version.json`): the union of the components' trees, each
+archive holding one top dir `<name>-<platform>-<version>-archive/`. Members are written by
+install/untar.py's checks, never by tarfile's extraction filters; a member outside the top dir
+refuses the archive, and so does a merge where one archive's directory meets another's link.
 """
 
 import concurrent.futures
@@ -17,22 +14,16 @@ import tarfile
 import threading
 import zlib
 
-from cudaswitch.envstate import pristine
 from cudaswitch.errors import CudaSwitchError
 from cudaswitch.install import untar
-from cudaswitch.switch import plan
-from cudaswitch.verify.nvcc import compile_smoke
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from cudaswitch.install.untar import Parts
-    from cudaswitch.toolkit import Env
 
     Pause = Callable[[threading.Event], None]
-
-COMPILE_TIMEOUT = 300.0
 
 
 def top_dir(entry: dict) -> str:
@@ -82,9 +73,8 @@ def _unpack_one(archive: str, entry: dict, dest: str, stop: threading.Event, pau
 
 def unpack(archive: str, entry: dict, tree: str, pause: "Callable[..., None] | None" = None,
            stop: "threading.Event | None" = None) -> int:
-    """Extract one component archive into `tree`; returns the number of files written.
-
-    `pause(stop)` runs after the first file (the test hook that holds an install midway)."""
+    """Extract one component archive into `tree`; returns the number of files written. `pause(stop)`
+    runs after the first file (the test hook that holds an install midway)."""
     top, count, name = top_dir(entry), 0, os.path.basename(archive)
     try:
         with open(archive, "rb") as handle:
@@ -104,7 +94,8 @@ def unpack(archive: str, entry: dict, tree: str, pause: "Callable[..., None] | N
                     if pause and count == 1:
                         pause(stop)
                         pause = None
-                writer.check_links()
+                untar.check_all_links(writer.links, "archive link %s -> %s leaves the tree through the archive's "
+                                      "other links; refused", writer.steps)
     except untar.Refused as exc:
         raise untar.Refused("%s: %s" % (name, exc.message)) from None
     except (tarfile.TarError, EOFError, lzma.LZMAError, zlib.error, OSError) as exc:
@@ -155,22 +146,3 @@ def _placed_parts(name: str, top: str, component: str, isdir: bool) -> "Parts":
     if rest and rest[0] == "lib":
         rest[0] = "lib64"
     return tuple(rest)
-
-
-def compile_env(tree: str, env: "Env", cache_dir: str) -> "tuple[dict, str | None]":
-    """(the environment the first compile runs in, the host compiler picked for it or None): the
-    supported g++-N `use` would pick when the default gcc is above the tree's ceiling (11.8 takes
-    gcc 11 at most). Only PATH's absolute entries count (pathsearch.which, and cudaswitch.run for
-    the compile): nothing in the temp dir can stand in for gcc."""
-    env = pristine(env)  # not the compilers an active switch chose for another toolkit
-    record = {"root": tree, "nvcc": os.path.join(tree, "bin", "nvcc"), "lib_dirs": [os.path.join(tree, "lib64")]}
-    chosen = plan.choose_compilers(cache_dir, record, env)
-    return plan.with_compilers(env, chosen), chosen.get("CUDAHOSTCXX")
-
-
-def first_compile(tree: str, env: "Env", timeout: float = COMPILE_TIMEOUT) -> "str | None":
-    """Build verify's one-kernel program with the tree's nvcc (compile, then link as a plain
-    `nvcc x.cu -o x` does): None when it builds, else the first error line. No GPU is needed;
-    nothing is run. `env`: from compile_env."""
-    result = compile_smoke({"nvcc": os.path.join(tree, "bin", "nvcc")}, env, False, timeout)
-    return None if result["built"] else "`%s` failed: %s" % (result["command"], result["error"])

@@ -1,7 +1,6 @@
-"""The steps every install source shares: one lock per release, a build dir beside the target
-renamed into place only when complete, signals as one-line interruptions, the check that nvcc runs,
-and what an installed tree holds. The wheel source (install.py) and the redist source
-(redist_install.py) both build through these, so their interruption and lock rules are one."""
+"""The steps both install sources (installer.py, redist_install.py) share, so their rules are one:
+a lock per release, a build dir renamed into place only when complete, signals as one-line
+interruptions, the check that nvcc runs, and what an installed tree holds."""
 
 import contextlib
 import fcntl
@@ -100,10 +99,9 @@ def interruptible(request: str) -> "Iterator[None]":
 
 def install_once(target: str, fill: "Callable[[str, str], None]", progress: "Progress") -> bool:
     """Build `target` unless it is there; True when this call built it. The lock beside it makes
-    a concurrent install of the same tree wait, then find it done. `fill(build, tree)` makes the
-    tree inside the scratch dir `build`, `.tmp-<name>-<pid>/` beside the target, which becomes
-    the target by one rename; the caller turns signals into KeyboardInterrupt, so `finally`
-    removes the build dir for them too."""
+    a concurrent install wait, then find it done. `fill(build, tree)` makes the tree in the scratch
+    dir `.tmp-<name>-<pid>/` beside the target, renamed into place; signals are KeyboardInterrupt
+    (interruptible), so `finally` removes the build dir for them too."""
     if os.path.isdir(target):
         return False
     parent, name = os.path.split(target)
@@ -158,8 +156,8 @@ def minor_ranges(versions: "Iterable[str]") -> str:
 
 @contextlib.contextmanager
 def version_lock(managed_dir: str, name: str, progress: "Progress" = quiet) -> "Iterator[None]":
-    """An exclusive fcntl lock on `.lock-<name>`; says so when it has to wait for another process.
-    The file is removed when the work ends (while still held), so lock files do not pile up."""
+    """An exclusive fcntl lock on `.lock-<name>` (saying so when it waits), removed while still
+    held when the work ends, so lock files do not pile up."""
     path = os.path.join(managed_dir, ".lock-" + name)
     handle = _lock_file(path, name, progress)
     try:
@@ -171,8 +169,8 @@ def version_lock(managed_dir: str, name: str, progress: "Progress" = quiet) -> "
 
 
 def _lock_file(path: str, name: str, progress: "Progress") -> "BinaryIO":
-    """The lock file at `path`, locked. One that its holder removed while we waited is no lock any
-    more (a third process may have made a new one): take the file at `path` again."""
+    """The lock file at `path`, locked; one its holder removed while we waited is no lock any more
+    (a third process may have made a new one): take the file at `path` again."""
     while True:
         handle = open(path, "a+b")
         try:
@@ -187,9 +185,8 @@ def _lock_file(path: str, name: str, progress: "Progress") -> "BinaryIO":
 
 
 def clean_stale(managed_dir: str, held: str) -> None:
-    """Remove builds and trash that no live process owns: ours (we hold `held`'s lock), and any
-    other version's whose lock is free. Only dirs that carry SCRATCH_MARKER: a site's prefix
-    parent (/opt/cuda) or a user's dir may hold `.tmp-*` dirs of their own."""
+    """Remove builds and trash no live process owns (ours: we hold `held`'s lock; others' with a
+    free lock), only dirs carrying SCRATCH_MARKER: a site prefix's parent may hold its own `.tmp-*`."""
     for entry in os.listdir(managed_dir):
         path = os.path.join(managed_dir, entry)
         if not entry.startswith((".trash-", ".tmp-")) or not is_scratch(path):
@@ -253,8 +250,7 @@ def check_nvcc(tree: str, release: str) -> None:
 
 
 def finished(result: dict, root: str, installed: bool) -> dict:
-    """`result` with "installed" when this call built the tree, and what the tree holds: nvcc,
-    components, size and notes."""
+    """`result` with "installed" when this call built the tree, and the tree's nvcc, components, size."""
     if installed:
         result["installed"] = True
     _, components, _ = nvcc_probe.read_version_json(root)

@@ -1,23 +1,18 @@
 """Tar members written into a tree by our own checks, never by tarfile's extraction filters, whose
 protection depends on the Python patch release (a chain of links longer than PATH_MAX fools the
-`data` filter's realpath() before 3.11.13 / 3.12.11 / 3.13.4).
-
-The rules, each one enough on its own to keep a write inside the tree:
-- every member is written relative to a directory fd of the tree, opened component by component
-  with O_NOFOLLOW, and a member whose parent path passes through a link or a file is refused: no
-  write ever follows a link, so no link can carry one out;
-- files are created with O_EXCL | O_NOFOLLOW (nothing already there is written through), and a
-  name that appears twice is refused (a duplicate could retarget a link checked earlier);
-- a symlink's target is resolved as the kernel would, component by component, through the tree's
-  own links (from the archive's records, nothing on disk is asked) and refused when it leaves the
-  tree, is absolute, or needs more than 40 links; every link is checked again once the archive is
-  done, with all the links it made;
+`data` filter's realpath() before 3.11.13 / 3.12.11 / 3.13.4). Each rule alone keeps writes inside:
+- members are written relative to a dir fd opened component by component with O_NOFOLLOW, and a
+  parent path through a link or a file is refused: no write follows a link;
+- files are created O_EXCL | O_NOFOLLOW, and a name seen twice is refused (it could retarget a
+  link checked earlier);
+- a symlink's target is resolved as the kernel would, through the archive's own links (nothing on
+  disk is asked), and refused when it leaves the tree, is absolute or needs over 40 links; every
+  link is checked again once the archive is done;
 - a hard link may only name a regular file this archive wrote; devices, FIFOs and other types are
   refused; setuid, setgid, sticky and group/other write bits are dropped;
-- what is read from the stream, what is written and how many members are made are each bounded
-  by a budget from the archive's size on disk (a ratio, a floor, an absolute cap), so a small
-  archive of zeros or of empty files is refused in seconds instead of filling the disk; a parent
-  dir made for a member that has none of its own counts as a member too;
+- bytes streamed, bytes written and members made (a parent dir made without a member counts too)
+  are bounded by a budget from the archive's size (a ratio, a floor, a cap): an archive of zeros
+  or of empty files is refused in seconds instead of filling the disk;
 - pax and GNU long-name headers are bounded and checked before tarfile parses them (tarsafe.py).
 """
 
@@ -70,8 +65,7 @@ def shown(text: str, limit: int = 80) -> str:
 
 
 class Budget:
-    """Counts the bytes read from the decompressed stream and the bytes written to the tree; `limit`
-    bounds each (what one archive may unpack to, and stream, headers included)."""
+    """Bytes streamed (headers included) and bytes written, each bounded by `limit`; members made."""
 
     def __init__(self, archive_bytes: int) -> None:
         archive_bytes = max(0, archive_bytes)
@@ -158,16 +152,13 @@ def open_stream(handle: "io.BufferedReader", budget: Budget) -> io.BufferedReade
 
 
 class BoundedInfo(tarsafe.BoundedInfo):
-    """Pax and GNU long-name headers bounded and checked before tarfile parses them (tarsafe)."""
-
     error = Refused
 
 
 def resolves_inside(links: "Links", where: "Parts", target: str, steps: "list[int]") -> bool:
-    """Whether the link at `where` (a tuple of names) pointing at `target` ends inside the tree,
-    following the tree's own links (`links`: tuple of names -> target) as the kernel would: a link
-    inside the path is replaced by its target, read from the link's directory, and `..` climbs
-    from where the path really is. `steps` is a one-item list counting components walked."""
+    """Whether the link at `where` pointing at `target` ends inside the tree, following the tree's
+    own `links` as the kernel would (`..` climbs from where the path really is). `steps` is a
+    one-item list counting components walked."""
     if not target or target.startswith("/") or len(target) > MAX_PATH:
         return False
     position = list(where[:-1])
@@ -207,7 +198,7 @@ def check_parts(parts: "Parts", name: str) -> None:
 
 
 class TreeWriter:
-    """Writes members into `root` (made if missing); use as a context manager, then check_links()."""
+    """Writes members into `root` (made if missing); use as a context manager, then check_all_links."""
 
     def __init__(self, root: str, budget: Budget) -> None:
         os.makedirs(root, exist_ok=True)
@@ -313,12 +304,6 @@ class TreeWriter:
             os.fchmod(sink.fileno(), (member.mode & 0o755) | 0o600)  # no setuid/setgid/sticky, no g/o write
             if 0 <= member.mtime < 1 << 33:
                 os.utime(sink.fileno(), (member.mtime, member.mtime))
-
-    def check_links(self) -> None:
-        """Every link of the archive, resolved again now that all of them are known."""
-        check_all_links(self.links, "archive link %s -> %s leaves the tree through the archive's other links; "
-                        "refused", self.steps)
-
 
 KIND_NAMES = {tarfile.CHRTYPE: "device", tarfile.BLKTYPE: "device", tarfile.FIFOTYPE: "FIFO"}
 

@@ -1,9 +1,7 @@
-"""NVIDIA's CUDA wheels as data: the `cuda-toolkit` metapackage's pins, and unpacking component
-wheels into the classic toolkit tree (`bin/`, `include/`, `lib64/`, `nvvm/`, `version.json`).
-
-Wheel layouts: CUDA 13 wheels all share `nvidia/cu13/{bin,include,lib,nvvm}`; CUDA 11/12 wheels
-each have their own `nvidia/<component>/{bin,include,lib}`. Either way the part after
-`nvidia/<dir>/` is the classic tree, except that `lib/` becomes `lib64/` (with `lib -> lib64`).
+"""NVIDIA's CUDA wheels as data: the `cuda-toolkit` metapackage's pins, and component wheels
+unpacked into the classic toolkit tree. CUDA 13 wheels share `nvidia/cu13/{bin,include,lib,nvvm}`,
+11/12 wheels each have `nvidia/<component>/...`: the part after `nvidia/<dir>/` is the classic
+tree, except that `lib/` becomes `lib64/` (with `lib -> lib64`).
 """
 
 import email.parser
@@ -86,13 +84,10 @@ def requirements_for(pins: "dict[str, list[str]]", components: "Iterable[str]") 
 
 
 def unpack(wheel: str, dest: str, pause: "Callable[[], object] | None" = None) -> int:
-    """Extract one component wheel into the classic tree at `dest`; returns the file count.
-
-    A wheel gets the budget a redist archive gets (untar.Budget, from its size on disk): what its
-    central directory declares (members, the dirs they need, bytes) is charged before anything is
-    written, so a zip bomb is refused at once; the bytes really written are charged again.
-    `pause` (a callable) runs after the first file is written: the test hook that holds an
-    install midway (CUDASWITCH_TEST_PAUSE_UNPACK)."""
+    """Extract one component wheel into the classic tree at `dest`; returns the file count. A
+    redist archive's budget (untar.Budget) is charged with what the central directory declares
+    before anything is written (a zip bomb is refused at once), then with the bytes written.
+    `pause` runs after the first file: the test hook (CUDASWITCH_TEST_PAUSE_UNPACK)."""
     shown = os.path.basename(wheel)
     try:
         with open(wheel, "rb") as handle, zipfile.ZipFile(handle) as archive:
@@ -184,8 +179,8 @@ def finish_tree(root: str, document: "dict[str, dict[str, str]]", cudart_version
 
 
 def _link_libraries(lib64: str, cudart_version: "str | None") -> None:
-    """libcudart.so.13 -> libcudart.so.13.0.96 (what the installer ships, and what tells a
-    reader the runtime's exact version), then libX.so -> libX.so.N for linking with -lX."""
+    """libcudart.so.13 -> libcudart.so.13.0.96 (as the installer ships it: the runtime's exact
+    version), then libX.so -> libX.so.N for linking with -lX."""
     for name in sorted(os.listdir(lib64)):
         match = SONAME.match(name)
         path = os.path.join(lib64, name)

@@ -1,12 +1,7 @@
-"""direnv: `use cuda 13.0` in an .envrc. direnv records the environment before the .envrc runs and
-restores it on leaving the directory, so cudaswitch only has to switch; no `off` is needed.
-
-The argument gets the rules of a .cudaversion (projectfile.parse_request: versions, specifiers,
-latest, system, SOURCE:..., never shell syntax), plus one thing a .cudaversion never may: a path
-to a toolkit root (`use cuda /opt/cuda-12.4`), as on the command line. An .envrc is code its user
-ran `direnv allow` on, which could run any program already; a .cudaversion is data anyone's
-repository may ship, so a path there could point a switch anywhere. Import-light: this runs
-inside every direnv load.
+"""direnv: `use cuda 13.0` in an .envrc. direnv restores the environment on leaving the directory,
+so cudaswitch only switches. The argument gets a .cudaversion's rules plus a toolkit root path:
+an .envrc is code its user ran `direnv allow` on, while a .cudaversion is data any repository may
+ship, where a path could point a switch anywhere. Import-light: this runs in every direnv load.
 """
 
 from cudaswitch.errors import UsageError
@@ -36,8 +31,7 @@ def direnvrc(program_quoted: str) -> str:
 
 
 def request_of(args: list) -> str:
-    """The one request after `--`: a path to a toolkit root, or checked like a project file's;
-    UsageError / ProjectFileError."""
+    """The one request after `--`: a toolkit root path, or checked as a project file's request."""
     from cudaswitch.switch import projectfile
 
     rest = args[1:] if args[:1] == ["--"] else args
@@ -61,9 +55,8 @@ def _is_path(text: str) -> bool:
 
 
 def switch_for_envrc(paths: "Paths", env: dict, args: list) -> "SwitchPlan":
-    """The SwitchPlan for `use cuda REQUEST`, checked before the registry is even loaded. The switch
-    is recorded as this shell's (origin shell), so the bash/zsh hook, if also loaded, leaves it to
-    direnv instead of undoing it."""
+    """The SwitchPlan for `use cuda REQUEST`, recorded as this shell's (origin shell): a bash/zsh
+    hook, if also loaded, leaves it to direnv instead of undoing it."""
     from cudaswitch.switch import decide
 
     text = request_of(args)

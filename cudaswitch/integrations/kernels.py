@@ -1,12 +1,7 @@
-"""Jupyter kernelspecs whose `env` is a switched environment, so a notebook gets that toolkit.
-
-A kernelspec is `<jupyter data dir>/kernels/<name>/kernel.json` (the directory jupyter_client's
-KernelSpecManager searches first for the user). The switched environment is computed once, at
-install time, by the switch plan that `use` runs (switch/plan.py: the same module swap and host
-compiler); variables the switch removes are written as empty strings, because a kernelspec can
-only set; PATH and the other lists are the ones of the shell that ran `kernel install` (re-run it
-after changing them). cudaswitch marks its own specs in `metadata` and lists or removes only
-those: a kernel someone else wrote is never overwritten or deleted.
+"""Jupyter kernelspecs (`<jupyter data dir>/kernels/<name>/kernel.json`) whose `env` is the switch
+`use` would make, computed once at install time from the shell that ran `kernel install`; a
+variable the switch removes is written empty, as a kernelspec can only set. cudaswitch marks its
+own specs in `metadata` and lists or removes only those: another's kernel is never touched.
 """
 
 import json
@@ -17,29 +12,22 @@ import tempfile
 
 from cudaswitch.cache import make_dir
 from cudaswitch.errors import CudaSwitchError, UsageError
+from cudaswitch.safeio import quote_prefix, read_or_none, replace_regular
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # fullmatch: `$` would let a trailing newline in
 MAX_SPEC_BYTES = 1 << 20
 MARK = "cudaswitch"
 
 
-def data_dir(env: dict) -> str:
-    """Jupyter's user data dir as jupyter_core computes it on Linux: $JUPYTER_DATA_DIR, else
-    $XDG_DATA_HOME/jupyter, else ~/.local/share/jupyter."""
-    if env.get("JUPYTER_DATA_DIR"):
-        return env["JUPYTER_DATA_DIR"]
-    base = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "share")
-    return os.path.join(base, "jupyter")
-
-
 def kernels_dir(env: dict) -> str:
-    return os.path.join(data_dir(env), "kernels")
+    """Under Jupyter's user data dir as jupyter_core computes it on Linux: $JUPYTER_DATA_DIR, else
+    $XDG_DATA_HOME/jupyter, else ~/.local/share/jupyter."""
+    base = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "share")
+    return os.path.join(env.get("JUPYTER_DATA_DIR") or os.path.join(base, "jupyter"), "kernels")
 
 
 def check_name(name: str) -> str:
     if not isinstance(name, str) or not NAME.fullmatch(name):
-        from cudaswitch.safeio import quote_prefix
-
         raise UsageError("kernel name %s is not allowed" % quote_prefix(name or "", 40),
                          "use letters, digits, '.', '_' and '-', e.g. cuda-13.0")
     return name
@@ -63,10 +51,8 @@ def spec_for(record: dict, request: str, python: str, old_env: dict, new_env: di
 
 
 def kernel_path(path: str, python: str) -> str:
-    """The kernel's PATH: the kernel Python's own bin dir first, so `!pip` and `!python3` in a
-    notebook are that Python's (a venv's bin is on no shell's PATH unless activated). Only where
-    that dir holds an nvcc of its own (a conda env with cuda-nvcc) does it go right after the
-    switched nvcc's dir instead: the switched toolkit stays the first nvcc."""
+    """The kernel's PATH: the kernel Python's bin dir first, so a notebook's `!pip` is that Python's;
+    when that dir holds an nvcc (a conda env's cuda-nvcc), right after the switched nvcc's dir."""
     bindir = os.path.dirname(python)
     entries = [entry for entry in path.split(os.pathsep) if entry and entry != bindir]
     position = 0
@@ -103,17 +89,11 @@ def install(env: dict, name: str, spec: dict) -> str:
         _read_own(target, name)  # raises unless it is a kernel cudaswitch wrote
     try:
         make_dir(directory)  # 0700 whatever the umask: whoever may write kernel.json picks what Jupyter runs
-        _write_atomically(directory, target, spec)
+        # a running Jupyter server sees the old spec or the new one, never half of one
+        replace_regular(target, json.dumps(spec, indent=1, sort_keys=True).encode("utf-8"), mode=0o600, own_file=True)
     except OSError as exc:
         raise CudaSwitchError("cannot write %s: %s" % (target, exc.strerror or exc)) from None
     return target
-
-
-def _write_atomically(directory: str, target: str, spec: dict) -> None:
-    """A reader (a running Jupyter server) sees the old spec or the new one, never half of one."""
-    from cudaswitch.safeio import replace_regular
-
-    replace_regular(target, json.dumps(spec, indent=1, sort_keys=True).encode("utf-8"), mode=0o600, own_file=True)
 
 
 def listing(env: dict) -> "list[dict]":
@@ -148,17 +128,14 @@ def remove(env: dict, name: str) -> str:
     return directory
 
 
-def _read_own(path: str, name: str) -> dict:
-    spec = _load(path)
-    if spec is None or _mark(spec) is None:
+def _read_own(path: str, name: str) -> None:
+    if _mark(_load(path)) is None:
         raise CudaSwitchError("kernel %s (%s) was not installed by cudaswitch: leaving it alone" % (name, path),
                               "choose another --name, or remove it with `jupyter kernelspec remove %s`" % name)
-    return spec
 
 
 def _mark(spec: object) -> "dict | None":
-    """cudaswitch's own entry in a kernel.json's metadata; None for any other kernel, whatever
-    shape its JSON has (a foreign spec's `metadata` may be a list, a string, null)."""
+    """cudaswitch's entry in a kernel.json's metadata; None for another's (of any JSON shape)."""
     metadata = spec.get("metadata") if isinstance(spec, dict) else None
     mark = metadata.get(MARK) if isinstance(metadata, dict) else None
     return mark if isinstance(mark, dict) else None
@@ -167,8 +144,6 @@ def _mark(spec: object) -> "dict | None":
 def _load(path: str) -> "dict | None":
     """A kernel.json as data: a regular file under the size cap, opened without blocking, parsed
     with nesting that cannot exhaust the interpreter's stack."""
-    from cudaswitch.safeio import read_or_none
-
     data = read_or_none(path, MAX_SPEC_BYTES)
     if data is None or len(data) > MAX_SPEC_BYTES:
         return None
