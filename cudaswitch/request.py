@@ -1,8 +1,5 @@
 """ToolkitRequest: what the user asked for. Matching is a flat list of guards over records.
-
-Kept free of heavy imports: `packaging` (~10 ms) is imported only for PEP 440 specifiers, which
-the fast path hands to the slow path anyway.
-"""
+`packaging` (~10 ms) is imported only for PEP 440 specifiers, which the fast path never handles."""
 
 import os
 

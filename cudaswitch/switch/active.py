@@ -1,8 +1,6 @@
-"""What this shell really uses, read from the shell's own state: the toolkit of the first `nvcc` on
-PATH and of CUDA_HOME, and why each is there (cudaswitch's switch, a loaded module, a conda env,
-the user's own exports, the system default). `current` renders it; doctor's env layer reports the
-same facts. Stats and one registry read; no process, no heavy import (it is a fast-path command).
-"""
+"""What this shell really uses: the toolkit of the first `nvcc` on PATH and of CUDA_HOME, and why
+each is there (a switch, a module, a conda env, the user's own exports, the system default), for
+`current` and doctor. Stats and one registry read: no process, no heavy import."""
 
 import os
 
@@ -24,9 +22,8 @@ WHY = {"conda": "conda env %s", "project": "project %s", "module": "module %s", 
 
 
 def first_nvcc(env: "Env") -> "str | None":
-    """The first executable nvcc on PATH (relative and empty entries never count: they are
-    whatever directory the shell happens to be in); None when it is a switch's stand-in for the
-    nvcc its toolkit lacks (switch/standins.py)."""
+    """The first executable nvcc on PATH (relative and empty entries never count); None when it is a
+    switch's stand-in for the nvcc its toolkit lacks."""
     found = which("nvcc", env)
     return None if is_stand_in(found) else found
 
@@ -140,9 +137,8 @@ class Facts:
 
 
 def active_record(reg: dict, env: "Env") -> "dict | None":
-    """The one answer to "which toolkit is active" (list's mark, current, doctor, verify, uninstall):
-    the registry's record of what this shell really uses, the first nvcc on PATH (through a view
-    dir, a wrapper or a link), else the toolkit CUDA_HOME names; None when that is no known toolkit."""
+    """The one answer to "which toolkit is active": the record of the first nvcc on PATH (through a view
+    dir, a wrapper or a link), else of CUDA_HOME; None when that is no known toolkit."""
     facts = Facts(reg, env)
     primary = facts.primary()[2]
     return facts.records.get(primary["what"]) if primary else None

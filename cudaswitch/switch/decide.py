@@ -23,9 +23,8 @@ def load(paths: "Paths", env: dict) -> dict:
 
 
 def find_record(reg: dict, request: ToolkitRequest, driver_runs: "DriverRuns" = None, say: bool = True) -> dict:
-    """The record a switch goes to; each newer match passed over (it cannot compile, or this host's
-    driver does not run it: `driver_runs(record)` -> (runs, why)) is named on stderr, so `use 12`
-    picking 12.5 over 12.9 says why."""
+    """The record a switch goes to; each newer match passed over (it cannot compile, or
+    `driver_runs(record)` -> (runs, why) says this driver does not run it) is named on stderr."""
     runs = (lambda r: driver_runs(r)[0]) if driver_runs else None
     found, passed_over = choose(request, reg["records"], reg["source_order"], reg["system_real"], runs)
     if found is None:
@@ -134,10 +133,8 @@ def off(env: dict) -> "Restore | None":
 
 def hook_env(reg_loader: "Callable[[], dict]", env: dict, cwd: str,
              driver_runs: "DriverRuns" = None) -> "tuple[dict | None, SwitchPlan | Restore | None]":
-    """What the hook applies on a project-file change: (record or None, the change or None).
-
-    An explicit `use` in this shell wins until `off`; otherwise the nearest project file, else the
-    global default, else nothing (leaving a project restores what was there before it)."""
+    """What the hook applies: (record or None, the change or None). An explicit `use` wins until `off`;
+    else the nearest project file, else the global default, else nothing (leaving a project restores)."""
     from cudaswitch.switch import projectfile
 
     state = envstate.read_state(env)

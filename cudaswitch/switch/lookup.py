@@ -1,11 +1,6 @@
-"""The registry as one command sees it from one environment: which toolkit is active, which is
-the default, what a request resolves to, and what is current (active, else default), each answered
-once and the same way for every command (`list`'s marks, `current`, `which`, `verify`, `doctor`,
-`uninstall`). The data is the dict registry/discover.load returns; this object only reads it.
-
-Also the registry commands' own operations (list, which, global): they return data, and
-cudaswitch/commands/ renders it.
-"""
+"""The registry as one command sees it from one environment: active, default, what a request
+resolves to, current, answered the same way for every command; and the registry commands'
+operations (list, which, global), which return data for cudaswitch/commands/ to render."""
 
 import os
 
@@ -20,9 +15,8 @@ if TYPE_CHECKING:
 
 
 class Lookup:
-    """Answers about the records of `data` for the shell whose environment is `env`. Records are
-    toolkit.ToolkitRecord; they are handed out as plain dicts because most callers still annotate
-    a record as `dict`, which mypy does not let a TypedDict pass for."""
+    """Answers about the records of `data` for the shell whose environment is `env` (plain dicts: most
+    callers annotate a record as `dict`, which a TypedDict cannot pass for)."""
 
     __slots__ = ("data", "env", "_active", "_known")
 
