@@ -8,8 +8,7 @@ import sys
 
 
 def repaired_path(path: "list[str]", pythonpath: str, cwd: str, safe_path: bool) -> "list[str]":
-    """sys.path less the entry -m put first and what PYTHONPATH's relative entries became; the stdlib's
-    and cudaswitch's own dirs stay."""
+    """sys.path less what -m put first and what relative PYTHONPATH entries became (stdlib, our own dirs stay)."""
     kept = list(path)
     if kept and not safe_path and kept[0] in ("", cwd):
         kept.pop(0)

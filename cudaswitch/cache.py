@@ -29,8 +29,7 @@ _checked: "dict[str, str]" = {}  # configured dir -> the dir this process uses (
 
 
 def usable_dir(configured: str) -> str:
-    """The dir to keep caches in: `configured` when it is ours and private (or absent), else a private
-    one. Checked once per process."""
+    """`configured` when it is ours and private (or absent), else a private dir. Checked once per process."""
     if configured not in _checked:
         _checked[configured] = _choose(configured)
     return _checked[configured]
@@ -204,8 +203,7 @@ def load(cache_dir: str, name: str) -> object:
 
 
 def store(cache_dir: str, name: str, value: "Any") -> bool:
-    """Keep `value` under `name` (sealed, 0600, replaced atomically); False when it cannot be: a miss next
-    time, never an error."""
+    """Keep `value` under `name` (sealed, 0600, atomic); False when it cannot be: a miss, never an error."""
     try:
         write_file(os.path.join(cache_dir, name), seal(marshal.dumps((__version__, value))))
     except (OSError, ValueError):
@@ -214,8 +212,7 @@ def store(cache_dir: str, name: str, value: "Any") -> bool:
 
 
 def write_file(path: str, data: bytes, mode: int = FILE_MODE) -> None:
-    """A file of cudaswitch's own dirs, 0600 (or `mode`, never writable by others) in a 0700 dir, replaced
-    atomically. OSError when it cannot be."""
+    """A file of cudaswitch's own, 0600 (or `mode`, never others-writable) in a 0700 dir, replaced atomically."""
     make_dir(os.path.dirname(path))
     replace_regular(path, data, mode=mode & ~0o022, own_file=True)
 

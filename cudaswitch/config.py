@@ -170,8 +170,7 @@ def _checked(paths: "Paths") -> "dict[str, Any]":
 
 
 def effective(paths: "Paths") -> "list[tuple[str, Any, str]]":
-    """Every setting in effect and where it came from: [(key, value or None, "config.toml" |
-    "default")], known keys first, then the file's unknown ones."""
+    """[(key, value or None, "config.toml" | "default")] of every setting, then the file's unknown keys."""
     own = _checked(paths)
     rows = [(key, own.get(key, default), "config.toml" if key in own else "default")
             for key, default in EFFECTIVE_DEFAULTS.items()]

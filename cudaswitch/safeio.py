@@ -39,8 +39,7 @@ def open_regular(path: str) -> int:
 
 
 def read_regular(path: str, limit: int) -> bytes:
-    """Up to limit + 1 bytes of the regular file at path (so callers can tell "too large"); raises as
-    open_regular."""
+    """Up to limit + 1 bytes of the regular file at path (so callers can tell "too large"); as open_regular."""
     fd = open_regular(path)
     try:
         if os.fstat(fd).st_size == 0:  # /proc and /sys files say 0; reading /proc/kmsg would consume the kernel log

@@ -74,8 +74,7 @@ def new_record(root: str, real: str, status: str, problems: "list[str]", *, vers
                nvcc: "str | None" = None, bin_dirs: "list[str] | None" = None, lib_dirs: "list[str] | None" = None,
                isolated: bool = False, components: "dict[str, str] | None" = None, layout: str = "classic",
                missing: "list[str] | None" = None, outside_root: bool = False) -> "ToolkitRecord":
-    """The one place a record is made, with every key; discovery later only adds the sources that
-    found it again and, for an isolated toolkit, its view dirs (registry/discover.py)."""
+    """The one place a record is made, with every key (discovery later adds only sources and view dirs)."""
     return {"version": version, "root": root, "real": real, "sources": [], "origins": {}, "nvcc": nvcc,
             "status": status, "problems": problems, "bin_dirs": bin_dirs or [], "lib_dirs": lib_dirs or [],
             "env_bin": None, "env_lib": None, "isolated": isolated, "components": components or {},
@@ -109,8 +108,7 @@ class Toolkit:
 
 
 def list_components(found: "Mapping[str, str]", has_nvcc: bool = True) -> "tuple[dict, dict]":
-    """({component: version | None}, version.json's own entries) from version.json and libcudart's file
-    name (a full x.y.z only)."""
+    """({component: version | None}, version.json's entries) from version.json and libcudart's x.y.z name."""
     version_json = {k: v for k, v in found.items() if k != "cudart_soname"}
     components = {name: version_json.get(VERSION_JSON_KEYS.get(name, "")) for name in COMPONENTS}
     if not has_nvcc:  # version.json lists cuda_nvcc for a runtime-only tree too (ptxas is in that package)

@@ -18,8 +18,7 @@ DIR_OPTIONS = ("--include-path=", "--library-path=", "-isystem", "-I", "-L")
 
 
 def path_entries(record: dict) -> "dict[str, list[str]]":
-    """{"PATH": [...], "LD_LIBRARY_PATH": [...]}: what a switch to `record` prepends (its view's
-    dirs for a toolkit inside a conda env, else its own)."""
+    """{"PATH": [...], "LD_LIBRARY_PATH": [...]}: what a switch to `record` prepends (its view's or its own)."""
     return {"PATH": list(record.get("env_bin") or record["bin_dirs"]),
             "LD_LIBRARY_PATH": list(record.get("env_lib") or record["lib_dirs"])}
 
@@ -53,8 +52,7 @@ def switch_env(env: dict, record: dict, origin: str, source_file: "str | None" =
 
 
 def _unexported(env: dict, changed: "set[str]") -> "list[str]":
-    """The variables this switch exports that the shell had unexported (named in
-    CUDASWITCH_UNEXPORTED, or by the switch before)."""
+    """The variables this switch exports that the shell had unexported (CUDASWITCH_UNEXPORTED, or the state)."""
     old = read_state(env)
     names = set(old.get("unexported", ())) if old else set()
     listed = env.get(UNEXPORTED_VAR) or ""

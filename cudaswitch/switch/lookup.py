@@ -54,8 +54,7 @@ class Lookup:
         return resolve(self.data, request)
 
     def current(self, request: "str | None" = None) -> dict:
-        """The toolkit `request` selects; without one (or with `current`), the toolkit in effect: the
-        active one, else the default."""
+        """The toolkit `request` selects; without one (or `current`), the active one, else the default."""
         if request not in (None, "current"):
             return self.resolve(request)
         found = self.active() or self.default()
@@ -79,8 +78,7 @@ def current_or_none(registry: dict, env: "Env") -> "dict | None":
 
 
 def list_items(registry: Lookup, runs: "dict | None" = None, picks: "dict | None" = None) -> "list[dict]":
-    """`list`'s objects; `runs`: {root: verdict} of verify/runs_here (whether this driver runs it);
-    `picks`: {root: the partial requests ("12", "latest") that choose it}."""
+    """`list`'s objects; `runs`: {root: verify/runs_here verdict}; `picks`: {root: partial requests}."""
     items = [registry.public(r) for r in registry.records]
     for item in items:
         if runs:

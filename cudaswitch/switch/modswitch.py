@@ -71,8 +71,7 @@ def in_place(info: dict, env: dict) -> bool:
 
 
 def away(paths: Paths, env: dict, load: "str | None" = None) -> "tuple[dict, dict | None]":
-    """(env with the CUDA modules swapped for the marker, or for `load`, the record for `off`), or
-    (env, None) when there is nothing to swap."""
+    """(env with the CUDA modules swapped for the marker or `load`, the record for `off`), or (env, None)."""
     loaded = foreign_modules(env)
     if not loaded and not load or loaded == [load]:
         return env, None

@@ -134,8 +134,7 @@ def none_foreign(env: dict, base: dict, state: dict, roots: "Callable[[], list[s
 
 def _modules_swapped(paths: Paths, base: dict, state: "dict | None",
                      load_module: "str | None" = None) -> "tuple[dict, dict | None]":
-    """modswitch.swap, called only where LOADEDMODULES names a CUDA module, a module is to be
-    loaded or the state has a swap: otherwise no process starts."""
+    """modswitch.swap, only where a CUDA module is loaded, to load, or swapped before: else no process."""
     modules = state.get("modules") if state else None
     if not modules and not load_module and "cuda" not in (base.get("LOADEDMODULES") or "").lower():
         return base, None

@@ -53,8 +53,7 @@ class Owner:
 
 
 def _looks_like_root(directory: str) -> bool:
-    """A toolkit's marks first (most directories have none: one or two stats), then the envs
-    that carry the same marks but are not toolkits."""
+    """A toolkit's marks first (most dirs have none: one or two stats), then the envs that carry them too."""
     join, isfile = os.path.join, os.path.isfile
     marked = isfile(join(directory, "include", "cuda_runtime.h")) or (
         isfile(join(directory, "bin", "nvcc")) and os.path.isdir(join(directory, "nvvm")))

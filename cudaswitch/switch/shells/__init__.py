@@ -80,8 +80,7 @@ def renderer(name: str) -> "Callable[[dict], str]":
 
 
 def rerunner(name: str) -> "Callable[[list, list], str] | None":
-    """The format's `rerun(argv, names)` (code that runs argv again with `names` exported), or None
-    where it has none: only bash's code can export what the shell holds unexported."""
+    """The format's `rerun(argv, names)`, or None: only bash's code can export what the shell holds unexported."""
     return getattr(_writer(name), "rerun", None) if name in FORMATS else None
 
 
@@ -96,8 +95,7 @@ def listed(names: "Sequence[str]", last: str = "or") -> str:
 
 
 def parent_shell() -> str:
-    """The shell that runs us (its /proc comm), else posix. One file read, no shellingham import:
-    the hook always passes --shell, this only serves a bare `eval "$(cudaswitch use X)"`."""
+    """The shell that runs us (its /proc comm), else posix: no shellingham import for a bare `eval`."""
     try:
         with open("/proc/%d/comm" % os.getppid()) as handle:
             comm = handle.read().strip().lstrip("-")

@@ -20,8 +20,7 @@ def hook_shell(env: "Mapping[str, str]") -> str | None:
 
 
 def _parent() -> "shells.Shell":
-    """The Shell this command's output is read in; sh and ksh evaluate code as bash does, and
-    bash's hook is the one to offer them."""
+    """The Shell this command's output is read in (sh and ksh evaluate code as bash does)."""
     name = shells.parent_shell()
     return shells.shell(name if name in shells.SHELLS else "bash")
 
