@@ -200,12 +200,10 @@ def split(value: "str | None") -> "list[str]":
 
 def merged(before: "str | None", mine: "str | None", now: "str | None", ours: int,
            name: str = "PATH") -> "str | None":
-    """`before` with the user's edits to `mine` (which began with `ours` cudaswitch entries) kept.
-
-    Removed entries return in the gap they came from; the user's new entries stay in their gap, ahead
-    of returning ones except at the end (`export X=new:$X` and `X=$X:new` come out as without
-    cudaswitch). An empty entry means the current directory: `before`'s come back, the user's edits
-    add none (`X=new:$X` on a list the switch emptied makes `new:`)."""
+    """`before` with the user's edits to `mine` (which began with `ours` cudaswitch entries) kept: removed
+    entries return to their gap; the user's new ones stay in theirs, ahead of returning ones except at
+    the end (`export X=new:$X` and `X=$X:new` come out as without cudaswitch). An empty entry (the
+    current dir) of `before` comes back, but the user's edits add none (`X=new:$X` on an emptied list)."""
     set_, cur = split(mine), split(now)
     added = set_[:ours]
     removed = _returning(split(before), set_[ours:])

@@ -214,12 +214,11 @@ def replace_target(path: str, through_links: bool = False) -> str:
 
 def replace_regular(path: str, data: bytes, through_links: bool = False, mode: "int | None" = None,
                     make_dirs: bool = False, own_file: bool = False) -> str:
-    """Write bytes to `path` so readers see the old file or the new one, never half of either: a private
-    O_EXCL temp file with a random name beside the target (a link planted under a guessable name is
-    never followed), renamed over it. The file keeps the old file's permission bits, else gets `mode`
-    (default 0o666 less the umask); a file of cudaswitch's own (own_file) gets `mode` whatever it had,
-    and a FIFO or device there is debris it replaces. make_dirs creates `path`'s directory. Returns the
-    path written; NotReplaceable, or OSError from the filesystem."""
+    """Write bytes to `path` so readers see the old file or the new one: a private O_EXCL temp file with a
+    random name beside the target (a link planted under a guessable name is never followed), renamed
+    over it. It keeps the old file's mode, else `mode` (default 0o666 less the umask); own_file (ours:
+    a FIFO or device there is debris) gets `mode` whatever it had. Returns the path written; raises
+    NotReplaceable or OSError."""
     if make_dirs:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     target = path if own_file else replace_target(path, through_links)

@@ -1,23 +1,19 @@
 """Switching away from a loaded CUDA module through the module system itself, and back.
 
-`use` over a loaded CUDA module asks the shell's module system (Lmod or Environment Modules) to
-swap it for a marker module, `cuda/cudaswitch` (sets nothing; in the cache dir, appended to
-MODULEPATH), so `module list` stays true. The marker also tells `off` what the user did meanwhile:
-`module unload cuda`, `module purge` or another CUDA module's load removes it, and `off` reloads
-nothing; while it is loaded, `off` swaps it back for the module that was there.
+`use` over a loaded CUDA module has the shell's module system (Lmod or Environment Modules) swap it
+for a marker, `cuda/cudaswitch` (sets nothing; in the cache dir, appended to MODULEPATH), so
+`module list` stays true. The user's `module unload cuda`, `purge` or another CUDA module's load
+removes the marker, and `off` then reloads nothing; while it is loaded, `off` swaps it back.
 
-A swap there and back leaves the module system's own account (_ModuleTable00N_, __LMOD_REF_COUNT_*,
-__MODULES_*, LOADEDMODULES, _LMFILES_, MODULEPATH) different, so the swap records each variable it
-changed; when `off` finds them as the swap left them and the reload gives back the same modules,
-they get their recorded values byte for byte, if the record carries this user's seal (seal_of) and
-adds no MODULEPATH dir. Otherwise the module system's own answer stands. Only this case starts a
-process.
+A swap there and back changes the module system's own account (_ModuleTable00N_, __LMOD_*,
+__MODULES_*, LOADEDMODULES, _LMFILES_, MODULEPATH), so the swap records what it changed; when `off`
+finds those as the swap left them and the reload gives back the same modules, they get their old
+values byte for byte, if the record carries this user's seal and adds no MODULEPATH dir.
 
 `use module:12.9` typed by the user loads the module with the module system's own command (a CUDA
-module loaded before is unloaded first, as Lmod's family swap would); what it sets beside the
-toolkit stays. `off`, or a second `use`, unloads it and loads again what it replaced. A project
-file's `module:12.9` only selects the toolkit; without a module command `use module:12.9` says so
-and switches by the variables alone."""
+module loaded before is unloaded first, as Lmod's family swap would); `off`, or another `use`,
+unloads it and reloads what it replaced. A project file's `module:12.9` only selects the toolkit;
+without a module command, `use module:12.9` says so and switches by the variables alone."""
 
 import os
 

@@ -1,23 +1,17 @@
-"""The switch plan: the one computation of the environment a switch to a toolkit gives, in this
-order: the previous switch undone, a loaded CUDA module swapped out (modswitch), the host compiler
-chosen, the loader-path setting applied, every other toolkit replaced (envdiff). `use`, `hook-env`,
-`exec`, `verify`, `kernel install` and `audit --compile` all call it, so what verify judges is what
-`use` prints.
+"""The switch plan: the one computation of the environment a switch to a toolkit gives: the previous
+switch undone, a loaded CUDA module swapped out (modswitch), the host compiler chosen, the loader
+path setting applied, every other toolkit replaced (envdiff). Every command that switches or judges
+a switch calls it, so what verify judges is what `use` prints. Import-light: a warm switch starts no
+process unless a CUDA module is loaded; a compiler's version is cached by the binary's identity.
 
 The host compiler: nvcc refuses a gcc above the ceiling in the toolkit's crt/host_config.h
 (`#error -- unsupported GNU version!`), so when the default gcc is above it and the host has a
-supported g++-N (Debian's and Fedora's gcc-N/g++-N), the switch points nvcc and CMake
-(CUDAHOSTCXX) at it. nvcc through NVCC_CCBIN where that nvcc reads it, else through `-ccbin` in
-NVCC_PREPEND_FLAGS: nvcc 11.8 reads NVCC_PREPEND_FLAGS but ignores NVCC_CCBIN. The C++ driver, not
-gcc-N: nvcc also links through it, and a C driver leaves libstdc++ off the link line
-(`__cxa_guard_acquire` undefined). `-allow-unsupported-compiler` is never added: it turns a clear
-refusal into failures deep in libstdc++ headers. The ceiling is read from the toolkit's own header,
-never from compat.toml: the host's answer wins over a table.
-
-Import-light (os, the cache): it runs inside `use` and the hook. A compiler's version is asked once
-(`gcc -dumpfullversion`) and cached by the binary's path, mtime and size; a warm switch starts no
-process unless a CUDA module is loaded (then the module command runs, as `module load` does).
-"""
+supported g++-N (Debian's and Fedora's gcc-N/g++-N), nvcc and CMake (CUDAHOSTCXX) are pointed at
+it: through NVCC_CCBIN where that nvcc reads it, else `-ccbin` in NVCC_PREPEND_FLAGS (nvcc 11.8
+ignores NVCC_CCBIN). The C++ driver, not gcc-N: nvcc also links through it, and a C driver leaves
+libstdc++ off the link line (`__cxa_guard_acquire` undefined). `-allow-unsupported-compiler` is
+never added: it turns a clear refusal into failures deep in libstdc++ headers. The ceiling comes
+from the toolkit's own header, never compat.toml: the host's answer wins over a table."""
 
 import os
 
@@ -44,10 +38,9 @@ HEADER_MAX = 1 << 20  # crt/host_config.h is about 12 KiB
 
 
 class SwitchPlan:
-    """What a switch to `record` from `start` gives, computed once and rendered by every command:
-    `env` (the whole new environment), `diff` (what a shell applies), `state` (what
-    CUDASWITCH_STATE records for `off`), `stand_ins` (the CUDA tools it lacks that another toolkit
-    would have answered: switch/standins.py)."""
+    """What a switch to `record` from `start` gives, computed once: `env` (the whole new environment),
+    `diff` (what a shell applies), `state` (what CUDASWITCH_STATE records for `off`), `stand_ins` (the
+    CUDA tools it lacks that another toolkit would have answered)."""
 
     __slots__ = ("record", "env", "state", "diff", "stand_ins")
 
