@@ -5,20 +5,30 @@ typer's protocol, runs $__cudaswitch_bin (the path `init` wrote), reads only the
 (a TAB never starts discovery), and its candidates reach the shell as data, never through eval."""
 
 import os
+from typing import Protocol
 
 from cudaswitch.switch import projectfile
 from cudaswitch import envstate
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from cudaswitch.switch.shells import Shell
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 END_MARK = "# @FINGERPRINT_END@"
 INDENT = "\n                "  # the depth of the case arms in every hook file
 
 
-def hook_text(shell: "Shell", program: str | None = None) -> str:
+class HookSyntax(Protocol):
+    """What the fills need of a shell (a switch.shells.Shell has it all)."""
+
+    name: str
+    hook_functions: str
+    project_file: str
+    rule_arm: str
+    rule_ends_walk: str
+    rule_needs_word: str
+
+    def set_global(self, var: str, value: str) -> str: ...
+
+
+def hook_text(shell: HookSyntax, program: str | None = None) -> str:
     """The hook for `shell`, naming `program` (an absolute path) as the cudaswitch to run if given."""
     text = _read("cudaswitch." + shell.name)
     for name, value in _fills(shell).items():
@@ -28,7 +38,7 @@ def hook_text(shell: "Shell", program: str | None = None) -> str:
     return text
 
 
-def completion_text(shell: "Shell") -> str:
+def completion_text(shell: HookSyntax) -> str:
     """The shell's completion script (hooks/cudaswitch.complete.NAME), as it is."""
     return _read("cudaswitch.complete." + shell.name)
 
@@ -38,7 +48,7 @@ def _read(file_name: str) -> str:
         return handle.read()
 
 
-def _fills(shell: "Shell") -> "dict[str, str]":
+def _fills(shell: HookSyntax) -> "dict[str, str]":
     names = [rule[0] for rule in projectfile.HOOK_RULES]
     variables = sorted(set(envstate.SCALARS) | set(envstate.LISTS) | {envstate.STATE_VAR})
     functions, end = _shared(shell)
@@ -47,7 +57,7 @@ def _fills(shell: "Shell") -> "dict[str, str]":
             "READ_BYTES": str(projectfile.MAX_BYTES + 1), "VARIABLES": " ".join(variables)}
 
 
-def _shared(shell: "Shell") -> "tuple[str, str]":
+def _shared(shell: HookSyntax) -> "tuple[str, str]":
     """(the functions the shell's hook shares with others, how its fingerprint function ends), from
     the one text they share; ("", "") for a shell whose hook holds all of its own."""
     if not shell.hook_functions:
@@ -57,7 +67,7 @@ def _shared(shell: "Shell") -> "tuple[str, str]":
     return functions.rstrip("\n"), end.split("\n", 1)[1].rstrip("\n")
 
 
-def _rules(shell: "Shell") -> str:
+def _rules(shell: HookSyntax) -> str:
     """One case arm per project file: which word makes it count, and whether it ends the walk.
     A file that fills the whole read (too long to judge from its start) counts: hook-env decides."""
     full = str(projectfile.MAX_BYTES + 1)
