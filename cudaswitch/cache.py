@@ -53,8 +53,7 @@ def _choose(configured: str) -> str:
 
 
 def private_problem(directory: str) -> "str | None":
-    """None for a dir of ours no other user may change (or none there yet), else why not: LOOSE for one
-    of ours that others may write (it can be made private)."""
+    """None for a dir of ours no other user may change (or absent), else why not (LOOSE: it can be made private)."""
     parent = unsafe_ancestor(directory)
     if parent:
         return "in %s, which other users may change" % parent
@@ -90,9 +89,8 @@ def unsafe_ancestor(path: str) -> "str | None":
 
 
 def others_may_change(path: str) -> "str | None":
-    """Why another user could change the file at `path` (a link: its target), or None. A group-writable
-    file passes only in the user's own private group (umask 002 there is the rule). Dirs further up are
-    not judged: a home under a group admin's dir, or on NFS owned by nobody, is common."""
+    """Why another user could change the file at `path` (through links), or None. A group-writable file
+    passes only in the user's own private group; dirs further up are not judged (NFS homes, group dirs)."""
     real = os.path.realpath(path)
     try:
         st, up = os.stat(real), os.stat(os.path.dirname(real))

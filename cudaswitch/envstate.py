@@ -179,9 +179,8 @@ def without_added_ccbin(before: "str | None", mine: "str | None", now: str) -> "
 
 
 def before_switch(env: "Env") -> "dict[str, str]":
-    """pristine(env), with the variables discovery reads as they were before a module swap, so the
-    registry cache stays valid after `use`. The state's claim, chosen by whoever set the variable:
-    discovery reads it only where it keys the registry cudaswitch built."""
+    """pristine(env), with what discovery reads as before a module swap (the registry cache stays valid):
+    the state's claim, read by discovery only where it keys the registry cudaswitch built."""
     state = read_state(env)
     out = pristine(env, state)
     for name, value in ((state or {}).get("modules") or {}).get("outer", {}).items():

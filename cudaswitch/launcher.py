@@ -43,9 +43,8 @@ sys.exit(run_program())
 
 
 def isolated_program(program: "str | None", paths: "Paths") -> "str | None":
-    """`program` where its own first line starts Python with -E (or it is a launcher already), else the
-    -E launcher for it (written when missing or out of date); `program` when none can be written.
-    Judged by the file, not this process's flags."""
+    """`program` where its first line starts Python with -E (or it is a launcher), else its -E launcher
+    (written when missing or stale); `program` when none can be written. Judged by the file."""
     text = read_or_none(program, SCRIPT_MAX_BYTES) if program else None
     if not text or not text.startswith(b"#!") or len(text) > SCRIPT_MAX_BYTES:
         return program

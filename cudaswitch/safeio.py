@@ -130,10 +130,9 @@ def parse_toml(data: bytes) -> "dict[str, Any]":
 
 
 def file_identity(path: str) -> "tuple[int, int, int, int, int]":
-    """(device, inode, mtime ns, ctime ns, size) of the file `path` names through its links (OSError when
-    it cannot be stat'ed): the one identity every cache key holds for a file. A rewrite that kept mtime
-    and size (`cp -p`, `touch -r`) still moves ctime; one stat instead of realpath's lstat of every
-    component (a `use` keys ~20 files)."""
+    """(device, inode, mtime ns, ctime ns, size) of the file `path` names through its links: every cache
+    key's identity of a file. A rewrite keeping mtime and size (`cp -p`) still moves ctime; one stat,
+    not realpath's lstat of every component (a `use` keys ~20 files)."""
     st = os.stat(path)
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
@@ -190,9 +189,8 @@ KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a d
 
 def replace_target(path: str, through_links: bool = False) -> str:
     """The name a replacement of `path` renames onto: `path` itself, or with through_links what the link
-    reaches (a config file linked into a dotfiles repository stays a link). NotReplaceable when that is
-    not a regular file: renaming over /dev/stdout as root makes it a file; over a FIFO, a reader loses
-    its pipe."""
+    reaches (a dotfiles link stays a link). NotReplaceable for what is not a regular file: renaming
+    over /dev/stdout as root makes it a file; over a FIFO, a reader loses its pipe."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:

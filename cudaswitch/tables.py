@@ -39,8 +39,8 @@ def printable(text: str) -> str:
 
 
 def terminal_width(wide: bool = False, stream: "TextIO | None" = None, minimum: int = MIN_WIDTH) -> "int | None":
-    """Columns to fit: None (no limit) with --wide or when output is not a terminal and COLUMNS is
-    unset; else COLUMNS, else the terminal's own width; never below `minimum`."""
+    """Columns to fit: None with --wide or off a terminal without COLUMNS; else COLUMNS, else the
+    terminal's width; never below `minimum`."""
     if wide:
         return None
     columns = os.environ.get("COLUMNS", "")

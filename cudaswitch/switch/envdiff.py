@@ -62,10 +62,9 @@ def _unexported(env: dict, changed: "set[str]") -> "list[str]":
 
 def _replaced_lists(base: dict, owner: Owner, ours: "dict[str, list[str]]", own_root: str,
                     keep_own: bool = False) -> dict:
-    """{name: (value before, value set, how many entries are ours)} for each list that changes:
-    `ours` first, then the old entries of no toolkit, and the chosen toolkit's compat/ dir
-    (cuda-compat's libcuda, put first on purpose for an older driver); with `keep_own`, the chosen
-    toolkit's other entries too."""
+    """{name: (before, set, how many entries are ours)} of each list that changes: `ours` first, then old
+    entries of no toolkit, and the chosen toolkit's compat/ dir (cuda-compat's libcuda, first on purpose
+    for an older driver); with `keep_own`, its other entries too."""
     lists = {}
     own = os.path.normpath(own_root)
     compat = os.path.join(own, "compat")

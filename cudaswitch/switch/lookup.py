@@ -69,8 +69,7 @@ class Lookup:
 
 
 def current_or_none(registry: dict, env: "Env") -> "dict | None":
-    """The active (else default) toolkit's record; None where there is none, which is no error
-    for doctor or torch (torch's plan imports no more than this: it is an everyday command)."""
+    """The active (else default) toolkit's record, or None: no error for doctor or torch (an everyday command)."""
     try:
         return Lookup(registry, env).current()
     except CudaSwitchError:
@@ -90,8 +89,8 @@ def list_items(registry: Lookup, runs: "dict | None" = None, picks: "dict | None
 
 
 def list_json_text(registry: Lookup, runs: "dict | None" = None, picks: "dict | None" = None) -> str:
-    """`list --json` as one line of JSON text: the same objects as list_items, from the fragments
-    discovery rendered (registry/discover.py) and runs_here cached, closed with "default" and "active"."""
+    """`list --json` as one line: list_items' objects, from the fragments discovery rendered and runs_here
+    cached, closed with "default" and "active"."""
     runs, picks = runs or {}, picks or {}
     return "[%s]" % ", ".join('%s, %s"picked_by": [%s], "default": %s, "active": %s}' % (
         text, runs[record["root"]]["json"] + ", " if record["root"] in runs else "",

@@ -57,9 +57,8 @@ class SwitchPlan:
 def plan(env: dict, record: dict, origin: str, known_roots: "list[str] | tuple[str, ...]" = (),
          source_file: "str | None" = None, paths: "Paths | None" = None,
          load_module: "str | None" = None) -> SwitchPlan:
-    """The switch of `env` to `record`. `origin`: who switches (envstate.ORIGINS); `known_roots`:
-    the roots the registry knows, taken off the paths whole; `source_file`: the project file that
-    asked; `load_module`: the module `use module:X` loads (modswitch)."""
+    """The switch of `env` to `record`: `origin` (envstate.ORIGINS), `known_roots` (taken off the paths
+    whole), `source_file` (the project file that asked), `load_module` (what `use module:X` loads)."""
     from cudaswitch.config import switch_settings  # `current` imports this module too, and reads no config
 
     entries = envdiff.path_entries(record)
@@ -139,9 +138,8 @@ def _modules_swapped(paths: Paths, base: dict, state: "dict | None",
 # --- the host compiler ---------------------------------------------------------------------------
 
 def choose_compilers(cache_dir: str, record: dict, env: dict) -> dict:
-    """{"NVCC_CCBIN" (or "NVCC_PREPEND_FLAGS": "-ccbin ..."): g++-N, "CUDAHOSTCXX": g++-N} when the
-    default gcc is above the toolkit's ceiling and a supported one exists; {} otherwise (also when
-    the user chose a compiler: their choice stands, and the verdict judges it)."""
+    """{"NVCC_CCBIN" (or "NVCC_PREPEND_FLAGS": "-ccbin ..."): g++-N, "CUDAHOSTCXX": g++-N} when the default
+    gcc is above the ceiling and a supported one exists; else {} (a compiler the user chose stands)."""
     if not record.get("nvcc"):
         return {}
     by_var = reads_ccbin_var(cache_dir, record["nvcc"]) if env.get("NVCC_CCBIN") else None
