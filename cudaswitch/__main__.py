@@ -1,19 +1,14 @@
-"""`python -m cudaswitch`. Python puts the working directory first on sys.path for -m (unless -P or
-PYTHONSAFEPATH), and turns an empty or relative PYTHONPATH entry into a path under it: both are
-taken off here, before anything else is imported, so a repository's json.py is not what
-cudaswitch imports. What ran before this line cannot be undone (a sitecustomize.py there, or a
-cudaswitch/ package of the repository itself): the hook runs the installed `cudaswitch` script,
-which starts Python with -E, and `python -P -E -m cudaswitch` is the isolated way to run the
-module by hand."""
+"""`python -m cudaswitch`. -m puts the working directory first on sys.path, and an empty or relative
+PYTHONPATH entry becomes a path under it: both go before anything else is imported, so a
+repository's json.py is not imported. What ran before (a sitecustomize.py there) cannot be undone:
+the hook runs the script with -E, and `python -P -E -m cudaswitch` is the isolated way by hand."""
 
 import os
 import sys
 
 
 def repaired_path(path: "list[str]", pythonpath: str, cwd: str, safe_path: bool) -> "list[str]":
-    """sys.path less the entry -m put first and the entries PYTHONPATH's relative ones became.
-    The directories holding the standard library and cudaswitch itself stay whatever the working
-    directory is (someone may run it from there)."""
+    """sys.path less what -m put first and what relative PYTHONPATH entries became (stdlib, our own dirs stay)."""
     kept = list(path)
     if kept and not safe_path and kept[0] in ("", cwd):
         kept.pop(0)

@@ -1,21 +1,12 @@
-"""The one cache: every answer cudaswitch keeps between runs (the registry, verdicts, nvcc and
-compiler probes, builds, parsed config and data tables) is one sealed file in one private dir.
+"""The one cache: every answer cudaswitch keeps between runs is one sealed file in one private dir.
 
-Why private: a cached answer decides what `use` puts first on PATH. Whoever can write the cache
-dir or one of its files (a loose umask, a shared group, an XDG_CACHE_HOME on a shared sticky dir
-where another user made `cudaswitch/` first) could make the next `use` run their program. So:
-
-- the dir is made 0700 and its files 0600, whatever the umask;
-- a dir not owned by this user (or a link to one) is never used: one warning, and a private dir
-  beside the temp dir instead; a dir of ours that others may write is made private and emptied
-  (anything in it may have been put there by someone else);
-- a file is read only when it is a regular file of ours that nobody else may write, and only up
-  to MAX_BYTES, and only when its seal (length, CRC-32) holds: a bit flip or a truncation is a
-  miss, never a crash;
-- every payload carries cudaswitch's version, so an upgrade never meets an old answer. The keys
-  of the answers themselves are built from safeio.file_identity of every file they depend on.
-
-Built-in modules only: the fast commands read their caches through here."""
+A cached answer decides what `use` puts first on PATH, so whoever can write the cache could make the
+next `use` run their program: the dir is 0700 and its files 0600 whatever the umask; a dir not ours
+(or a link to one) is never used (one warning, a private dir beside the temp dir instead); a dir of
+ours that others may write is made private and emptied; a file is read only when it is a regular
+file of ours nobody else may write, up to MAX_BYTES, and only when its seal (length, CRC-32) holds.
+Every payload carries cudaswitch's version; keys come from safeio.file_identity. Built-in modules
+only: the fast commands read their caches through here."""
 
 import marshal
 import os
@@ -38,8 +29,7 @@ _checked: "dict[str, str]" = {}  # configured dir -> the dir this process uses (
 
 
 def usable_dir(configured: str) -> str:
-    """The dir to keep caches in: `configured` when it is ours and private (or absent: made on the
-    first write), else a private one (see the module's docstring). Checked once per process."""
+    """`configured` when it is ours and private (or absent), else a private dir. Checked once per process."""
     if configured not in _checked:
         _checked[configured] = _choose(configured)
     return _checked[configured]
@@ -63,8 +53,7 @@ def _choose(configured: str) -> str:
 
 
 def private_problem(directory: str) -> "str | None":
-    """None for a dir of ours that no other user may change (or none there yet), else why not:
-    LOOSE for one of ours that others may write (it can be made private), else why it is not ours."""
+    """None for a dir of ours no other user may change (or absent), else why not (LOOSE: it can be made private)."""
     parent = unsafe_ancestor(directory)
     if parent:
         return "in %s, which other users may change" % parent
@@ -83,9 +72,8 @@ def private_problem(directory: str) -> "str | None":
 
 
 def unsafe_ancestor(path: str) -> "str | None":
-    """The first dir above `path` through which another user could swap what `path` names: one
-    owned by someone else than root or us, or one others may write without the sticky bit (with
-    it, as in /tmp, only an entry's owner may rename it). None when the way down is safe."""
+    """The first dir above `path` through which another user could swap what `path` names (owned by
+    neither root nor us, or others may write it without the sticky bit), or None."""
     me = os.geteuid()
     parent = os.path.dirname(os.path.abspath(path))
     while True:
@@ -101,10 +89,8 @@ def unsafe_ancestor(path: str) -> "str | None":
 
 
 def others_may_change(path: str) -> "str | None":
-    """Why another user could change the file at `path` (a link: its target), or None: it and
-    its dir are ours or root's, and nobody else may write them. A group-writable file passes
-    only in the user's own private group (umask 002 on such systems is the rule). Dirs further
-    up are not judged: a home under a group admin's dir, or on NFS owned by nobody, is common."""
+    """Why another user could change the file at `path` (through links), or None. A group-writable file
+    passes only in the user's own private group; dirs further up are not judged (NFS homes, group dirs)."""
     real = os.path.realpath(path)
     try:
         st, up = os.stat(real), os.stat(os.path.dirname(real))
@@ -148,8 +134,7 @@ def _others_write(st: os.stat_result) -> bool:
 
 
 def _make_private(directory: str) -> bool:
-    """chmod 0700, then remove what is inside: once nobody else can enter, nothing can be added
-    while it goes (shutil.rmtree does not follow links)."""
+    """chmod 0700, then empty it: once nobody else can enter, nothing can be added while it goes."""
     import shutil
 
     try:
@@ -170,8 +155,7 @@ def warn(line: str, level: str = "warning") -> None:
 
 
 def make_dir(directory: str) -> None:
-    """Make `directory` and any missing parent 0700 (os.makedirs would give the parents 0777 less
-    the umask)."""
+    """Make `directory` and any missing parent 0700 (os.makedirs would give the parents 0777 less the umask)."""
     missing = []
     while directory and not os.path.isdir(directory):
         missing.append(directory)
@@ -185,8 +169,7 @@ def make_dir(directory: str) -> None:
 
 
 def read_private(path: str, limit: int = MAX_BYTES, secret: bool = False) -> "bytes | None":
-    """The bytes of a file of ours that nobody else may write (with `secret`, nor read); None for
-    anything else."""
+    """The bytes of a file of ours nobody else may write (with `secret`, nor read); None for anything else."""
     try:
         fd = open_regular(path)
     except (OSError, Unreadable):
@@ -218,8 +201,7 @@ def load(cache_dir: str, name: str) -> object:
 
 
 def store(cache_dir: str, name: str, value: "Any") -> bool:
-    """Keep `value` under `name` (sealed, 0600, replaced atomically); False when it cannot be
-    (a value marshal cannot hold, a read-only or full disk): a miss next time, never an error."""
+    """Keep `value` under `name` (sealed, 0600, atomic); False when it cannot be: a miss, never an error."""
     try:
         write_file(os.path.join(cache_dir, name), seal(marshal.dumps((__version__, value))))
     except (OSError, ValueError):
@@ -228,9 +210,7 @@ def store(cache_dir: str, name: str, value: "Any") -> bool:
 
 
 def write_file(path: str, data: bytes, mode: int = FILE_MODE) -> None:
-    """A file of the cache dir (or of another dir of cudaswitch's own), 0600 (or `mode`, never
-    writable by others) in a 0700 dir, replaced atomically: readers see the old file or the new
-    one. OSError when it cannot be."""
+    """A file of cudaswitch's own, 0600 (or `mode`, never others-writable) in a 0700 dir, replaced atomically."""
     make_dir(os.path.dirname(path))
     replace_regular(path, data, mode=mode & ~0o022, own_file=True)
 
@@ -288,17 +268,15 @@ def unchanged(watched: dict) -> bool:
 
 
 def watched_entry(entry: "Any", texts: "tuple[str, ...]") -> bool:
-    """A cached answer as its caller stored it: `texts` are strings, and "watch" maps paths to
-    what identities() recorded (anything else is damage: a miss)."""
+    """A cached answer as its caller stored it: `texts` are strings, "watch" maps paths to identities."""
     return (isinstance(entry, dict) and all(isinstance(entry.get(k), str) for k in texts)
             and isinstance(entry.get("watch"), dict)
             and all(isinstance(p, str) and (i is None or isinstance(i, tuple)) for p, i in entry["watch"].items()))
 
 
 def parsed(cache_dir: str, name: str, files: "tuple[str, ...]", parse: "Callable[[], Any]") -> "Any":
-    """parse() for `files` as they are now: stored under `name` while none of them changed (the
-    caller names its own module's file among them, so a changed parser never meets an old
-    answer). A file that is not a regular file (a zipped install): parsed every time."""
+    """parse() for `files` as they are now, stored under `name` while none of them changed (callers name
+    their own module's file among them). A file that is not a regular file: parsed every time."""
     keys = tuple(file_key(path) for path in files)
     if None in keys or not cache_dir:
         return parse()

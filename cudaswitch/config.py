@@ -1,8 +1,6 @@
 """config.toml: default toolkit, source order, extra search roots, registered toolkits, timeouts.
-
-Read with tomllib (tomli before 3.11), written with tomli-w, atomically. A config that cannot be
-parsed is an error naming the file and line; it is never overwritten by a later write.
-"""
+Written atomically; a config that cannot be parsed is an error naming the file and line, never
+overwritten by a later write."""
 
 import math
 import os
@@ -104,9 +102,8 @@ def _kind(value: object) -> str:
 
 
 def _read(paths: "Paths") -> "dict[str, Any]":
-    """The file's own keys (no defaults); {} when absent; one-line ConfigError otherwise. Parsed
-    once per change of the file (the cache): `global` and the registry read it on every run, and
-    tomllib's imports alone are more than a fast command's whole budget."""
+    """The file's own keys (no defaults); {} when absent; one-line ConfigError otherwise. Cached per
+    change of the file: tomllib's imports alone are more than a fast command's whole budget."""
     path = paths.config_file
     return cache.parsed(paths.cache_dir, "config.marshal", (path, safeio.__file__), lambda: _parse(path))
 
@@ -135,9 +132,8 @@ def load(paths: "Paths") -> "dict[str, Any]":
 
 
 def switch_settings(paths: "Paths") -> "dict[str, Any]":
-    """{"verdict", "loader_path"}: what a switch reads on every run, from the parsed copy of the
-    file (no tomllib). A value that cannot be read is its default: `list` and `verify` report the
-    error, and a switch must still work."""
+    """{"verdict", "loader_path"} from the parsed copy of the file; a value that cannot be read is its
+    default: `list` and `verify` report the error, and a switch must still work."""
     try:
         data = _read(paths)
     except ConfigError:
@@ -159,9 +155,8 @@ def unknown_key_note(key: str) -> str:
 
 
 def _checked(paths: "Paths") -> "dict[str, Any]":
-    """The file's own keys, each known one checked (ConfigError names the file and the key), each
-    unknown one named in a warning once per run: a typo is a warning, never an error, since the
-    hook reads this file at a prompt, which must work."""
+    """The file's own keys, each known one checked (ConfigError names the file and the key), each unknown
+    one warned about once per run: the hook reads this file at a prompt, which must work."""
     from cudaswitch import render
 
     path, data = paths.config_file, _read(paths)
@@ -175,8 +170,7 @@ def _checked(paths: "Paths") -> "dict[str, Any]":
 
 
 def effective(paths: "Paths") -> "list[tuple[str, Any, str]]":
-    """Every setting in effect and where it came from: [(key, value or None, "config.toml" |
-    "default")], known keys first, then the file's unknown ones."""
+    """[(key, value or None, "config.toml" | "default")] of every setting, then the file's unknown keys."""
     own = _checked(paths)
     rows = [(key, own.get(key, default), "config.toml" if key in own else "default")
             for key, default in EFFECTIVE_DEFAULTS.items()]
@@ -194,10 +188,8 @@ def _validate(path: str, data: "dict[str, Any]") -> None:
 
 
 def update(paths: "Paths", **changes: object) -> "dict[str, Any]":
-    """Set (or, with value None, remove) keys and write the file atomically (through a symlink:
-    the link's target is replaced in its own directory). A change that changes nothing writes
-    nothing: the file's mtime is part of the registry cache's key, so a rewrite costs the next
-    command a discovery (`global 12.4` run again by a script, or by a user to be sure)."""
+    """Set (or, with value None, remove) keys and write the file atomically (through a symlink). A change
+    that changes nothing writes nothing: the file's mtime keys the registry cache."""
     path, before = paths.config_file, _read(paths)
     data = {key: value for key, value in {**before, **changes}.items() if value is not None}
     _validate(path, data)

@@ -1,13 +1,7 @@
-"""The state a switch keeps in the shell (CUDASWITCH_STATE), read back as data, and the environment
-as it was before cudaswitch touched it.
-
-Base layer: discovery keys its cache on the environment before any switch (so a `use` does not
-invalidate it), and the switch, `current` and `off` read the same state. The state is marshal +
-base64 (both built in, no json import on the fast path), decoded by statecodec's bounded reader:
-anyone who can set a variable chooses its bytes. For each variable it touched it keeps the value
-before and the value it set; where the user changed it since, a scalar keeps the user's value and
-a list is merged (merged(), below).
-"""
+"""The state a switch keeps in the shell (CUDASWITCH_STATE), read back as data, and the environment as
+it was before cudaswitch touched it. Base layer: discovery keys its cache on the environment before
+any switch. marshal + base64 (no json import on the fast path), decoded by statecodec's bounded
+reader: anyone who can set a variable chooses its bytes."""
 
 import os
 
@@ -59,8 +53,7 @@ def read_state(env: "Env") -> "dict | None":
 
 
 def _from_v1(old: dict, env: "Env") -> "dict | None":
-    """The v2 form of a v1 state, which kept the replaced scalars (`prev`) and the entries it added
-    (`added`) and undid by restoring the one and removing the first occurrence of the other."""
+    """The v2 form of a v1 state (the replaced scalars `prev`, the entries it `added`)."""
     prev, added = old.get("prev"), old.get("added")
     if not isinstance(prev, dict) or not isinstance(added, dict):
         return None
@@ -82,9 +75,8 @@ def _from_v1(old: dict, env: "Env") -> "dict | None":
 
 
 def _shape_ok(state: dict) -> bool:
-    """Every entry as switched() writes it, names included: a state from another build, a hand edit
-    or an attacker's is foreign. Names become shell code, so a name is one a switch sets; text
-    (a toolkit root may hold any byte a path can) only holds no NUL, which no variable can."""
+    """Every entry as switch_env() writes it: anything else is foreign. Names become shell code, so a
+    name is one a switch sets; text (a root may hold any byte a path can) only holds no NUL."""
     lists: "Any" = state.get("lists")  # checked by _entries before its values are read
     unexported = state.get("unexported", [])
     return (_text(state.get("root"), optional=False) and bool(state["root"]) and _text(state.get("version"))
@@ -108,9 +100,8 @@ def _entries(table: object, allowed: "frozenset[str] | tuple[str, ...]", width: 
 
 
 def _modules_ok(info: object) -> bool:
-    """None, or the record modswitch.away() wrote: which module system, the CUDA modules it
-    unloaded (names the module command gets as arguments), the marker's dir, and `outer` (what
-    discovery reads, as it was before the swap)."""
+    """None, or the record modswitch.away() wrote: module system, the CUDA modules it unloaded (arguments
+    to the module command), the marker's dir, and `outer` (what discovery reads, as before the swap)."""
     if not info:
         return info is None or info == {}
     if not isinstance(info, dict) or info.get("kind") not in MODULE_KINDS or not _text(info.get("dir"), False):
@@ -178,8 +169,8 @@ def in_front(words: str, flags: "str | None") -> str:
 
 
 def without_added_ccbin(before: "str | None", mine: "str | None", now: str) -> "str | None":
-    """`now` without the -ccbin words the switch added, where they still lead it: `off` must not
-    leave cudaswitch's compiler behind for the user's own edits (nvcc takes the last -ccbin)."""
+    """`now` without the -ccbin words the switch added, where they still lead it: `off` must not leave
+    cudaswitch's compiler behind the user's own edits (nvcc takes the last -ccbin)."""
     added = added_ccbin(before, mine)
     if leads(added, now):
         rest = now[len(added) + 1:]
@@ -188,10 +179,8 @@ def without_added_ccbin(before: "str | None", mine: "str | None", now: str) -> "
 
 
 def before_switch(env: "Env") -> "dict[str, str]":
-    """pristine(env), and where `use` swapped a module out, the variables discovery reads as they
-    were before that swap: the registry cache built before a `use` stays valid after it. This is
-    the state's claim, chosen by whoever set the variable: discovery reads it only where it is the
-    key of the registry cudaswitch built (registry.discover.scanned_env)."""
+    """pristine(env), with what discovery reads as before a module swap (the registry cache stays valid):
+    the state's claim, read by discovery only where it keys the registry cudaswitch built."""
     state = read_state(env)
     out = pristine(env, state)
     for name, value in ((state or {}).get("modules") or {}).get("outer", {}).items():
@@ -210,13 +199,10 @@ def split(value: "str | None") -> "list[str]":
 
 def merged(before: "str | None", mine: "str | None", now: "str | None", ours: int,
            name: str = "PATH") -> "str | None":
-    """`before` with the user's edits to `mine` (which began with `ours` cudaswitch entries) kept.
-
-    The entries cudaswitch removed return in the gap they came from; the user's new entries stay in
-    the gap they were put in, ahead of returning ones except at the end (so `export X=new:$X` and
-    `X=$X:new` come out as they would have without cudaswitch). An empty entry means the current
-    directory: the ones `before` had come back, but the user's edits add none (`X=new:$X` on a list
-    the switch had emptied makes `new:`, which must not become `before` + `new:` + cwd)."""
+    """`before` with the user's edits to `mine` (which began with `ours` cudaswitch entries) kept: removed
+    entries return to their gap; the user's new ones stay in theirs, ahead of returning ones except at
+    the end (`export X=new:$X` and `X=$X:new` come out as without cudaswitch). An empty entry (the
+    current dir) of `before` comes back, but the user's edits add none (`X=new:$X` on an emptied list)."""
     set_, cur = split(mine), split(now)
     added = set_[:ours]
     removed = _returning(split(before), set_[ours:])
@@ -244,8 +230,7 @@ def merged(before: "str | None", mine: "str | None", now: "str | None", ours: in
 
 
 def _returning(old: "list[str]", kept: "list[str]") -> "list[list[str]]":
-    """The entries of `old` a switch took out, by the gap of `kept` they return to: list i goes
-    before kept[i], the last one after all of kept."""
+    """The entries of `old` a switch took out, by the gap of `kept` they return to (list i before kept[i])."""
     removed: "list[list[str]]" = [[] for _ in range(len(kept) + 1)]
     k = 0
     for entry in old:
@@ -257,9 +242,8 @@ def _returning(old: "list[str]", kept: "list[str]") -> "list[list[str]]":
 
 
 def _align(a: "list[str]", b: "list[str]") -> "list[tuple[str, Any, Any]]":  # an index, or None where op has none
-    """An edit script turning list a into list b: ("keep", i, j), ("del", i, None), ("ins", None, j),
-    in order, from a longest common subsequence (common prefix and suffix taken first: user edits
-    are mostly prepends and appends, so the quadratic part stays tiny)."""
+    """An edit script turning a into b: ("keep", i, j), ("del", i, None), ("ins", None, j), from a longest
+    common subsequence (common prefix and suffix first: user edits are mostly prepends and appends)."""
     start = 0
     while start < len(a) and start < len(b) and a[start] == b[start]:
         start += 1

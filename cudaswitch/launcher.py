@@ -1,17 +1,10 @@
 """The program `init` names to the hook: one that starts Python with -E.
 
-The hook starts cudaswitch inside whatever repository the shell is in. Python puts the working
-directory on sys.path for an empty or relative PYTHONPATH entry (what `export
-PYTHONPATH=$PYTHONPATH:/opt/x` leaves when it was unset), and `site` imports a
-`sitecustomize.py` or `usercustomize.py` found there before the first line of the script runs,
-so only the interpreter's own -E keeps that repository's code out. bin/cudaswitch asks for -E
-on its `#!python` line, and setuptools keeps it there, but pip (and so pipx) rewrites that line
-without its options. Where the script's own first line lacks -E, `init` therefore writes a
-launcher whose first line starts this same interpreter with -E and which does what the script
-does (imports cudaswitch's entry point and runs it), in cudaswitch's data dir (the user's own,
-0700, like the program), and names that launcher instead. When the script is gone (uninstalled)
-the launcher says so in one line, as the hook does for a missing program.
-"""
+The hook starts cudaswitch inside whatever repository the shell is in, and for an empty or
+relative PYTHONPATH entry `site` imports a `sitecustomize.py` found there before the script runs:
+only -E keeps that code out. pip (and pipx) rewrites the script's `#!python -E` line without its
+options, so where it lacks -E, `init` writes a launcher in cudaswitch's data dir (0700) that starts
+this interpreter with -E and runs the entry point. When the script is gone it says so in one line."""
 
 import binascii
 import os
@@ -50,10 +43,8 @@ sys.exit(run_program())
 
 
 def isolated_program(program: "str | None", paths: "Paths") -> "str | None":
-    """`program` where its own first line starts Python with -E (or it is a launcher already),
-    else the -E launcher for it (written when missing or out of date); `program` too when no
-    launcher can be written. Judged by the file, not by this process's flags: the script may be
-    running with -E only because it started itself again so."""
+    """`program` where its first line starts Python with -E (or it is a launcher), else its -E launcher
+    (written when missing or stale); `program` when none can be written. Judged by the file."""
     text = read_or_none(program, SCRIPT_MAX_BYTES) if program else None
     if not text or not text.startswith(b"#!") or len(text) > SCRIPT_MAX_BYTES:
         return program
@@ -82,10 +73,8 @@ def isolated_program(program: "str | None", paths: "Paths") -> "str | None":
 
 
 def _private_directory(data_dir: str, directory: str) -> None:
-    """The launcher's dir, made 0700 with the dirs above it that cudaswitch makes, and the way
-    down to it safe from other users (under umask 000 or 002 it was not): whoever may write
-    there could replace the launcher the hook runs. Dirs of ours that others may write are made
-    private; OSError where another user could still change the way."""
+    """The launcher's dir, made 0700 with the dirs above it cudaswitch makes, the way down safe from other
+    users: whoever may write there could replace what the hook runs. OSError where that cannot be."""
     make_dir(directory)
     for step in (data_dir, os.path.dirname(directory), directory):
         st = os.lstat(step)
@@ -106,9 +95,8 @@ def _own_file(path: str) -> bool:
 
 
 def _shebang(python: str) -> "bytes | None":
-    """The first line(s) that start `python -E` on this script: a #! line when the kernel takes
-    it whole, else /bin/sh exec'ing it (a line Python reads as a string, as pip's own scripts do
-    for long paths). None for a path neither can carry."""
+    """The first line(s) that start `python -E` on this script: a #! line when the kernel takes it whole,
+    else /bin/sh exec'ing it (as pip's own scripts do for long paths). None when neither can carry it."""
     raw = python.encode("utf-8", "surrogateescape")
     if not os.path.isabs(python) or any(c in raw for c in b"\n\r\0'"):
         return None

@@ -1,9 +1,6 @@
 """Where cudaswitch keeps things, and the root prefix every filesystem source looks under.
-
-platformdirs is the source of truth, but importing it costs ~15 ms, more than the whole budget of
-`use`. The fast path therefore computes the Linux/XDG answer itself (`_xdg`), and a test checks it
-equals platformdirs' answer; other platforms go through platformdirs.
-"""
+Importing platformdirs costs ~15 ms, more than `use`'s budget: on Linux the XDG answer is computed
+here (`_xdg`, a test checks it agrees); other platforms go through platformdirs."""
 
 import os
 import sys
@@ -78,12 +75,8 @@ class Paths:
 
 
 def resolve_in_root(paths: Paths, path: str, limit: int = 40) -> "tuple[str, str | None]":
-    """Real path of a host path, following links as if ROOT were `/`.
-
-    An image's `/usr/local/cuda -> /usr/local/cuda-12.4` must not escape to the auditing host's
-    own /usr/local/cuda-12.4, so absolute link targets are re-rooted. Returns (real, error):
-    error is a one-line reason when a link dangles or loops.
-    """
+    """(real path of a host path following links as if ROOT were `/`, a one-line error when a link
+    dangles or loops): an image's absolute link targets are re-rooted, never the auditor's own files."""
     root = paths.root
     parts = [p for p in path.split("/") if p]
     current = root if root != "/" else ""
@@ -113,10 +106,9 @@ def resolve_in_root(paths: Paths, path: str, limit: int = 40) -> "tuple[str, str
 
 
 def link_leaving(tree: str, root: str, limit: int = 200000) -> "str | None":
-    """The first link under `tree` (a toolkit root inside the audited `root`) that the kernel would
-    follow out of `root`, as "relative/path -> target", or None. Reading or running a file through
-    such a link (an image's cuda-12.9/bin -> the host's /usr/local/cuda-12.9/bin) would audit the
-    auditor's host, so the toolkit is reported broken instead. Links are not followed in the walk."""
+    """The first link under `tree` that the kernel would follow out of `root`, as "relative/path ->
+    target", or None: reading through it would audit the auditor's host, so the toolkit is reported
+    broken. Links are not followed in the walk."""
     inside = os.path.realpath(root).rstrip("/") + "/"
     stack, seen = [tree], 0
     while stack and seen < limit:

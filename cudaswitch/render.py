@@ -9,10 +9,8 @@ if TYPE_CHECKING:
 
 
 def emit_text(text: str) -> None:
-    """Text on stdout exactly as rendered (shell code for `eval`: stdout carries nothing else), as
-    bytes, the way the environment holds them: a PATH entry that is not UTF-8 reaches Python as a
-    lone surrogate (surrogateescape), which a strict UTF-8 stdout (PYTHONIOENCODING, most desktop
-    locales) refuses with a traceback; os.fsencode gives back the original bytes."""
+    """Text on stdout exactly as rendered, as the bytes the environment holds: a PATH entry that is not
+    UTF-8 arrives as a lone surrogate, which a strict UTF-8 stdout refuses with a traceback."""
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is None:  # a replaced stdout (a test's capture) takes text
         sys.stdout.write(text)
@@ -31,10 +29,8 @@ def escape_surrogates(text: str) -> str:
 
 
 def emit_json(data: object, compact: bool = False) -> None:
-    """Indented on a terminal, for people; one line when stdout is a pipe or a file, as gh does:
-    json's C encoder cannot indent, and the pure-Python one it falls back to is 4x slower (9 ms of
-    `list --json` on a host with 250 toolkits; `| jq .` indents). compact = one line without
-    spaces, for JSON-lines collectors (pdsh, clush, srun)."""
+    """Indented on a terminal; one line into a pipe or a file, as gh does (json's C encoder cannot
+    indent, the pure-Python one is 4x slower). compact = no spaces, for JSON-lines collectors."""
     import json  # here, not at the top: `list` without --json runs on the fast path (~7 ms for json)
 
     if compact:
@@ -70,9 +66,8 @@ PROSE_INDENT = 4
 
 
 def emit_prose(lines: "Iterable[str]") -> None:
-    """Lines for people (doctor, verify, torch, explain) wrapped at the terminal's width when
-    stdout is a terminal, and written whole into a pipe or a file, where a reader (grep, a log)
-    wants one line per item. The width is the terminal's (COLUMNS when set, as a resized terminal says)."""
+    """Lines for people wrapped at the terminal's width (COLUMNS when set) when stdout is a terminal,
+    written whole into a pipe or a file (one line per item for grep and logs)."""
     from cudaswitch.tables import terminal_width
 
     width = terminal_width(minimum=1) if stdout_is_terminal() else None
@@ -83,9 +78,8 @@ def emit_prose(lines: "Iterable[str]") -> None:
 
 
 def wrap_prose(line: str, width: int) -> "list[str]":
-    """`line` in lines of at most `width` columns, broken at spaces only (paths, URLs and commands
-    stay whole while they fit a line; one wider than the line is cut, the line being the limit);
-    continuation lines hang under the text after the line's label."""
+    """`line` in lines of at most `width` columns, broken at spaces only (a word wider than the line is
+    cut); continuation lines hang under the text after the line's label."""
     if len(line) <= width:
         return [line]
     import textwrap
@@ -101,9 +95,8 @@ def wrap_prose(line: str, width: int) -> "list[str]":
 
 
 def _hanging(line: str, width: int) -> "tuple[str, str]":
-    """(the line's indentation with its label word and the blanks after it, the continuation
-    indent): under the text after a label; PROSE_INDENT further in when there is no label, or
-    when hanging under it would leave less than half the line."""
+    """(the indentation with the label and the blanks after it, the continuation indent); PROSE_INDENT
+    further in when there is no label or hanging would leave less than half the line."""
     text = line.lstrip(" ")
     indent = line[:len(line) - len(text)]
     word, _, rest = text.partition(" ")

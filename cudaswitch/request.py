@@ -1,8 +1,5 @@
 """ToolkitRequest: what the user asked for. Matching is a flat list of guards over records.
-
-Kept free of heavy imports: `packaging` (~10 ms) is imported only for PEP 440 specifiers, which
-the fast path hands to the slow path anyway.
-"""
+`packaging` (~10 ms) is imported only for PEP 440 specifiers, which the fast path never handles."""
 
 import os
 
@@ -99,9 +96,8 @@ class ToolkitRequest:
 
 def select(request: ToolkitRequest, records: "Sequence[Record]", source_order: "Sequence[str]" = SOURCES,
            system_real: "str | None" = None) -> "Record | None":
-    """Highest matching version wins; ties go by the configured source order. A partial request
-    (`12`, a range, latest) asks for a toolkit that works: a complete one wins over a newer one that
-    cannot compile; an exact one (`12.9`, `12.9.86`, a path) gets what it names."""
+    """Highest matching version wins; ties go by source order. A partial request (`12`, a range, latest)
+    prefers a complete toolkit to a newer one that cannot compile; an exact one gets what it names."""
     chosen, _ = choose(request, records, source_order, system_real)
     return chosen
 
@@ -109,9 +105,8 @@ def select(request: ToolkitRequest, records: "Sequence[Record]", source_order: "
 def choose(request: ToolkitRequest, records: "Sequence[Record]", source_order: "Sequence[str]" = SOURCES,
            system_real: "str | None" = None, driver_runs: "Callable[[Record], bool] | None" = None,
            ) -> "tuple[Record | None, list[Record]]":
-    """(the record `select` picks or None, the newer matches passed over). A partial request prefers,
-    in turn: a complete toolkit this host's driver runs (`driver_runs(record)`, when given), a
-    complete one, any."""
+    """(the record `select` picks or None, the newer matches passed over). A partial request prefers a
+    complete toolkit this driver runs (`driver_runs`, when given), then a complete one, then any."""
     guards = request.guards(system_real)
     matches = [r for r in records if all(check(r) for _, check in guards)]
     if not matches:

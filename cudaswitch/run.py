@@ -1,16 +1,10 @@
 """The one way cudaswitch starts a child process.
 
-A child may be started while the shell sits in a stranger's repository, so nothing there may run:
-the child's working directory is a fresh private directory (never the current or a project
-directory), its PATH keeps only absolute entries (an empty or relative entry would find the repo's
-`nvcc`, `gcc` or `python3`), and a Python child never gets its working directory as `sys.path[0]`
-(PYTHONSAFEPATH, honoured from 3.11; older Pythons see only the empty private directory). The
-user's PYTHONPATH and user site stay: their torch may live there.
-
-Every child has a deadline, its own session (a timeout kills the whole group, wrappers' children
-included), stdin from /dev/null and output read up to a cap. subprocess is imported only here, and
-only when a child is really started: the fast path (`use` with warm caches) never imports it.
-"""
+The shell may sit in a stranger's repository, so nothing there may run: the child's cwd is a fresh
+private dir, its PATH keeps only absolute entries, and a Python child never gets its cwd as
+sys.path[0] (PYTHONSAFEPATH). The user's PYTHONPATH and user site stay: their torch may live there.
+Every child has a deadline, its own session (a timeout kills the whole group), stdin from
+/dev/null and output read up to a cap. subprocess is imported only when a child really starts."""
 
 import os
 
@@ -57,10 +51,8 @@ def run(argv: "Sequence[str]", env: "Env | None" = None, timeout: float = 10.0, 
         merge_stderr: bool = False, on_line: "Callable[[str], object] | None" = None,
         max_output: int = MAX_OUTPUT) -> Result:
     """Run argv to completion or to `timeout` s; never raises for a child that cannot start or hangs.
-
-    cwd, when given, must be a private directory the caller made (a compile's temp dir); by default
-    the child gets a fresh empty one. on_line(text) gets each stdout line as it comes. An exception
-    in the caller (Ctrl-C) kills the child's group before it propagates."""
+    cwd, when given, is a private dir the caller made. on_line(text) gets each stdout line as it comes.
+    An exception in the caller (Ctrl-C) kills the child's group before it propagates."""
     import shutil
     import tempfile
 

@@ -1,10 +1,7 @@
-"""Reading files that anyone may have put there: project files from a cloned repository, a config
-or cache that a crash, a full disk or a bit flip left behind, an image's files under `audit --root`.
-
-Each read opens without blocking (a FIFO, a link to /dev/tty), takes regular files only (not
-/dev/zero, not a directory), reads at most `limit` bytes and says how it failed in one line. TOML
-is parsed with bounded nesting. Built-in modules only: the fast path reads caches through here.
-"""
+"""Reading files anyone may have put there (a cloned repository's project file, a cache a crash left,
+an image's files under `audit --root`): opened without blocking (a FIFO, a link to /dev/tty),
+regular files only, at most `limit` bytes, failures said in one line, TOML with bounded nesting.
+Built-in modules only: the fast path reads caches through here."""
 
 import os
 import stat
@@ -22,8 +19,7 @@ class Unreadable(Exception):
 
 def open_regular(path: str) -> int:
     """A read-only fd of the regular file at path, opened without blocking (the caller closes it).
-
-    Raises FileNotFoundError when absent, Unreadable for anything else that is not data."""
+    FileNotFoundError when absent, Unreadable for anything else that is not data."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -43,9 +39,7 @@ def open_regular(path: str) -> int:
 
 
 def read_regular(path: str, limit: int) -> bytes:
-    """Up to limit + 1 bytes of the regular file at path (so callers can tell "too large").
-
-    Raises FileNotFoundError when absent, Unreadable for anything else that is not data."""
+    """Up to limit + 1 bytes of the regular file at path (so callers can tell "too large"); as open_regular."""
     fd = open_regular(path)
     try:
         if os.fstat(fd).st_size == 0 and not _procfs_text(path):
@@ -65,8 +59,7 @@ def _procfs_text(path: str) -> bool:
 
 
 def read_or_none(path: str, limit: int) -> "bytes | None":
-    """read_regular, or None for any file that is absent or not data: image files under a root,
-    /proc and /sys entries, version files, where "cannot read" means "not there"."""
+    """read_regular, or None for any file that is absent or not data (where "cannot read" means "not there")."""
     try:
         return read_regular(path, limit)
     except (OSError, Unreadable):
@@ -144,12 +137,9 @@ def parse_toml(data: bytes) -> "dict[str, Any]":
 
 
 def file_identity(path: str) -> "tuple[int, int, int, int, int]":
-    """(device, inode, mtime ns, ctime ns, size) of the file `path` names through its links;
-    OSError when it cannot be stat'ed. The one identity every cache key holds for a file (nvcc
-    probes, builds, verdicts, settings, data tables): a rebuilt, reinstalled or replaced file, a
-    link pointed at another, or a rewrite that kept mtime and size (`cp -p`, `touch -r`: ctime
-    still moves) changes it. The device and inode name the file as its real path did, with one
-    stat instead of realpath's lstat of every component (a `use` keys ~20 files)."""
+    """(device, inode, mtime ns, ctime ns, size) of the file `path` names through its links: every cache
+    key's identity of a file. A rewrite keeping mtime and size (`cp -p`) still moves ctime; one stat,
+    not realpath's lstat of every component (a `use` keys ~20 files)."""
     st = os.stat(path)
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
@@ -160,10 +150,9 @@ def identity_text(path: str) -> str:
 
 
 def quote_prefix(text: str, length: int = 16) -> str:
-    """A short, escaped prefix of refused text for an error message: enough to recognise, never
-    enough to leak a secret a hostile link pointed at, and no raw control characters. A path is
-    cut after a whole component ('/opt/site/'..., not '/opt/site/ro'...), or not at all when it
-    is at most twice as long: a name cut in the middle reads as another name."""
+    """A short, escaped prefix of refused text for an error message: enough to recognise, never enough to
+    leak a secret a hostile link pointed at. A path is cut after a whole component, or not at all when
+    it is at most twice as long: a name cut in the middle reads as another name."""
     shown = text[:length]
     if len(text) > length and "/" in shown:
         whole = shown[:shown.rindex("/") + 1]
@@ -178,8 +167,8 @@ SEAL = b"CSW1"
 
 
 def seal(payload: bytes) -> bytes:
-    """payload framed for a cache file: a magic, its length and CRC-32. marshal trusts the sizes it
-    reads, so a bit flip in a bare marshal can ask for gigabytes; a sealed file is checked first."""
+    """payload framed with a magic, its length and CRC-32: marshal trusts the sizes it reads, so a bit
+    flip in a bare marshal can ask for gigabytes."""
     import binascii
 
     return SEAL + len(payload).to_bytes(8, "little") + binascii.crc32(payload).to_bytes(4, "little") + payload
@@ -189,19 +178,16 @@ def unseal(data: bytes) -> "bytes | None":
     """The payload of a sealed cache file, or None when it is not one or does not check out."""
     import binascii
 
-    if not data.startswith(SEAL) or len(data) < 16:
-        return None
     payload = data[16:]
-    if int.from_bytes(data[4:12], "little") != len(payload):
-        return None
-    if int.from_bytes(data[12:16], "little") != binascii.crc32(payload):
+    if (not data.startswith(SEAL) or len(data) < 16 or int.from_bytes(data[4:12], "little") != len(payload)
+            or int.from_bytes(data[12:16], "little") != binascii.crc32(payload)):
         return None
     return payload
 
 
 class NotReplaceable(OSError):
-    """A path cudaswitch must not replace (a FIFO, device, socket or directory); str() is one line.
-    An OSError, so a caller that treats a failed write as "not cached" keeps doing so."""
+    """A path cudaswitch must not replace (a FIFO, device, socket or directory); an OSError, so a caller
+    that treats a failed write as "not cached" keeps doing so."""
 
 
 KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device",
@@ -209,11 +195,9 @@ KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a d
 
 
 def replace_target(path: str, through_links: bool = False) -> str:
-    """The name a replacement of `path` renames onto: `path` itself (a symlink there is replaced
-    by the new file), or with through_links what the link reaches, so a config file that is a
-    link into a dotfiles repository stays a link (a dangling link: the file it names is created).
-    NotReplaceable when that is not a regular file: renaming over /dev/stdout (a link to the
-    process's fd) as root makes it a file; over a FIFO, a reader loses its pipe."""
+    """The name a replacement of `path` renames onto: `path` itself, or with through_links what the link
+    reaches (a dotfiles link stays a link). NotReplaceable for what is not a regular file: renaming
+    over /dev/stdout as root makes it a file; over a FIFO, a reader loses its pipe."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -235,17 +219,11 @@ def replace_target(path: str, through_links: bool = False) -> str:
 
 def replace_regular(path: str, data: bytes, through_links: bool = False, mode: "int | None" = None,
                     make_dirs: bool = False, own_file: bool = False) -> str:
-    """Write bytes to `path` so readers see the old file or the new one, never half of either.
-
-    The new content goes to a private temp file made with O_EXCL beside the target (a random name:
-    a link planted under a guessable name such as `<path>.<pid>.tmp` is never followed), renamed over
-    the target, which must be a regular file or absent (see replace_target). The file keeps the
-    old file's permission bits, else gets `mode` (default 0o666 less the umask, like open()); a
-    file of cudaswitch's own (own_file) gets `mode` whatever it had.
-    make_dirs creates `path`'s directory (cudaswitch's own dirs; never a link target's). own_file
-    marks a name in cudaswitch's own cache or data dir: a FIFO or device there is debris that
-    the new file replaces (a directory still cannot be).
-    Returns the path written. Raises NotReplaceable, or OSError from the filesystem."""
+    """Write bytes to `path` so readers see the old file or the new one: a private O_EXCL temp file with a
+    random name beside the target (a link planted under a guessable name is never followed), renamed
+    over it. It keeps the old file's mode, else `mode` (default 0o666 less the umask); own_file (ours:
+    a FIFO or device there is debris) gets `mode` whatever it had. Returns the path written; raises
+    NotReplaceable or OSError."""
     if make_dirs:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     target = path if own_file else replace_target(path, through_links)
@@ -268,8 +246,7 @@ def replace_regular(path: str, data: bytes, through_links: bool = False, mode: "
 
 
 def _private_temp(directory: str, name: str) -> "tuple[int, str]":
-    """(fd, path) of a new file beside the target, as tempfile.mkstemp makes it (O_EXCL, mode
-    0600, a random name) without importing tempfile, which the fast path's cache writes avoid."""
+    """(fd, path) of a new file beside the target, as tempfile.mkstemp makes it, without importing tempfile."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
         tmp = os.path.join(directory, ".%s.%s.tmp" % (name[:200], os.urandom(6).hex()))

@@ -1,10 +1,5 @@
-"""Every default cudaswitch applies, stated once with why, and every CUDASWITCH_* environment
-variable it reads.
-
-Base layer, and it imports nothing: the fast path (`use`, the hook, the command table's help texts)
-reads it on every run. config.py checks config.toml against these defaults, verify/host.py and
-verify/usecheck.py time their probes by them, cli/table.py prints them in --help.
-"""
+"""Every default cudaswitch applies, stated once with why, and every CUDASWITCH_* variable it reads.
+Imports nothing: the fast path reads it on every run."""
 
 # --- timeouts (seconds) -------------------------------------------------------------------------
 # The torch probe: a child Python that imports torch and asks it about CUDA. A cold import of a

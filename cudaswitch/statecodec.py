@@ -1,13 +1,8 @@
-"""CUDASWITCH_STATE read as data: base64 of the marshal form switched() writes, decoded by our own
-bounded reader, never by marshal.loads.
-
-The variable arrives from the environment, so anyone who can set one (ssh SendEnv, `docker -e`, a CI
-step, a prank in an rc file) chooses its bytes. marshal.loads trusts the sizes it reads: a few KB of
-`(` ask it for tuples of 673 million items each, nested (gigabytes before any check could run). This
-reader knows only the types a state holds (dict, tuple, list, str, int, None), takes no count larger
-than the bytes left, no nesting deeper than a state has, and stops once the decoded text (shared
-references counted at every use) exceeds a fixed budget. Anything else is "not a state".
-"""
+"""CUDASWITCH_STATE read as data: the marshal form switch_env() writes, decoded by our own bounded
+reader, never by marshal.loads. Anyone who can set a variable chooses its bytes, and marshal.loads
+trusts the sizes it reads (a few KB of `(` ask for gigabytes). This reader knows only a state's
+types, takes no count larger than the bytes left, no nesting deeper than a state has, and stops
+once the decoded text (shared references counted at each use) passes a budget."""
 
 import binascii
 

@@ -1,13 +1,9 @@
-"""Plain-text tables that fit the terminal (no rich: `list` runs on the fast path). Base layer:
-render.py and audit/console.py lay out their tables here.
+"""Plain-text tables that fit the terminal (no rich: `list` runs on the fast path). Base layer.
 
-A table is laid out in this order until it fits the width: every column on one line; then the
-`shorten` columns (long paths) shortened in the middle, down to MIN_SHORTENED characters; then the
-`spill` columns moved onto indented lines under their row (shortened in the middle there only if
-a single value is wider than the terminal). The other columns (version, status, size) are never
-cut. No width (piped output, `--wide`) means every value whole on one line. Control characters
-and undecodable bytes are shown escaped, so a root holding a newline cannot break the table.
-"""
+Laid out in this order until it fits: every column on one line; the `shorten` columns shortened
+in the middle, down to MIN_SHORTENED; the `spill` columns moved onto indented lines under their
+row. Other columns are never cut; no width (a pipe, `--wide`) means every value whole. Control
+characters and undecodable bytes are escaped, so a root holding a newline cannot break the table."""
 
 import os
 import sys
@@ -43,8 +39,8 @@ def printable(text: str) -> str:
 
 
 def terminal_width(wide: bool = False, stream: "TextIO | None" = None, minimum: int = MIN_WIDTH) -> "int | None":
-    """Columns to fit: None (no limit) with --wide or when output is not a terminal and COLUMNS is
-    unset; else COLUMNS, else the terminal's own width; never below `minimum`."""
+    """Columns to fit: None with --wide or off a terminal without COLUMNS; else COLUMNS, else the
+    terminal's width; never below `minimum`."""
     if wide:
         return None
     columns = os.environ.get("COLUMNS", "")

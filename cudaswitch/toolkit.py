@@ -1,10 +1,6 @@
-"""A candidate toolkit found on the host (as opposed to a ToolkitRequest, which says what is wanted).
-
-Toolkits travel through the registry cache as plain dicts ("records") because the fast path
-unmarshals them and must not import dataclasses (which pulls in inspect, ~10 ms). `Toolkit` is a
-small frozen view over one record for the slow path and for renderers. A record is made by
-new_record() only, with every key it will ever hold; ToolkitRecord is its type for the checker.
-"""
+"""A candidate toolkit found on the host. Records travel through the registry cache as plain dicts:
+the fast path unmarshals them and must not import dataclasses (~10 ms). `Toolkit` is a frozen view
+over one record; a record is made by new_record() only; ToolkitRecord is its type for the checker."""
 
 # typing is not imported at run time (the fast path): the checker reads this block, Python skips it.
 TYPE_CHECKING = False
@@ -78,8 +74,7 @@ def new_record(root: str, real: str, status: str, problems: "list[str]", *, vers
                nvcc: "str | None" = None, bin_dirs: "list[str] | None" = None, lib_dirs: "list[str] | None" = None,
                isolated: bool = False, components: "dict[str, str] | None" = None, layout: str = "classic",
                missing: "list[str] | None" = None, outside_root: bool = False) -> "ToolkitRecord":
-    """The one place a record is made, with every key; discovery later only adds the sources that
-    found it again and, for an isolated toolkit, its view dirs (registry/discover.py)."""
+    """The one place a record is made, with every key (discovery later adds only sources and view dirs)."""
     return {"version": version, "root": root, "real": real, "sources": [], "origins": {}, "nvcc": nvcc,
             "status": status, "problems": problems, "bin_dirs": bin_dirs or [], "lib_dirs": lib_dirs or [],
             "env_bin": None, "env_lib": None, "isolated": isolated, "components": components or {},
@@ -113,9 +108,7 @@ class Toolkit:
 
 
 def list_components(found: "Mapping[str, str]", has_nvcc: bool = True) -> "tuple[dict, dict]":
-    """({component: version | None}, version.json's own entries) from what discovery read: the
-    toolkit's version.json, and libcudart's file name (a full x.y.z only). `audit` fills the same
-    keys from each component's own files (headers, wheel metadata, sonames) as well."""
+    """({component: version | None}, version.json's entries) from version.json and libcudart's x.y.z name."""
     version_json = {k: v for k, v in found.items() if k != "cudart_soname"}
     components = {name: version_json.get(VERSION_JSON_KEYS.get(name, "")) for name in COMPONENTS}
     if not has_nvcc:  # version.json lists cuda_nvcc for a runtime-only tree too (ptxas is in that package)

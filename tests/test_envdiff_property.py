@@ -18,9 +18,17 @@ from hypothesis import strategies as st
 
 from cudaswitch.paths import Paths
 from cudaswitch.switch import envdiff
-from cudaswitch.switch.envdiff import applied as apply  # what a shell's eval of the diff does
 from cudaswitch.switch.plan import plan
 from cudaswitch import envstate
+
+
+def apply(env, change):
+    """What a shell's eval of `change` (a diff) does: the environment a child of that shell sees."""
+    new = dict(env)
+    new.update(change["set"])
+    for name in change["unset"] + change.get("unexport", []):
+        new.pop(name, None)
+    return new
 
 KITS = [
     {"root": "/usr/local/cuda-%s" % v, "version": v + ".0", "nvcc": "/usr/local/cuda-%s/bin/nvcc" % v,
@@ -145,7 +153,7 @@ def test_use_replaces_every_toolkit_and_off_restores_start_keeping_user_edits(li
 def test_a_switch_with_nothing_to_replace_changes_only_its_own_variables():
     """Mirrors a clean login shell: PATH and HOME only."""
     start = {"HOME": "/home/u", "PATH": "/usr/bin:/bin"}
-    env = envdiff.switched(start, KITS[2], "shell", known_roots=KNOWN)
+    env = envdiff.switch_env(start, KITS[2], "shell", known_roots=KNOWN)[0]
     changed = {n for n in env if env.get(n) != start.get(n)}
     assert changed == {"PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDAToolkit_ROOT",
                        envstate.STATE_VAR}
@@ -157,7 +165,7 @@ def test_prepend_and_append_by_the_user_land_where_they_would_have():
     """`export PATH=/u/new:$PATH` and `PATH=$PATH:/u/end` while switched come back as if cudaswitch had
     never run, with the hand-exported toolkit back at its place between them."""
     start = {"PATH": "/usr/local/cuda-12.4/bin:/usr/bin", "CPATH": "/s/inc:" + UNKNOWN[0] + "/include"}
-    env = envdiff.switched(start, KITS[2], "shell", known_roots=KNOWN)
+    env = envdiff.switch_env(start, KITS[2], "shell", known_roots=KNOWN)[0]
     assert env["PATH"] == "/usr/local/cuda-13.1/bin:/usr/bin" and env["CPATH"] == "/s/inc"
     env["PATH"] = "/u/new:" + env["PATH"] + ":/u/end"
     env["CPATH"] = env["CPATH"] + ":/u/inc"
@@ -170,7 +178,7 @@ def test_a_list_emptied_by_the_switch_is_unset_not_empty():
     """gcc reads an empty CPATH entry as the current directory: a CPATH holding only the old
     toolkit's include goes away rather than becoming "" (and comes back on off)."""
     start = {"PATH": "/usr/bin", "CPATH": "/usr/local/cuda-12.4/include"}
-    env = envdiff.switched(start, KITS[2], "shell", known_roots=KNOWN)
+    env = envdiff.switch_env(start, KITS[2], "shell", known_roots=KNOWN)[0]
     assert "CPATH" not in env
     assert envstate.pristine(env) == start
 
@@ -181,7 +189,7 @@ def test_toolkit_dirs_leave_flag_variables_in_every_spelling():
     start = {"PATH": "/usr/bin", "CXXFLAGS": "-O2 -I/usr/local/cuda-12.4/include  -g -I /usr/local/cuda/include",
              "NVCC_APPEND_FLAGS": "--include-path=%s/include -isystem %s/include -DX" % (UNKNOWN[0], UNKNOWN[1]),
              "LDFLAGS": "-L/usr/lib -L/sw/cuda/11.8/lib64 -lfoo"}
-    env = envdiff.switched(start, KITS[2], "shell", known_roots=KNOWN)
+    env = envdiff.switch_env(start, KITS[2], "shell", known_roots=KNOWN)[0]
     assert env["CXXFLAGS"] == "-O2  -g"
     assert env["NVCC_APPEND_FLAGS"] == "-DX"
     assert env["LDFLAGS"] == "-L/usr/lib -lfoo"
@@ -197,7 +205,7 @@ def test_a_foreign_or_mangled_state_is_ignored_not_fatal():
     import binascii
     import marshal
 
-    good = envdiff.switched({"PATH": "/usr/bin"}, KITS[0], "shell", known_roots=KNOWN)
+    good = envdiff.switch_env({"PATH": "/usr/bin"}, KITS[0], "shell", known_roots=KNOWN)[0]
     state = envstate.read_state(good)
     for bad in ({**state, "lists": {"PATH": ("/usr/bin",)}}, {**state, "scalars": {"CUDA_HOME": "x"}},
                 {**state, "root": None}, {**state, "v": 1}, [1, 2]):

@@ -175,7 +175,7 @@ def test_an_edit_to_a_list_the_switch_emptied_adds_no_empty_entry():
     kit = {"root": "/usr/local/cuda-13.1", "version": "13.1.0", "nvcc": "/usr/local/cuda-13.1/bin/nvcc",
            "bin_dirs": ["/usr/local/cuda-13.1/bin"], "lib_dirs": ["/usr/local/cuda-13.1/lib64"]}
     start = {"PATH": "/usr/bin", "CPATH": "/usr/local/cuda-12.4/include"}
-    switched = envdiff.switched(start, kit, "shell", known_roots=["/usr/local/cuda-12.4", kit["root"]])
+    switched = envdiff.switch_env(start, kit, "shell", known_roots=["/usr/local/cuda-12.4", kit["root"]])[0]
     assert "CPATH" not in switched
     for edited, back in ((":/u/inc", "/usr/local/cuda-12.4/include:/u/inc"),
                          ("/u/inc:", "/u/inc:/usr/local/cuda-12.4/include")):

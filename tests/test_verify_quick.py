@@ -30,7 +30,7 @@ def setup(host, tmp_path):
                CUDASWITCH_PROBE_LOG=str(log), CUDASWITCH_LIBCUDA=str(build_libcuda(tmp_path, 13010)))
     paths = Paths(env)
     record = resolve(discover.load(paths, env), "13.1")
-    return paths, record, envdiff.switched(env, record, "shell"), log
+    return paths, record, envdiff.switch_env(env, record, "shell")[0], log
 
 
 def probes(log):

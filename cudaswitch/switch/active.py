@@ -1,8 +1,6 @@
-"""What this shell really uses, read from the shell's own state: the toolkit of the first `nvcc` on
-PATH and of CUDA_HOME, and why each is there (cudaswitch's switch, a loaded module, a conda env,
-the user's own exports, the system default). `current` renders it; doctor's env layer reports the
-same facts. Stats and one registry read; no process, no heavy import (it is a fast-path command).
-"""
+"""What this shell really uses: the toolkit of the first `nvcc` on PATH and of CUDA_HOME, and why
+each is there (a switch, a module, a conda env, the user's own exports, the system default), for
+`current` and doctor. Stats and one registry read: no process, no heavy import."""
 
 import os
 
@@ -24,9 +22,7 @@ WHY = {"conda": "conda env %s", "project": "project %s", "module": "module %s", 
 
 
 def first_nvcc(env: "Env") -> "str | None":
-    """The first executable nvcc on PATH (relative and empty entries never count: they are
-    whatever directory the shell happens to be in); None when it is a switch's stand-in for the
-    nvcc its toolkit lacks (switch/standins.py)."""
+    """The first executable nvcc on PATH (absolute entries only); None when it is a switch's stand-in."""
     found = which("nvcc", env)
     return None if is_stand_in(found) else found
 
@@ -53,8 +49,7 @@ def nvcc_root(owner: Owner, env: "Env", nvcc: str) -> "str | None":
 
 
 def loaded_cuda_modules(env: "Env") -> "list[str]":
-    """Names of the loaded CUDA modules (cuda/12.9), from LOADEDMODULES: Lmod and Environment Modules
-    both keep it, so no module command has to run."""
+    """The loaded CUDA modules (cuda/12.9) from LOADEDMODULES, which both module systems keep: no process."""
     names = [m for m in (env.get("LOADEDMODULES") or "").split(":") if m]
     return [m for m in names if (m.rpartition("/")[0] or m).lower() in MODULE_PACKAGES]
 
@@ -133,24 +128,21 @@ class Facts:
         return self._why_outside(root, record) or ("hand-set", name)
 
     def primary(self) -> "tuple[dict | None, dict | None, dict | None]":
-        """(nvcc fact, CUDA_HOME fact, the fact that says which toolkit is used): the first nvcc on
-        PATH decides, else a CUDA_HOME that names a toolkit."""
+        """(nvcc fact, CUDA_HOME fact, the deciding one: the first nvcc, else a CUDA_HOME naming a toolkit)."""
         nvcc, home = self.nvcc(), self.cuda_home()
         return nvcc, home, nvcc or (home if home and home["toolkit"] else None)
 
 
 def active_record(reg: dict, env: "Env") -> "dict | None":
-    """The one answer to "which toolkit is active" (list's mark, current, doctor, verify, uninstall):
-    the registry's record of what this shell really uses, the first nvcc on PATH (through a view
-    dir, a wrapper or a link), else the toolkit CUDA_HOME names; None when that is no known toolkit."""
+    """The one answer to "which toolkit is active": the record of the first nvcc on PATH (through a view
+    dir, a wrapper or a link), else of CUDA_HOME; None when that is no known toolkit."""
     facts = Facts(reg, env)
     primary = facts.primary()[2]
     return facts.records.get(primary["what"]) if primary else None
 
 
 def describe(reg: dict, env: "Env") -> dict:
-    """{"version", "root", "reason", "detail", "nvcc", "cuda_home", "agree", "disagreements"}:
-    the toolkit this shell uses (first nvcc on PATH, else CUDA_HOME, else the system default)."""
+    """{"version", "root", "reason", "detail", "nvcc", "cuda_home", "agree", "disagreements"} of this shell."""
     facts = Facts(reg, env)
     nvcc, home, primary = facts.primary()
     if primary is None:
@@ -178,8 +170,7 @@ def why_text(fact: dict) -> str:
 
 
 def lines(info: dict, pending_note: str = "not applied in this shell (is the hook loaded?)") -> "list[str]":
-    """`current`'s human output: what is used and why, then one line per disagreeing part and per
-    pin that is not applied in this shell."""
+    """`current`'s human output: what is used and why, then each disagreeing part and pin not applied."""
     if info["root"] is None:
         out = ["none (no nvcc on PATH, no CUDA_HOME, no system default)"]
     else:

@@ -1,5 +1,5 @@
-"""Switching: what `use`, `off`, `hook-env` and `current` decide. Returns data (a SwitchPlan, a
-Restore, dicts); the switch commands render. Import-light on purpose: runs on every `use` and on entering a project."""
+"""What `use`, `off`, `hook-env` and `current` decide, as data for the switch commands to render.
+Import-light: it runs on every `use` and on entering a project."""
 
 from cudaswitch.switch import envdiff
 from cudaswitch.registry import discover
@@ -23,9 +23,8 @@ def load(paths: "Paths", env: dict) -> dict:
 
 
 def find_record(reg: dict, request: ToolkitRequest, driver_runs: "DriverRuns" = None, say: bool = True) -> dict:
-    """The record a switch goes to; each newer match passed over (it cannot compile, or this host's
-    driver does not run it: `driver_runs(record)` -> (runs, why)) is named on stderr, so `use 12`
-    picking 12.5 over 12.9 says why."""
+    """The record a switch goes to; each newer match passed over (it cannot compile, or
+    `driver_runs(record)` -> (runs, why) says this driver does not run it) is named on stderr."""
     runs = (lambda r: driver_runs(r)[0]) if driver_runs else None
     found, passed_over = choose(request, reg["records"], reg["source_order"], reg["system_real"], runs)
     if found is None:
@@ -40,8 +39,7 @@ def find_record(reg: dict, request: ToolkitRequest, driver_runs: "DriverRuns" = 
 
 
 def _why_passed_over(record: dict, driver_runs: "DriverRuns") -> str:
-    """A newer match is passed over when it cannot compile, or (only asked with `driver_runs`)
-    when this host's driver does not run it."""
+    """Why a newer match was passed over: it cannot compile, or this host's driver does not run it."""
     if record["status"] != "ok" or driver_runs is None:
         return "; ".join(record.get("problems") or ()) or "it is %s" % record["status"]
     return "this driver does not run it (%s)" % driver_runs(record)[1]
@@ -49,15 +47,14 @@ def _why_passed_over(record: dict, driver_runs: "DriverRuns") -> str:
 
 def use(reg: dict, env: dict, request_text: str, origin: str = "shell", source_file: "str | None" = None,
         driver_runs: "DriverRuns" = None) -> SwitchPlan:
-    """The switch of `env` to the toolkit the request selects (see find_record)."""
+    """The switch of `env` to the toolkit the request selects."""
     request = ToolkitRequest.parse(request_text, allow_path=(origin == "shell"))
     record = find_record(reg, request, driver_runs)
     return switch_plan(reg, env, record, origin, source_file, module_to_load(record, request, origin))
 
 
 def module_to_load(record: dict, request: ToolkitRequest, origin: str) -> "str | None":
-    """The module a switch loads through the module system: `use module:X` typed by the user loads
-    the module itself; a project file's `module:X` only selects the toolkit. verify asks the same."""
+    """The module `use module:X` typed by the user loads; a project file's only selects the toolkit."""
     if request.source == "module" and origin == "shell":
         return (record.get("origins") or {}).get("module")
     return None
@@ -65,14 +62,13 @@ def module_to_load(record: dict, request: ToolkitRequest, origin: str) -> "str |
 
 def switch_plan(reg: dict, env: dict, record: dict, origin: str, source_file: "str | None" = None,
                 load_module: "str | None" = None, paths: "Paths | None" = None) -> SwitchPlan:
-    """The switch plan (switch/plan.py) of `env` to `record`, with every root the registry knows:
-    what use, hook-env, exec, verify, kernel install and audit all judge and render."""
+    """The switch plan of `env` to `record`, with every root the registry knows."""
     return plan(env, record, origin, known_roots(reg), source_file, paths, load_module)
 
 
 def notes(switch: SwitchPlan) -> "list[str]":
-    """One line each for what a switch took away beyond PATH-like entries: the CUDA modules it
-    swapped out, the toolkit flags it removed from a conda env's (or a guide's) flag variables."""
+    """A line for each thing a switch did beyond PATH-like entries: stand-ins, modules swapped out,
+    toolkit flags taken out of a conda env's (or a guide's) flag variables."""
     state = switch.state
     out = []
     if switch.stand_ins:
@@ -91,22 +87,8 @@ def notes(switch: SwitchPlan) -> "list[str]":
     return out
 
 
-def restored(env: dict) -> dict:
-    """The environment from before cudaswitch, the modules it swapped out loaded again unless the
-    user unloaded, purged or replaced them meanwhile."""
-    state = envstate.read_state(env)
-    base = envstate.pristine(env, state)
-    if not state:
-        return base
-    if state.get("modules"):
-        from cudaswitch.switch import modswitch
-
-        base = modswitch.back(base, state["modules"])
-    return none_foreign(env, base, state, lambda: known_roots(load(Paths(env), env)))
-
-
 def off_notes(env: dict) -> "list[str]":
-    """What `off` does with the modules `use` swapped out: loads them again, or says why not."""
+    """What `off` does with the modules `use` swapped out."""
     modules = (envstate.read_state(env) or {}).get("modules")
     if not modules:
         return []
@@ -116,8 +98,7 @@ def off_notes(env: dict) -> "list[str]":
 
 
 class Restore:
-    """What `off` (or leaving a project) gives: `env`, the environment from before cudaswitch, and
-    `diff`, what a shell applies to get there."""
+    """What `off` (or leaving a project) gives: `env` from before cudaswitch, and its `diff`."""
 
     __slots__ = ("env", "diff")
 
@@ -126,18 +107,23 @@ class Restore:
 
 
 def off(env: dict) -> "Restore | None":
-    """The way back to the environment from before cudaswitch (None when nothing is active)."""
-    if envstate.read_state(env) is None:
+    """The way back to the environment from before cudaswitch (None when nothing is active), the
+    modules it swapped out loaded again unless the user unloaded, purged or replaced them meanwhile."""
+    state = envstate.read_state(env)
+    if state is None:
         return None
-    return Restore(env, restored(env))
+    base = envstate.pristine(env, state)
+    if state.get("modules"):
+        from cudaswitch.switch import modswitch
+
+        base = modswitch.back(base, state["modules"])
+    return Restore(env, none_foreign(env, base, state, lambda: known_roots(load(Paths(env), env))))
 
 
 def hook_env(reg_loader: "Callable[[], dict]", env: dict, cwd: str,
              driver_runs: "DriverRuns" = None) -> "tuple[dict | None, SwitchPlan | Restore | None]":
-    """What the hook applies on a project-file change: (record or None, the change or None).
-
-    An explicit `use` in this shell wins until `off`; otherwise the nearest project file, else the
-    global default, else nothing (leaving a project restores what was there before it)."""
+    """What the hook applies: (record or None, the change or None). An explicit `use` wins until `off`;
+    else the nearest project file, else the global default, else nothing (leaving a project restores)."""
     from cudaswitch.switch import projectfile
 
     state = envstate.read_state(env)
@@ -166,8 +152,7 @@ def hook_env(reg_loader: "Callable[[], dict]", env: dict, cwd: str,
 
 
 def current(reg_loader: "Callable[[], dict]", env: dict, cwd: str) -> dict:
-    """What this shell really uses and why (active.describe), plus the pins that would apply but
-    are not applied here: a project file or a global default while the hook is not loaded."""
+    """What this shell really uses and why, plus the pins that would apply but are not applied here."""
     from cudaswitch.switch import active
 
     reg = reg_loader()

@@ -1,11 +1,6 @@
-"""The environment a switch produces, and the diff a shell applies to get there.
-
-A switch replaces whatever CUDA the shell had: every entry of another toolkit leaves the path lists
-(rc-file exports, a module's leftovers, /usr/local/cuda itself), and the scalars that name a
-toolkit name the new one. What it replaced is kept in CUDASWITCH_STATE (envstate.py says how `off`
-reads it back, byte-exact, and keeps what the user changed since); variables the shell had without
-exporting them are named there and given back unexported.
-"""
+"""The environment a switch produces, and the diff a shell applies to get there: every entry of
+another toolkit leaves the path lists, the scalars name the new one, and what was replaced is kept
+in CUDASWITCH_STATE for `off` (envstate), unexported variables named there to come back unexported."""
 
 import os
 
@@ -23,31 +18,18 @@ DIR_OPTIONS = ("--include-path=", "--library-path=", "-isystem", "-I", "-L")
 
 
 def path_entries(record: dict) -> "dict[str, list[str]]":
-    """{"PATH": [...], "LD_LIBRARY_PATH": [...]}: what a switch to `record` prepends (its view's
-    dirs for a toolkit inside a conda env, else its own)."""
+    """{"PATH": [...], "LD_LIBRARY_PATH": [...]}: what a switch to `record` prepends (its view's or its own)."""
     return {"PATH": list(record.get("env_bin") or record["bin_dirs"]),
             "LD_LIBRARY_PATH": list(record.get("env_lib") or record["lib_dirs"])}
-
-
-def switched(env: dict, record: dict, origin: str, source_file: "str | None" = None,
-             known_roots: "list[str] | tuple[str, ...]" = (), base: "dict | None" = None,
-             modules: "dict | None" = None, compilers: "dict | None" = None) -> dict:
-    """The new environment of switch_env (below), without its state."""
-    return switch_env(env, record, origin, source_file, known_roots, base, modules, compilers)[0]
 
 
 def switch_env(env: dict, record: dict, origin: str, source_file: "str | None" = None,
                known_roots: "list[str] | tuple[str, ...]" = (), base: "dict | None" = None,
                modules: "dict | None" = None, compilers: "dict | None" = None) -> "tuple[dict, dict]":
-    """(the full new environment for `record` (a registry record), from any current env: the
-    toolkit's entries first, no other toolkit's entry left, the scalars naming it; the state it
-    keeps in CUDASWITCH_STATE for `off`).
-
-    `known_roots`: toolkit roots the registry knows (besides what looks like one on disk);
-    `base`: the environment to switch from, when it is not pristine(env) (a module unloaded first);
-    `modules`: what the module system swapped out, kept in the state for `off`;
-    `compilers`: host compiler variables the switch also sets (NVCC_CCBIN or a -ccbin in front of
-    NVCC_PREPEND_FLAGS, CUDAHOSTCXX)."""
+    """(the new environment for `record`: its entries first, no other toolkit's left, the scalars
+    naming it; the state kept for `off`). `known_roots`: roots the registry knows; `base`: the env
+    to switch from when not pristine(env); `modules`: what the module system swapped out;
+    `compilers`: host compiler variables the switch also sets."""
     base = pristine(env) if base is None else base
     new = dict(base)
     owner = Owner(list(known_roots) + [record["root"]], base)
@@ -70,8 +52,7 @@ def switch_env(env: dict, record: dict, origin: str, source_file: "str | None" =
 
 
 def _unexported(env: dict, changed: "set[str]") -> "list[str]":
-    """The variables this switch exports that the shell had set without exporting (PATH in a shell
-    started without one): named by the caller in CUDASWITCH_UNEXPORTED, or by the switch before."""
+    """The variables this switch exports that the shell had unexported (CUDASWITCH_UNEXPORTED, or the state)."""
     old = read_state(env)
     names = set(old.get("unexported", ())) if old else set()
     listed = env.get(UNEXPORTED_VAR) or ""
@@ -81,10 +62,9 @@ def _unexported(env: dict, changed: "set[str]") -> "list[str]":
 
 def _replaced_lists(base: dict, owner: Owner, ours: "dict[str, list[str]]", own_root: str,
                     keep_own: bool = False) -> dict:
-    """{name: (value before, value set, how many entries are cudaswitch's)} for each list that
-    changes: `ours` first, then every entry of the old list that belongs to no toolkit, and the
-    chosen toolkit's compat/ dir (cuda-compat's libcuda, put first on purpose for forward
-    compatibility on an older driver); with `keep_own`, the chosen toolkit's other entries too."""
+    """{name: (before, set, how many entries are ours)} of each list that changes: `ours` first, then old
+    entries of no toolkit, and the chosen toolkit's compat/ dir (cuda-compat's libcuda, first on purpose
+    for an older driver); with `keep_own`, its other entries too."""
     lists = {}
     own = os.path.normpath(own_root)
     compat = os.path.join(own, "compat")
@@ -155,17 +135,8 @@ def diff(old: dict, new: dict) -> dict:
 
 
 def _as_switched(state: dict, env: dict, name: str) -> bool:
-    """Does `name` still hold what the switch set? Once the switch exported it, `export PATH=/new:$PATH`
-    and `PATH=/new:$PATH` look the same; a value the user changed stays exported, or an `export`
-    they typed would be undone and their entry would reach no child (and no build)."""
+    """Does `name` still hold what the switch set? A value the user changed stays exported: an
+    `export` they typed cannot be told apart, and undoing it would hide their entry from builds."""
     entry = state["lists"].get(name) or state["scalars"].get(name)
     return entry is not None and env.get(name) == entry[1]
 
-
-def applied(env: dict, change: dict) -> dict:
-    """The environment after a shell evaluated `change` (a diff()): what a child of that shell sees."""
-    new = dict(env)
-    new.update(change["set"])
-    for name in change["unset"] + change.get("unexport", []):
-        new.pop(name, None)
-    return new

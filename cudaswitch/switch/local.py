@@ -1,8 +1,5 @@
-"""`local`: write or remove .cudaversion in the current directory, validated and atomically.
-
-The directory may be a cloned repository that planted names in advance: the new file goes to a
-private temp file (O_EXCL, a random name) renamed over `.cudaversion`; a link there is replaced,
-never written through; a directory, FIFO or device there is refused."""
+"""`local`: write or remove .cudaversion in the current directory, validated and atomically (a cloned
+repository may have planted names: a link there is replaced, a directory, FIFO or device refused)."""
 
 import os
 import stat

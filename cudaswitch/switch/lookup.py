@@ -1,11 +1,6 @@
-"""The registry as one command sees it from one environment: which toolkit is active, which is
-the default, what a request resolves to, and what is current (active, else default), each answered
-once and the same way for every command (`list`'s marks, `current`, `which`, `verify`, `doctor`,
-`uninstall`). The data is the dict registry/discover.load returns; this object only reads it.
-
-Also the registry commands' own operations (list, which, global): they return data, and
-cudaswitch/commands/ renders it.
-"""
+"""The registry as one command sees it from one environment: active, default, what a request
+resolves to, current, answered the same way for every command; and the registry commands'
+operations (list, which, global), which return data for cudaswitch/commands/ to render."""
 
 import os
 
@@ -20,9 +15,8 @@ if TYPE_CHECKING:
 
 
 class Lookup:
-    """Answers about the records of `data` for the shell whose environment is `env`. Records are
-    toolkit.ToolkitRecord; they are handed out as plain dicts because most callers still annotate
-    a record as `dict`, which mypy does not let a TypedDict pass for."""
+    """Answers about the records of `data` for the shell whose environment is `env` (plain dicts: most
+    callers annotate a record as `dict`, which a TypedDict cannot pass for)."""
 
     __slots__ = ("data", "env", "_active", "_known")
 
@@ -60,8 +54,7 @@ class Lookup:
         return resolve(self.data, request)
 
     def current(self, request: "str | None" = None) -> dict:
-        """The toolkit `request` selects; without one (or with `current`), the toolkit in effect: the
-        active one, else the default."""
+        """The toolkit `request` selects; without one (or `current`), the active one, else the default."""
         if request not in (None, "current"):
             return self.resolve(request)
         found = self.active() or self.default()
@@ -76,8 +69,7 @@ class Lookup:
 
 
 def current_or_none(registry: dict, env: "Env") -> "dict | None":
-    """The active (else default) toolkit's record; None where there is none, which is no error
-    for doctor or torch (torch's plan imports no more than this: it is an everyday command)."""
+    """The active (else default) toolkit's record, or None: no error for doctor or torch (an everyday command)."""
     try:
         return Lookup(registry, env).current()
     except CudaSwitchError:
@@ -85,8 +77,7 @@ def current_or_none(registry: dict, env: "Env") -> "dict | None":
 
 
 def list_items(registry: Lookup, runs: "dict | None" = None, picks: "dict | None" = None) -> "list[dict]":
-    """`list`'s objects; `runs`: {root: verdict} of verify/runs_here (whether this driver runs it);
-    `picks`: {root: the partial requests ("12", "latest") that choose it}."""
+    """`list`'s objects; `runs`: {root: verify/runs_here verdict}; `picks`: {root: partial requests}."""
     items = [registry.public(r) for r in registry.records]
     for item in items:
         if runs:
@@ -98,8 +89,8 @@ def list_items(registry: Lookup, runs: "dict | None" = None, picks: "dict | None
 
 
 def list_json_text(registry: Lookup, runs: "dict | None" = None, picks: "dict | None" = None) -> str:
-    """`list --json` as one line of JSON text: the same objects as list_items, from the fragments
-    discovery rendered (registry/discover.py) and runs_here cached, closed with "default" and "active"."""
+    """`list --json` as one line: list_items' objects, from the fragments discovery rendered and runs_here
+    cached, closed with "default" and "active"."""
     runs, picks = runs or {}, picks or {}
     return "[%s]" % ", ".join('%s, %s"picked_by": [%s], "default": %s, "active": %s}' % (
         text, runs[record["root"]]["json"] + ", " if record["root"] in runs else "",

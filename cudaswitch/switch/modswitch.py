@@ -1,37 +1,19 @@
 """Switching away from a loaded CUDA module through the module system itself, and back.
 
-When `use` finds a CUDA module loaded (LOADEDMODULES names cuda/..., read without a process), it
-asks the shell's module system (Lmod or Environment Modules) to swap that module for a marker
-module, `cuda/cudaswitch`, a modulefile that sets nothing and lives in the cache dir (appended to
-MODULEPATH while switched). So `module list` says what the shell has: not cuda/12.9 any more, but
-CUDA from cudaswitch. The marker is also how `off` learns what the user did meanwhile: the module
-system removes it on the user's `module unload cuda`, `module purge` or a load of another CUDA
-module (Lmod's family swap), and then `off` reloads nothing; while the marker is loaded, `off`
-swaps it back for the module that was there, so that module is loaded again as a module.
+`use` over a loaded CUDA module has the shell's module system (Lmod or Environment Modules) swap it
+for a marker, `cuda/cudaswitch` (sets nothing; in the cache dir, appended to MODULEPATH), so
+`module list` stays true. The user's `module unload cuda`, `purge` or another CUDA module's load
+removes the marker, and `off` then reloads nothing; while it is loaded, `off` swaps it back.
 
-The module system keeps its own account in the environment (Lmod's _ModuleTable00N_ and
-__LMOD_REF_COUNT_*, Environment Modules' __MODULES_*, LOADEDMODULES, _LMFILES_, MODULEPATH). A
-swap there and back leaves that account different though the same modules are loaded (the marker's
-dir stays in Lmod's recorded MODULEPATH). So the swap also records each of those variables it
-changed, before and after; when `off` finds them as the swap left them (no module command since)
-and the reload gives back the modules that were loaded, they get their recorded values, byte for
-byte, if the record carries cudaswitch's seal (see seal_of) and adds no MODULEPATH dir. After any
-module command of the user's in between, or for a record it did not seal, the module system's own
-answer stands.
+A swap there and back changes the module system's own account (_ModuleTable00N_, __LMOD_*,
+__MODULES_*, LOADEDMODULES, _LMFILES_, MODULEPATH), so the swap records what it changed; when `off`
+finds those as the swap left them and the reload gives back the same modules, they get their old
+values byte for byte, if the record carries this user's seal and adds no MODULEPATH dir.
 
-Only this case starts a process (the module command, as a `module load` itself does); a shell
-with no CUDA module loaded pays nothing.
-
-`use module:12.9` typed on the command line goes through the module system: the user asked for
-the module, so it is loaded with the module system's own command (in a child, with a timeout; a
-CUDA module loaded before is unloaded first, as Lmod's family swap would), then the toolkit is
-switched to as any other (the replace rules, CUDA_HOME); what the modulefile sets beside it (CPATH,
-CMAKE_PREFIX_PATH, site variables) stays, and `module list` shows it. `off` unloads it through the
-module system and loads again what it replaced; a second `use` of anything else does the same
-first. A project file's `module:12.9` only selects the toolkit (nothing but cudaswitch runs on
-`cd`), and without a module command in the shell `use module:12.9` says so and switches by the
-variables alone.
-"""
+`use module:12.9` typed by the user loads the module with the module system's own command (a CUDA
+module loaded before is unloaded first, as Lmod's family swap would); `off`, or another `use`,
+unloads it and reloads what it replaced. A project file's `module:12.9` only selects the toolkit;
+without a module command, `use module:12.9` says so and switches by the variables alone."""
 
 import os
 
@@ -59,10 +41,9 @@ def foreign_modules(env: dict) -> "list[str]":
 
 
 def swap(paths: Paths, base: dict, recorded: object, load: "str | None" = None) -> "tuple[dict, dict | None]":
-    """The plan's one call for modules: (base with the CUDA modules swapped as this switch needs,
-    the module record for the state). `recorded`: the state's record from an earlier switch, kept
-    while what it did is still in place and is what this switch wants; `load`: the module a
-    `use module:X` asked for."""
+    """The plan's one call for modules: (base with the CUDA modules swapped as this switch needs, the
+    record for the state). `recorded`: an earlier switch's record, kept while still in place and
+    wanted; `load`: the module a `use module:X` asked for."""
     from cudaswitch.registry.discover import ENV_KEYS
 
     modules = valid(recorded)
@@ -86,8 +67,7 @@ def in_place(info: dict, env: dict) -> bool:
 
 
 def away(paths: Paths, env: dict, load: "str | None" = None) -> "tuple[dict, dict | None]":
-    """(environment with the CUDA modules swapped for the marker, or for `load`, module state for
-    `off`), or (env, None) when there is nothing to swap."""
+    """(env with the CUDA modules swapped for the marker or `load`, the record for `off`), or (env, None)."""
     loaded = foreign_modules(env)
     if not loaded and not load or loaded == [load]:
         return env, None
@@ -122,8 +102,8 @@ def away(paths: Paths, env: dict, load: "str | None" = None) -> "tuple[dict, dic
 
 
 def _repeats(before: dict, after: dict) -> "dict[str, str]":
-    """{name: value before} of each path list holding an entry twice that the module system
-    changed: Lmod keeps one of each, and `off` gives the list back as the user had it."""
+    """{name: value before} of each path list with a repeated entry the module system changed: Lmod
+    keeps one of each, and `off` gives the list back as the user had it."""
     return {n: v for n, v in before.items() if after.get(n) != v and ":" in v and len(set(v.split(":"))) <
             v.count(":") + 1}
 
@@ -135,15 +115,13 @@ def account_names(*envs: dict) -> "list[str]":
 
 
 def account_changes(before: dict, after: dict) -> "dict[str, list]":
-    """{name: [value before, value after]} for each module-system variable the swap changed
-    (None: not set)."""
+    """{name: [before, after]} for each module-system variable the swap changed (None: not set)."""
     return {n: [before.get(n), after.get(n)] for n in account_names(before, after) if before.get(n) != after.get(n)}
 
 
 def valid(info: object) -> "dict | None":
-    """The module record of a state (its shape is checked as the state is read, envstate), without
-    an account that is not one (a state of an older release, or edited): `off` then leaves the
-    module system's own variables as its reload sets them. None for no record."""
+    """The module record of a state, less an account that is not one (an older release's, or edited): `off`
+    then leaves the module system's variables as its reload sets them. None for no record."""
     if not isinstance(info, dict) or not info:
         return None
     account = info.get("account", {})
@@ -155,9 +133,8 @@ def valid(info: object) -> "dict | None":
 
 
 def back(env: dict, info: object) -> dict:
-    """The environment with the unloaded modules loaded again (and the one `use module:X` loaded
-    unloaded), if the user left the switch's module in place; the marker's MODULEPATH dir goes
-    either way."""
+    """env with the unloaded modules loaded again (and the one `use module:X` loaded unloaded), if the
+    user left the switch's module in place; the marker's MODULEPATH dir goes either way."""
     info = valid(info)
     if not info:
         return env
@@ -213,9 +190,8 @@ def off_note(info: dict, env: dict) -> str:
 
 
 def _account_restored(at_off: dict, new: dict, account: "dict[str, list]") -> dict:
-    """`new` with the module system's variables as they were before the swap, when nothing but the
-    swap changed them (each as the swap left it at `off`) and the reload loaded the same modules
-    again; else `new` as the module system made it."""
+    """`new` with the module system's variables as before the swap, when nothing but the swap changed
+    them and the reload loaded the same modules again; else `new` as the module system made it."""
     untouched = all(at_off.get(n) == after for n, (_, after) in account.items())
     loaded = account.get("LOADEDMODULES", [at_off.get("LOADEDMODULES")])[0]
     if not untouched or (new.get("LOADEDMODULES") or "") != (loaded or ""):
@@ -267,13 +243,10 @@ def _marker_dir(paths: Paths, kind: str) -> str:
     return directory
 
 
-# The module record's seal. `off` gives the module system's variables back byte for byte from the
-# record (Lmod's _ModuleTable00N_ is Lua it runs; _LMFILES_ and MODULEPATH name the files the next
-# module command evaluates), and the record lives in CUDASWITCH_STATE, which anyone who can set a
-# variable chooses. So the record carries a keyed digest; the key, private to this user, lives in the
-# cache dir beside the marker. A record without a good seal (crafted, edited, from another user, from
-# a release before this one, or one whose key was cleaned away) still reloads the modules it names,
-# by the module system, which then keeps its own account.
+# The module record's seal: `off` restores the module system's variables byte for byte from the
+# record (_ModuleTable00N_ is Lua Lmod runs), and the record lives in CUDASWITCH_STATE, which anyone
+# who can set a variable chooses. So it carries a digest keyed by a private file beside the marker;
+# an unsealed record still reloads its modules, by the module system, which keeps its own account.
 KEY_FILE = "module-record.key"
 KEY_BYTES = 32
 
@@ -304,9 +277,8 @@ def _canonical(value: object) -> object:
 
 
 def _key(path: str, create: bool) -> "bytes | None":
-    """The key: a file of this user's own in the private cache dir (cache.py); a new one when it
-    is absent or not usable (two first switches at once may each write one: the record of the one
-    whose key lost then reloads its modules by name, as an unsealed record does)."""
+    """This user's key, a private file in the cache dir; a new one when absent or unusable (of two first
+    switches at once, the loser's record reloads its modules by name, as an unsealed one does)."""
     key = read_private(path, KEY_BYTES, secret=True)
     if (key is None or len(key) != KEY_BYTES) and create:
         try:

@@ -1,30 +1,17 @@
-"""The switch plan: the one computation of the environment a switch to a toolkit gives.
+"""The switch plan: the one computation of the environment a switch to a toolkit gives: the previous
+switch undone, a loaded CUDA module swapped out (modswitch), the host compiler chosen, the loader
+path setting applied, every other toolkit replaced (envdiff). Every command that switches or judges
+a switch calls it, so what verify judges is what `use` prints. Import-light: a warm switch starts no
+process unless a CUDA module is loaded; a compiler's version is cached by the binary's identity.
 
-`plan(env, record, origin, ...)` goes from a registry record and a starting environment to the
-switched environment and its diff, in this order: the previous switch undone (envstate.pristine),
-a loaded CUDA module swapped out through the module system (modswitch: the plan's one call into
-module swapping), the host compiler chosen for the toolkit, the loader-path setting applied, and
-then every other toolkit replaced by this one (envdiff.switched: the toolkit's dirs or its view's
-first, the CUDA variables naming it, CUDASWITCH_STATE recording what was replaced). `use`,
-`hook-env`, `exec`, `verify`, `kernel install` and `audit --compile` all call it, so what verify
-judges is what `use` prints.
-
-The host compiler is part of the plan: nvcc refuses a gcc above the ceiling in the toolkit's
-crt/host_config.h (`#error -- unsupported GNU version!`), so when the default gcc is above it and
-the host has a supported g++-N (Debian's and Fedora's gcc-N/g++-N packages), the switch points
-nvcc and CMake (CUDAHOSTCXX) at it. nvcc through NVCC_CCBIN where that nvcc reads it, else through
-`-ccbin` in NVCC_PREPEND_FLAGS: nvcc 11.8 reads NVCC_PREPEND_FLAGS but ignores NVCC_CCBIN (its
-binary names only the first; 13.x names both), so NVCC_CCBIN alone leaves an 11.x nvcc on gcc 12.
-The C++ driver, not gcc-N: nvcc also links through it, and a C driver leaves libstdc++ off the
-link line (`__cxa_guard_acquire` undefined). `-allow-unsupported-compiler` is never added: it turns
-a clear refusal into failures deep in libstdc++ headers. The ceiling is read from the toolkit's own
-header, never from compat.toml: a toolkit without that header cannot compile anyway, and the host's
-answer wins over a table (verify falls back to the table only to say what it cannot check).
-
-Import-light (os, the cache): it runs inside `use` and the hook. A compiler's version is asked once
-(`gcc -dumpfullversion`) and cached by the binary's path, mtime and size; a warm switch starts no
-process unless a CUDA module is loaded (then the module command runs, as `module load` does).
-"""
+The host compiler: nvcc refuses a gcc above the ceiling in the toolkit's crt/host_config.h
+(`#error -- unsupported GNU version!`), so when the default gcc is above it and the host has a
+supported g++-N (Debian's and Fedora's gcc-N/g++-N), nvcc and CMake (CUDAHOSTCXX) are pointed at
+it: through NVCC_CCBIN where that nvcc reads it, else `-ccbin` in NVCC_PREPEND_FLAGS (nvcc 11.8
+ignores NVCC_CCBIN). The C++ driver, not gcc-N: nvcc also links through it, and a C driver leaves
+libstdc++ off the link line (`__cxa_guard_acquire` undefined). `-allow-unsupported-compiler` is
+never added: it turns a clear refusal into failures deep in libstdc++ headers. The ceiling comes
+from the toolkit's own header, never compat.toml: the host's answer wins over a table."""
 
 import os
 
@@ -51,26 +38,16 @@ HEADER_MAX = 1 << 20  # crt/host_config.h is about 12 KiB
 
 
 class SwitchPlan:
-    """What a switch to `record` from `start` gives, computed once and rendered by every command
-    (use, hook-env, exec, verify, kernel install, audit): `env` (the whole new environment), `diff`
-    (envdiff.diff: what a shell applies), `state` (what CUDASWITCH_STATE records for `off`: the
-    values replaced and set, the modules swapped), `base` (the environment switched from: the
-    previous switch undone, a CUDA module swapped out), `modules` (what the module system swapped
-    out, or None), `compilers` (the host compiler variables chosen, {} when none), `entries` (the
-    dirs put first on PATH and LD_LIBRARY_PATH: the toolkit's own or its view's), `stand_ins` (the
-    CUDA tools it lacks that another toolkit would have answered: switch/standins.py)."""
+    """What a switch to `record` from `start` gives, computed once: `env` (the whole new environment),
+    `diff` (what a shell applies), `state` (what CUDASWITCH_STATE records for `off`), `stand_ins` (the
+    CUDA tools it lacks that another toolkit would have answered)."""
 
-    __slots__ = ("record", "origin", "source_file", "start", "base", "env", "state", "diff", "modules",
-                 "compilers", "entries", "stand_ins")
+    __slots__ = ("record", "env", "state", "diff", "stand_ins")
 
-    def __init__(self, record: dict, origin: str, source_file: "str | None", start: dict, base: dict,
-                 switched: "tuple[dict, dict]", modules: "dict | None", compilers: dict, entries: dict,
-                 stand_ins: "list[str]") -> None:
-        self.record, self.origin, self.source_file = record, origin, source_file
-        self.start, self.base = start, base
+    def __init__(self, record: dict, start: dict, switched: "tuple[dict, dict]", stand_ins: "list[str]") -> None:
+        self.record, self.stand_ins = record, stand_ins
         self.env, self.state = switched
         self.diff = envdiff.diff(start, self.env)
-        self.modules, self.compilers, self.entries, self.stand_ins = modules, compilers, entries, stand_ins
 
     def public(self) -> dict:
         """{"set": {...}, "unset": [...]}: the change, in the shape `use --shell json` prints."""
@@ -80,10 +57,8 @@ class SwitchPlan:
 def plan(env: dict, record: dict, origin: str, known_roots: "list[str] | tuple[str, ...]" = (),
          source_file: "str | None" = None, paths: "Paths | None" = None,
          load_module: "str | None" = None) -> SwitchPlan:
-    """The switch of `env` to `record` (see the module's docstring). `origin` is who switches
-    (envstate.ORIGINS); `known_roots`: the roots the registry knows (toolkitdirs.known_roots), taken
-    off the paths whole; `source_file`: the project file that asked, for the hook; `load_module`:
-    the module `use module:X` loads through the module system (see modswitch)."""
+    """The switch of `env` to `record`: `origin` (envstate.ORIGINS), `known_roots` (taken off the paths
+    whole), `source_file` (the project file that asked), `load_module` (what `use module:X` loads)."""
     from cudaswitch.config import switch_settings  # `current` imports this module too, and reads no config
 
     entries = envdiff.path_entries(record)
@@ -106,16 +81,13 @@ def plan(env: dict, record: dict, origin: str, known_roots: "list[str] | tuple[s
         on_path = dict(on_path, env_bin=envdiff.path_entries(on_path)["PATH"] + [stand_in])
         new = envdiff.switch_env(env, on_path, origin, source_file, known_roots, base=base, modules=modules,
                                  compilers=compilers)
-    return SwitchPlan(record, origin, source_file, env, base, new, modules, compilers, envdiff.path_entries(on_path),
-                      tools)
+    return SwitchPlan(record, env, new, tools)
 
 
 def none_foreign(env: dict, base: dict, state: dict, roots: "Callable[[], list[str]]") -> dict:
-    """`base` less what it would bring back that another user may change: the state is data
-    anyone who can set a variable chooses, so a dir (or CUDACXX, NVCC_CCBIN) it restores must be
-    one the user could have trusted, never another user's (their nvcc or `ls` would run as us).
-    A toolkit the registry knows (`roots()`) passes whoever owns it (a site's tree owned by its
-    admin)."""
+    """`base` less what it would bring back that another user may change: the state is data anyone
+    who can set a variable chooses, and another user's dir would run their nvcc or `ls` as us. A
+    toolkit the registry knows (`roots()`) passes whoever owns it (a site's tree owned by its admin)."""
     known: "list[str]" = []
 
     def foreign(path: str) -> bool:
@@ -154,10 +126,7 @@ def none_foreign(env: dict, base: dict, state: dict, roots: "Callable[[], list[s
 
 def _modules_swapped(paths: Paths, base: dict, state: "dict | None",
                      load_module: "str | None" = None) -> "tuple[dict, dict | None]":
-    """(base with a loaded CUDA module swapped for cudaswitch's marker, or for the module `use
-    module:X` loads, the module record for the state). No process starts unless LOADEDMODULES
-    names a CUDA module or a module is to be loaded; a swap made by an earlier switch is kept
-    while it is still in place and is what this switch wants."""
+    """modswitch.swap, only where a CUDA module is loaded, to load, or swapped before: else no process."""
     modules = state.get("modules") if state else None
     if not modules and not load_module and "cuda" not in (base.get("LOADEDMODULES") or "").lower():
         return base, None
@@ -169,10 +138,8 @@ def _modules_swapped(paths: Paths, base: dict, state: "dict | None",
 # --- the host compiler ---------------------------------------------------------------------------
 
 def choose_compilers(cache_dir: str, record: dict, env: dict) -> dict:
-    """{"NVCC_CCBIN" (or "NVCC_PREPEND_FLAGS": "-ccbin ..."): g++-N, "CUDAHOSTCXX": g++-N} when the
-    default gcc is above the toolkit's ceiling and a supported one exists; {} otherwise (also when
-    the user chose a compiler: their choice stands, and the verdict judges it). A value for
-    NVCC_PREPEND_FLAGS goes in front of the user's own flags (see envdiff)."""
+    """{"NVCC_CCBIN" (or "NVCC_PREPEND_FLAGS": "-ccbin ..."): g++-N, "CUDAHOSTCXX": g++-N} when the default
+    gcc is above the ceiling and a supported one exists; else {} (a compiler the user chose stands)."""
     if not record.get("nvcc"):
         return {}
     by_var = reads_ccbin_var(cache_dir, record["nvcc"]) if env.get("NVCC_CCBIN") else None
@@ -221,8 +188,7 @@ def host_config_files(record: dict) -> "list[str]":
 
 
 def gcc_ceiling(record: dict) -> "tuple[int | None, str | None]":
-    """(newest gcc major the toolkit accepts, the host_config.h saying so) or (None, None): N from
-    the first `#if __GNUC__ > N` line of the first header that has one."""
+    """(N of the first `#if __GNUC__ > N` in the toolkit's host_config.h, that header) or (None, None)."""
     for path in host_config_files(record):
         text = (read_or_none(path, HEADER_MAX) or b"").decode("utf-8", "replace")  # non-blocking, bounded
         for line in (line.strip() for line in text.splitlines()):
@@ -281,10 +247,9 @@ def supported_compilers(env: dict, ceiling: int) -> "list[tuple[int, str]]":
 
 
 def reads_ccbin_var(cache_dir: str, nvcc: str) -> "bool | None":
-    """Does this nvcc binary read NVCC_CCBIN? Its name is in every nvcc that does (one scan of the
-    binary, cached by identity). None when that cannot be told: a wrapper script that execs some
-    nvcc, an unreadable file; callers then set the -ccbin flag, which 11.8 and 13.x both read, and
-    never claim the variable is ignored."""
+    """Does this nvcc binary read NVCC_CCBIN? Its name is in every nvcc that does. None when that
+    cannot be told (a wrapper script, an unreadable file): callers then set the -ccbin flag, which
+    11.8 and 13.x both read."""
     return _cached(cache_dir, "ccbin-var|", nvcc, lambda: _names(nvcc, b"NVCC_CCBIN\0"))
 
 
@@ -299,9 +264,8 @@ def _names(path: str, word: bytes) -> "bool | None":
 
 
 def ccbin_in_flags(env: dict) -> "str | None":
-    """The compiler the last -ccbin/--compiler-bindir word in NVCC_PREPEND_FLAGS or
-    NVCC_APPEND_FLAGS names (nvcc reads them before and after its command line, and the last
-    value of a repeated -ccbin wins: seen with 11.8 and 13.0), or None."""
+    """The compiler the last -ccbin word in NVCC_PREPEND_FLAGS or NVCC_APPEND_FLAGS names, or None
+    (nvcc reads them around its command line; the last -ccbin wins: seen with 11.8 and 13.0)."""
     found = None
     for name in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"):
         words = (env.get(name) or "").split()

@@ -1,11 +1,6 @@
-"""The nearest project file: `.cudaversion`, then `cuda` in `.tool-versions`, then
-`[tool.cudaswitch] cuda` in pyproject.toml, in the nearest directory that has one, walking up.
-
-A project file is data from a possibly untrusted repository. It may only *select* among toolkits
-the registry already knows: its request goes through ToolkitRequest.parse without paths, which
-accepts versions, specifiers, latest, system and SOURCE:... and nothing else. Anything odd is
-refused with one line naming the file.
-"""
+"""The nearest project file, walking up: `.cudaversion`, `cuda` in `.tool-versions`, `[tool.cudaswitch]
+cuda` in pyproject.toml. Data from a possibly untrusted repository: it may only select among known
+toolkits (ToolkitRequest.parse without paths); anything odd is refused in one line naming the file."""
 
 import os
 

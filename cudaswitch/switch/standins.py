@@ -1,16 +1,11 @@
 """A switch never leaves another toolkit's tools reachable: stand-ins for the ones the toolkit lacks.
 
-NVIDIA's 12.x wheels ship no nvcc, and a runtime-only install has none either; `use 12.4` of such a
-toolkit used to leave the next nvcc on PATH running, often another toolkit's through a link in a
-general bin dir (`/usr/local/bin/nvcc -> /usr/local/cuda/bin/nvcc`) that no switch can take off PATH
-without taking the user's other programs too. Then `nvcc --version` said 13.0 while CUDA_HOME said
-12.4, and CMake built with the wrong one. A dir of stand-ins goes first on PATH instead: for each
-CUDA tool the toolkit lacks that would otherwise resolve into another toolkit, a script that says
-in one line what is missing and exits 127 (as a shell does for a command it cannot find).
-
-The dir lives in the private cache dir (cudaswitch/cache.py), one per set of tools; the scripts
-hold no path or version (they read CUDA_HOME when they run), so nothing from a toolkit's files
-is ever written into shell code."""
+NVIDIA's 12.x wheels ship no nvcc; `use` of such a toolkit used to leave the next nvcc on PATH
+running, often another toolkit's through a link in a general bin dir that no switch can take off
+PATH (`nvcc --version` said 13.0, CUDA_HOME 12.4, CMake built with the wrong one). So a dir of
+stand-ins goes first: for each CUDA tool it lacks that would resolve into another toolkit, a script
+that says what is missing and exits 127. They live in the private cache dir and hold no path or
+version (they read CUDA_HOME), so nothing from a toolkit's files is written into shell code."""
 
 import os
 

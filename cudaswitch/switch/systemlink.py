@@ -1,9 +1,5 @@
-"""`system REQUEST`: repoint /usr/local/cuda, the system-wide default every build tool falls back to.
-
-Where update-alternatives manages the link (NVIDIA's .deb/.rpm toolkits register `cuda`), it goes
-through update-alternatives so dpkg's records stay true; otherwise the link is replaced atomically
-(a new link renamed over the old). Without permission nothing is changed and the error says so.
-"""
+"""`system REQUEST`: repoint /usr/local/cuda, through update-alternatives where it manages the link
+(dpkg's records stay true), else atomically. Without permission nothing changes and the error says so."""
 
 import os
 
@@ -15,9 +11,8 @@ TIMEOUT = 30
 
 
 def repoint(request: str, dry_run: bool = False) -> str:
-    """What `system REQUEST` did (or, with dry_run, would do), in one line; nothing is done when
-    /usr/local/cuda already leads to that toolkit (through update-alternatives too: --set would
-    turn its automatic mode into a manual one for nothing)."""
+    """What `system REQUEST` did (or, with dry_run, would do), in one line; nothing when /usr/local/cuda
+    already leads there (--set would turn update-alternatives' automatic mode manual for nothing)."""
     from cudaswitch.registry import discover
     from cudaswitch.registry.resolve import resolve
 

@@ -1,14 +1,7 @@
-"""Which path-list entries belong to a CUDA toolkit, whoever put them there.
-
-An entry belongs to a toolkit when it is, or lies under, a root the registry knows, or a directory
-that looks like a toolkit root: `include/cuda_runtime.h`, a `libcudart` in `lib64`/`lib`, or
-`bin/nvcc` beside `nvvm/` (a bare `bin/nvcc` is often a wrapper script in a general bin dir).
-`/usr/local/cuda` is such a root too. Never a toolkit: `/`, `/usr`, `/usr/local`, `/opt`, the home
-directory (under the root prefix as well), nor a conda env or a venv: their `bin` holds the user's
-python, so a switch away from one must not take it off PATH.
-
-Stats only, memoised per directory, no process: this runs on every `use` and every hook switch.
-"""
+"""Which path-list entries belong to a CUDA toolkit, whoever put them there: those under a root the
+registry knows or a dir that looks like one (`include/cuda_runtime.h`, a `libcudart` in
+`lib64`/`lib`, `bin/nvcc` beside `nvvm/`). Never `/`, `/usr`, `/usr/local`, `/opt`, the home dir,
+nor a conda env or a venv: their `bin` holds the user's python. Stats only, memoised per directory."""
 
 import os
 
@@ -60,8 +53,7 @@ class Owner:
 
 
 def _looks_like_root(directory: str) -> bool:
-    """A toolkit's marks first (most directories have none: one or two stats), then the envs
-    that carry the same marks but are not toolkits."""
+    """A toolkit's marks first (most dirs have none: one or two stats), then the envs that carry them too."""
     join, isfile = os.path.join, os.path.isfile
     marked = isfile(join(directory, "include", "cuda_runtime.h")) or (
         isfile(join(directory, "bin", "nvcc")) and os.path.isdir(join(directory, "nvvm")))

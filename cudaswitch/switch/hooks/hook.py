@@ -1,15 +1,8 @@
-"""The text `cudaswitch init SHELL` prints: the shell's hook file beside this module, with the
-project-file names and rules filled in from projectfile's data and the variables a switch touches
-from envdiff's, so the shell's "did anything change" test can never disagree with what hook-env
-reads; then its completion file. How each fill is written in a shell's syntax is the Shell's
-(switch/shells/): this module has no case per shell.
-
-Completion follows typer's protocol (the program answers when _CUDASWITCH_COMPLETE names the shell)
-and is appended to the hook, so one rc line loads both. REQUEST values come from the cached registry
-only (cli/complete.py): a TAB never starts discovery. The program is $__cudaswitch_bin, the absolute
-path `init` wrote, so completion runs the same program as the hook, never a shell function.
-Candidates are data and reach each shell as data: one per line, read into an array, never through
-eval."""
+"""The text `cudaswitch init SHELL` prints: the shell's hook file with the project-file rules and the
+variables a switch touches filled in from projectfile's and envstate's data (so the shell's "did
+anything change" test cannot disagree with hook-env), then its completion file. Completion follows
+typer's protocol, runs $__cudaswitch_bin (the path `init` wrote), reads only the cached registry
+(a TAB never starts discovery), and its candidates reach the shell as data, never through eval."""
 
 import os
 from typing import Protocol

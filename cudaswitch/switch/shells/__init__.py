@@ -1,15 +1,7 @@
-"""The registry of what a switch can be written for, read by `--shell`, `init`, their help and
-completion (cli/table.py) and the hints (shells/hints.py).
-
-Two kinds, kept apart on purpose:
-- SHELLS: interactive shells a user hooks. Each is one module here whose SHELL is a Shell: its
-  quoting and how it renders an env diff, its hook (hooks/cudaswitch.NAME), its completion
-  (hooks/cudaswitch.complete.NAME) and how to eval a command's output in it (the hints).
-- RENDER_ONLY: formats for readers that are not a shell to hook (sh and ksh, a program reading
-  JSON, docker's --env-file, $GITHUB_ENV): a module with `render(diff) -> str` and nothing else.
-
-A diff is envdiff.diff()'s {"set": {name: value}, "unset": [names]} (and "unexport": [names]).
-Import-light: the fast path imports this and exactly one renderer module."""
+"""What a switch can be written for. SHELLS are interactive shells a user hooks: one module each
+whose SHELL is a Shell (quoting, rendering a diff, hook and completion files under hooks/, the
+eval hint). RENDER_ONLY formats (sh and ksh, JSON, docker's --env-file, $GITHUB_ENV) are a module
+with `render(diff) -> str` and nothing else. The fast path imports this and exactly one renderer."""
 
 import os
 
@@ -88,8 +80,7 @@ def renderer(name: str) -> "Callable[[dict], str]":
 
 
 def rerunner(name: str) -> "Callable[[list, list], str] | None":
-    """The format's `rerun(argv, names)` (code that runs argv again with `names` exported), or None
-    where it has none: only bash's code can export what the shell holds unexported."""
+    """The format's `rerun(argv, names)`, or None: only bash's code can export what the shell holds unexported."""
     return getattr(_writer(name), "rerun", None) if name in FORMATS else None
 
 
@@ -104,8 +95,7 @@ def listed(names: "Sequence[str]", last: str = "or") -> str:
 
 
 def parent_shell() -> str:
-    """The shell that runs us (its /proc comm), else posix. One file read, no shellingham import:
-    the hook always passes --shell, this only serves a bare `eval "$(cudaswitch use X)"`."""
+    """The shell that runs us (its /proc comm), else posix: no shellingham import for a bare `eval`."""
     try:
         with open("/proc/%d/comm" % os.getppid()) as handle:
             comm = handle.read().strip().lstrip("-")

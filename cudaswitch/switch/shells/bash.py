@@ -1,8 +1,6 @@
-"""bash (and POSIX sh): single quotes keep every byte literal; a ' is written as '\\''.
-Newlines, $, backticks, double quotes and non-ASCII need nothing else inside single quotes.
-Names are checked, not quoted: a shell has no quoting for a name, so a name that is not an
-identifier is refused (the state it came from is read as data, see statecodec).
-Also the posix format: everything here but `export -n` is POSIX sh, and that line is silenced."""
+"""bash (and POSIX sh, for which the `export -n` line is silenced): single quotes keep every byte
+literal; a ' is written as '\\''. A shell has no quoting for a name, so one that is not an
+identifier is refused."""
 
 from cudaswitch.switch.shells import Shell
 from cudaswitch.statecodec import is_name
@@ -48,9 +46,8 @@ def render(diff: dict) -> str:
 
 
 def rerun(argv: list, names: list) -> str:
-    """Code that runs `argv` again with `names` exported for it and listed in CUDASWITCH_UNEXPORTED:
-    what a shell has but does not export (PATH in a shell started without one) cannot be seen from
-    here. The command's status is kept (`(exit N)` when it fails; it prints nothing then)."""
+    """Code that runs `argv` again with `names` exported for it and listed in CUDASWITCH_UNEXPORTED (what
+    the shell does not export cannot be seen from here); its status is kept (`(exit N)` on failure)."""
     exported = " ".join(name(n) for n in names)
     command = " ".join(quote(word) for word in argv)
     return 'eval "$(export %s; CUDASWITCH_UNEXPORTED=%s command %s || echo "(exit $?)")"\n' % (

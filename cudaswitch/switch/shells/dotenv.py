@@ -1,11 +1,7 @@
-"""dotenv: NAME=value lines, the value unquoted. `docker run --env-file` takes everything after the
-first `=` as the value, quotes included, while python-dotenv (and compose) strip quotes, decode
-escapes and expand ${...}: only an unquoted value is read back the same by both, byte for byte.
-A value that one of them would read otherwise is refused with one line instead of written wrong:
-a newline or CR (ends the line), leading or trailing white space (python-dotenv strips it), a
-leading quote (python-dotenv unquotes), a `#` after white space (a comment to python-dotenv),
-`${` (python-dotenv expands it; it has no escape for it), text that is not UTF-8 (docker refuses
-the file). `$`, backslashes and quotes elsewhere are plain characters to both.
+"""dotenv: NAME=value lines, the value unquoted: `docker run --env-file` takes quotes literally while
+python-dotenv strips them, decodes escapes and expands ${...}, so only an unquoted value reads back
+the same in both. What either would read otherwise is refused in one line: a newline or CR, white
+space at either end, a leading quote, a `#` after white space, `${`, text that is not UTF-8.
 dotenv cannot express "unset", so unset names become empty values."""
 
 from cudaswitch.switch.shells.bash import code

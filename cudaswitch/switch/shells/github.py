@@ -1,10 +1,7 @@
-"""GitHub Actions: lines to append to $GITHUB_ENV (`cudaswitch use 13 --shell github >> "$GITHUB_ENV"`).
-The runner takes NAME=VALUE up to the end of the line, or NAME<<DELIMITER and then the lines up to
-one equal to the delimiter: a value with a newline uses the second form, with a random delimiter
-(as @actions/core's exportVariable does) that occurs nowhere in the value, so no line of a value
-can end it early and start lines of its own. A value with a CR is refused: a reader that takes
-CRLF line ends (as the runner on Windows does) would drop it. $GITHUB_ENV cannot unset, so unset names become
-empty values."""
+"""GitHub Actions: lines to append to $GITHUB_ENV. A value with a newline uses NAME<<DELIMITER with a
+random delimiter found nowhere in it (as @actions/core does), so no line of a value can start
+lines of its own. A CR is refused: a reader taking CRLF line ends would drop it. $GITHUB_ENV cannot
+unset, so unset names become empty values."""
 
 import os
 

@@ -1,12 +1,6 @@
-"""Hints that match the shell they are read in: whether the hook (and its `cudaswitch` shell
-function) is loaded, which shell it is, and what made the current toolkit active (an explicit
-`use`, a project file, the global default). A hint that names a command the shell cannot run as
-written, or one that does nothing there (`off` where a project file re-applies), misleads.
-How a command's output is evaluated is each Shell's own (its eval_hint); this module has no case
-per shell.
-
-The hook's shell function tells the program it is there: it runs the program with
-CUDASWITCH_HOOK set to the shell's name (only for that one command; nothing is exported)."""
+"""Hints that match the shell they are read in (is the hook loaded, which shell, what made the
+toolkit active): a hint naming a command the shell cannot run, or one that does nothing there,
+misleads. The hook's function runs the program with CUDASWITCH_HOOK set to the shell's name."""
 
 import os
 
@@ -26,8 +20,7 @@ def hook_shell(env: "Mapping[str, str]") -> str | None:
 
 
 def _parent() -> "shells.Shell":
-    """The Shell this command's output is read in; sh and ksh evaluate code as bash does, and
-    bash's hook is the one to offer them."""
+    """The Shell this command's output is read in (sh and ksh evaluate code as bash does)."""
     name = shells.parent_shell()
     return shells.shell(name if name in shells.SHELLS else "bash")
 
