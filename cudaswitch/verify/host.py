@@ -4,11 +4,12 @@ is gathered at most once, and only when a check asks for it; `use`, `verify`, `d
 and `audit` all read them from here, so a check written once sees the same facts everywhere."""
 
 import functools
+import os
 
 from cudaswitch.switch import plan
 from cudaswitch import settings as defaults
 from cudaswitch.toolkit import short_version
-from cudaswitch.verify import driver as drivermod, hostcc, nvcc as nvccmod
+from cudaswitch.verify import driver as drivermod, nvcc as nvccmod
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -94,8 +95,15 @@ class Host:
     @functools.cached_property
     def compiler(self) -> "str | None":
         """The host compiler nvcc would use in env: a -ccbin in its flag variables, NVCC_CCBIN
-        where this nvcc reads it, else gcc on PATH."""
-        return hostcc.host_compiler(self.env, self.reads_ccbin_var)
+        where this nvcc reads it (11.x does not), else gcc on PATH. A -ccbin directory means its gcc."""
+        from cudaswitch.pathsearch import which
+
+        chosen = plan.ccbin_in_flags(self.env) or (self.env.get("NVCC_CCBIN") if self.reads_ccbin_var else None)
+        if chosen and os.path.isdir(chosen):
+            return os.path.join(chosen, "gcc")
+        if chosen:
+            return chosen if "/" in chosen else which(chosen, self.env)
+        return which("gcc", self.env)
 
     @functools.cached_property
     def reads_ccbin_var(self) -> bool:

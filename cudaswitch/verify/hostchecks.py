@@ -1,6 +1,6 @@
 """The checks `doctor` adds to those of a toolkit: the hardware, the driver's presence, which
 toolkit is judged, the project's dependencies and the shell's environment. Each is registered
-(verify/checkregistry.py) with its layer; doctor.py runs them with the others, bottom up."""
+(verify/checkregistry.py) with its layer; doctor runs them with the others, bottom up."""
 
 import os
 import re

@@ -11,7 +11,8 @@ import re
 
 from cudaswitch.registry.layouts import link_remedy
 from cudaswitch.toolkit import short_version, version_tuple
-from cudaswitch.verify import compat, facttables, hostcc
+from cudaswitch import envstate
+from cudaswitch.verify import compat, facttables
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.checkregistry import Ask, registered
 
@@ -169,7 +170,22 @@ def host_compiler(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     ceiling, source = host.gcc_ceiling
     ignored = host.env.get("NVCC_CCBIN") if not host.reads_ccbin_var else None
     return [gcc_verdict(ceiling, source, host.compiler, host.compiler_version, host.toolkit_cuda,
-                        hostcc.chosen_by_switch(host.env), ignored)]
+                        chosen_by_switch(host.env), ignored)]
+
+
+def chosen_by_switch(env: dict) -> dict:
+    """The compilers the active switch set (its state remembers what they replaced), or {}."""
+    state = envstate.read_state(env)
+    if not state:
+        return {}
+    chosen = {name: env.get(name) for name in ("NVCC_CCBIN", "CUDAHOSTCXX")
+              if name in state["scalars"] and env.get(name)}
+    if "NVCC_PREPEND_FLAGS" in state["scalars"]:
+        before, mine = state["scalars"]["NVCC_PREPEND_FLAGS"]
+        # the user's own -ccbin there is theirs, not the switch's
+        if envstate.leads(envstate.added_ccbin(before, mine), env.get("NVCC_PREPEND_FLAGS")):
+            chosen["NVCC_PREPEND_FLAGS"] = env["NVCC_PREPEND_FLAGS"]
+    return chosen
 
 
 def gcc_verdict(ceiling: "int | None", ceiling_from: "str | None", compiler: "str | None", version: "str | None",
