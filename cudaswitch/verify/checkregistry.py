@@ -1,12 +1,7 @@
-"""The check registry: every check is one function, registered once with the ids it returns, its
-layer and the commands that show it. Each command's set of checks is read from here
-(verify/checkset.py runs them), never listed by hand, and explain's rules in compat.toml name these
-ids (the loader refuses one that is not registered).
-
-A leaf module: it imports nothing of the project, so a module that defines checks can import it
-without a circle, and `use`'s fast path pays nothing for it. The decorator sits in the module that
-builds the check's dicts, so a check id is written in one module only.
-"""
+"""The check registry: each check function registered once with the ids it returns, its layer and the
+commands that show it; each command's set is read from here, and explain's rules name these ids. A
+leaf module (it imports nothing of the project), so check modules import it without a circle and
+`use`'s fast path pays nothing for it."""
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:

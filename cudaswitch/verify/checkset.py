@@ -1,9 +1,5 @@
-"""The checks a command runs, read from the check registry (verify/checkregistry.py): `use`'s verdict,
-`verify`, `doctor` (bottom up by layer) and explain's rules (the ids a rule names).
-
-Importing this module imports every verify/ module that registers checks, so the registry is
-whole; the modules that define checks never import it (they would import themselves).
-"""
+"""The checks a command runs, read from the check registry. Importing this module imports every verify/
+module that registers checks, so the registry is whole; those modules never import it (a circle)."""
 
 from cudaswitch.verify import checkregistry
 # Importing a module registers its checks: those of modules outside MODULE_ORDER show in this order.

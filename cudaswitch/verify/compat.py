@@ -1,8 +1,5 @@
-"""Verdict rules: facts about the host in, checks out.
-
-A check is {"id", "level" (ok|info|warning|error), "message", "hint", "facts"}. Rules never run
-anything; the registered check functions (verify/checkregistry.py) gather the facts.
-"""
+"""Verdict rules: facts in, checks ({"id", "level" (ok|info|warning|error), "message", "hint",
+"facts"}) out. Rules never run anything; the registered check functions gather the facts."""
 
 import os
 import re

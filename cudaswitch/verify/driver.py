@@ -1,12 +1,8 @@
-"""What the NVIDIA driver on this host supports: release and CUDA version, GPUs.
-
-Sources, in order: libcuda's `cuDriverGetVersion` (after `cuInit(0)`, as conda does: in a child
-process with a timeout and CUDA_VISIBLE_DEVICES removed, because an invalid value makes cuInit
-fail), `/proc/driver/nvidia/version` read under the root prefix, NVML, `nvidia-smi`, and WSL's
-`/usr/lib/wsl/lib`. `CUDASWITCH_LIBCUDA=/path/libcuda.so` replaces the host's libcuda (and then
-NVML and nvidia-smi are not asked, so the answer is the override's alone). No driver at all is a
-normal answer: {"present": False, ...}.
-"""
+"""What the NVIDIA driver supports: release, CUDA version, GPUs. From libcuda's `cuDriverGetVersion`
+after `cuInit(0)` (in a child with a timeout and without CUDA_VISIBLE_DEVICES, whose invalid value
+fails cuInit), /proc/driver/nvidia/version under the root prefix, NVML, nvidia-smi and WSL's libcuda.
+CUDASWITCH_LIBCUDA replaces the host's libcuda (NVML and nvidia-smi are then not asked). No driver
+is a normal answer: {"present": False, ...}."""
 
 import os
 import re

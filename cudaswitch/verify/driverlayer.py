@@ -1,8 +1,6 @@
-"""The driver layer under CUDA: is the kernel module loaded, do the kernel module and the
-user-space libraries come from one release, may this process use the GPUs (compute mode, MIG,
-CUDA_VISIBLE_DEVICES). Read from /proc, /sys, the libraries' file names and nvidia-smi; each check
-says when it cannot tell. Shown by `doctor` (driver layer) and by `explain` for the messages these
-states print."""
+"""The driver layer under CUDA: the kernel module loaded, module and user-space libraries of one
+release, may this process use the GPUs (compute mode, MIG, CUDA_VISIBLE_DEVICES). Each check says
+when it cannot tell."""
 
 import os
 import re

@@ -1,17 +1,10 @@
-"""The GPU code a CUDA binary carries, read from its bytes: the SASS (`sm_XY`) and PTX (`compute_XY`)
-entries of the fatbinaries in an ELF file's `.nv_fatbin` / `__nv_relfatbin` sections. No CUDA, no
-GPU, no import of the library: a torch wheel (a zip) is read as a stream, an installed library by
-offsets, and only the headers are kept, so memory stays small whatever the library's size.
-
-Layout (what nvcc writes; cuobjdump lists the same): a section holds fatbinary containers one after
-another, 8-byte aligned; a container is a 16-byte header (magic 0xBA55ED50, version, header size,
-size of what follows) then entries; an entry's header says its kind (1 PTX, 2 ELF = SASS), its own
-header size, its payload size, the arch number (75, 120) and flags (arch-specific `a`, family `f`).
-
-A build's arch list is the code every container holds (every kernel file was compiled for it); code
-only some containers hold (a few kernels built for sm_90a, say) is listed apart as `partial`: a GPU
-that only such code fits still gets "no kernel image" from every other kernel.
-"""
+"""The GPU code a CUDA binary carries (SASS `sm_XY`, PTX `compute_XY`), read from the fatbinaries in an
+ELF file's `.nv_fatbin` / `__nv_relfatbin` sections: no CUDA, no GPU, no import; a wheel is streamed,
+a library read by offsets, only headers kept, so memory stays small whatever the library's size.
+Layout (as nvcc writes it): 8-byte aligned containers, each a 16-byte header (magic 0xBA55ED50,
+version, header size, size) then entries (kind 1 PTX / 2 SASS, header size, payload size, arch,
+flags `a`/`f`). The arch list is the code every container holds; code only some hold is `partial`:
+a GPU only it fits still gets "no kernel image" from every other kernel."""
 
 import re
 import struct

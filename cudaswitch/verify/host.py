@@ -1,7 +1,6 @@
-"""The facts every verdict is a function of: this host (driver, GPUs, the user's Python and torch)
-and one toolkit in one environment (nvcc, its host compiler and ceiling, a real build). Each fact
-is gathered at most once, and only when a check asks for it; `use`, `verify`, `doctor`, `explain`
-and `audit` all read them from here, so a check written once sees the same facts everywhere."""
+"""The facts every verdict is a function of (driver, GPUs, the user's Python and torch, one toolkit's
+nvcc, host compiler and build), each gathered at most once and only when a check asks: every command
+reads them from here, so a check written once sees the same facts everywhere."""
 
 import functools
 import os

@@ -1,6 +1,5 @@
-"""The checks `doctor` adds to those of a toolkit: the hardware, the driver's presence, which
-toolkit is judged, the project's dependencies and the shell's environment. Each is registered
-(verify/checkregistry.py) with its layer; doctor runs them with the others, bottom up."""
+"""The checks `doctor` adds to a toolkit's: hardware, the driver's presence, which toolkit is judged,
+the project's dependencies and the shell's environment."""
 
 import os
 import re

@@ -1,8 +1,6 @@
-"""The checks only `explain` runs: each reads what the error message names (a library, an
-architecture, a gcc ceiling, an assert) or a fact only that message makes worth gathering (GPU memory,
-the cuDNN sub-libraries a process would resolve, the driver's libcuda.so.1, the Python asked for
-torch, the nvcc CMake would find). Registered (verify/checkregistry.py) like every check;
-compat.toml's rules name their ids. Host directories are read under the root prefix."""
+"""The checks only `explain` runs: each reads what the error message names (a library, an arch, a gcc
+ceiling, an assert) or a fact only that message makes worth gathering. Host directories are read
+under the root prefix."""
 
 import os
 import re

@@ -1,16 +1,9 @@
-"""NCCL as a layer of its own. As torch uses it: the version (torch.cuda.nccl.version() where torch
-started CUDA, else the banner NCCL builds into its own library file), the wheel torch pins, every
-other libnccl on the loader path, whether torch.distributed has NCCL, and the NCCL_* variables that
-steer it. For the messages that name it: which libnccl a process would load before torch's own
-(LD_PRELOAD, LD_LIBRARY_PATH), the network interfaces NCCL_SOCKET_IFNAME leaves it, and /dev/shm.
-Registered (verify/checkregistry.py) like every check; compat.toml's rules name their ids. Host
-files (/sys/class/net) are read under the root prefix.
-
-`doctor --collective`: the guides' two-rank NCCL test, done with the user's torch. Two processes
-of its Python rendezvous on loopback and run one all_reduce (NCCL where two GPUs are visible, else
-gloo on the CPU) under a hard timeout; a failure names the layer that failed (library, backend,
-interface, rendezvous) in one line. An interface the user chose (GLOO_SOCKET_IFNAME,
-NCCL_SOCKET_IFNAME) is kept, so the test answers for their settings; else loopback is used."""
+"""NCCL as a layer of its own: its version (torch's, else the banner in the library file), the wheel
+torch pins, other libnccl copies the loader would take first, torch.distributed's NCCL, NCCL_*
+variables, the interfaces NCCL_SOCKET_IFNAME leaves and /dev/shm (host files under the root prefix).
+`doctor --collective` runs two ranks of the user's torch on loopback, one all_reduce (NCCL with two
+GPUs, else gloo) under a hard timeout, and names the layer that failed; an interface the user chose
+(GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME) is kept, so the test answers for their settings."""
 
 import mmap
 import os

@@ -1,7 +1,6 @@
-"""Ask the toolkit itself: does nvcc run, which gcc does it accept, which GPUs can it target,
-and does a one-kernel program build (and, with a GPU, run). The build is done once per toolkit
-identity and remembered, so "verified with nvcc" is literally true and a later switch costs no
-process; one that did not finish in time is not remembered: it says nothing about the toolkit."""
+"""Ask the toolkit itself: does nvcc run, which GPUs can it target, does a one-kernel program build
+(and, with a GPU, run). The build is remembered per toolkit identity (a later switch costs no
+process); one that timed out is not: it says nothing about the toolkit."""
 
 import os
 import re

@@ -1,9 +1,6 @@
-"""The checks of one toolkit in one environment, each written once as a function of a Host's facts
-and registered (verify/checkregistry.py) with its ids, layer and the commands that show it.
-
-A check function takes a Host (verify/host.py) and an Ask (what the command asks of it) and returns
-a list of checks (compat.check dicts); it asks the Host for what it needs, so a command pays only
-for the facts its checks read."""
+"""The checks of one toolkit in one environment, each a function of a Host's facts and an Ask (what
+the command asks), registered with its ids, layer and commands: a command pays only for the facts
+its checks read."""
 
 import glob
 import os

@@ -1,11 +1,7 @@
-"""The Python layer: which interpreter `python` and `python3` are and which one torch lives in, the
-requirement conflicts `pip check` would print, a distribution installed twice on sys.path, and for
-explain's "No module named X" the known environments that do have X (the active venv or conda env,
-conda's environments.txt, envs the registry found, Jupyter kernels' interpreters).
-
-The distributions are read by verify/pyenv_probe.py inside the user's interpreter (its metadata,
-its markers, its packaging); the environments by globbing their site-packages, no process each.
-"""
+"""The Python layer: which interpreters `python` and `python3` are and which one has torch, what `pip
+check` would print, a distribution installed twice, and for "No module named X" the known
+environments that have X. Distributions are read by pyenv_probe.py in the user's interpreter;
+environments by globbing their site-packages, no process each."""
 
 import glob
 import json

@@ -1,10 +1,6 @@
-"""The verdict `use` prints: one line, cached by everything it depends on.
-
-On a cache hit this module imports nothing beyond os, sys and marshal (no json, re, subprocess,
-typing: the budgets in bench/ and tests/test_import_budget.py) and starts no process. On a miss it runs the checks of
-cudaswitch.verify.usecheck (the toolkit's parts, driver, host compiler, a real build the first time,
-the torch probe) and stores the result.
-"""
+"""The verdict `use` prints: one line, cached by everything it depends on. A cache hit imports nothing
+beyond os, sys and marshal (the budgets in bench/ and tests/test_import_budget.py) and starts no
+process; a miss runs usecheck's checks and stores the result."""
 
 import os
 

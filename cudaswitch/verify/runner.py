@@ -1,9 +1,6 @@
-"""Run a helper script in another interpreter (the user's Python, or ours for ctypes probes).
-
-Every run has a timeout and its own process group, so a hung import (an NFS home, a
-sitecustomize that blocks) is killed with everything it started. Output is framed by a random
-marker; whatever else the process prints (torch warnings, banners) is ignored.
-"""
+"""Run a helper script in another interpreter (the user's Python, or ours for ctypes probes): with a
+timeout and its own process group, so a hung import is killed with all it started; output framed by
+a random marker, so whatever else the process prints is ignored."""
 
 import os
 

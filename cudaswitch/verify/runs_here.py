@@ -1,11 +1,6 @@
-"""Does this host's driver run each toolkit? `list`'s DRIVER column and a partial request's
-preference, from the check verify runs (compat.driver_supports and the toolkit's compat/ libcuda).
-
-The driver is asked once per driver identity (the libcuda files, /proc's version text: what a
-driver upgrade changes) and the answers are kept in one sealed file keyed by that identity, the
-toolkits and cudaswitch's release, so a warm `list` starts no process and imports only os and
-marshal here.
-"""
+"""Does this host's driver run each toolkit? (`list`'s DRIVER column, a partial request's preference),
+by the check verify runs. Answers are sealed in one file keyed by the driver's identity, the
+toolkits and cudaswitch's release, so a warm `list` starts no process and imports only os and marshal."""
 
 import os
 

@@ -1,8 +1,6 @@
-"""The driver and GPUs of the machine a plan is for when it is not this one (a login node or a
-`docker build` planning for a compute node): a node's `audit --json` report (`torch --node`), or
-CUDASWITCH_DRIVER / CUDASWITCH_GPUS, which stand in for this host's driver and GPUs wherever
-they are judged (`torch`, `use`'s verdict), as CONDA_OVERRIDE_CUDA and UV_CUDA_DRIVER_VERSION do
-for conda and uv. An audit reads the real ones: a report must describe its node."""
+"""The driver and GPUs of the machine a plan is for when it is not this one: a node's `audit --json`
+report (`torch --node`), or CUDASWITCH_DRIVER / CUDASWITCH_GPUS standing in for this host's wherever
+they are judged (as CONDA_OVERRIDE_CUDA does for conda). An audit reads the real ones."""
 
 import re
 

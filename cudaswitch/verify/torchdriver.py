@@ -1,13 +1,7 @@
-"""The driver's side of `cudaswitch torch`: which driver a `--driver` value stands for, and whether a
-driver branch can drive a GPU at all (a branch only drives the GPUs it knows, and old GPUs lose
-support after their last branch), from torch_builds.toml's driver_branch rows.
-
-One rule for `--driver`: every form stands for one driver release. A full or partial release
-(550.54.14, 550.54) is itself; a bare branch (525) is its lowest release, the first one the
-driver_minimum table lists for it (525.60.13); a CUDA version (12.0) is the lowest release that
-supports it (525.60.13 again). A host whose libcuda tells its CUDA version but not its release is
-read the same way, so `--driver 12.4`, `--driver 550` and such a host give one answer.
-"""
+"""The driver's side of `cudaswitch torch`: which release a `--driver` value stands for, and whether a
+branch drives a GPU at all (torch_builds.toml's driver_branch rows). Every form is one release: 550.54
+is itself, a branch (525) or a CUDA version (12.0) its lowest release in driver_minimum, and a host
+whose libcuda tells only its CUDA version is read the same way, so all give one answer."""
 
 import re
 
