@@ -47,9 +47,6 @@ class Entry:
     def name(self) -> str:
         return "%s:%s" % (self.function.__module__, self.function.__name__)
 
-    def __repr__(self) -> str:
-        return "<check %s %s>" % (self.name, ",".join(self.ids))
-
 
 ENTRIES: list = []  # in registration order: a command shows its checks in this order
 BY_ID: dict = {}

@@ -59,7 +59,8 @@ def shadowed_libraries(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     found = library_shadowing(host.env, host.torch, libprovenance.taken(host.env, host.paths, host.torch))
     if found or not ask.unchecked:
         return found
-    return [shadowing_unchecked(host.python, host.torch)]
+    return [check("env.library_shadowing", "info", "cannot check for shadowed libraries: torch in %s ships no NVIDIA "
+                  "wheel libraries here (%s)" % (host.python or "no python3", host.torch.get("torch") or "no torch"))]
 
 TORCH_MISMATCH = ("The detected CUDA version ({nvcc}) mismatches the version that was used to compile "
                   "PyTorch ({torch}). Please make sure to use the same CUDA versions.")
@@ -140,12 +141,6 @@ def _cuda_major(probe: dict, toolkit_cuda: "str | None", base: dict) -> "CheckRe
                  % (probe["torch"], probe["cuda"]), **base)
 
 
-def compiled_archs(probe: dict) -> list:
-    """torch's compiled architectures: get_arch_list() (empty when CUDA cannot start), else the
-    build's own flags (torch._C._cuda_getArchFlags(), readable without a GPU)."""
-    return probe.get("arch_list") or (probe.get("arch_flags") or "").split()
-
-
 def _runtime(probe: dict, driver: dict, base: dict, gpus: "list | None" = None) -> "list[CheckResult]":
     out = []
     errors = probe.get("errors") or {}
@@ -153,7 +148,8 @@ def _runtime(probe: dict, driver: dict, base: dict, gpus: "list | None" = None) 
         out.append(check("torch.available", "warning", "torch.cuda.is_available() is False%s"
                          % (": " + errors["available"] if "available" in errors else ""),
                          "see the driver checks above", **base))
-    arch_list = compiled_archs(probe)
+    # get_arch_list() is empty when CUDA cannot start; the build's own flags are readable without a GPU
+    arch_list = probe.get("arch_list") or (probe.get("arch_flags") or "").split()
     devices = gpus if gpus is not None else probe.get("devices") or []
     if devices and not arch_list:
         out.append(check("torch.gpu_arch", "info", "cannot check torch's architectures against the GPUs: torch "
@@ -269,12 +265,6 @@ def compat_libcuda_dirs(env: dict) -> list:
     """LD_LIBRARY_PATH entries of a cuda-compat package (/usr/local/cuda-X/compat): their libcuda
     overrides the driver's, which is error 803/804 on a GPU or kernel module it does not fit."""
     return [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d.rstrip("/").endswith("/compat")]
-
-
-def shadowing_unchecked(python: "str | None", probe: dict) -> "CheckResult":
-    """env.library_shadowing where there is nothing to compare (explain asks anyway)."""
-    return check("env.library_shadowing", "info", "cannot check for shadowed libraries: torch in %s ships no "
-                 "NVIDIA wheel libraries here (%s)" % (python or "no python3", probe.get("torch") or "no torch"), None)
 
 
 def library_shadowing(env: dict, probe: dict, taken: "dict | None" = None) -> "list[CheckResult]":

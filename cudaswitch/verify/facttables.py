@@ -162,13 +162,9 @@ def driver_minimum(cuda: str) -> "dict | None":
     return next((r for r in load()["driver_minimum"] if version_tuple(r["cuda"]) == version_tuple(cuda)[:2]), None)
 
 
-def cuda_for_driver(release: str) -> "str | None":
-    """Newest CUDA 'x.y' whose GA minimum the driver release meets (550.54 stands for every 550.54.x)."""
-    return driver_cuda(release)["cuda"]
-
-
 def driver_cuda(release: str) -> dict:
-    """{"cuda", "cuda_at_least": the branch is newer than every row (that CUDA or newer), "older_than":
+    """{"cuda": the newest CUDA 'x.y' whose GA minimum the release meets (550.54 stands for every
+    550.54.x), "cuda_at_least": the branch is newer than every row (that CUDA or newer), "older_than":
     the oldest row when the release predates every one}."""
     have = release_tuple(release)
     rows = sorted(load()["driver_minimum"], key=lambda r: release_tuple(r["driver"]))

@@ -62,9 +62,16 @@ class Host:
 
     @functools.cached_property
     def torch(self) -> dict:
-        from cudaswitch.verify.runner import probe_torch
+        """What the user's Python reports about torch (torch_probe.py), or {"error": why it could not say}."""
+        from cudaswitch.verify.runner import run_script
 
-        return probe_torch(self.python, self.env, self.timeout) if self.python else {"error": "no python3 on PATH"}
+        if not self.python:
+            return {"error": "no python3 on PATH"}
+        payload, error = run_script(self.python, "torch_probe.py", [], self.env, self.timeout)
+        if payload is None:
+            return {"error": error, "python": self.python}
+        payload.setdefault("python", self.python)
+        return dict(payload, python_requested=self.python)
 
     @functools.cached_property
     def record(self) -> "Any":  # the record, or None: every check asks before it reads one

@@ -9,7 +9,6 @@ import mmap
 import os
 import re
 import socket
-import threading
 
 from cudaswitch.verify import libprovenance, loaderdirs
 from cudaswitch.verify.checkregistry import Ask, registered
@@ -204,30 +203,23 @@ def _torch_nccl(probe: dict) -> "tuple[str | None, str | None]":
     return (lib if os.path.isdir(lib) else None), (versions[0] if versions else None)
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def run_ranks(python: str, env: dict, backend: str, timeout: float) -> list:
     """Each rank's report ({"rank", "stage", "error"?, "sum"?}), both run at once under `timeout` s."""
-    base = {**env, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(WORLD)}
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    base = {**env, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(WORLD)}
     args = [backend, str(max(timeout / 2, 1.0))]  # the rendezvous gets half the time
     base.setdefault("GLOO_SOCKET_IFNAME", "lo")
     base.setdefault("NCCL_SOCKET_IFNAME", "lo")
-    reports: list = [None] * WORLD
+    from concurrent.futures import ThreadPoolExecutor  # only for `doctor --collective`
 
-    def rank(index: int) -> None:
+    def rank(index: int) -> dict:
         payload, error = run_script(python, "collective_rank.py", args, {**base, "RANK": str(index)}, timeout)
-        reports[index] = payload or {"rank": index, "stage": None, "error": error}
+        return payload or {"rank": index, "stage": None, "error": error}
 
-    threads = [threading.Thread(target=rank, args=(i,)) for i in range(WORLD)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return reports
+    with ThreadPoolExecutor(WORLD) as pool:
+        return list(pool.map(rank, range(WORLD)))
 
 
 def failed_layer(report: dict) -> str:

@@ -59,12 +59,3 @@ def run_script(python: str, script: str, args: "list[str]", env: "Env", timeout:
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), script), encoding="utf-8") as handle:
         return run_framed([python, "-c", handle.read(), *args], env, timeout)
 
-
-def probe_torch(python: str, env: "Env", timeout: float) -> dict:
-    """What the user's Python reports about torch, or {"error": why it could not say}."""
-    payload, error = run_script(python, "torch_probe.py", [], env, timeout)
-    if payload is None:
-        return {"error": error, "python": python}
-    payload.setdefault("python", python)
-    payload["python_requested"] = python
-    return payload

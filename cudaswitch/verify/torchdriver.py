@@ -65,17 +65,13 @@ def complete(driver: dict) -> dict:
                 branch=facttables.release_tuple(row["driver"])[0])
 
 
-def branch_row(capability: str) -> "dict | None":
-    key = capability.replace(".", "")
-    return next((row for row in facttables.torch_table().get("driver_branch") or [] if key in row["sm"]), None)
-
-
 @registered("torch_build.driver_gpu", layer="driver", shown_by=("torch",))
 def driver_drives(driver: dict, gpu: dict) -> "CheckResult":
     """Can the driver's branch drive this GPU at all? An error names the branch it needs."""
     sm = "sm_" + gpu["capability"].replace(".", "")
     named = sm if gpu["name"] == sm else "%s (%s)" % (sm, gpu["name"])
-    branch, row = driver.get("branch"), branch_row(gpu["capability"])
+    key, rows = gpu["capability"].replace(".", ""), facttables.torch_table().get("driver_branch") or []
+    branch, row = driver.get("branch"), next((row for row in rows if key in row["sm"]), None)
     facts = {"gpu": gpu["name"], "capability": gpu["capability"], "branch": branch,
              "release": driver.get("release"), "rule": row}
     if not branch:
