@@ -24,7 +24,7 @@ def torch(request: "str | None" = None, driver: "str | None" = None, gpu: "Seque
     if as_json:
         render.emit_json(result)
     else:
-        from cudaswitch.verify.torchlines import plan_lines
+        from cudaswitch.verify.present import plan_lines
 
         render.emit_prose(plan_lines(result))
     nothing_fits = result["recommended"] is None and all(b["fits"] is False for b in result["builds"])

@@ -27,9 +27,8 @@ COMMANDS = ("use", "verify", "doctor", "explain", "audit", "image", "torch")
 
 
 class Ask:
-    """What the command running a check asks of it: `text` is explain's error message (checks that
-    read it look for the architectures, libraries or versions it names); `unchecked` asks for a
-    line saying why a check cannot be made where other commands show nothing."""
+    """What the command asks of a check: `text`, explain's error message (for the archs, libraries or
+    versions it names); `unchecked`: say why a check cannot be made where other commands show nothing."""
 
     __slots__ = ("command", "text", "unchecked")
 
@@ -53,9 +52,8 @@ BY_ID: dict = {}
 
 
 def registered(*ids: str, layer: str, shown_by: tuple) -> "Callable[[Function], Function]":
-    """Decorator: the function returns checks with these ids (and no others), in `layer`, shown by
-    the commands `shown_by`. An id registered twice, an unknown layer or command is a programming
-    error and stops the import."""
+    """Decorator: the function returns checks with these ids only, in `layer`, shown by `shown_by`. A
+    duplicate id, an unknown layer or command is a programming error and stops the import."""
     if layer not in LAYER_KEYS:
         raise ValueError("check layer %r is not one of %s" % (layer, ", ".join(LAYER_KEYS)))
     unknown = [c for c in shown_by if c not in COMMANDS]

@@ -109,8 +109,7 @@ def libcuda_choice(paths: "Paths", env: "Env") -> "tuple[str | None, str]":
 
 
 def driver_facts(paths: "Paths", env: "Env", timeout: float = DRIVER_TIMEOUT) -> dict:
-    """{"present", "release", "cuda", "cuda_source", "libcuda", "gpus", "wsl", "problems", ...}; with
-    CUDASWITCH_DRIVER / CUDASWITCH_GPUS set, the machine they name (verify/target.py)."""
+    """{"present", "release", "cuda", "gpus", "wsl", "problems", ...}, or the machine CUDASWITCH_DRIVER/GPUS name."""
     from cudaswitch.verify import target
 
     if target.planned(env):

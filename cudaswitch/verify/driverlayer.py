@@ -99,9 +99,8 @@ def release_match(host: "Host", ask: Ask) -> "list[CheckResult]":
 
 @registered("gpu.compute_mode", layer="driver", shown_by=("doctor", "explain"))
 def compute_mode(host: "Host", ask: Ask) -> "list[CheckResult]":
-    """gpu.compute_mode: "CUDA-capable device(s) is/are busy or unavailable" comes from a GPU in
-    Exclusive_Process mode held by another process, in Prohibited mode, or split by MIG. Without a
-    GPU only explain asks (nvidia-smi would have nothing to say)."""
+    """"CUDA-capable device(s) is/are busy or unavailable": a GPU in Exclusive_Process mode held by another
+    process, Prohibited, or split by MIG. Without a GPU only explain asks (nvidia-smi has nothing to say)."""
     if not host.driver["gpus"] and not ask.unchecked:
         return []
     smi = which("nvidia-smi", host.env)

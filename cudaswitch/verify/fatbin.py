@@ -96,9 +96,8 @@ def _wheel_torch(wheel: zipfile.ZipFile) -> Dict[str, Optional[str]]:
 
 
 def read_elf(stream: "IO[bytes]", size: int, where: str) -> dict:
-    """{"sass": [...], "ptx": [...], "partial": [...], "containers": n, "entries": n, "sections": [...]}
-    of a 64-bit little-endian ELF file open in `stream` (seekable; a zip member seeks by reading
-    forward). sass/ptx: code in every container that holds code; partial: code in some only."""
+    """{"sass", "ptx", "partial", "containers", "entries", "other_kinds", "sections"} of a 64-bit
+    little-endian ELF file in `stream` (seekable; a zip member seeks by reading forward)."""
     reader = _Reader(stream, size, where)
     sections = [s for s in _sections(reader) if s["name"] in SECTIONS and s["type"] != SHT_NOBITS]
     found: dict = {"arches": Counter(), "containers": 0, "with_code": 0, "entries": 0, "other_kinds": set()}
@@ -125,9 +124,8 @@ def sort_arches(names: "Iterable[str]") -> List[str]:
 
 
 class _Reader:
-    """Exact reads at offsets, bounded by the file's size. The last read is kept with up to WINDOW
-    bytes after it: the fatbinary walk goes forward in small steps and mostly hits it, and a zip
-    member (which seeks backwards only by starting over) is decompressed in few large reads."""
+    """Exact reads at offsets within the file. The last read is kept with up to WINDOW bytes after it: the
+    walk goes forward in small steps, and a zip member (seeking back means starting over) is read in few."""
 
     def __init__(self, stream: "IO[bytes]", size: int, where: str) -> None:
         self.stream, self.size, self.where = stream, size, where

@@ -207,9 +207,8 @@ DIR_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDACXX")
 
 @registered("env.other_toolkit_entries", layer="env", shown_by=("verify", "doctor"))
 def other_toolkit_entries(host: "Host", ask: Ask) -> list:
-    """Every entry of PATH, LD_LIBRARY_PATH, LD_PRELOAD and CUDA_HOME/CUDA_PATH/CUDACXX that belongs
-    to another toolkit than the one in use: a stale LD_LIBRARY_PATH from an rc file loads another
-    toolkit's libraries while nvcc and CUDA_HOME agree."""
+    """Entries of PATH, LD_LIBRARY_PATH, LD_PRELOAD, CUDA_HOME/CUDA_PATH/CUDACXX of another toolkit: a stale
+    LD_LIBRARY_PATH from an rc file loads another toolkit's libraries while nvcc and CUDA_HOME agree."""
     record = host.record
     if not record:
         return [check("env.other_toolkit_entries", "info", "cannot tell which entries belong to another toolkit: "

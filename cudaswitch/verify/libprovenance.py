@@ -35,8 +35,7 @@ MAX_STRING = 4096
 
 
 def dynamic(path: str) -> "dict | None":
-    """{"needed": [...], "soname": str|None, "rpath": [...], "runpath": [...]}, or None for a file
-    that is not a readable 64-bit little-endian ELF object."""
+    """{"needed", "soname", "rpath", "runpath"}, or None for what is not a readable 64-bit LE ELF object."""
     try:
         with open(path, "rb") as handle:
             header = handle.read(64)

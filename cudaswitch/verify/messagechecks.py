@@ -61,8 +61,7 @@ def cuda_home_major(host: "Host", ask: Ask) -> list:
 
 @registered("env.loader_path", layer="env", shown_by=("explain",))
 def loader_path(host: "Host", ask: Ask) -> list:
-    """The library the message names (else libcudart.so): on the loader path, in the loader cache,
-    in a toolkit or in the Python's NVIDIA wheels?"""
+    """The library the message names (else libcudart.so): on the loader path, in its cache, a toolkit, a wheel?"""
     name = named_library(ask.text) or "libcudart.so"
     dirs = [d for d in (host.env.get("LD_LIBRARY_PATH") or "").split(":") if d]
     on_path = [d for d in dirs if os.path.exists(os.path.join(d, name))]
@@ -83,9 +82,8 @@ def loader_path(host: "Host", ask: Ask) -> list:
 
 
 def named_library(text: str) -> "str | None":
-    """The library a message says could not be opened (the last such in a traceback: the real
-    error), else the first library it names: `/x/libtorch_cuda.so: libnccl.so.2: cannot open`
-    is about libnccl.so.2."""
+    """The library a message says could not be opened (the last: a traceback's real error), else the first
+    it names: `/x/libtorch_cuda.so: libnccl.so.2: cannot open` is about libnccl.so.2."""
     missing = re.findall(r"(lib[A-Za-z0-9_-]+\.so(?:\.[\d.]*\d)?)'?: cannot open shared object file", text)
     if missing:
         return missing[-1]
@@ -103,8 +101,7 @@ def _wheel_copies(host: "Host", name: str) -> "list[str]":
 
 @registered("gcc.message", layer="compiler", shown_by=("explain",))
 def gcc_in_message(host: "Host", ask: Ask) -> list:
-    """The gcc ceiling an "unsupported GNU version" message states, against the host gcc and the
-    toolkits here with that ceiling."""
+    """An "unsupported GNU version" message's gcc ceiling against the host gcc and the toolkits here."""
     out = []
     said = re.search(r"later than (\d+)|maximum required version by CUDA \S+ \((\d+)", " ".join(ask.text.split()))
     version = host.compiler_version
@@ -170,9 +167,8 @@ def gpu_memory(host: "Host", ask: Ask) -> list:
 
 @registered("cudnn.sublibraries", layer="env", shown_by=("explain",))
 def cudnn_sublibraries(host: "Host", ask: Ask) -> list:
-    """The first copy of each cuDNN library in the order a process without DT_RPATH finds them
-    (LD_LIBRARY_PATH, torch's nvidia/cudnn/lib, the loader's directories), and the versions those
-    files' names carry: more than one version is the sub-library mismatch."""
+    """The first copy of each cuDNN library in the order a process without DT_RPATH finds them, and the
+    versions their names carry: more than one version is the sub-library mismatch."""
     torch_dir = host.torch.get("torch_dir")
     wheel = [os.path.join(os.path.dirname(torch_dir), "nvidia", "cudnn", "lib")] if torch_dir else []
     first: dict = {}

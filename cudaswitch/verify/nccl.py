@@ -140,8 +140,7 @@ def interface_matches(spec: "str | None", names: list) -> list:
 
 @registered("nccl.foreign", layer="env", shown_by=("explain",))
 def nccl_foreign(host: "Host", ask: Ask) -> list:
-    """A libnccl loaded before torch's own: LD_PRELOAD entries and LD_LIBRARY_PATH directories
-    holding a libnccl.so* that is not the copy torch's nvidia-nccl wheel ships."""
+    """A libnccl on LD_PRELOAD or LD_LIBRARY_PATH, not torch's nvidia-nccl wheel copy, loaded before it."""
     own_dir, own_version = _torch_nccl(host.torch)
     own_real = os.path.realpath(own_dir) if own_dir else None
     found = []

@@ -94,9 +94,8 @@ def gpu_kind(name: str) -> "str | None":
 
 @registered("driver.forward_compat", layer="driver", shown_by=("use", "verify", "doctor", "explain"))
 def forward_compat(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
-    """The toolkit's compat/libcuda.so.* (cuda-compat): ok on data-center GPUs with an older driver,
-    error 804 on consumer GPUs, error 803 when it is older than the installed driver.
-    ask.unchecked: a line where there is nothing to judge (explain), none for verify."""
+    """The toolkit's compat/libcuda (cuda-compat): ok on data-center GPUs with an older driver, error 804 on
+    consumer GPUs, 803 when older than the driver. ask.unchecked: say so where there is nothing to judge."""
     say_unchecked = ask.unchecked
     if not host.record:
         return [check("driver.forward_compat", "info", "cannot check forward compatibility: no toolkit active",
@@ -187,9 +186,8 @@ def chosen_by_switch(env: dict) -> dict:
 
 def gcc_verdict(ceiling: "int | None", ceiling_from: "str | None", compiler: "str | None", version: "str | None",
                 cuda: "str | None", chosen: "dict | None" = None, ignored: "str | None" = None) -> "CheckResult":
-    """Host gcc above the toolkit's ceiling -> nvcc refuses with `#error -- unsupported GNU version!`,
-    so every compile fails: an error. `chosen`: the compilers the switch picked (NVCC_CCBIN...);
-    `ignored`: an NVCC_CCBIN this nvcc does not read (11.x), which the user may think applies."""
+    """Host gcc above the toolkit's ceiling: nvcc refuses every compile (an error). `chosen`: the compilers
+    the switch picked; `ignored`: an NVCC_CCBIN this nvcc (11.x) does not read, which the user may think applies."""
     facts: dict = {"gcc": version, "compiler": compiler, "ceiling": ceiling, "ceiling_from": ceiling_from, "cuda": cuda,
              "chosen": chosen or {}, "ignored_nvcc_ccbin": ignored}
     if not compiler:
@@ -235,8 +233,7 @@ def toolkit_gpu_arch(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
 
 
 def _nvcc_accepts(host: "Host", arch: str) -> "CheckResult":
-    """An architecture an error message names (`Unsupported gpu architecture 'compute_35'`) against
-    this nvcc's list and the CUDA releases that target it."""
+    """An arch a message names (`Unsupported gpu architecture 'compute_35'`) against nvcc and the releases."""
     archs, row = host.nvcc_archs, facttables.arch_row(arch)
     known = "compute_" + arch.rstrip("af") in (archs or [])
     span = "CUDA %s%s" % (row["first"], " to " + row["last"] if row["last"] else " and newer") if row else "unknown"

@@ -125,8 +125,7 @@ def duplicates(host: "Host", ask: Ask) -> list:
 
 @registered("python.module_found", layer="framework", shown_by=("explain",))
 def module_found(host: "Host", ask: Ask) -> list:
-    """"No module named X": the interpreter this shell runs, whether it has X, and the known
-    environments that do."""
+    """"No module named X": this shell's interpreter, whether it has X, and the known environments that do."""
     match = MISSING.search(ask.text)
     if not match:
         return []
@@ -159,8 +158,7 @@ def envs_with_module(host: "Host", name: str) -> list:
 
 
 def known_prefixes(host: "Host") -> list:
-    """The active venv and conda env, conda's environments.txt, registry records inside an env,
-    and the interpreters Jupyter kernels start."""
+    """The active venv and conda env, conda's environments.txt, registry envs and Jupyter kernels' interpreters."""
     prefixes = [host.env.get("VIRTUAL_ENV"), host.env.get("CONDA_PREFIX")]
     home = host.env.get("HOME") or os.path.expanduser("~")
     environments = host.paths.host(os.path.join(home, ".conda", "environments.txt"))

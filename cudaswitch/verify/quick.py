@@ -18,9 +18,10 @@ ENV_KEYS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "
             "NVCC_CCBIN", "CUDA_VISIBLE_DEVICES", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")
 
 
-def dependency_key(paths: "Paths", record: dict, new_env: dict) -> tuple:
-    """Everything the verdict depends on that can be read without starting a process."""
-    return (
+def verdict_for_use(paths: "Paths", record: dict, new_env: dict, timeout: "float | None" = None) -> tuple:
+    """(level, one_line) for switching to `record` with `new_env`; cached. timeout None: use's own (for `use`
+    and `kernel install` alike)."""
+    key = (  # everything the verdict depends on that can be read without starting a process
         cudaswitch_version(), record["root"], record.get("version"), record.get("status"),
         toolkit_identity(record, new_env),
         path_identity(which("python3", new_env) or which("python", new_env)),
@@ -29,13 +30,6 @@ def dependency_key(paths: "Paths", record: dict, new_env: dict) -> tuple:
         path_identity(os.path.join(paths.config_dir, "config.toml")),
         tuple(new_env.get(k) for k in ENV_KEYS),
     )
-
-
-def verdict_for_use(paths: "Paths", record: dict, new_env: dict, timeout: "float | None" = None) -> tuple:
-    """(level, one_line) for switching to `record` with environment `new_env`; cached.
-    timeout None: use's own (settings.USE_TORCH_TIMEOUT, or config's torch_timeout where set), for
-    `use` and `kernel install` alike."""
-    key = dependency_key(paths, record, new_env)
     entries = cache.table(paths.cache_dir, VERDICTS_FILE)
     hit = entries.get(key)
     if hit is None or not cache.watched_entry(hit, ("level", "line")) or not cache.unchanged(hit["watch"]):

@@ -13,9 +13,8 @@ if TYPE_CHECKING:
 def verify_toolkit(paths: "Paths", registry: dict, record: dict, env: dict, python: "str | None" = None,
                    smoke_compile: bool = False, timeout: "float | None" = None,
                    current_env: "dict | None" = None) -> dict:
-    """{"toolkit": list-shape, "checks", "driver", "torch"} for `record`. `env`: after switching (as
-    `use` gives it); `current_env`: the caller's own (is the toolkit already active?). The build is
-    the cached one unless `smoke_compile` asks for a fresh one."""
+    """{"toolkit", "checks", "driver", "torch"} for `record`. `env`: after switching; `current_env`: the
+    caller's own (is it already active?). The build is cached unless `smoke_compile`."""
     host = Host(paths, registry, env, record, python=python, timeout=timeout, fresh_build=smoke_compile)
     public = Lookup(registry, current_env or {}).public(record)
     return {"toolkit": public, "checks": checkset.run(host, "verify"), "driver": host.driver, "torch": host.torch}

@@ -29,9 +29,11 @@ def parse_driver(text: str) -> dict:
                              "give the driver release, e.g. 550.54.14")
         return with_release({"present": True, "release_assumed": True}, row["driver"],
                             "--driver %s: the lowest release that supports it" % value)
-    if BRANCH.match(value):
-        return with_release({"present": True, "release_assumed": True}, branch_first_release(value),
-                            "--driver %s: the branch's lowest release" % value)
+    if BRANCH.match(value):  # the lowest release of the branch driver_minimum lists, else the bare branch
+        rows = facttables.load()["driver_minimum"]
+        listed = [r["driver"] for r in rows if facttables.release_tuple(r["driver"])[0] == int(value)]
+        return with_release({"present": True, "release_assumed": True}, min(listed, key=facttables.release_tuple)
+                            if listed else value, "--driver %s: the branch's lowest release" % value)
     if RELEASE.match(value):
         return with_release({"present": True}, value, "--driver release")
     raise UsageError("--driver %r is neither a driver release, a branch nor a CUDA version" % text[:40],
@@ -44,16 +46,8 @@ def with_release(driver: dict, release: str, how: str) -> dict:
                 older_than=derived["older_than"], cuda_source=how, branch=facttables.release_tuple(release)[0])
 
 
-def branch_first_release(branch: str) -> str:
-    """The lowest release of a branch the driver_minimum table lists, else the bare branch."""
-    rows = facttables.load()["driver_minimum"]
-    listed = [r["driver"] for r in rows if facttables.release_tuple(r["driver"])[0] == int(branch)]
-    return min(listed, key=facttables.release_tuple) if listed else branch
-
-
 def complete(driver: dict) -> dict:
-    """A probed driver with its release (the lowest that supports its CUDA when libcuda did not say
-    which release it is) and its branch."""
+    """A probed driver with its branch and release (when libcuda did not say, the lowest that supports its CUDA)."""
     if not driver.get("present") or not driver.get("cuda"):
         return driver
     if driver.get("release"):

@@ -57,9 +57,8 @@ def variant(cuda: str) -> str:
 
 
 def probe_installed(paths: "Paths", python: str, env: dict, timeout: float) -> dict:
-    """{"torch", "cuda", "arch_flags", "python"} from the user's Python, or {"error": why}. Run from a
-    private empty directory (no project's torch/ or json.py imported by accident); cached until the
-    Python's site dirs change, as importing torch takes seconds."""
+    """{"torch", "cuda", "arch_flags", "python"} from the user's Python, or {"error"}. Run in a private empty
+    directory (no project's torch/ imported by accident); cached until its site dirs change."""
     from cudaswitch import cache
     from cudaswitch.verify.runner import run_framed
 
@@ -255,9 +254,8 @@ def toolkit_of(record: Optional[dict], env: dict) -> Optional[dict]:
 def gather(paths: "Paths", load_registry: Callable[[], dict], env: dict, request: Optional[str] = None,
            driver: Optional[str] = None, gpus: Optional[Sequence[str]] = None, python: Optional[str] = None,
            timeout: float = 60.0, node: Optional[str] = None) -> dict:
-    """The plan for this host, or another machine's (--driver / --gpu, a node's audit report, else
-    CUDASWITCH_DRIVER / CUDASWITCH_GPUS). The registry is read first: it makes the cache dir where the
-    tables are kept parsed, so a second `torch` reads them from there."""
+    """The plan for this host, or another machine's (--driver / --gpu, --node, CUDASWITCH_DRIVER/GPUS). The
+    registry is read first: it makes the cache dir the tables are kept parsed in."""
     from cudaswitch.registry.resolve import resolve
     from cudaswitch.switch.lookup import current_or_none
     from cudaswitch.verify.runner import find_python

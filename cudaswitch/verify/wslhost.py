@@ -22,8 +22,7 @@ DPKG_LISTS = ("*nvidia*.list", "*cuda-drivers*.list")
 
 @registered("driver.wsl", layer="driver", shown_by=("doctor", "verify", "explain"))
 def wsl_driver(host: "Host", ask: Ask) -> list:
-    """Under WSL: WSL 1 (no GPU), the Windows driver's libcuda missing, or a Linux driver's libcuda
-    inside WSL that the loader may take instead of it."""
+    """Under WSL: WSL 1 (no GPU), no Windows libcuda, or a Linux driver's libcuda the loader may take instead."""
     version = host.driver.get("wsl") or None
     if not version:
         return [check("driver.wsl", "info", "not WSL: no Microsoft kernel in /proc/version, no %s, no /dev/dxg"
