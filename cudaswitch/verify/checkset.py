@@ -42,10 +42,6 @@ def run(host: "Host", command: str, text: str = "") -> "list[CheckResult]":
 
 def run_ids(host: "Host", ids: list, text: str = "") -> "list[CheckResult]":
     """The checks with these ids (explain's rule), each owning function run once, in the rule's order."""
-    wanted, owners = set(ids), []
-    for check_id in ids:
-        owner = checkregistry.BY_ID[check_id]
-        if owner not in owners:
-            owners.append(owner)
+    wanted, owners = set(ids), dict.fromkeys(checkregistry.BY_ID[check_id] for check_id in ids)
     ask = Ask("explain", text)
     return [item for owner in owners for item in owner.function(host, ask) if item["id"] in wanted]

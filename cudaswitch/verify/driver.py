@@ -181,16 +181,12 @@ def _ask_nvidia_smi(facts: dict, env: "Env", timeout: float) -> None:
 def nvidia_pci_devices(paths: "Paths") -> "list[str]":
     """NVIDIA display/3D controllers in sysfs (vendor 0x10de, class 0x03xxxx), even with no driver."""
     base = paths.host("/sys/bus/pci/devices")
-    found: "list[str]" = []
     try:
         names = sorted(os.listdir(base))
     except OSError:
-        return found
-    for name in names:
-        vendor, klass = _read(os.path.join(base, name, "vendor")), _read(os.path.join(base, name, "class"))
-        if vendor == "0x10de" and klass.startswith("0x03"):
-            found.append(name)
-    return found
+        return []
+    return [name for name in names if _read(os.path.join(base, name, "vendor")) == "0x10de"
+            and _read(os.path.join(base, name, "class")).startswith("0x03")]
 
 
 def _read(path: str) -> str:

@@ -2,6 +2,7 @@
 release, may this process use the GPUs (compute mode, MIG, CUDA_VISIBLE_DEVICES). Each check says
 when it cannot tell."""
 
+import itertools
 import os
 import re
 
@@ -141,11 +142,7 @@ def visible_devices(host: "Host", ask: Ask) -> "list[CheckResult]":
         seen = "every GPU is visible (%d found)" % count if count else "it hides no GPU (the driver reports none here)"
         return [check("env.visible_devices", "ok", "CUDA_VISIBLE_DEVICES is unset: " + seen, value=None, gpus=count)]
     entries = [e.strip() for e in value.split(",")]
-    usable = []
-    for entry in entries:
-        if not entry.isdigit():
-            break
-        usable.append(int(entry))
+    usable = [int(entry) for entry in itertools.takewhile(str.isdigit, entries)]
     if any(e.startswith(("GPU-", "MIG-")) for e in entries):
         return [check("env.visible_devices", "info", "CUDA_VISIBLE_DEVICES=%r names devices by UUID: cannot check "
                       "them against the driver here" % value, "`nvidia-smi -L` lists the UUIDs", value=value)]

@@ -208,11 +208,8 @@ def can_target(cuda: str, capability: str) -> bool:
     equal or lower capability, so a toolkit whose lowest target is above the GPU (CUDA 13 for Pascal)
     can build nothing for it."""
     have, want = version_tuple(cuda)[:2], version_tuple(capability)[:2]
-    for row in load()["arch"]:
-        if version_tuple(row["first"]) <= have and (not row["last"] or have <= version_tuple(row["last"])):
-            if any(s.isdigit() and (int(s[:-1]), int(s[-1])) <= want for s in row["sm"]):
-                return True
-    return False
+    return any(version_tuple(row["first"]) <= have and (not row["last"] or have <= version_tuple(row["last"]))
+               and any(s.isdigit() and (int(s[:-1]), int(s[-1])) <= want for s in row["sm"]) for row in load()["arch"])
 
 
 # What makes each kind of evidence checkable; "none" is a build known to exist (its source says

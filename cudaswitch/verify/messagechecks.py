@@ -25,14 +25,10 @@ CUDNN_SONAME = re.compile(r"^(libcudnn(?:_\w+)?)\.so\.\d+$")  # libcudnn_graph.s
 @registered("explain.arch_table", layer="toolkit", shown_by=("explain",))
 def arch_table(host: "Host", ask: Ask) -> list:
     """The CUDA releases that target each sm_XY the message names (compat.toml's arch table)."""
-    out = []
-    for sm in sorted(set(re.findall(r"sm_(\d+a?)", ask.text))):
-        row = facttables.arch_row(sm)
-        if row:
-            out.append(check("explain.arch_table", "info", "sm_%s needs CUDA %s or newer%s" % (
-                sm, row["first"], (", and was dropped after %s" % row["last"]) if row["last"] else ""), None,
-                sm=sm, source=row["source"]))
-    return out
+    rows = [(sm, facttables.arch_row(sm)) for sm in sorted(set(re.findall(r"sm_(\d+a?)", ask.text)))]
+    return [check("explain.arch_table", "info", "sm_%s needs CUDA %s or newer%s" % (sm, row["first"], (
+        ", and was dropped after %s" % row["last"]) if row["last"] else ""), None, sm=sm, source=row["source"])
+            for sm, row in rows if row]
 
 
 @registered("env.cuda_home_major", layer="env", shown_by=("explain",))

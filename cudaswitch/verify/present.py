@@ -40,12 +40,10 @@ def summary_line(checks: "list[CheckResult]") -> str:
 def explain_lines(result: dict) -> list:
     if not result["matches"]:
         return [result["message"]]
-    lines = []
+    lines: list = []
     for match in result["matches"]:
-        lines.append("%s  (matched: %r)" % (match["id"], match["matched"]))
-        lines.append("  cause: " + match["cause"])
-        lines.append("  do:    " + match["todo"])
-        lines.append("  on this host:")
+        lines += ["%s  (matched: %r)" % (match["id"], match["matched"]), "  cause: " + match["cause"],
+                  "  do:    " + match["todo"], "  on this host:"]
         lines += ["  " + line for line in check_lines(match["checks"])]
     return lines
 

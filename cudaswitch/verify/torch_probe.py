@@ -44,12 +44,9 @@ def guarded(out: dict, key: str, func: "Callable[[], object]") -> None:
 
 
 def devices(torch: "Any") -> "list[dict]":
-    out = []
-    for index in range(torch.cuda.device_count()):
-        major, minor = torch.cuda.get_device_capability(index)
-        out.append({"index": index, "name": torch.cuda.get_device_name(index),
-                    "capability": "%d.%d" % (major, minor)})
-    return out
+    return [{"index": index, "name": torch.cuda.get_device_name(index),
+             "capability": "%d.%d" % tuple(torch.cuda.get_device_capability(index))}
+            for index in range(torch.cuda.device_count())]
 
 
 def matmul(torch: "Any") -> dict:
