@@ -4,7 +4,7 @@ module that registers checks, so the registry is whole; those modules never impo
 from cudaswitch.verify import checkregistry
 # Importing a module registers its checks: those of modules outside MODULE_ORDER show in this order.
 from cudaswitch.verify import hostchecks, driverlayer, pipeline, checks, messagechecks  # noqa: F401
-from cudaswitch.verify import torchdriver, torchplan, pythonlayer, libprovenance, wslhost, nccl  # noqa: F401
+from cudaswitch.verify import target, torchplan, pythonlayer, libprovenance, wslhost, nccl  # noqa: F401
 from cudaswitch.verify.checkregistry import Ask
 
 TYPE_CHECKING = False  # typing is not imported at run time

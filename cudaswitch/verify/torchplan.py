@@ -9,12 +9,11 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from cudaswitch.toolkit import short_version, version_tuple
 from cudaswitch.verify import facttables
-from cudaswitch.verify import torchdriver
+from cudaswitch.verify import target
 from cudaswitch.verify.checks import arch_in_build
 from cudaswitch.verify.compat import check, driver_supports
 from cudaswitch.verify.checkregistry import registered
-from cudaswitch.verify.target import parse_gpu
-from cudaswitch.verify.torchdriver import parse_driver
+from cudaswitch.verify.target import from_report, parse_driver, parse_gpu
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -177,8 +176,8 @@ def extension_check(build: dict, toolkit: Optional[dict], gpus: Sequence[dict] =
 
 def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Optional[dict] = None) -> dict:
     """The whole answer: every build assessed, newest first, and the one to install."""
-    driver = torchdriver.complete(driver)
-    drives = [torchdriver.driver_drives(driver, gpu) for gpu in gpus] if driver.get("present") else []
+    driver = target.complete(driver)
+    drives = [target.driver_drives(driver, gpu) for gpu in gpus] if driver.get("present") else []
     assessed = [assess(b, driver, gpus, toolkit, drives) for b in builds(installed)]
     summary = {k: driver.get(k) for k in DRIVER_KEYS if k in driver}
     result: dict = {"driver": summary, "gpus": gpus, "toolkit": toolkit, "installed": installed,
@@ -259,7 +258,6 @@ def gather(paths: "Paths", load_registry: Callable[[], dict], env: dict, request
     from cudaswitch.registry.resolve import resolve
     from cudaswitch.switch.lookup import current_or_none
     from cudaswitch.verify.runner import find_python
-    from cudaswitch.verify.target import from_report
 
     reg = load_registry()  # a REQUEST must name a toolkit; else the active or default one, else None
     record = resolve(reg, request) if request else current_or_none(reg, env)
