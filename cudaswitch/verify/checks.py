@@ -66,8 +66,7 @@ TORCH_MISMATCH = ("The detected CUDA version ({nvcc}) mismatches the version tha
 
 def torch_checks(probe: dict, toolkit_cuda: "str | None", driver: dict,
                  gpus: "list | None" = None) -> "list[CheckResult]":
-    """torch.* checks for one Python. `gpus`: the GPUs the driver reports (else those torch saw), checked
-    whether or not torch can start CUDA."""
+    """torch.* checks for one Python; `gpus` (the driver's, else torch's) are checked even where CUDA cannot start."""
     python = probe.get("python_requested") or probe.get("python")
     if "error" in probe or "fatal" in probe:
         why = probe.get("error") or probe.get("fatal")

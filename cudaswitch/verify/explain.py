@@ -70,8 +70,7 @@ def match_rules(text: str) -> list:
 
 
 def _closed(matched: str, after: str) -> str:
-    """The matched text with the quote it opened ('compute_30 -> 'compute_30'): a pattern stops
-    at the name, and a quote left open reads as a cut message."""
+    """The match with the quote it opened ('compute_30 -> 'compute_30'): an open quote reads as a cut message."""
     return matched + after if after in ("'", '"') and matched.count(after) % 2 else matched
 
 

@@ -49,8 +49,7 @@ def load() -> dict:
 
 
 def load_tables(directory: "str | Path | None" = None, rule_ids: "set | None" = None) -> dict:
-    """{"sources", "compat", "torch"} from `directory` (default: the package's data), checked;
-    `rule_ids`: the check ids explain's rules may name."""
+    """{"sources", "compat", "torch"} from `directory` (default: the package's), checked; `rule_ids`: explain's ids."""
     texts = {name: _read(directory, name) for name in DATA_FILES}
     sources = parse_sources(texts["sources.toml"])
     compat = _toml(texts["compat.toml"], "compat.toml")
@@ -190,8 +189,7 @@ def gcc_ceiling(cuda: str) -> tuple:
 
 
 def torch_variants(torch_version: str, platform: str = "linux-x86_64") -> tuple:
-    """(CUDA variants of a release ('2.4.1+cu124' -> 2.4's), whether one is known from a single copy
-    only); ([], False) for an unknown release."""
+    """(CUDA variants of a release ('2.4.1+cu124': 2.4's), whether one has a single copy only), or ([], False)."""
     short = short_version(torch_version.split("+")[0])
     rows = [r for r in torch_rows(platform) if r["torch"] == short]
     return sorted({r["cuda"] for r in rows}, key=version_tuple), any(r.get("single_copy") for r in rows)
@@ -226,8 +224,7 @@ def torch_table() -> dict:
 
 
 def parse_torch_table(text: str, where: str = "torch table", sources: "dict | None" = None) -> dict:
-    """The parsed table, every row checked. `sources`: the known source keys (a snippet without them may
-    carry its own [sources] table)."""
+    """The parsed table, every row checked. `sources`: the known keys (a snippet may carry its own [sources])."""
     data = _toml(text, where)
     if sources is None:
         sources = data.pop("sources", None) or tables()["sources"]

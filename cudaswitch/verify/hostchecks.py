@@ -232,8 +232,7 @@ def other_toolkit_entries(host: "Host", ask: Ask) -> list:
 
 
 def _cuda_entries(env: dict) -> "list[tuple[str, str]]":
-    """(variable, dir) for each entry a toolkit could own: path-list entries, a preloaded
-    library's dir, CUDA_HOME/CUDA_PATH and CUDACXX's dir."""
+    """(variable, dir) of each entry a toolkit could own (for LD_PRELOAD and CUDACXX: the file's directory)."""
     out = []
     for name in ENTRY_VARS:
         separators = r"[: ]" if name == "LD_PRELOAD" else ":"  # ld.so takes either in LD_PRELOAD

@@ -216,8 +216,7 @@ def libcuda_found(host: "Host", ask: Ask) -> list:
 
 @registered("env.python_torch", layer="framework", shown_by=("explain",))
 def python_torch(host: "Host", ask: Ask) -> list:
-    """Which interpreter `python3` is here, whether it has torch, and which known environments
-    (the active venv or conda env, conda's environments.txt, envs the registry found) have it."""
+    """Which interpreter `python3` is here, whether it has torch, and which known environments have it."""
     python, probe = host.python, host.torch
     others = [p for p in pythonlayer.envs_with_module(host, "torch")
               if not python or not python.startswith(p.rstrip("/") + "/")]

@@ -218,8 +218,7 @@ def gcc_verdict(ceiling: "int | None", ceiling_from: "str | None", compiler: "st
 
 @registered("toolkit.gpu_arch", layer="toolkit", shown_by=("use", "verify", "doctor", "explain"))
 def toolkit_gpu_arch(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
-    """Can this nvcc target every GPU the driver reports, and (explain) each architecture the message
-    names? `nvcc --list-gpu-arch` answers, else compat.toml's arch table."""
+    """Can nvcc target each GPU, and (explain) each arch the message names? --list-gpu-arch, else compat.toml."""
     named = sorted(set(re.findall(r"(?:compute|sm)_(\d+[a-z]?)", ask.text)))
     if not host.record or not host.driver.get("gpus"):
         out = [check("toolkit.gpu_arch", "info", "cannot check which architectures the toolkit targets against "

@@ -58,8 +58,7 @@ EVIDENCE_WORD = {"wheel": "read from the wheel", "build-script": "build script",
 
 
 def plan_lines(result: dict) -> "list[str]":
-    """`cudaswitch torch`: the host facts, what to do (keep the installed torch, or the lines that
-    install the recommended build), then every build with its verdict and evidence."""
+    """`cudaswitch torch`: the host facts, what to do, then every build with its verdict and evidence."""
     lines = _host_lines(result) + _installed_lines(result)
     if result["table"].get("note"):
         lines.append("table: " + result["table"]["note"])

@@ -106,8 +106,7 @@ def pip_check_line(conflict: dict) -> str:
 
 @registered("python.duplicates", layer="deps", shown_by=("doctor", "verify"))
 def duplicates(host: "Host", ask: Ask) -> list:
-    """A distribution whose metadata sits twice on sys.path: the first one imports, the other is
-    what pip or an old install left, and tools disagree about which version is installed."""
+    """A distribution twice on sys.path: the first imports, and tools disagree about which version is installed."""
     python, got = host.python, report(host, host.python)
     if got.get("error"):
         return _cannot("python.duplicates", got["error"])

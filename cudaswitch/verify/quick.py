@@ -19,8 +19,7 @@ ENV_KEYS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "
 
 
 def verdict_for_use(paths: "Paths", record: dict, new_env: dict, timeout: "float | None" = None) -> tuple:
-    """(level, one_line) for switching to `record` with `new_env`; cached. timeout None: use's own (for `use`
-    and `kernel install` alike)."""
+    """(level, one_line) for switching to `record` with `new_env`; cached. timeout None: use's own."""
     key = (  # everything the verdict depends on that can be read without starting a process
         cudaswitch_version(), record["root"], record.get("version"), record.get("status"),
         toolkit_identity(record, new_env),

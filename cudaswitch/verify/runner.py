@@ -54,8 +54,7 @@ def run_framed(argv: "list[str]", env: "Env", timeout: float, cwd: "str | None" 
 
 
 def run_script(python: str, script: str, args: "list[str]", env: "Env", timeout: float) -> tuple:
-    """run_framed of one of verify/'s scripts in `python`, given as `-c` source: the user's
-    interpreter has no cudaswitch to import it from."""
+    """run_framed of a verify/ script as `-c` source: the user's interpreter has no cudaswitch to import it from."""
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), script), encoding="utf-8") as handle:
         return run_framed([python, "-c", handle.read(), *args], env, timeout)
 

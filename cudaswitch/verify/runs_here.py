@@ -21,8 +21,7 @@ NO_DRIVER = "no NVIDIA driver readable on this host"
 
 
 def driver_unknown(found: "dict[str, dict]") -> bool:
-    """True when no verdict could be made because no driver was readable: `list --runnable` then
-    cannot tell what runs, which is not "none runs"."""
+    """No driver was readable: `list --runnable` then cannot tell what runs, which is not "none runs"."""
     return bool(found) and all(v["why"] == NO_DRIVER for v in found.values())
 
 

@@ -69,8 +69,7 @@ def _named(variable: str, parse: "object", text: str) -> dict:
 
 
 def from_report(path: str) -> "tuple[dict, list[dict]]":
-    """(driver facts, GPUs) of the node an `audit --json` report describes; one-line UsageError
-    for a file that is not one."""
+    """(driver facts, GPUs) of the node an `audit --json` report describes, else a one-line UsageError."""
     from cudaswitch.safeio import Unreadable, read_regular
 
     try:

@@ -81,8 +81,7 @@ def probe_installed(paths: "Paths", python: str, env: dict, timeout: float) -> d
 
 
 def builds(installed: Optional[dict] = None) -> List[dict]:
-    """Every known build, newest first, the installed torch's own arch flags replacing its row's list
-    (or added as a row of its own)."""
+    """Every known build, newest first; an installed torch's own arch flags replace its row's list (or add a row)."""
     # a row without evidence has no list: [] here, so every caller finds no code in it
     rows = [dict(row, arch=list(row.get("arch") or []), verified=row["evidence"] != "none")
             for row in facttables.torch_rows(host_platform())]
@@ -149,8 +148,7 @@ def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict],
 
 @registered("torch_build.extensions", layer="toolkit", shown_by=("torch",))
 def extension_check(build: dict, toolkit: Optional[dict], gpus: Sequence[dict] = ()) -> "CheckResult":
-    """cpp_extension refuses another CUDA major and warns on another minor; a GPU the toolkit's nvcc
-    cannot target gets no extension code."""
+    """cpp_extension refuses another CUDA major, warns on another minor; an untargeted GPU gets no extension code."""
     if not toolkit:
         return check("torch_build.extensions", "info", "no toolkit active or given: cannot check building "
                      "extensions", "give a REQUEST, e.g. `cudaswitch torch 12.6`")
