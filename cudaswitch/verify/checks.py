@@ -201,9 +201,7 @@ def toolkit_root_of(path: str) -> str:
     match = re.match(r"(.*?)/targets/[^/]+/lib(64)?$", directory)
     if match:
         return match.group(1)
-    if os.path.basename(directory) in ("bin", "lib", "lib64"):
-        return os.path.dirname(directory)
-    return directory
+    return os.path.dirname(directory) if os.path.basename(directory) in ("bin", "lib", "lib64") else directory
 
 
 def three_toolkits(env: dict, probe: dict) -> "CheckResult":

@@ -97,9 +97,7 @@ def torch_home(env: dict, fallback: str = "/usr/local/cuda") -> tuple:
     nvcc = which("nvcc", env)
     if nvcc:
         return os.path.dirname(os.path.dirname(nvcc)), "the parent of the first nvcc on PATH, %s" % nvcc
-    if os.path.exists(fallback):
-        return fallback, "the /usr/local/cuda fallback"
-    return None, "nothing"
+    return (fallback, "the /usr/local/cuda fallback") if os.path.exists(fallback) else (None, "nothing")
 
 
 def looks_like_toolkit(root: str) -> bool:

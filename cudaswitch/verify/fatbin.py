@@ -42,9 +42,7 @@ def read_path(path: "str | Path") -> dict:
     path = Path(path)
     if path.is_dir():
         return read_elf_file(_library_in(path))
-    if zipfile.is_zipfile(path):
-        return read_wheel(path)
-    return read_elf_file(path)
+    return read_wheel(path) if zipfile.is_zipfile(path) else read_elf_file(path)
 
 
 def _library_in(directory: Path) -> Path:

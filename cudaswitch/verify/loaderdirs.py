@@ -24,9 +24,7 @@ CONF_FILES = 64  # include globs over /etc/ld.so.conf.d: a handful on real hosts
 
 def env_path(paths: "Paths", value: str) -> str:
     """A path from an environment variable, seen through the root prefix."""
-    if paths.root != "/" and not value.startswith(paths.root + "/"):
-        return paths.host(value)
-    return value
+    return paths.host(value) if paths.root != "/" and not value.startswith(paths.root + "/") else value
 
 
 def library_path(env: dict, paths: "Paths") -> list:

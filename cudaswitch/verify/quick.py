@@ -51,6 +51,4 @@ def verdict_to_show(paths: "Paths", record: dict, new_env: dict, strict: bool = 
     if mode == "off" and not strict:
         return "info", None
     level, line = verdict_for_use(paths, record, new_env, timeout=None)
-    if mode == "all" or level in ("warning", "error"):
-        return level, line
-    return level, None
+    return level, (line if mode == "all" or level in ("warning", "error") else None)
