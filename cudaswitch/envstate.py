@@ -20,7 +20,7 @@ LISTS = ("PATH", "LD_LIBRARY_PATH", "CPATH", "LIBRARY_PATH", "C_INCLUDE_PATH", "
 # Flag variables a conda env's activation (conda-forge cuda-nvcc) or a build guide fills with its
 # toolkit's -I/-L dirs: those words go, so the switched toolkit's headers and libraries win.
 FLAG_VARS = ("CFLAGS", "CPPFLAGS", "CXXFLAGS", "LDFLAGS", "CUDAFLAGS", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
-COMPILER_VARS = ("NVCC_CCBIN", "CUDAHOSTCXX")  # the host compiler a switch picks (verify/hostcc)
+COMPILER_VARS = ("NVCC_CCBIN", "CUDAHOSTCXX")  # the host compiler a switch picks (verify/pipeline)
 STATE_VERSION = 2
 # The only variables a state may name: `off` sets what the state says, so a state naming
 # PROMPT_COMMAND, BASH_ENV or PS1 would be code at the next prompt however well it is quoted.

@@ -52,10 +52,10 @@ def test_gcc_ceiling_table_agrees_with_the_real_host_config(minor, tmp_path):
 def test_driver_table_lookups():
     from cudaswitch.verify import facttables as facts
 
-    assert facts.cuda_for_driver("535.129.03") == "12.2"
-    assert facts.cuda_for_driver("580.65.06") == "13.0"
-    assert facts.cuda_for_driver("390.1") == "9.0"  # 9.1 needs 390.46
-    assert facts.cuda_for_driver("375.26") is None  # older than every row (9.0: 384.81)
+    assert facts.driver_cuda("535.129.03")["cuda"] == "12.2"
+    assert facts.driver_cuda("580.65.06")["cuda"] == "13.0"
+    assert facts.driver_cuda("390.1")["cuda"] == "9.0"  # 9.1 needs 390.46
+    assert facts.driver_cuda("375.26")["cuda"] is None  # older than every row (9.0: 384.81)
     assert facts.driver_minimum("12.4.131")["driver"] == "550.54.14"
 
 

@@ -28,8 +28,7 @@ CUDA_ONLY = re.compile(r"^\d{1,2}\.\d$")
 def target_facts(env: dict, driver_text: Optional[str] = None,
                  gpu_texts: Optional[Sequence[str]] = ()) -> Tuple[dict, List[dict]]:
     """(driver, gpus) an image is judged against: --driver / --gpu, else this host's."""
-    from cudaswitch.verify.target import parse_gpu
-    from cudaswitch.verify.torchdriver import parse_driver
+    from cudaswitch.verify.target import parse_driver, parse_gpu
 
     driver = parse_driver(driver_text) if driver_text else None
     gpus = [parse_gpu(g) for g in gpu_texts or ()]

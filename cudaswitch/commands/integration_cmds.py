@@ -25,7 +25,9 @@ def torch(request: "str | None" = None, driver: "str | None" = None, gpu: "Seque
     if as_json:
         render.emit_json(result)
     else:
-        render.emit_prose(torchplan.plan_lines(result))
+        from cudaswitch.verify.present import plan_lines
+
+        render.emit_prose(plan_lines(result))
     nothing_fits = result["recommended"] is None and all(b["fits"] is False for b in result["builds"])
     return 1 if nothing_fits else 0
 

@@ -68,7 +68,7 @@ def verify(request: "str | None" = None, python: "str | None" = None, compile_: 
 
 def doctor(as_json: bool = False, python: "str | None" = None, timeout: "float | None" = None,
            collective: bool = False) -> int:
-    from cudaswitch.verify.doctor import doctor as run_doctor
+    from cudaswitch.verify.toolkitreport import doctor as run_doctor
 
     check_options(python, timeout)
     paths, reg = load_registry()

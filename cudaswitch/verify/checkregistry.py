@@ -1,12 +1,7 @@
-"""The check registry: every check is one function, registered once with the ids it returns, its
-layer and the commands that show it. Each command's set of checks is read from here
-(verify/checkset.py runs them), never listed by hand, and explain's rules in compat.toml name these
-ids (the loader refuses one that is not registered).
-
-A leaf module: it imports nothing of the project, so a module that defines checks can import it
-without a circle, and `use`'s fast path pays nothing for it. The decorator sits in the module that
-builds the check's dicts, so a check id is written in one module only.
-"""
+"""The check registry: each check function registered once with the ids it returns, its layer and the
+commands that show it; each command's set is read from here, and explain's rules name these ids. A
+leaf module (it imports nothing of the project), so check modules import it without a circle and
+`use`'s fast path pays nothing for it."""
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -32,9 +27,8 @@ COMMANDS = ("use", "verify", "doctor", "explain", "audit", "image", "torch")
 
 
 class Ask:
-    """What the command running a check asks of it: `text` is explain's error message (checks that
-    read it look for the architectures, libraries or versions it names); `unchecked` asks for a
-    line saying why a check cannot be made where other commands show nothing."""
+    """What the command asks of a check: `text`, explain's error message (for the archs, libraries or
+    versions it names); `unchecked`: say why a check cannot be made where other commands show nothing."""
 
     __slots__ = ("command", "text", "unchecked")
 
@@ -52,18 +46,14 @@ class Entry:
     def name(self) -> str:
         return "%s:%s" % (self.function.__module__, self.function.__name__)
 
-    def __repr__(self) -> str:
-        return "<check %s %s>" % (self.name, ",".join(self.ids))
-
 
 ENTRIES: list = []  # in registration order: a command shows its checks in this order
 BY_ID: dict = {}
 
 
 def registered(*ids: str, layer: str, shown_by: tuple) -> "Callable[[Function], Function]":
-    """Decorator: the function returns checks with these ids (and no others), in `layer`, shown by
-    the commands `shown_by`. An id registered twice, an unknown layer or command is a programming
-    error and stops the import."""
+    """Decorator: the function returns checks with these ids only, in `layer`, shown by `shown_by`. A
+    duplicate id, an unknown layer or command is a programming error and stops the import."""
     if layer not in LAYER_KEYS:
         raise ValueError("check layer %r is not one of %s" % (layer, ", ".join(LAYER_KEYS)))
     unknown = [c for c in shown_by if c not in COMMANDS]

@@ -27,8 +27,7 @@ def _silent_for_use(host: "Host", ask: Ask) -> bool:
 
 @registered(*TORCH_IDS, layer="framework", shown_by=("use", "verify", "doctor", "explain"))
 def torch_framework(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
-    """torch.* checks: installed, CUDA build, fits the toolkit and driver, arch list vs the GPUs
-    (explain without a GPU: a line saying the arch list cannot be compared here)."""
+    """torch.* checks (explain without a GPU: a line saying the arch list cannot be compared here)."""
     if _silent_for_use(host, ask):
         return []
     out = torch_checks(host.torch, host.toolkit_cuda, host.driver, gpus=host.gpus)
@@ -50,8 +49,7 @@ def cudnn_copies_on_path(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
 
 @registered("env.library_shadowing", layer="env", shown_by=("use", "verify", "doctor", "explain"))
 def shadowed_libraries(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
-    """Toolkit libraries on the switched loader path older than torch's own (explain: a line where
-    torch ships none to compare)."""
+    """env.library_shadowing on the switched loader path (explain: a line where torch ships none to compare)."""
     if _silent_for_use(host, ask):
         return []
     from cudaswitch.verify import libprovenance  # ELF reading: not on `torch`'s planning path
@@ -59,7 +57,8 @@ def shadowed_libraries(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     found = library_shadowing(host.env, host.torch, libprovenance.taken(host.env, host.paths, host.torch))
     if found or not ask.unchecked:
         return found
-    return [shadowing_unchecked(host.python, host.torch)]
+    return [check("env.library_shadowing", "info", "cannot check for shadowed libraries: torch in %s ships no NVIDIA "
+                  "wheel libraries here (%s)" % (host.python or "no python3", host.torch.get("torch") or "no torch"))]
 
 TORCH_MISMATCH = ("The detected CUDA version ({nvcc}) mismatches the version that was used to compile "
                   "PyTorch ({torch}). Please make sure to use the same CUDA versions.")
@@ -67,9 +66,7 @@ TORCH_MISMATCH = ("The detected CUDA version ({nvcc}) mismatches the version tha
 
 def torch_checks(probe: dict, toolkit_cuda: "str | None", driver: dict,
                  gpus: "list | None" = None) -> "list[CheckResult]":
-    """torch.* checks for one Python: installed? CUDA build? fits the toolkit, the driver, the GPUs?
-    `gpus`: the GPUs the driver reports (else those torch saw), checked whether or not torch can
-    start CUDA."""
+    """torch.* checks for one Python; `gpus` (the driver's, else torch's) are checked even where CUDA cannot start."""
     python = probe.get("python_requested") or probe.get("python")
     if "error" in probe or "fatal" in probe:
         why = probe.get("error") or probe.get("fatal")
@@ -140,12 +137,6 @@ def _cuda_major(probe: dict, toolkit_cuda: "str | None", base: dict) -> "CheckRe
                  % (probe["torch"], probe["cuda"]), **base)
 
 
-def compiled_archs(probe: dict) -> list:
-    """torch's compiled architectures: get_arch_list() (empty when CUDA cannot start), else the
-    build's own flags (torch._C._cuda_getArchFlags(), readable without a GPU)."""
-    return probe.get("arch_list") or (probe.get("arch_flags") or "").split()
-
-
 def _runtime(probe: dict, driver: dict, base: dict, gpus: "list | None" = None) -> "list[CheckResult]":
     out = []
     errors = probe.get("errors") or {}
@@ -153,7 +144,8 @@ def _runtime(probe: dict, driver: dict, base: dict, gpus: "list | None" = None) 
         out.append(check("torch.available", "warning", "torch.cuda.is_available() is False%s"
                          % (": " + errors["available"] if "available" in errors else ""),
                          "see the driver checks above", **base))
-    arch_list = compiled_archs(probe)
+    # get_arch_list() is empty when CUDA cannot start; the build's own flags are readable without a GPU
+    arch_list = probe.get("arch_list") or (probe.get("arch_flags") or "").split()
     devices = gpus if gpus is not None else probe.get("devices") or []
     if devices and not arch_list:
         out.append(check("torch.gpu_arch", "info", "cannot check torch's architectures against the GPUs: torch "
@@ -168,10 +160,9 @@ def _runtime(probe: dict, driver: dict, base: dict, gpus: "list | None" = None) 
 
 
 def arch_in_build(device: dict, arch_list: list, base: dict) -> "CheckResult":
-    """GPU capability vs torch.cuda.get_arch_list(): a missing sm_XY means 'no kernel image'.
-
-    SASS for sm_Xy runs on any X.z with z >= y (not the arch-specific sm_XYa); PTX compute_XY is
-    JIT-compiled for any capability >= XY. torch's own _check_cubins accepts the same major."""
+    """GPU capability vs torch's arch list (a missing sm_XY means 'no kernel image'). SASS sm_Xy runs on
+    any X.z with z >= y (not arch-specific sm_XYa), as torch's _check_cubins accepts; PTX compute_XY is
+    JIT-compiled for any capability >= XY."""
     major, minor = (int(p) for p in device["capability"].split(".")[:2])
     sm = "sm_%d%d" % (major, minor)
     facts = dict(base, gpu=device["name"], capability=device["capability"], arch_list=arch_list)
@@ -210,9 +201,7 @@ def toolkit_root_of(path: str) -> str:
     match = re.match(r"(.*?)/targets/[^/]+/lib(64)?$", directory)
     if match:
         return match.group(1)
-    if os.path.basename(directory) in ("bin", "lib", "lib64"):
-        return os.path.dirname(directory)
-    return directory
+    return os.path.dirname(directory) if os.path.basename(directory) in ("bin", "lib", "lib64") else directory
 
 
 def three_toolkits(env: dict, probe: dict) -> "CheckResult":
@@ -271,16 +260,9 @@ def compat_libcuda_dirs(env: dict) -> list:
     return [d for d in (env.get("LD_LIBRARY_PATH") or "").split(os.pathsep) if d.rstrip("/").endswith("/compat")]
 
 
-def shadowing_unchecked(python: "str | None", probe: dict) -> "CheckResult":
-    """env.library_shadowing where there is nothing to compare (explain asks anyway)."""
-    return check("env.library_shadowing", "info", "cannot check for shadowed libraries: torch in %s ships no "
-                 "NVIDIA wheel libraries here (%s)" % (python or "no python3", probe.get("torch") or "no torch"), None)
-
-
 def library_shadowing(env: dict, probe: dict, taken: "dict | None" = None) -> "list[CheckResult]":
-    """Toolkit libraries on LD_LIBRARY_PATH older than the copy torch's wheels ship (same soname).
-    `taken`: {soname: file} the loader gives torch where that is known; a copy it does not take
-    (torch's DT_RPATH outranks LD_LIBRARY_PATH) shadows nothing."""
+    """Toolkit libraries on LD_LIBRARY_PATH older than torch's wheel copy (same soname). `taken`: {soname:
+    file} the loader gives torch where known; a copy it does not take (DT_RPATH wins) shadows nothing."""
     from cudaswitch.verify.libprovenance import torch_location
 
     site = os.path.dirname(torch_location(probe) or "")
@@ -312,9 +294,8 @@ def library_shadowing(env: dict, probe: dict, taken: "dict | None" = None) -> "l
 
 
 def _wheel_libraries(site: str, distributions: list) -> dict:
-    """{soname: (path, version)} of the libraries under site-packages/nvidia/*/lib that a toolkit's
-    lib64 also holds (compat.toml [wheel_libraries]: LD_LIBRARY_PATH comes before torch's RUNPATH,
-    so the toolkit's copy wins)."""
+    """{soname: (path, version)} under site-packages/nvidia/*/lib that a toolkit's lib64 also holds
+    (LD_LIBRARY_PATH comes before torch's RUNPATH, so the toolkit's copy wins)."""
     wheel_libraries = facttables.load()["wheel_libraries"]["library"]
     versions: "dict[str, str]" = {}
     for dist in distributions:

@@ -1,14 +1,10 @@
-"""The checks a command runs, read from the check registry (verify/checkregistry.py): `use`'s verdict,
-`verify`, `doctor` (bottom up by layer) and explain's rules (the ids a rule names).
-
-Importing this module imports every verify/ module that registers checks, so the registry is
-whole; the modules that define checks never import it (they would import themselves).
-"""
+"""The checks a command runs, read from the check registry. Importing this module imports every verify/
+module that registers checks, so the registry is whole; those modules never import it (a circle)."""
 
 from cudaswitch.verify import checkregistry
 # Importing a module registers its checks: those of modules outside MODULE_ORDER show in this order.
 from cudaswitch.verify import hostchecks, driverlayer, pipeline, checks, messagechecks  # noqa: F401
-from cudaswitch.verify import torchdriver, torchplan, pythonlayer, libprovenance, wslhost, nccl  # noqa: F401
+from cudaswitch.verify import target, torchplan, pythonlayer, libprovenance, wslhost, nccl  # noqa: F401
 from cudaswitch.verify.checkregistry import Ask
 
 TYPE_CHECKING = False  # typing is not imported at run time
@@ -46,10 +42,6 @@ def run(host: "Host", command: str, text: str = "") -> "list[CheckResult]":
 
 def run_ids(host: "Host", ids: list, text: str = "") -> "list[CheckResult]":
     """The checks with these ids (explain's rule), each owning function run once, in the rule's order."""
-    wanted, owners = set(ids), []
-    for check_id in ids:
-        owner = checkregistry.BY_ID[check_id]
-        if owner not in owners:
-            owners.append(owner)
+    wanted, owners = set(ids), dict.fromkeys(checkregistry.BY_ID[check_id] for check_id in ids)
     ask = Ask("explain", text)
     return [item for owner in owners for item in owner.function(host, ask) if item["id"] in wanted]

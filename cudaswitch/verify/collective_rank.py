@@ -1,8 +1,6 @@
-"""Run by the USER's Python as one rank of `doctor --collective`. Stdlib and torch only; nothing
-here may import cudaswitch. Started as `python -c <this source> BACKEND SECONDS MARKER` with
-RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (torch's env:// rendezvous reads them); prints
-`MARKER<json>MARKER` last, naming the stage it reached (import, backend, rendezvous, all_reduce,
-done) and the error that stopped it."""
+"""Run by the USER's Python (stdlib and torch only: nothing here may import cudaswitch) as one rank of
+`doctor --collective`: `python -c <this source> BACKEND SECONDS MARKER` with torch's env://
+variables set; prints `MARKER<json>MARKER` last with the stage it reached and the error that stopped it."""
 
 import datetime
 import json

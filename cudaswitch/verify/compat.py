@@ -1,8 +1,5 @@
-"""Verdict rules: facts about the host in, checks out.
-
-A check is {"id", "level" (ok|info|warning|error), "message", "hint", "facts"}. Rules never run
-anything; the registered check functions (verify/checkregistry.py) gather the facts.
-"""
+"""Verdict rules: facts in, checks ({"id", "level" (ok|info|warning|error), "message", "hint",
+"facts"}) out. Rules never run anything; the registered check functions gather the facts."""
 
 import os
 import re
@@ -100,9 +97,7 @@ def torch_home(env: dict, fallback: str = "/usr/local/cuda") -> tuple:
     nvcc = which("nvcc", env)
     if nvcc:
         return os.path.dirname(os.path.dirname(nvcc)), "the parent of the first nvcc on PATH, %s" % nvcc
-    if os.path.exists(fallback):
-        return fallback, "the /usr/local/cuda fallback"
-    return None, "nothing"
+    return (fallback, "the /usr/local/cuda fallback") if os.path.exists(fallback) else (None, "nothing")
 
 
 def looks_like_toolkit(root: str) -> bool:

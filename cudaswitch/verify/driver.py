@@ -1,12 +1,8 @@
-"""What the NVIDIA driver on this host supports: release and CUDA version, GPUs.
-
-Sources, in order: libcuda's `cuDriverGetVersion` (after `cuInit(0)`, as conda does: in a child
-process with a timeout and CUDA_VISIBLE_DEVICES removed, because an invalid value makes cuInit
-fail), `/proc/driver/nvidia/version` read under the root prefix, NVML, `nvidia-smi`, and WSL's
-`/usr/lib/wsl/lib`. `CUDASWITCH_LIBCUDA=/path/libcuda.so` replaces the host's libcuda (and then
-NVML and nvidia-smi are not asked, so the answer is the override's alone). No driver at all is a
-normal answer: {"present": False, ...}.
-"""
+"""What the NVIDIA driver supports: release, CUDA version, GPUs. From libcuda's `cuDriverGetVersion`
+after `cuInit(0)` (in a child with a timeout and without CUDA_VISIBLE_DEVICES, whose invalid value
+fails cuInit), /proc/driver/nvidia/version under the root prefix, NVML, nvidia-smi and WSL's libcuda.
+CUDASWITCH_LIBCUDA replaces the host's libcuda (NVML and nvidia-smi are then not asked). No driver
+is a normal answer: {"present": False, ...}."""
 
 import os
 import re
@@ -113,8 +109,7 @@ def libcuda_choice(paths: "Paths", env: "Env") -> "tuple[str | None, str]":
 
 
 def driver_facts(paths: "Paths", env: "Env", timeout: float = DRIVER_TIMEOUT) -> dict:
-    """{"present", "release", "cuda", "cuda_source", "libcuda", "gpus", "wsl", "problems", ...}; with
-    CUDASWITCH_DRIVER / CUDASWITCH_GPUS set, the machine they name (verify/target.py)."""
+    """{"present", "release", "cuda", "gpus", "wsl", "problems", ...}, or the machine CUDASWITCH_DRIVER/GPUS name."""
     from cudaswitch.verify import target
 
     if target.planned(env):
@@ -186,16 +181,12 @@ def _ask_nvidia_smi(facts: dict, env: "Env", timeout: float) -> None:
 def nvidia_pci_devices(paths: "Paths") -> "list[str]":
     """NVIDIA display/3D controllers in sysfs (vendor 0x10de, class 0x03xxxx), even with no driver."""
     base = paths.host("/sys/bus/pci/devices")
-    found: "list[str]" = []
     try:
         names = sorted(os.listdir(base))
     except OSError:
-        return found
-    for name in names:
-        vendor, klass = _read(os.path.join(base, name, "vendor")), _read(os.path.join(base, name, "class"))
-        if vendor == "0x10de" and klass.startswith("0x03"):
-            found.append(name)
-    return found
+        return []
+    return [name for name in names if _read(os.path.join(base, name, "vendor")) == "0x10de"
+            and _read(os.path.join(base, name, "class")).startswith("0x03")]
 
 
 def _read(path: str) -> str:

@@ -1,9 +1,8 @@
-"""The driver layer under CUDA: is the kernel module loaded, do the kernel module and the
-user-space libraries come from one release, may this process use the GPUs (compute mode, MIG,
-CUDA_VISIBLE_DEVICES). Read from /proc, /sys, the libraries' file names and nvidia-smi; each check
-says when it cannot tell. Shown by `doctor` (driver layer) and by `explain` for the messages these
-states print."""
+"""The driver layer under CUDA: the kernel module loaded, module and user-space libraries of one
+release, may this process use the GPUs (compute mode, MIG, CUDA_VISIBLE_DEVICES). Each check says
+when it cannot tell."""
 
+import itertools
 import os
 import re
 
@@ -103,9 +102,8 @@ def release_match(host: "Host", ask: Ask) -> "list[CheckResult]":
 
 @registered("gpu.compute_mode", layer="driver", shown_by=("doctor", "explain"))
 def compute_mode(host: "Host", ask: Ask) -> "list[CheckResult]":
-    """gpu.compute_mode: "CUDA-capable device(s) is/are busy or unavailable" comes from a GPU in
-    Exclusive_Process mode held by another process, in Prohibited mode, or split by MIG. Without a
-    GPU only explain asks (nvidia-smi would have nothing to say)."""
+    """"CUDA-capable device(s) is/are busy or unavailable": a GPU in Exclusive_Process mode held by another
+    process, Prohibited, or split by MIG. Without a GPU only explain asks (nvidia-smi has nothing to say)."""
     if not host.driver["gpus"] and not ask.unchecked:
         return []
     smi = which("nvidia-smi", host.env)
@@ -146,11 +144,7 @@ def visible_devices(host: "Host", ask: Ask) -> "list[CheckResult]":
         seen = "every GPU is visible (%d found)" % count if count else "it hides no GPU (the driver reports none here)"
         return [check("env.visible_devices", "ok", "CUDA_VISIBLE_DEVICES is unset: " + seen, value=None, gpus=count)]
     entries = [e.strip() for e in value.split(",")]
-    usable = []
-    for entry in entries:
-        if not entry.isdigit():
-            break
-        usable.append(int(entry))
+    usable = [int(entry) for entry in itertools.takewhile(str.isdigit, entries)]
     if any(e.startswith(("GPU-", "MIG-")) for e in entries):
         return [check("env.visible_devices", "info", "CUDA_VISIBLE_DEVICES=%r names devices by UUID: cannot check "
                       "them against the driver here" % value, "`nvidia-smi -L` lists the UUIDs", value=value)]

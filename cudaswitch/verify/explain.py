@@ -1,15 +1,8 @@
-"""`explain "TEXT"`: match an error message against the error rules of compat.toml, then run the
-checks that confirm or rule out each cause on this host: a rule names registry ids
-(verify/checkregistry.py), and explain shows exactly those checks, made by the functions that make them
-for every other command.
-
-Messages are matched with whitespace folded and case ignored, against several wordings per rule
-(torch rewords messages between releases and wraps them in tracebacks). A pasted or piped log can
-hold several errors: each distinct cause is reported once, the one whose message comes LAST first,
-since the final exception of a traceback is usually the real one and earlier lines its warnings.
-
-CUDA writes versions as integers (1000 * major + 10 * minor: 11040 is 11.4, 12080 is 12.8);
-explain decodes those the text holds next to a word that makes them versions."""
+"""`explain "TEXT"`: match an error message against compat.toml's rules (whitespace folded, case
+ignored, several wordings per rule: torch rewords and wraps messages), then run the registry checks
+each rule names. Each distinct cause is reported once, the one whose message comes LAST first: a
+traceback's final exception is usually the real one. CUDA's integer versions (12080 is 12.8) are
+decoded where a word next to them makes them versions."""
 
 import re
 
@@ -77,8 +70,7 @@ def match_rules(text: str) -> list:
 
 
 def _closed(matched: str, after: str) -> str:
-    """The matched text with the quote it opened ('compute_30 -> 'compute_30'): a pattern stops
-    at the name, and a quote left open reads as a cut message."""
+    """The match with the quote it opened ('compute_30 -> 'compute_30'): an open quote reads as a cut message."""
     return matched + after if after in ("'", '"') and matched.count(after) % 2 else matched
 
 

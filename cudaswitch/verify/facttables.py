@@ -1,15 +1,7 @@
-"""cudaswitch/data/: sources.toml, compat.toml and torch_builds.toml, loaded once and checked as
-they load, and the lookups verdicts need.
-
-Every fact is stated once, with its source: the loader refuses a source key sources.toml does not
-define (and a source there that no row names, or one without where to find it and when it was
-read), a fact stated twice (a second row for the same CUDA release, architecture, build or rule),
-and a table nothing reads. torch_builds.toml is the one table of PyPI torch builds and the GPU code
-each holds: a row without an evidence kind, or a kind without the fields that make it checkable (a
-wheel's file name and sha256, a script's path and commit, a PR, a URL), stops the program rather
-than letting a guess pass for a fact. explain's rules name check ids, checked against the check
-registry (error_rules).
-"""
+"""cudaswitch/data/ (sources.toml, compat.toml, torch_builds.toml), loaded once and checked as they
+load, and the lookups verdicts need. Every fact is stated once, with a known source: a fact stated
+twice, a source no row names, a table nothing reads or a build row without checkable evidence stops
+the program rather than letting a guess pass for a fact."""
 
 import functools
 import os
@@ -44,8 +36,7 @@ class TableError(CudaSwitchError):
 
 @functools.lru_cache(maxsize=1)
 def tables() -> dict:
-    """The package's tables, parsed and checked once per state of their files (and of this module,
-    whose rules they were checked by): `torch` reads them on every run."""
+    """Parsed and checked once per state of the files (and of this module's rules): `torch` reads them on every run."""
     from cudaswitch import cache
     from cudaswitch.paths import Paths
 
@@ -58,8 +49,7 @@ def load() -> dict:
 
 
 def load_tables(directory: "str | Path | None" = None, rule_ids: "set | None" = None) -> dict:
-    """{"sources", "compat", "torch"} from `directory` (default: the package's data), every rule of
-    the module's docstring checked; `rule_ids`: the check ids explain's rules may name."""
+    """{"sources", "compat", "torch"} from `directory` (default: the package's), checked; `rule_ids`: explain's ids."""
     texts = {name: _read(directory, name) for name in DATA_FILES}
     sources = parse_sources(texts["sources.toml"])
     compat = _toml(texts["compat.toml"], "compat.toml")
@@ -171,16 +161,10 @@ def driver_minimum(cuda: str) -> "dict | None":
     return next((r for r in load()["driver_minimum"] if version_tuple(r["cuda"]) == version_tuple(cuda)[:2]), None)
 
 
-def cuda_for_driver(release: str) -> "str | None":
-    """Newest CUDA 'x.y' whose GA minimum the driver release meets (when libcuda cannot say). A
-    release given with fewer parts (550.54) stands for every 550.54.x: compared on the parts it has."""
-    return driver_cuda(release)["cuda"]
-
-
 def driver_cuda(release: str) -> dict:
-    """{"cuda": as cuda_for_driver, "cuda_at_least": True when the release's branch is newer than
-    every branch of the table (it supports that CUDA or a newer one the table does not know yet),
-    "older_than": the oldest row when the release predates every one}."""
+    """{"cuda": the newest CUDA 'x.y' whose GA minimum the release meets (550.54 stands for every
+    550.54.x), "cuda_at_least": the branch is newer than every row (that CUDA or newer), "older_than":
+    the oldest row when the release predates every one}."""
     have = release_tuple(release)
     rows = sorted(load()["driver_minimum"], key=lambda r: release_tuple(r["driver"]))
     fits = [r for r in rows if release_tuple(r["driver"])[:len(have)] <= have]
@@ -205,8 +189,7 @@ def gcc_ceiling(cuda: str) -> tuple:
 
 
 def torch_variants(torch_version: str, platform: str = "linux-x86_64") -> tuple:
-    """(the CUDA variants torch_builds.toml has for a release ('2.4.1+cu124' -> 2.4's), whether one
-    of them is known from a single copy only); ([], False) for a release it does not know."""
+    """(CUDA variants of a release ('2.4.1+cu124': 2.4's), whether one has a single copy only), or ([], False)."""
     short = short_version(torch_version.split("+")[0])
     rows = [r for r in torch_rows(platform) if r["torch"] == short]
     return sorted({r["cuda"] for r in rows}, key=version_tuple), any(r.get("single_copy") for r in rows)
@@ -219,16 +202,12 @@ def arch_row(sm: str) -> "dict | None":
 
 
 def can_target(cuda: str, capability: str) -> bool:
-    """Can any code a CUDA `cuda` toolkit emits run on a GPU of `capability` ('6.1')? Its nvcc
-    targets the architectures of table 6 whose range holds it; code runs on a GPU only at an
-    equal or lower capability (SASS of its major, PTX of any), so a toolkit whose lowest target
-    is above the GPU (CUDA 13 for a Pascal card) can build nothing for it, whatever the arch list."""
+    """Can any code a CUDA `cuda` nvcc emits run on a GPU of `capability` ('6.1')? Code runs only at an
+    equal or lower capability, so a toolkit whose lowest target is above the GPU (CUDA 13 for Pascal)
+    can build nothing for it."""
     have, want = version_tuple(cuda)[:2], version_tuple(capability)[:2]
-    for row in load()["arch"]:
-        if version_tuple(row["first"]) <= have and (not row["last"] or have <= version_tuple(row["last"])):
-            if any(s.isdigit() and (int(s[:-1]), int(s[-1])) <= want for s in row["sm"]):
-                return True
-    return False
+    return any(version_tuple(row["first"]) <= have and (not row["last"] or have <= version_tuple(row["last"]))
+               and any(s.isdigit() and (int(s[:-1]), int(s[-1])) <= want for s in row["sm"]) for row in load()["arch"])
 
 
 # What makes each kind of evidence checkable; "none" is a build known to exist (its source says
@@ -245,8 +224,7 @@ def torch_table() -> dict:
 
 
 def parse_torch_table(text: str, where: str = "torch table", sources: "dict | None" = None) -> dict:
-    """The parsed table, every build row checked (see the module's docstring). `sources`: the known
-    source keys (a snippet without them may carry its own [sources] table)."""
+    """The parsed table, every row checked. `sources`: the known keys (a snippet may carry its own [sources])."""
     data = _toml(text, where)
     if sources is None:
         sources = data.pop("sources", None) or tables()["sources"]
@@ -291,9 +269,8 @@ def newest_torch_known(platform: str = "linux-x86_64") -> "str | None":
 
 
 def runs_on(capability: str, arch_list: list) -> bool:
-    """Does code in `arch_list` run on a GPU of `capability` ('6.1')? Plain SASS runs on its major at
-    an equal or higher minor, plain PTX on any equal or higher capability; family code (sm_100f)
-    on its major at an equal or higher minor; arch-specific code (sm_90a) on that arch only."""
+    """Does code in `arch_list` run on `capability` ('6.1')? SASS and family code (sm_100f): same major,
+    equal or higher minor; PTX: any equal or higher capability; sm_90a: that arch only."""
     have = version_tuple(capability)[:2]
     for name in arch_list:
         match = re.match(r"^(sm|compute)_(\d+)(\d)([af]?)$", name)

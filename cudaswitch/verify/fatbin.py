@@ -1,17 +1,10 @@
-"""The GPU code a CUDA binary carries, read from its bytes: the SASS (`sm_XY`) and PTX (`compute_XY`)
-entries of the fatbinaries in an ELF file's `.nv_fatbin` / `__nv_relfatbin` sections. No CUDA, no
-GPU, no import of the library: a torch wheel (a zip) is read as a stream, an installed library by
-offsets, and only the headers are kept, so memory stays small whatever the library's size.
-
-Layout (what nvcc writes; cuobjdump lists the same): a section holds fatbinary containers one after
-another, 8-byte aligned; a container is a 16-byte header (magic 0xBA55ED50, version, header size,
-size of what follows) then entries; an entry's header says its kind (1 PTX, 2 ELF = SASS), its own
-header size, its payload size, the arch number (75, 120) and flags (arch-specific `a`, family `f`).
-
-A build's arch list is the code every container holds (every kernel file was compiled for it); code
-only some containers hold (a few kernels built for sm_90a, say) is listed apart as `partial`: a GPU
-that only such code fits still gets "no kernel image" from every other kernel.
-"""
+"""The GPU code a CUDA binary carries (SASS `sm_XY`, PTX `compute_XY`), read from the fatbinaries in an
+ELF file's `.nv_fatbin` / `__nv_relfatbin` sections: no CUDA, no GPU, no import; a wheel is streamed,
+a library read by offsets, only headers kept, so memory stays small whatever the library's size.
+Layout (as nvcc writes it): 8-byte aligned containers, each a 16-byte header (magic 0xBA55ED50,
+version, header size, size) then entries (kind 1 PTX / 2 SASS, header size, payload size, arch,
+flags `a`/`f`). The arch list is the code every container holds; code only some hold is `partial`:
+a GPU only it fits still gets "no kernel image" from every other kernel."""
 
 import re
 import struct
@@ -49,9 +42,7 @@ def read_path(path: "str | Path") -> dict:
     path = Path(path)
     if path.is_dir():
         return read_elf_file(_library_in(path))
-    if zipfile.is_zipfile(path):
-        return read_wheel(path)
-    return read_elf_file(path)
+    return read_wheel(path) if zipfile.is_zipfile(path) else read_elf_file(path)
 
 
 def _library_in(directory: Path) -> Path:
@@ -103,9 +94,8 @@ def _wheel_torch(wheel: zipfile.ZipFile) -> Dict[str, Optional[str]]:
 
 
 def read_elf(stream: "IO[bytes]", size: int, where: str) -> dict:
-    """{"sass": [...], "ptx": [...], "partial": [...], "containers": n, "entries": n, "sections": [...]}
-    of a 64-bit little-endian ELF file open in `stream` (seekable; a zip member seeks by reading
-    forward). sass/ptx: code in every container that holds code; partial: code in some only."""
+    """{"sass", "ptx", "partial", "containers", "entries", "other_kinds", "sections"} of a 64-bit
+    little-endian ELF file in `stream` (seekable; a zip member seeks by reading forward)."""
     reader = _Reader(stream, size, where)
     sections = [s for s in _sections(reader) if s["name"] in SECTIONS and s["type"] != SHT_NOBITS]
     found: dict = {"arches": Counter(), "containers": 0, "with_code": 0, "entries": 0, "other_kinds": set()}
@@ -132,9 +122,8 @@ def sort_arches(names: "Iterable[str]") -> List[str]:
 
 
 class _Reader:
-    """Exact reads at offsets, bounded by the file's size. The last read is kept with up to WINDOW
-    bytes after it: the fatbinary walk goes forward in small steps and mostly hits it, and a zip
-    member (which seeks backwards only by starting over) is decompressed in few large reads."""
+    """Exact reads at offsets within the file. The last read is kept with up to WINDOW bytes after it: the
+    walk goes forward in small steps, and a zip member (seeking back means starting over) is read in few."""
 
     def __init__(self, stream: "IO[bytes]", size: int, where: str) -> None:
         self.stream, self.size, self.where = stream, size, where

@@ -1,14 +1,14 @@
-"""The facts every verdict is a function of: this host (driver, GPUs, the user's Python and torch)
-and one toolkit in one environment (nvcc, its host compiler and ceiling, a real build). Each fact
-is gathered at most once, and only when a check asks for it; `use`, `verify`, `doctor`, `explain`
-and `audit` all read them from here, so a check written once sees the same facts everywhere."""
+"""The facts every verdict is a function of (driver, GPUs, the user's Python and torch, one toolkit's
+nvcc, host compiler and build), each gathered at most once and only when a check asks: every command
+reads them from here, so a check written once sees the same facts everywhere."""
 
 import functools
+import os
 
 from cudaswitch.switch import plan
 from cudaswitch import settings as defaults
 from cudaswitch.toolkit import short_version
-from cudaswitch.verify import driver as drivermod, hostcc, nvcc as nvccmod
+from cudaswitch.verify import driver as drivermod, nvcc as nvccmod
 
 TYPE_CHECKING = False  # typing is not imported at run time
 if TYPE_CHECKING:
@@ -62,9 +62,16 @@ class Host:
 
     @functools.cached_property
     def torch(self) -> dict:
-        from cudaswitch.verify.runner import probe_torch
+        """What the user's Python reports about torch (torch_probe.py), or {"error": why it could not say}."""
+        from cudaswitch.verify.runner import run_script
 
-        return probe_torch(self.python, self.env, self.timeout) if self.python else {"error": "no python3 on PATH"}
+        if not self.python:
+            return {"error": "no python3 on PATH"}
+        payload, error = run_script(self.python, "torch_probe.py", [], self.env, self.timeout)
+        if payload is None:
+            return {"error": error, "python": self.python}
+        payload.setdefault("python", self.python)
+        return dict(payload, python_requested=self.python)
 
     @functools.cached_property
     def record(self) -> "Any":  # the record, or None: every check asks before it reads one
@@ -94,8 +101,15 @@ class Host:
     @functools.cached_property
     def compiler(self) -> "str | None":
         """The host compiler nvcc would use in env: a -ccbin in its flag variables, NVCC_CCBIN
-        where this nvcc reads it, else gcc on PATH."""
-        return hostcc.host_compiler(self.env, self.reads_ccbin_var)
+        where this nvcc reads it (11.x does not), else gcc on PATH. A -ccbin directory means its gcc."""
+        from cudaswitch.pathsearch import which
+
+        chosen = plan.ccbin_in_flags(self.env) or (self.env.get("NVCC_CCBIN") if self.reads_ccbin_var else None)
+        if chosen and os.path.isdir(chosen):
+            return os.path.join(chosen, "gcc")
+        if chosen:
+            return chosen if "/" in chosen else which(chosen, self.env)
+        return which("gcc", self.env)
 
     @functools.cached_property
     def reads_ccbin_var(self) -> bool:

@@ -1,6 +1,5 @@
-"""The checks `doctor` adds to those of a toolkit: the hardware, the driver's presence, which
-toolkit is judged, the project's dependencies and the shell's environment. Each is registered
-(verify/checkregistry.py) with its layer; doctor.py runs them with the others, bottom up."""
+"""The checks `doctor` adds to a toolkit's: hardware, the driver's presence, which toolkit is judged,
+the project's dependencies and the shell's environment."""
 
 import os
 import re
@@ -208,9 +207,8 @@ DIR_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDACXX")
 
 @registered("env.other_toolkit_entries", layer="env", shown_by=("verify", "doctor"))
 def other_toolkit_entries(host: "Host", ask: Ask) -> list:
-    """Every entry of PATH, LD_LIBRARY_PATH, LD_PRELOAD and CUDA_HOME/CUDA_PATH/CUDACXX that belongs
-    to another toolkit than the one in use: a stale LD_LIBRARY_PATH from an rc file loads another
-    toolkit's libraries while nvcc and CUDA_HOME agree."""
+    """Entries of PATH, LD_LIBRARY_PATH, LD_PRELOAD, CUDA_HOME/CUDA_PATH/CUDACXX of another toolkit: a stale
+    LD_LIBRARY_PATH from an rc file loads another toolkit's libraries while nvcc and CUDA_HOME agree."""
     record = host.record
     if not record:
         return [check("env.other_toolkit_entries", "info", "cannot tell which entries belong to another toolkit: "
@@ -234,8 +232,7 @@ def other_toolkit_entries(host: "Host", ask: Ask) -> list:
 
 
 def _cuda_entries(env: dict) -> "list[tuple[str, str]]":
-    """(variable, dir) for each entry a toolkit could own: path-list entries, a preloaded
-    library's dir, CUDA_HOME/CUDA_PATH and CUDACXX's dir."""
+    """(variable, dir) of each entry a toolkit could own (for LD_PRELOAD and CUDACXX: the file's directory)."""
     out = []
     for name in ENTRY_VARS:
         separators = r"[: ]" if name == "LD_PRELOAD" else ":"  # ld.so takes either in LD_PRELOAD

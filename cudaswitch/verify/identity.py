@@ -17,8 +17,7 @@ LIBCUDA_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr
 
 
 def path_identity(path: "str | None") -> "tuple | None":
-    """(path, *safeio.file_identity) of a file, (path, None) when it is absent, None for no path:
-    a rebuilt or replaced binary changes it."""
+    """(path, *file_identity) of a file, (path, None) when absent, None for no path: a replaced binary changes it."""
     if not path:
         return None
     try:
@@ -45,9 +44,8 @@ def toolkit_identity(record: "AnyRecord", env: "Env") -> tuple:
 
 
 def driver_identity(paths: "Paths", env: "Env") -> tuple:
-    """What the driver's answers depend on, read with stat alone: the override libcuda, else the
-    kernel module's version text, the loader cache and each libcuda.so.1 the loader may pick (a driver
-    upgrade without reboot changes the libraries before /proc), and WSL's libcuda."""
+    """The override libcuda, else /proc's version text, the loader cache, each libcuda.so.1 the loader may
+    pick (an upgrade without reboot changes them before /proc) and WSL's libcuda."""
     planned = (env.get("CUDASWITCH_DRIVER"), env.get("CUDASWITCH_GPUS"))
     if any(planned):
         return ("planned", planned, driver_identity(paths, {k: v for k, v in env.items() if k not in

@@ -1,15 +1,9 @@
-"""Library provenance: for each CUDA library the user's torch needs, which file the dynamic loader
-gives it and why, in ld.so's own order (already loaded by LD_PRELOAD, DT_RPATH of the object and of
-the executable unless the object has DT_RUNPATH, LD_LIBRARY_PATH, DT_RUNPATH, ld.so.conf's and the
-default directories; $ORIGIN expanded), its version, and the version torch's metadata pins.
-
-Where torch imported, the probe's /proc/self/maps is what really loaded: a prediction that
-disagrees with it is reported as this module's bug. Today's torch wheels carry DT_RPATH, which
-wins over LD_LIBRARY_PATH, so a copy there is no finding; one in LD_PRELOAD is.
-
-An object's dynamic section (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH) is read as the loader
-reads it, from a few headers, never the whole (often 500 MB) file: 64-bit little-endian objects
-only (x86_64, aarch64: every host CUDA runs on); anything else is None."""
+"""Which file the dynamic loader gives the user's torch for each CUDA library it needs, and why, in
+ld.so's own order ($ORIGIN expanded), with its version and the one torch's metadata pins. Today's
+torch wheels carry DT_RPATH, which outranks LD_LIBRARY_PATH: a copy there is no finding, one in
+LD_PRELOAD is. Where torch imported, its /proc/self/maps is what really loaded: a prediction that
+disagrees is this module's bug. Dynamic sections are read from a few headers, never the whole
+(often 500 MB) file, of 64-bit little-endian objects only (every host CUDA runs on); else None."""
 
 import glob
 import os
@@ -44,8 +38,7 @@ MAX_STRING = 4096
 
 
 def dynamic(path: str) -> "dict | None":
-    """{"needed": [...], "soname": str|None, "rpath": [...], "runpath": [...]}, or None for a file
-    that is not a readable 64-bit little-endian ELF object."""
+    """{"needed", "soname", "rpath", "runpath"}, or None for what is not a readable 64-bit LE ELF object."""
     try:
         with open(path, "rb") as handle:
             header = handle.read(64)

@@ -1,11 +1,7 @@
-"""Where the dynamic loader looks for a library, as far as explain's checks need it: LD_PRELOAD,
-LD_LIBRARY_PATH, the directories /etc/ld.so.conf names and the built-in defaults, the last two read
-under the root prefix (CUDASWITCH_ROOT) so a test root or an image answers like the host does.
-
-Environment entries are paths on the judged host: under a root prefix one that is not already
-inside it is read there (as the registry's sources read CONDA_PREFIX); the loader's own files are
-the host's. The ld.so.cache itself is asked (`ldconfig -p`) only on the real root: a
-cache under a test root or an image would describe another machine's files."""
+"""Where the dynamic loader looks for a library: LD_PRELOAD, LD_LIBRARY_PATH, /etc/ld.so.conf's
+directories and the defaults, the last two read under the root prefix so a test root or an image
+answers like a host. Under a prefix an environment entry not already inside it is read there; the
+ld.so.cache (`ldconfig -p`) is asked only on the real root (a prefix's would be another machine's)."""
 
 import glob
 import os
@@ -28,9 +24,7 @@ CONF_FILES = 64  # include globs over /etc/ld.so.conf.d: a handful on real hosts
 
 def env_path(paths: "Paths", value: str) -> str:
     """A path from an environment variable, seen through the root prefix."""
-    if paths.root != "/" and not value.startswith(paths.root + "/"):
-        return paths.host(value)
-    return value
+    return paths.host(value) if paths.root != "/" and not value.startswith(paths.root + "/") else value
 
 
 def library_path(env: dict, paths: "Paths") -> list:

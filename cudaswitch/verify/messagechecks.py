@@ -1,8 +1,6 @@
-"""The checks only `explain` runs: each reads what the error message names (a library, an
-architecture, a gcc ceiling, an assert) or a fact only that message makes worth gathering (GPU memory,
-the cuDNN sub-libraries a process would resolve, the driver's libcuda.so.1, the Python asked for
-torch, the nvcc CMake would find). Registered (verify/checkregistry.py) like every check;
-compat.toml's rules name their ids. Host directories are read under the root prefix."""
+"""The checks only `explain` runs: each reads what the error message names (a library, an arch, a gcc
+ceiling, an assert) or a fact only that message makes worth gathering. Host directories are read
+under the root prefix."""
 
 import os
 import re
@@ -27,14 +25,10 @@ CUDNN_SONAME = re.compile(r"^(libcudnn(?:_\w+)?)\.so\.\d+$")  # libcudnn_graph.s
 @registered("explain.arch_table", layer="toolkit", shown_by=("explain",))
 def arch_table(host: "Host", ask: Ask) -> list:
     """The CUDA releases that target each sm_XY the message names (compat.toml's arch table)."""
-    out = []
-    for sm in sorted(set(re.findall(r"sm_(\d+a?)", ask.text))):
-        row = facttables.arch_row(sm)
-        if row:
-            out.append(check("explain.arch_table", "info", "sm_%s needs CUDA %s or newer%s" % (
-                sm, row["first"], (", and was dropped after %s" % row["last"]) if row["last"] else ""), None,
-                sm=sm, source=row["source"]))
-    return out
+    rows = [(sm, facttables.arch_row(sm)) for sm in sorted(set(re.findall(r"sm_(\d+a?)", ask.text)))]
+    return [check("explain.arch_table", "info", "sm_%s needs CUDA %s or newer%s" % (sm, row["first"], (
+        ", and was dropped after %s" % row["last"]) if row["last"] else ""), None, sm=sm, source=row["source"])
+            for sm, row in rows if row]
 
 
 @registered("env.cuda_home_major", layer="env", shown_by=("explain",))
@@ -63,8 +57,7 @@ def cuda_home_major(host: "Host", ask: Ask) -> list:
 
 @registered("env.loader_path", layer="env", shown_by=("explain",))
 def loader_path(host: "Host", ask: Ask) -> list:
-    """The library the message names (else libcudart.so): on the loader path, in the loader cache,
-    in a toolkit or in the Python's NVIDIA wheels?"""
+    """The library the message names (else libcudart.so): on the loader path, in its cache, a toolkit, a wheel?"""
     name = named_library(ask.text) or "libcudart.so"
     dirs = [d for d in (host.env.get("LD_LIBRARY_PATH") or "").split(":") if d]
     on_path = [d for d in dirs if os.path.exists(os.path.join(d, name))]
@@ -85,9 +78,8 @@ def loader_path(host: "Host", ask: Ask) -> list:
 
 
 def named_library(text: str) -> "str | None":
-    """The library a message says could not be opened (the last such in a traceback: the real
-    error), else the first library it names: `/x/libtorch_cuda.so: libnccl.so.2: cannot open`
-    is about libnccl.so.2."""
+    """The library a message says could not be opened (the last: a traceback's real error), else the first
+    it names: `/x/libtorch_cuda.so: libnccl.so.2: cannot open` is about libnccl.so.2."""
     missing = re.findall(r"(lib[A-Za-z0-9_-]+\.so(?:\.[\d.]*\d)?)'?: cannot open shared object file", text)
     if missing:
         return missing[-1]
@@ -105,8 +97,7 @@ def _wheel_copies(host: "Host", name: str) -> "list[str]":
 
 @registered("gcc.message", layer="compiler", shown_by=("explain",))
 def gcc_in_message(host: "Host", ask: Ask) -> list:
-    """The gcc ceiling an "unsupported GNU version" message states, against the host gcc and the
-    toolkits here with that ceiling."""
+    """An "unsupported GNU version" message's gcc ceiling against the host gcc and the toolkits here."""
     out = []
     said = re.search(r"later than (\d+)|maximum required version by CUDA \S+ \((\d+)", " ".join(ask.text.split()))
     version = host.compiler_version
@@ -172,9 +163,8 @@ def gpu_memory(host: "Host", ask: Ask) -> list:
 
 @registered("cudnn.sublibraries", layer="env", shown_by=("explain",))
 def cudnn_sublibraries(host: "Host", ask: Ask) -> list:
-    """The first copy of each cuDNN library in the order a process without DT_RPATH finds them
-    (LD_LIBRARY_PATH, torch's nvidia/cudnn/lib, the loader's directories), and the versions those
-    files' names carry: more than one version is the sub-library mismatch."""
+    """The first copy of each cuDNN library in the order a process without DT_RPATH finds them, and the
+    versions their names carry: more than one version is the sub-library mismatch."""
     torch_dir = host.torch.get("torch_dir")
     wheel = [os.path.join(os.path.dirname(torch_dir), "nvidia", "cudnn", "lib")] if torch_dir else []
     first: dict = {}
@@ -226,8 +216,7 @@ def libcuda_found(host: "Host", ask: Ask) -> list:
 
 @registered("env.python_torch", layer="framework", shown_by=("explain",))
 def python_torch(host: "Host", ask: Ask) -> list:
-    """Which interpreter `python3` is here, whether it has torch, and which known environments
-    (the active venv or conda env, conda's environments.txt, envs the registry found) have it."""
+    """Which interpreter `python3` is here, whether it has torch, and which known environments have it."""
     python, probe = host.python, host.torch
     others = [p for p in pythonlayer.envs_with_module(host, "torch")
               if not python or not python.startswith(p.rstrip("/") + "/")]

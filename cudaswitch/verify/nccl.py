@@ -1,22 +1,14 @@
-"""NCCL as a layer of its own. As torch uses it: the version (torch.cuda.nccl.version() where torch
-started CUDA, else the banner NCCL builds into its own library file), the wheel torch pins, every
-other libnccl on the loader path, whether torch.distributed has NCCL, and the NCCL_* variables that
-steer it. For the messages that name it: which libnccl a process would load before torch's own
-(LD_PRELOAD, LD_LIBRARY_PATH), the network interfaces NCCL_SOCKET_IFNAME leaves it, and /dev/shm.
-Registered (verify/checkregistry.py) like every check; compat.toml's rules name their ids. Host
-files (/sys/class/net) are read under the root prefix.
-
-`doctor --collective`: the guides' two-rank NCCL test, done with the user's torch. Two processes
-of its Python rendezvous on loopback and run one all_reduce (NCCL where two GPUs are visible, else
-gloo on the CPU) under a hard timeout; a failure names the layer that failed (library, backend,
-interface, rendezvous) in one line. An interface the user chose (GLOO_SOCKET_IFNAME,
-NCCL_SOCKET_IFNAME) is kept, so the test answers for their settings; else loopback is used."""
+"""NCCL as a layer of its own: its version (torch's, else the banner in the library file), the wheel
+torch pins, other libnccl copies the loader would take first, torch.distributed's NCCL, NCCL_*
+variables, the interfaces NCCL_SOCKET_IFNAME leaves and /dev/shm (host files under the root prefix).
+`doctor --collective` runs two ranks of the user's torch on loopback, one all_reduce (NCCL with two
+GPUs, else gloo) under a hard timeout, and names the layer that failed; an interface the user chose
+(GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME) is kept, so the test answers for their settings."""
 
 import mmap
 import os
 import re
 import socket
-import threading
 
 from cudaswitch.verify import libprovenance, loaderdirs
 from cudaswitch.verify.checkregistry import Ask, registered
@@ -148,8 +140,7 @@ def interface_matches(spec: "str | None", names: list) -> list:
 
 @registered("nccl.foreign", layer="env", shown_by=("explain",))
 def nccl_foreign(host: "Host", ask: Ask) -> list:
-    """A libnccl loaded before torch's own: LD_PRELOAD entries and LD_LIBRARY_PATH directories
-    holding a libnccl.so* that is not the copy torch's nvidia-nccl wheel ships."""
+    """A libnccl on LD_PRELOAD or LD_LIBRARY_PATH, not torch's nvidia-nccl wheel copy, loaded before it."""
     own_dir, own_version = _torch_nccl(host.torch)
     own_real = os.path.realpath(own_dir) if own_dir else None
     found = []
@@ -211,30 +202,23 @@ def _torch_nccl(probe: dict) -> "tuple[str | None, str | None]":
     return (lib if os.path.isdir(lib) else None), (versions[0] if versions else None)
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def run_ranks(python: str, env: dict, backend: str, timeout: float) -> list:
     """Each rank's report ({"rank", "stage", "error"?, "sum"?}), both run at once under `timeout` s."""
-    base = {**env, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(WORLD)}
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    base = {**env, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(WORLD)}
     args = [backend, str(max(timeout / 2, 1.0))]  # the rendezvous gets half the time
     base.setdefault("GLOO_SOCKET_IFNAME", "lo")
     base.setdefault("NCCL_SOCKET_IFNAME", "lo")
-    reports: list = [None] * WORLD
+    from concurrent.futures import ThreadPoolExecutor  # only for `doctor --collective`
 
-    def rank(index: int) -> None:
+    def rank(index: int) -> dict:
         payload, error = run_script(python, "collective_rank.py", args, {**base, "RANK": str(index)}, timeout)
-        reports[index] = payload or {"rank": index, "stage": None, "error": error}
+        return payload or {"rank": index, "stage": None, "error": error}
 
-    threads = [threading.Thread(target=rank, args=(i,)) for i in range(WORLD)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return reports
+    with ThreadPoolExecutor(WORLD) as pool:
+        return list(pool.map(rank, range(WORLD)))
 
 
 def failed_layer(report: dict) -> str:

@@ -1,7 +1,6 @@
-"""Ask the toolkit itself: does nvcc run, which gcc does it accept, which GPUs can it target,
-and does a one-kernel program build (and, with a GPU, run). The build is done once per toolkit
-identity and remembered, so "verified with nvcc" is literally true and a later switch costs no
-process; one that did not finish in time is not remembered: it says nothing about the toolkit."""
+"""Ask the toolkit itself: does nvcc run, which GPUs can it target, does a one-kernel program build
+(and, with a GPU, run). The build is remembered per toolkit identity (a later switch costs no
+process); one that timed out is not: it says nothing about the toolkit."""
 
 import os
 import re
@@ -66,9 +65,8 @@ def first_error_line(text: str) -> "str | None":
 
 def cached_build(paths: "Paths", record: "AnyRecord", env: "Env", run: bool, fresh: bool = False,
                  timeout: float = BUILD_TIMEOUT, gpus: "Sequence[object]" = ()) -> dict:
-    """compile_smoke's result plus "cached": True when it came from an earlier build. A build that
-    ran the program is also keyed by the driver and the GPUs it ran on: after a driver upgrade the
-    old "fails on the GPU" says nothing."""
+    """compile_smoke's result, "cached": True when from an earlier build. A build that ran is also keyed
+    by the driver and GPUs: after a driver upgrade an old "fails on the GPU" says nothing."""
     ran_on = (driver_identity(paths, env), tuple(sorted(repr(g) for g in gpus))) if run else None
     key = repr((cudaswitch_version(), record["root"], toolkit_identity(record, env), bool(run), ran_on))
     result, cached = cache.remembered(paths.cache_dir, BUILDS_FILE, key, lambda: compile_smoke(
@@ -77,9 +75,8 @@ def cached_build(paths: "Paths", record: "AnyRecord", env: "Env", run: bool, fre
 
 
 def compile_smoke(record: "AnyRecord", env: "Env", run: bool, timeout: float) -> dict:
-    """Compile (`nvcc -c`) and link the one-kernel program as a plain `nvcc x.cu -o x` does (static
-    libcudart_static.a and libcudadevrt.a); run it when `run` (a GPU is there). "cannot_find": the
-    libraries a failed link lacked."""
+    """Build the one-kernel program as a plain `nvcc x.cu -o x` does (static libcudart, libcudadevrt) and
+    run it when `run`. "cannot_find": the libraries a failed link lacked."""
     nvcc = record.get("nvcc")
     if not nvcc:
         return {"built": False, "error": "this toolkit has no nvcc"}

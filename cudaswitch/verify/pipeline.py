@@ -1,9 +1,6 @@
-"""The checks of one toolkit in one environment, each written once as a function of a Host's facts
-and registered (verify/checkregistry.py) with its ids, layer and the commands that show it.
-
-A check function takes a Host (verify/host.py) and an Ask (what the command asks of it) and returns
-a list of checks (compat.check dicts); it asks the Host for what it needs, so a command pays only
-for the facts its checks read."""
+"""The checks of one toolkit in one environment, each a function of a Host's facts and an Ask (what
+the command asks), registered with its ids, layer and commands: a command pays only for the facts
+its checks read."""
 
 import glob
 import os
@@ -11,7 +8,8 @@ import re
 
 from cudaswitch.registry.layouts import link_remedy
 from cudaswitch.toolkit import short_version, version_tuple
-from cudaswitch.verify import compat, facttables, hostcc
+from cudaswitch import envstate
+from cudaswitch.verify import compat, facttables
 from cudaswitch.verify.compat import check
 from cudaswitch.verify.checkregistry import Ask, registered
 
@@ -96,9 +94,8 @@ def gpu_kind(name: str) -> "str | None":
 
 @registered("driver.forward_compat", layer="driver", shown_by=("use", "verify", "doctor", "explain"))
 def forward_compat(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
-    """The toolkit's compat/libcuda.so.* (cuda-compat): ok on data-center GPUs with an older driver,
-    error 804 on consumer GPUs, error 803 when it is older than the installed driver.
-    ask.unchecked: a line where there is nothing to judge (explain), none for verify."""
+    """The toolkit's compat/libcuda (cuda-compat): ok on data-center GPUs with an older driver, error 804 on
+    consumer GPUs, 803 when older than the driver. ask.unchecked: say so where there is nothing to judge."""
     say_unchecked = ask.unchecked
     if not host.record:
         return [check("driver.forward_compat", "info", "cannot check forward compatibility: no toolkit active",
@@ -169,14 +166,28 @@ def host_compiler(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
     ceiling, source = host.gcc_ceiling
     ignored = host.env.get("NVCC_CCBIN") if not host.reads_ccbin_var else None
     return [gcc_verdict(ceiling, source, host.compiler, host.compiler_version, host.toolkit_cuda,
-                        hostcc.chosen_by_switch(host.env), ignored)]
+                        chosen_by_switch(host.env), ignored)]
+
+
+def chosen_by_switch(env: dict) -> dict:
+    """The compilers the active switch set (its state remembers what they replaced), or {}."""
+    state = envstate.read_state(env)
+    if not state:
+        return {}
+    chosen = {name: env.get(name) for name in ("NVCC_CCBIN", "CUDAHOSTCXX")
+              if name in state["scalars"] and env.get(name)}
+    if "NVCC_PREPEND_FLAGS" in state["scalars"]:
+        before, mine = state["scalars"]["NVCC_PREPEND_FLAGS"]
+        # the user's own -ccbin there is theirs, not the switch's
+        if envstate.leads(envstate.added_ccbin(before, mine), env.get("NVCC_PREPEND_FLAGS")):
+            chosen["NVCC_PREPEND_FLAGS"] = env["NVCC_PREPEND_FLAGS"]
+    return chosen
 
 
 def gcc_verdict(ceiling: "int | None", ceiling_from: "str | None", compiler: "str | None", version: "str | None",
                 cuda: "str | None", chosen: "dict | None" = None, ignored: "str | None" = None) -> "CheckResult":
-    """Host gcc above the toolkit's ceiling -> nvcc refuses with `#error -- unsupported GNU version!`,
-    so every compile fails: an error. `chosen`: the compilers the switch picked (NVCC_CCBIN...);
-    `ignored`: an NVCC_CCBIN this nvcc does not read (11.x), which the user may think applies."""
+    """Host gcc above the toolkit's ceiling: nvcc refuses every compile (an error). `chosen`: the compilers
+    the switch picked; `ignored`: an NVCC_CCBIN this nvcc (11.x) does not read, which the user may think applies."""
     facts: dict = {"gcc": version, "compiler": compiler, "ceiling": ceiling, "ceiling_from": ceiling_from, "cuda": cuda,
              "chosen": chosen or {}, "ignored_nvcc_ccbin": ignored}
     if not compiler:
@@ -207,8 +218,7 @@ def gcc_verdict(ceiling: "int | None", ceiling_from: "str | None", compiler: "st
 
 @registered("toolkit.gpu_arch", layer="toolkit", shown_by=("use", "verify", "doctor", "explain"))
 def toolkit_gpu_arch(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
-    """Can this nvcc target every GPU the driver reports, and (explain) each architecture the message
-    names? `nvcc --list-gpu-arch` answers, else compat.toml's arch table."""
+    """Can nvcc target each GPU, and (explain) each arch the message names? --list-gpu-arch, else compat.toml."""
     named = sorted(set(re.findall(r"(?:compute|sm)_(\d+[a-z]?)", ask.text)))
     if not host.record or not host.driver.get("gpus"):
         out = [check("toolkit.gpu_arch", "info", "cannot check which architectures the toolkit targets against "
@@ -222,8 +232,7 @@ def toolkit_gpu_arch(host: "Host", ask: Ask = PLAIN) -> "list[CheckResult]":
 
 
 def _nvcc_accepts(host: "Host", arch: str) -> "CheckResult":
-    """An architecture an error message names (`Unsupported gpu architecture 'compute_35'`) against
-    this nvcc's list and the CUDA releases that target it."""
+    """An arch a message names (`Unsupported gpu architecture 'compute_35'`) against nvcc and the releases."""
     archs, row = host.nvcc_archs, facttables.arch_row(arch)
     known = "compute_" + arch.rstrip("af") in (archs or [])
     span = "CUDA %s%s" % (row["first"], " to " + row["last"] if row["last"] else " and newer") if row else "unknown"

@@ -1,12 +1,7 @@
-"""Run by the USER's Python (any 3.8+) to report its installed distributions the way `pip check`
-judges them, without starting pip: every distribution on sys.path, the ones installed twice, and
-each requirement that is missing or not satisfied. Stdlib plus `packaging` (or pip's vendored
-copy); without either the requirements are not judged and the report says so.
-
-Started as `python -c <this source> [MODULE...] MARKER` (it says where each MODULE would
-import from); it prints one line `MARKER<json>MARKER` last. Nothing
-here may import cudaswitch (it is not installed in the user's Python).
-"""
+"""Run by the USER's Python (3.8+, so nothing here may import cudaswitch) as `python -c <this source>
+[MODULE...] MARKER`: its distributions judged as `pip check` would, without starting pip (installed
+twice, requirements missing or unsatisfied; needs `packaging` or pip's vendored copy, else says so),
+and where each MODULE would import from. Prints `MARKER<json>MARKER` last."""
 
 import json
 import os

@@ -1,11 +1,7 @@
-"""The Python layer: which interpreter `python` and `python3` are and which one torch lives in, the
-requirement conflicts `pip check` would print, a distribution installed twice on sys.path, and for
-explain's "No module named X" the known environments that do have X (the active venv or conda env,
-conda's environments.txt, envs the registry found, Jupyter kernels' interpreters).
-
-The distributions are read by verify/pyenv_probe.py inside the user's interpreter (its metadata,
-its markers, its packaging); the environments by globbing their site-packages, no process each.
-"""
+"""The Python layer: which interpreters `python` and `python3` are and which one has torch, what `pip
+check` would print, a distribution installed twice, and for "No module named X" the known
+environments that have X. Distributions are read by pyenv_probe.py in the user's interpreter;
+environments by globbing their site-packages, no process each."""
 
 import glob
 import json
@@ -110,8 +106,7 @@ def pip_check_line(conflict: dict) -> str:
 
 @registered("python.duplicates", layer="deps", shown_by=("doctor", "verify"))
 def duplicates(host: "Host", ask: Ask) -> list:
-    """A distribution whose metadata sits twice on sys.path: the first one imports, the other is
-    what pip or an old install left, and tools disagree about which version is installed."""
+    """A distribution twice on sys.path: the first imports, and tools disagree about which version is installed."""
     python, got = host.python, report(host, host.python)
     if got.get("error"):
         return _cannot("python.duplicates", got["error"])
@@ -129,8 +124,7 @@ def duplicates(host: "Host", ask: Ask) -> list:
 
 @registered("python.module_found", layer="framework", shown_by=("explain",))
 def module_found(host: "Host", ask: Ask) -> list:
-    """"No module named X": the interpreter this shell runs, whether it has X, and the known
-    environments that do."""
+    """"No module named X": this shell's interpreter, whether it has X, and the known environments that do."""
     match = MISSING.search(ask.text)
     if not match:
         return []
@@ -163,8 +157,7 @@ def envs_with_module(host: "Host", name: str) -> list:
 
 
 def known_prefixes(host: "Host") -> list:
-    """The active venv and conda env, conda's environments.txt, registry records inside an env,
-    and the interpreters Jupyter kernels start."""
+    """The active venv and conda env, conda's environments.txt, registry envs and Jupyter kernels' interpreters."""
     prefixes = [host.env.get("VIRTUAL_ENV"), host.env.get("CONDA_PREFIX")]
     home = host.env.get("HOME") or os.path.expanduser("~")
     environments = host.paths.host(os.path.join(home, ".conda", "environments.txt"))

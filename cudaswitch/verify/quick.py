@@ -1,10 +1,6 @@
-"""The verdict `use` prints: one line, cached by everything it depends on.
-
-On a cache hit this module imports nothing beyond os, sys and marshal (no json, re, subprocess,
-typing: the budgets in bench/ and tests/test_import_budget.py) and starts no process. On a miss it runs the checks of
-cudaswitch.verify.usecheck (the toolkit's parts, driver, host compiler, a real build the first time,
-the torch probe) and stores the result.
-"""
+"""The verdict `use` prints: one line, cached by everything it depends on. A cache hit imports nothing
+beyond os, sys and marshal (the budgets in bench/ and tests/test_import_budget.py) and starts no
+process; a miss runs usecheck's checks and stores the result."""
 
 import os
 
@@ -22,9 +18,9 @@ ENV_KEYS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "
             "NVCC_CCBIN", "CUDA_VISIBLE_DEVICES", "CUDASWITCH_LIBCUDA", "CUDASWITCH_ROOT")
 
 
-def dependency_key(paths: "Paths", record: dict, new_env: dict) -> tuple:
-    """Everything the verdict depends on that can be read without starting a process."""
-    return (
+def verdict_for_use(paths: "Paths", record: dict, new_env: dict, timeout: "float | None" = None) -> tuple:
+    """(level, one_line) for switching to `record` with `new_env`; cached. timeout None: use's own."""
+    key = (  # everything the verdict depends on that can be read without starting a process
         cudaswitch_version(), record["root"], record.get("version"), record.get("status"),
         toolkit_identity(record, new_env),
         path_identity(which("python3", new_env) or which("python", new_env)),
@@ -33,13 +29,6 @@ def dependency_key(paths: "Paths", record: dict, new_env: dict) -> tuple:
         path_identity(os.path.join(paths.config_dir, "config.toml")),
         tuple(new_env.get(k) for k in ENV_KEYS),
     )
-
-
-def verdict_for_use(paths: "Paths", record: dict, new_env: dict, timeout: "float | None" = None) -> tuple:
-    """(level, one_line) for switching to `record` with environment `new_env`; cached.
-    timeout None: use's own (settings.USE_TORCH_TIMEOUT, or config's torch_timeout where set), for
-    `use` and `kernel install` alike."""
-    key = dependency_key(paths, record, new_env)
     entries = cache.table(paths.cache_dir, VERDICTS_FILE)
     hit = entries.get(key)
     if hit is None or not cache.watched_entry(hit, ("level", "line")) or not cache.unchanged(hit["watch"]):
@@ -62,6 +51,4 @@ def verdict_to_show(paths: "Paths", record: dict, new_env: dict, strict: bool = 
     if mode == "off" and not strict:
         return "info", None
     level, line = verdict_for_use(paths, record, new_env, timeout=None)
-    if mode == "all" or level in ("warning", "error"):
-        return level, line
-    return level, None
+    return level, (line if mode == "all" or level in ("warning", "error") else None)

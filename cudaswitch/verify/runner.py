@@ -1,9 +1,6 @@
-"""Run a helper script in another interpreter (the user's Python, or ours for ctypes probes).
-
-Every run has a timeout and its own process group, so a hung import (an NFS home, a
-sitecustomize that blocks) is killed with everything it started. Output is framed by a random
-marker; whatever else the process prints (torch warnings, banners) is ignored.
-"""
+"""Run a helper script in another interpreter (the user's Python, or ours for ctypes probes): with a
+timeout and its own process group, so a hung import is killed with all it started; output framed by
+a random marker, so whatever else the process prints is ignored."""
 
 import os
 
@@ -57,17 +54,7 @@ def run_framed(argv: "list[str]", env: "Env", timeout: float, cwd: "str | None" 
 
 
 def run_script(python: str, script: str, args: "list[str]", env: "Env", timeout: float) -> tuple:
-    """run_framed of one of verify/'s scripts in `python`, given as `-c` source: the user's
-    interpreter has no cudaswitch to import it from."""
+    """run_framed of a verify/ script as `-c` source: the user's interpreter has no cudaswitch to import it from."""
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), script), encoding="utf-8") as handle:
         return run_framed([python, "-c", handle.read(), *args], env, timeout)
 
-
-def probe_torch(python: str, env: "Env", timeout: float) -> dict:
-    """What the user's Python reports about torch, or {"error": why it could not say}."""
-    payload, error = run_script(python, "torch_probe.py", [], env, timeout)
-    if payload is None:
-        return {"error": error, "python": python}
-    payload.setdefault("python", python)
-    payload["python_requested"] = python
-    return payload

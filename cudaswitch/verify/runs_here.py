@@ -1,11 +1,6 @@
-"""Does this host's driver run each toolkit? `list`'s DRIVER column and a partial request's
-preference, from the check verify runs (compat.driver_supports and the toolkit's compat/ libcuda).
-
-The driver is asked once per driver identity (the libcuda files, /proc's version text: what a
-driver upgrade changes) and the answers are kept in one sealed file keyed by that identity, the
-toolkits and cudaswitch's release, so a warm `list` starts no process and imports only os and
-marshal here.
-"""
+"""Does this host's driver run each toolkit? (`list`'s DRIVER column, a partial request's preference),
+by the check verify runs. Answers are sealed in one file keyed by the driver's identity, the
+toolkits and cudaswitch's release, so a warm `list` starts no process and imports only os and marshal."""
 
 import os
 
@@ -26,8 +21,7 @@ NO_DRIVER = "no NVIDIA driver readable on this host"
 
 
 def driver_unknown(found: "dict[str, dict]") -> bool:
-    """True when no verdict could be made because no driver was readable: `list --runnable` then
-    cannot tell what runs, which is not "none runs"."""
+    """No driver was readable: `list --runnable` then cannot tell what runs, which is not "none runs"."""
     return bool(found) and all(v["why"] == NO_DRIVER for v in found.values())
 
 

@@ -1,10 +1,6 @@
-"""Run by the USER's Python (any 3.x) to report what its torch really is. Stdlib only.
-
-Started as `python -c <this source> MARKER` with the switched environment and a timeout; it
-prints exactly one line `MARKER<json>MARKER` last, so whatever torch, sitecustomize or a warning
-prints around it is ignored by the parser. Every step is guarded: a broken torch is a finding,
-not a crash. Nothing here may import cudaswitch (it is not installed in the user's Python).
-"""
+"""Run by the USER's Python (any 3.x, stdlib only: nothing here may import cudaswitch) as `python -c
+<this source> MARKER`: what its torch really is. Prints `MARKER<json>MARKER` last, so whatever else
+is printed is ignored; every step is guarded: a broken torch is a finding, not a crash."""
 
 import json
 import os
@@ -48,12 +44,9 @@ def guarded(out: dict, key: str, func: "Callable[[], object]") -> None:
 
 
 def devices(torch: "Any") -> "list[dict]":
-    out = []
-    for index in range(torch.cuda.device_count()):
-        major, minor = torch.cuda.get_device_capability(index)
-        out.append({"index": index, "name": torch.cuda.get_device_name(index),
-                    "capability": "%d.%d" % (major, minor)})
-    return out
+    return [{"index": index, "name": torch.cuda.get_device_name(index),
+             "capability": "%d.%d" % tuple(torch.cuda.get_device_capability(index))}
+            for index in range(torch.cuda.device_count())]
 
 
 def matmul(torch: "Any") -> dict:

@@ -1,27 +1,19 @@
-"""Which PyTorch CUDA builds run on a host: by the driver (minor-version compatibility included), by
-every GPU's compute capability against each build's architecture list, and by the toolkit that
-would build extensions. Facts in, a plan (data) out; the caller gathers the facts.
-
-The build rows live in cudaswitch/data/torch_builds.toml, each with the evidence its arch list
-rests on (read from the wheel, the build script, a release PR, a published list). Where the host can
-answer, it wins: an installed torch's own `torch._C._cuda_getArchFlags()` replaces its row's list.
-A build whose arch list lacks a GPU (and has no PTX it can JIT), or whose driver branch cannot drive
-a GPU, is never a fit; a fact that cannot be checked (no driver, no GPU visible, a row without
-evidence) leaves `fits` at None, never True, and such a build is never recommended. An installed
-torch that fits is the answer: keep it.
-"""
+"""Which PyTorch CUDA builds run on a host: by the driver (minor-version compatibility included), each
+GPU's capability against each build's arch list (torch_builds.toml, every row with its evidence),
+and the toolkit that would build extensions. Facts in, a plan out. The host's own answer wins (an
+installed torch's `_cuda_getArchFlags()` replaces its row); a fact that cannot be checked leaves
+`fits` None, never True, and such a build is never recommended."""
 
 import os
 from typing import Callable, Dict, List, Optional, Sequence
 
 from cudaswitch.toolkit import short_version, version_tuple
 from cudaswitch.verify import facttables
-from cudaswitch.verify import torchdriver
+from cudaswitch.verify import target
 from cudaswitch.verify.checks import arch_in_build
 from cudaswitch.verify.compat import check, driver_supports
 from cudaswitch.verify.checkregistry import registered
-from cudaswitch.verify.target import parse_gpu
-from cudaswitch.verify.torchdriver import parse_driver
+from cudaswitch.verify.target import from_report, parse_driver, parse_gpu
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,9 +56,8 @@ def variant(cuda: str) -> str:
 
 
 def probe_installed(paths: "Paths", python: str, env: dict, timeout: float) -> dict:
-    """{"torch", "cuda", "arch_flags", "python"} from the user's Python, or {"error": why}. It runs
-    from a private empty directory, so no project's torch/ or json.py is imported by accident.
-    Importing torch takes seconds: the answer is cached until the Python's site dirs change."""
+    """{"torch", "cuda", "arch_flags", "python"} from the user's Python, or {"error"}. Run in a private empty
+    directory (no project's torch/ imported by accident); cached until its site dirs change."""
     from cudaswitch import cache
     from cudaswitch.verify.runner import run_framed
 
@@ -90,8 +81,7 @@ def probe_installed(paths: "Paths", python: str, env: dict, timeout: float) -> d
 
 
 def builds(installed: Optional[dict] = None) -> List[dict]:
-    """Every known build, newest torch first then newest CUDA, with the installed torch's own arch
-    flags in place of its row's list (and a row of its own when the data does not know it)."""
+    """Every known build, newest first; an installed torch's own arch flags replace its row's list (or add a row)."""
     # a row without evidence has no list: [] here, so every caller finds no code in it
     rows = [dict(row, arch=list(row.get("arch") or []), verified=row["evidence"] != "none")
             for row in facttables.torch_rows(host_platform())]
@@ -158,8 +148,7 @@ def assess(build: dict, driver: dict, gpus: List[dict], toolkit: Optional[dict],
 
 @registered("torch_build.extensions", layer="toolkit", shown_by=("torch",))
 def extension_check(build: dict, toolkit: Optional[dict], gpus: Sequence[dict] = ()) -> "CheckResult":
-    """cpp_extension refuses a toolkit whose CUDA major differs from torch's; another minor warns; a
-    GPU the toolkit's nvcc cannot target gets no extension code whatever torch build it is."""
+    """cpp_extension refuses another CUDA major, warns on another minor; an untargeted GPU gets no extension code."""
     if not toolkit:
         return check("torch_build.extensions", "info", "no toolkit active or given: cannot check building "
                      "extensions", "give a REQUEST, e.g. `cudaswitch torch 12.6`")
@@ -185,8 +174,8 @@ def extension_check(build: dict, toolkit: Optional[dict], gpus: Sequence[dict] =
 
 def plan(driver: dict, gpus: List[dict], toolkit: Optional[dict], installed: Optional[dict] = None) -> dict:
     """The whole answer: every build assessed, newest first, and the one to install."""
-    driver = torchdriver.complete(driver)
-    drives = [torchdriver.driver_drives(driver, gpu) for gpu in gpus] if driver.get("present") else []
+    driver = target.complete(driver)
+    drives = [target.driver_drives(driver, gpu) for gpu in gpus] if driver.get("present") else []
     assessed = [assess(b, driver, gpus, toolkit, drives) for b in builds(installed)]
     summary = {k: driver.get(k) for k in DRIVER_KEYS if k in driver}
     result: dict = {"driver": summary, "gpus": gpus, "toolkit": toolkit, "installed": installed,
@@ -216,9 +205,8 @@ def _table_note(installed: "dict | None") -> dict:
 
 
 def recommend(assessed: List[dict], toolkit: Optional[dict]) -> "tuple[Optional[dict], str]":
-    """(build, why) or (None, why): an installed torch that fits (keep it); else the newest fitting
-    build with evidence for its arch list, preferring one the toolkit can build extensions for.
-    A build without evidence never fits, so it is never recommended."""
+    """(build, why) or (None, why): an installed torch that fits (keep it); else the newest fitting build
+    with evidence, preferring one the toolkit can build extensions for."""
     own = [b for b in assessed if b.get("source") == "installed" and b["fits"] is True]
     if own:
         return own[0], "the installed torch fits this host: keep it"
@@ -248,8 +236,7 @@ def _missing_facts(driver: dict, gpus: list) -> "str | None":
 
 
 def toolkit_of(record: Optional[dict], env: dict) -> Optional[dict]:
-    """The toolkit's version and root, and what its nvcc can target (the host answers; None when
-    it cannot say, e.g. no nvcc or one older than --list-gpu-arch)."""
+    """The toolkit's version, root and what its nvcc can target (None where it cannot say)."""
     if not record:
         return None
     archs = None
@@ -261,23 +248,14 @@ def toolkit_of(record: Optional[dict], env: dict) -> Optional[dict]:
     return {"version": record["version"], "root": record["root"], "gpu_archs": archs}
 
 
-def plan_lines(result: dict) -> List[str]:
-    from cudaswitch.verify.torchlines import plan_lines as lines
-
-    return lines(result)
-
-
 def gather(paths: "Paths", load_registry: Callable[[], dict], env: dict, request: Optional[str] = None,
            driver: Optional[str] = None, gpus: Optional[Sequence[str]] = None, python: Optional[str] = None,
            timeout: float = 60.0, node: Optional[str] = None) -> dict:
-    """The plan for this host, or for another machine where --driver / --gpu, else a node's audit
-    report (--node), else CUDASWITCH_DRIVER / CUDASWITCH_GPUS replace its facts. Bad options are
-    refused before anything runs (the registry is read first: it makes the cache dir the tables
-    are kept parsed in, so a second `torch` reads them from there)."""
+    """The plan for this host, or another machine's (--driver / --gpu, --node, CUDASWITCH_DRIVER/GPUS). The
+    registry is read first: it makes the cache dir the tables are kept parsed in."""
     from cudaswitch.registry.resolve import resolve
     from cudaswitch.switch.lookup import current_or_none
     from cudaswitch.verify.runner import find_python
-    from cudaswitch.verify.target import from_report
 
     reg = load_registry()  # a REQUEST must name a toolkit; else the active or default one, else None
     record = resolve(reg, request) if request else current_or_none(reg, env)

@@ -1,10 +1,7 @@
-"""WSL, read under the root prefix like every host fact: /proc/version naming Microsoft or WSL,
-/usr/lib/wsl/lib (where Windows mounts its driver's libcuda) and /dev/dxg (the GPU paravirtual
-device WSL 2 exposes). Under WSL 2 the Windows driver serves libcuda; a Linux driver installed
-inside WSL puts its own libcuda on the loader path and breaks CUDA there; WSL 1 has no GPU at all.
-The driver release WSL reports is a Windows one, so no Linux release minimum applies to it
-(verify/driver.py detects WSL, keeps that number apart and judges by the CUDA version libcuda
-reports)."""
+"""WSL, read under the root prefix: /proc/version naming Microsoft or WSL, /usr/lib/wsl/lib (the Windows
+driver's libcuda) and /dev/dxg (WSL 2's GPU device). A Linux driver installed inside WSL 2 puts its
+own libcuda on the loader path and breaks CUDA; WSL 1 has no GPU. WSL's release is a Windows one, so
+no Linux minimum applies (driver.py judges by the CUDA version libcuda reports)."""
 
 import glob
 import os
@@ -25,8 +22,7 @@ DPKG_LISTS = ("*nvidia*.list", "*cuda-drivers*.list")
 
 @registered("driver.wsl", layer="driver", shown_by=("doctor", "verify", "explain"))
 def wsl_driver(host: "Host", ask: Ask) -> list:
-    """Under WSL: WSL 1 (no GPU), the Windows driver's libcuda missing, or a Linux driver's libcuda
-    inside WSL that the loader may take instead of it."""
+    """Under WSL: WSL 1 (no GPU), no Windows libcuda, or a Linux driver's libcuda the loader may take instead."""
     version = host.driver.get("wsl") or None
     if not version:
         return [check("driver.wsl", "info", "not WSL: no Microsoft kernel in /proc/version, no %s, no /dev/dxg"
