@@ -10,6 +10,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+PROC_TEXT = ("/proc/modules", "/proc/version")
 TOML_MAX_DEPTH = 32  # config and project files nest two or three levels; 1000 overflows tomllib's recursion
 
 
@@ -52,10 +53,10 @@ def read_regular(path: str, limit: int) -> bytes:
 
 
 def _procfs_text(path: str) -> bool:
-    """A /proc file the live host's checks name (the driver's version, /proc/modules): its size says 0
-    but its text is there. Only under its own name: a link from an image or a project could lead to
-    /proc/kmsg or a process's environment."""
-    return path.startswith("/proc/") and path != "/proc/kmsg" and os.path.realpath(path) == path
+    """The live host's /proc files the driver checks name: their size says 0 but their text is there.
+    Only these, under their own names: a link from an image or a project could lead to /proc/kmsg
+    (a destructive read) or a process's environment."""
+    return (path in PROC_TEXT or path.startswith("/proc/driver/nvidia/")) and os.path.realpath(path) == path
 
 
 def read_or_none(path: str, limit: int) -> "bytes | None":

@@ -163,11 +163,19 @@ def test_torchs_runtime_wheels_are_listed_with_their_version(host):
         shutil.copytree(wheels / part, site / "nvidia" / "cu13" / part, symlinks=True, copy_function=os.link)
     [runtime] = wheels.parent.parent.glob("nvidia_cuda_runtime-13.0.*.dist-info")
     shutil.copytree(runtime, site / runtime.name)
+    # beside it CUDA 12.4's split runtime wheel, which another package pulled in: each keeps its own
+    split = kits.cuda12_runtime()
+    shutil.copytree(split / "cuda_runtime", site / "nvidia" / "cuda_runtime", symlinks=True, copy_function=os.link)
+    [runtime12] = split.parent.glob("nvidia_cuda_runtime_cu12-*.dist-info")
+    shutil.copytree(runtime12, site / runtime12.name)
     host.env["VIRTUAL_ENV"] = "/opt/torchenv"
-    item = host.list_json()[str(site / "nvidia" / "cu13")]
-    assert item["version"] == runtime.name[len("nvidia_cuda_runtime-"):-len(".dist-info")] == "13.0.96"
+    listed = host.list_json()
+    item = listed[str(site / "nvidia" / "cu13")]
+    assert item["version"] == runtime.name.removesuffix(".dist-info").split("-")[1] == "13.0.96"
     assert item["status"] == "incomplete" and item["nvcc"] is None
     assert [p.split(":")[0] for p in item["problems"]] == ["no nvcc in %s/bin" % (site / "nvidia" / "cu13")]
+    assert listed[str(site / "nvidia")]["version"] == runtime12.name.removesuffix(".dist-info").split("-")[1]
+    assert listed[str(site / "nvidia")]["version"].startswith("12.4.")
 
 
 def test_list_table_shows_each_toolkit_and_the_default(standard_host):

@@ -11,7 +11,7 @@ from cudaswitch.safeio import Unreadable, identity_text, read_or_none, read_regu
 from cudaswitch.toolkit import version_tuple
 
 NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
-DIST_INFO = re.compile(r"nvidia_cuda_(?:nvcc|runtime)(?:_cu\d+)?-((\d+)\.\d+\.\d+)[^/]*\.dist-info$")
+DIST_INFO = re.compile(r"nvidia_cuda_(?:nvcc|runtime)(_cu\d+)?-((\d+)\.\d+\.\d+)[^/]*\.dist-info$")
 CUDART_SONAME = re.compile(r"libcudart\.so\.(\d+(?:\.\d+){1,2})$")
 DATE_STAMP_MINOR = 10000  # version.json "cuda" of 11.8 may read 11.8.20220929: not a patch level
 
@@ -49,7 +49,8 @@ def read_version_txt(root: str) -> "str | None":
 def read_dist_info(root: str) -> "str | None":
     """A root made of NVIDIA wheels keeps their dist-info in site-packages, beside nvidia/ (CUDA 13's
     nvidia/cu13 one level higher): the nvcc wheel's version is nvcc's; without one (torch's runtime
-    wheels), the cuda-runtime wheel's, of the root's own major where the root is cuNN."""
+    wheels), the cuda-runtime wheel's. Only a wheel of the root's own kind: for nvidia/cuNN one of
+    major NN, for the split nvidia/ of CUDA 11 and 12 one named _cuNN (a site may hold both)."""
     parent = os.path.dirname(root)
     dirs = [parent, root, os.path.join(root, "dist-info")]
     dirs += [os.path.dirname(parent)] if os.path.basename(parent) == "nvidia" else []
@@ -58,8 +59,8 @@ def read_dist_info(root: str) -> "str | None":
         for directory in dirs:
             for path in sorted(glob.glob(os.path.join(glob.escape(directory), "nvidia_cuda_%s*.dist-info" % wheel))):
                 match = DIST_INFO.search(path)
-                if match and (not major or match.group(2) == major.group(1)):
-                    return match.group(1)
+                if match and (match.group(3) == major.group(1) if major else match.group(1)):
+                    return match.group(2)
     return None
 
 

@@ -38,12 +38,13 @@ def kernel_module(host: "Host", ask: Ask) -> "list[CheckResult]":
     if loaded is None:
         return [check("driver.kernel_module", "info", "cannot check the kernel module: /proc/modules is not "
                       "readable here", None)]
-    if "nvidia" in loaded:  # built as a module; its /proc/driver/nvidia/version did not say which release
-        return [check("driver.kernel_module", "ok", "the NVIDIA kernel module is loaded (/proc/modules)", None)]
     if "nouveau" in loaded:
         return [check("driver.kernel_module", "error", "the open-source nouveau driver is loaded, the NVIDIA kernel "
                       "module is not: CUDA cannot use the GPU", "blacklist nouveau, install the NVIDIA driver and "
                       "reboot", modules=sorted(loaded & {"nouveau", "nvidia"}), pci=pci)]
+    if "nvidia" in loaded:  # its /proc/driver/nvidia/version did not say which release
+        return [check("driver.kernel_module", "ok", "the NVIDIA kernel module is loaded (/proc/modules)", None,
+                      modules=["nvidia"], pci=pci)]
     if pci:
         return [check("driver.kernel_module", "error", "no NVIDIA kernel module is loaded, though the PCI bus has "
                       "NVIDIA GPU(s) %s" % ", ".join(pci), "`sudo modprobe nvidia` (after a driver install or kernel "

@@ -30,6 +30,8 @@ CUDA_SONAME = re.compile(r"^lib(cudart|cublas|cublasLt|cudnn\w*|nccl|nvrtc|nvJit
 TORCH_PRELOAD = re.compile(r'\("(\w+)", "(lib[\w-]+)\.so\.\*\[0-9\]"\)')
 PRELOAD_GATE = re.compile(r'if "([^"]+)" not in _maps')
 PRELOAD_ALL = re.compile(r"_preload_cuda_deps\((required=False)?\)")
+BLOCK_END = re.compile(r"\n\s*except\b")
+TORCH_CUDA = re.compile(r"^cuda(?:: [\w\[\]]+)? = '(\d+)\.", re.M)  # torch/version.py: cuda = '13.0'
 MAX_LIBRARIES = 64  # torch needs about twenty; a loop in DT_NEEDED must not run on
 DT_NEEDED, DT_STRTAB, DT_SONAME, DT_RPATH, DT_RUNPATH = 1, 5, 14, 15, 29
 PT_LOAD, PT_DYNAMIC = 1, 2
@@ -134,6 +136,7 @@ def libraries(loader: Loader, torch_dir: str) -> list:
         chain = root_rpath if requester != root else []
         path, why = loader.resolve(soname, requester, chain)
         preloaded = preloads.get(soname.split(".so", 1)[0]) if why != "LD_PRELOAD" else None
+        preloaded = preloaded if preloaded and os.path.basename(preloaded).startswith(soname) else None
         path, why = (preloaded, "already loaded: torch's __init__ loads its wheel's copy first") if preloaded else (
             path, why)
         # torch's own copy: the first of libtorch_cuda's own directories that holds one
@@ -156,14 +159,18 @@ def torch_preloads(torch_dir: str, cudart: str) -> "dict[str, str]":
     gate = PRELOAD_GATE.search(text)
     if not gate or gate.group(1) not in cudart:
         return {}
-    block = text[gate.end():text.find("except", gate.end())]
+    end = BLOCK_END.search(text, gate.end())
+    block = text[gate.end():end.start() if end else None]
     named, every = TORCH_PRELOAD.findall(block), PRELOAD_ALL.search(block)
     wanted = named or (TORCH_PRELOAD.findall(text[:gate.start()]) if every else [])
     required = bool(named) or (every is not None and every.group(1) is None)
+    version = (read_or_none(os.path.join(torch_dir, "version.py"), 1 << 16) or b"").decode("utf-8", "replace")
+    major = TORCH_CUDA.search(version)
+    subs = ["nvidia/%s", "nvidia/cu" + major.group(1), "%s"] if major else ["nvidia/%s", "%s"]
     site, found = glob.escape(os.path.dirname(torch_dir)), {}
     for folder, stem in wanted:
-        copies = [p for sub in ("nvidia/" + folder, "nvidia/cu[0-9]*", folder)
-                  for p in glob.glob(os.path.join(site, sub, "lib", stem + ".so.*[0-9]"))]
+        copies = [p for sub in subs for p in glob.glob(os.path.join(site, sub.replace("%s", folder), "lib",
+                                                                    stem + ".so.*[0-9]"))]
         if not copies and required:
             break  # torch's loop raises at the first missing one and loads nothing more
         found.update({stem: copies[0]} if copies else {})
