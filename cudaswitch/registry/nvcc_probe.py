@@ -50,16 +50,17 @@ def read_dist_info(root: str) -> "str | None":
     """A root made of NVIDIA wheels keeps their dist-info in site-packages, beside nvidia/ (CUDA 13's
     nvidia/cu13 one level higher): the nvcc wheel's version is nvcc's; without one (torch's runtime
     wheels), the cuda-runtime wheel's. Only a wheel of the root's own kind: for nvidia/cuNN one of
-    major NN, for the split nvidia/ of CUDA 11 and 12 one named _cuNN (a site may hold both)."""
+    major NN; beside the split nvidia/ of CUDA 11 and 12 one named _cuNN (CUDA 13's unsuffixed
+    wheels install into nvidia/cu13, another root of the same site)."""
     parent = os.path.dirname(root)
-    dirs = [parent, root, os.path.join(root, "dist-info")]
-    dirs += [os.path.dirname(parent)] if os.path.basename(parent) == "nvidia" else []
+    dirs = [(parent, False), (root, True), (os.path.join(root, "dist-info"), True)]
+    dirs += [(os.path.dirname(parent), False)] if os.path.basename(parent) == "nvidia" else []
     major = re.fullmatch(r"cu(\d+)", os.path.basename(root))
     for wheel in ("nvcc", "runtime"):
-        for directory in dirs:
+        for directory, inside in dirs:
             for path in sorted(glob.glob(os.path.join(glob.escape(directory), "nvidia_cuda_%s*.dist-info" % wheel))):
                 match = DIST_INFO.search(path)
-                if match and (match.group(3) == major.group(1) if major else match.group(1)):
+                if match and (match.group(3) == major.group(1) if major else inside or match.group(1)):
                     return match.group(2)
     return None
 
